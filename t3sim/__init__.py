@@ -1,0 +1,7 @@
+"""t3sim: a cycle-level, discrete-event multi-GPU architecture simulator.
+
+Layers (data flows one way): ``config`` -> ``system`` (build) -> simulate ->
+``results`` (stats) -> ``analysis`` (metrics, plots). See README.md.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""CLI command groups that belong to no single simulator layer."""

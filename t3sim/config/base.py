@@ -1,0 +1,89 @@
+"""Base class and field helper for every t3sim config model.
+
+Rules (enforced here and by ``tests/config/test_params.py``):
+
+* unknown keys are errors (``extra="forbid"``) and models are frozen;
+* every field is declared with :func:`F`, which records its **unit**, a one-line
+  **description** and the **source** of its default (paper table, datasheet,
+  measurement, or "assumption: ..." with the reason);
+* a field with a physical unit carries the unit in its name
+  (``bandwidth_GBps``, ``latency_ns``, ``clock_GHz``, ``size_MiB``): see
+  :data:`UNIT_SUFFIX`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: unit -> suffix the field name must end with. Units not listed here are
+#: dimensionless (``count``, ``bool``, ``name``, ``ratio``, ``enum``, ``path``)
+#: and need no suffix.
+UNIT_SUFFIX = {
+    "GHz": "_GHz",
+    "ns": "_ns",
+    "us": "_us",
+    "GBps": "_GBps",
+    "B": "_B",
+    "KiB": "_KiB",
+    "MiB": "_MiB",
+    "bits": "_bits",
+    "cycles": "_cycles",
+    "nCK": "_nCK",
+    "FLOP/cycle": "_flops_per_cycle",
+    "B/cycle": "_B_per_cycle",
+}
+DIMENSIONLESS = {"count", "bool", "name", "ratio", "enum", "path", "text", "list", "mapping"}
+
+
+def F(default: Any = ..., *, unit: str, desc: str, source: str, **constraints: Any) -> Any:
+    """Declare a documented config field.
+
+    Args:
+        default: default value (``...`` for required); a :class:`Model`
+            subclass means "that section with all its defaults".
+        unit: physical unit (a key of :data:`UNIT_SUFFIX`) or a dimensionless
+            kind from :data:`DIMENSIONLESS`.
+        desc: one-line description.
+        source: where the default comes from.
+        constraints: pydantic constraints (``gt``, ``ge``, ``le`` ...).
+    """
+    if unit not in UNIT_SUFFIX and unit not in DIMENSIONLESS:
+        raise ValueError(f"unknown unit {unit!r}")
+    if isinstance(default, type) and issubclass(default, BaseModel):
+        # nested section: build its default lazily (validators may consult the registry)
+        constraints["default_factory"] = default
+    else:
+        constraints["default"] = default
+    return Field(
+        description=desc,
+        json_schema_extra={"unit": unit, "source": source},
+        **constraints,
+    )
+
+
+class Model(BaseModel):
+    """Frozen, strict base for all config models."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+        strict=False,
+        populate_by_name=False,
+    )
+
+
+def check_kind(category: str, value: str) -> str:
+    """Validate that ``value`` names a registered plug-in of ``category``.
+
+    Used by ``kind`` field validators; raises ``ValueError`` (which pydantic
+    reports with the field path) listing the registered names.
+    """
+    from t3sim import registry
+
+    allowed = registry.names(category)
+    if value not in allowed:
+        raise ValueError(f"unknown {category} kind {value!r}; registered: {', '.join(allowed) or '(none)'}")
+    return value

@@ -1,0 +1,79 @@
+"""Experiment configuration: system + workload + overlap scheme + simulation settings + sweep."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Literal
+
+from pydantic import field_validator, model_validator
+
+from t3sim.config.base import F, Model, check_kind
+from t3sim.config.system import SystemConfig
+from t3sim.config.workload import WorkloadConfig
+
+
+class SchemeConfig(Model):
+    """Overlap scheme (paper Sec. 5.3): which kernels run, how outputs are mapped, which arbitration applies."""
+
+    kind: str = F("sequential", unit="name", desc="registered overlap scheme (sequential, t3, t3_mca, ideal_gemm_rs_overlap, ideal_rs_nmc, ...)", source="paper Sec. 5.3")
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        return check_kind("scheme", v)
+
+
+class SimulationConfig(Model):
+    """How to simulate (not what)."""
+
+    mode: Literal["homogeneous", "explicit"] = F(
+        "homogeneous", unit="enum",
+        desc="homogeneous: one GPU in detail, neighbours' traffic generated at its own rate (paper Sec. 5.1.1, Fig. 13); explicit: every GPU and link",
+        source="paper Sec. 5.1.1; issue 4")
+    seed: int = F(0, unit="count", desc="seed of the simulation's single random generator", source="user", ge=0)
+    memory_model: Literal["fast", "reference"] = F(
+        "fast", unit="enum", desc="fast: batched, compiled DRAM/MC inner loop; reference: straightforward per-command model the tests hold the fast one against",
+        source="issue 3")
+    functional_data: bool = F(False, unit="bool", desc="memory keeps real values and op-and-store really adds (for correctness checks)", source="issue 3")
+    watchdog_idle_ns: float = F(
+        1.0e6, unit="ns", desc="report a deadlock when no component makes progress for this long while work remains",
+        source="assumption: far longer than any legitimate idle gap (link latency 500 ns)", gt=0)
+
+
+class SweepConfig(Model):
+    """Sweep axes. ``grid`` takes the cross product of its axes; ``cases`` lists points explicitly.
+
+    Keys are dotted override paths (``workload.tp``); with both, every case is
+    crossed with the grid.
+    """
+
+    grid: Dict[str, List[Any]] = F({}, unit="mapping", desc="axis path -> values (cross product)", source="user")
+    cases: List[Dict[str, Any]] = F([], unit="list", desc="explicit points, each a mapping of path -> value", source="user")
+
+    @field_validator("grid")
+    @classmethod
+    def _nonempty(cls, v: Dict[str, List[Any]]) -> Dict[str, List[Any]]:
+        for k, vals in v.items():
+            if not vals:
+                raise ValueError(f"sweep axis {k!r} has no values")
+        return v
+
+
+class ExperimentConfig(Model):
+    """One experiment: a base point and optional sweep axes."""
+
+    name: str = F(..., unit="name", desc="experiment name: results go to results/<name>/", source="user", pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = F("", unit="text", desc="what question or figure this answers", source="user")
+    system: SystemConfig = F(SystemConfig, unit="mapping", desc="the simulated system (usually `base: systems/<name>.yaml`)", source="configs/systems")
+    workload: WorkloadConfig = F(..., unit="mapping", desc="what runs", source="paper Table 2")
+    scheme: SchemeConfig = F(SchemeConfig, unit="mapping", desc="overlap scheme", source="paper Sec. 5.3")
+    simulation: SimulationConfig = F(SimulationConfig, unit="mapping", desc="simulation settings", source="user")
+    sweep: SweepConfig = F(SweepConfig, unit="mapping", desc="sweep axes (empty: a single point)", source="user")
+
+    @model_validator(mode="after")
+    def _gpus_match_tp(self) -> "ExperimentConfig":
+        n = self.system.interconnect.num_gpus
+        if self.workload.tp != n:
+            raise ValueError(
+                f"workload.tp={self.workload.tp} but system.interconnect.num_gpus={n}: "
+                "the tensor-parallel group spans all simulated GPUs, so they must be equal")
+        return self

@@ -1,0 +1,51 @@
+"""GPU compute and L2 configuration (paper Table 1, "Per-GPU Config").
+
+The Table 1 GPU is Accel-Sim's validated Volta (QV100) model with a 16 MB L2:
+80 CUs at 1.4 GHz, 2K threads, 128 KB unified LDS+L1 and 256 KB of registers
+per CU. Values Table 1 does not give come from the V100 whitepaper or are
+labelled as assumptions.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from t3sim.config.base import F, Model
+
+V100_WP = "NVIDIA Tesla V100 GPU Architecture whitepaper (2017)"
+
+
+class GPUConfig(Model):
+    """One GPU's compute resources."""
+
+    num_cus: int = F(80, unit="count", desc="compute units (CUs/SMs) per GPU", source="paper Table 1", gt=0)
+    clock_GHz: float = F(1.4, unit="GHz", desc="CU clock", source="paper Table 1", gt=0)
+    max_threads_per_cu: int = F(2048, unit="count", desc="resident threads per CU", source="paper Table 1 (2K threads)", gt=0)
+    lds_l1_size_KiB: int = F(128, unit="KiB", desc="unified LDS + L1 cache capacity per CU", source="paper Table 1", gt=0)
+    l1_write_allocate: bool = F(False, unit="bool", desc="L1 allocates lines on writes", source="paper Table 1 (no write-allocate)")
+    register_file_size_KiB: int = F(256, unit="KiB", desc="vector register file per CU", source="paper Table 1", gt=0)
+    max_wgs_per_cu: int = F(32, unit="count", desc="hardware cap on resident workgroups per CU", source=f"{V100_WP}: 32 thread blocks per SM", gt=0)
+    threads_per_wf: int = F(32, unit="count", desc="threads per wavefront (warp)", source=f"{V100_WP}: 32-thread warps", gt=0)
+    fp16_flops_per_cycle: int = F(
+        1024, unit="FLOP/cycle", desc="peak fp16 tensor FLOPs per CU per cycle (MAC throughput x 2)",
+        source=f"{V100_WP}: 8 tensor cores/SM x 64 FMA/clock", gt=0)
+    fp32_flops_per_cycle: int = F(128, unit="FLOP/cycle", desc="peak fp32 FLOPs per CU per cycle", source=f"{V100_WP}: 64 FP32 lanes/SM x FMA", gt=0)
+    l1_hit_latency_cycles: int = F(28, unit="cycles", desc="L1 hit latency in CU cycles", source="Jia et al., Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking (2018)", ge=0)
+    kernel_launch_overhead_ns: float = F(
+        3000.0, unit="ns", desc="time from kernel launch to first WG dispatch",
+        source="assumption: typical measured launch latency of a few microseconds on discrete GPUs", ge=0)
+
+
+class L2Config(Model):
+    """Shared, banked last-level cache (paper Table 1: 16 MB, 64 banks, 1.4 GHz)."""
+
+    size_MiB: float = F(16.0, unit="MiB", desc="total L2 capacity", source="paper Table 1", gt=0)
+    banks: int = F(64, unit="count", desc="independent L2 banks (slices)", source="paper Table 1", gt=0)
+    clock_GHz: float = F(1.4, unit="GHz", desc="L2 clock", source="paper Table 1", gt=0)
+    line_size_B: int = F(128, unit="B", desc="cache line size", source=f"{V100_WP}: 128 B L2 lines", gt=0)
+    sector_size_B: int = F(32, unit="B", desc="sector (fill/transfer) granularity within a line", source=f"{V100_WP}: 32 B sectors", gt=0)
+    associativity: int = F(16, unit="count", desc="ways per set", source="assumption: Table 1 gives size and banks only; 16-way gives a power-of-two set count per bank", gt=0)
+    hit_latency_cycles: int = F(193, unit="cycles", desc="L2 hit latency in L2 cycles, as seen by a CU", source="Jia et al. 2018 (V100 L2 hit latency ~193 cycles)", ge=0)
+    bank_bandwidth_B_per_cycle: int = F(64, unit="B/cycle", desc="bytes each bank can return per L2 cycle", source="assumption: 64 B/clk/slice as in Volta-class L2s (Accel-Sim QV100 uses 32 B sectors at 2/clk)", gt=0)
+    write_allocate: bool = F(True, unit="bool", desc="allocate lines on write misses (write-back L2)", source="Accel-Sim QV100 L2 (write-back, allocate-on-write)")
+    replacement: Literal["lru"] = F("lru", unit="enum", desc="replacement policy", source="issue 4 (LRU)")

@@ -1,0 +1,111 @@
+"""HBM device, address map and memory-controller configuration.
+
+Defaults are the paper's Table 1 HBM2 (1 TB/s at 1 GHz, CCDWL=4, 4 bank
+groups, "rest [11]"). Reference [11]'s timings, as the issue lists them at
+1 GHz: nbk=16, CCD=1, RRD=4, RCD=14, RAS=33, RP=14, RC=47, CL=14, WL=2,
+CDLR=3, WR=12, nbkgrp=4, CCDL=2, RTPL=4 (these are Accel-Sim's QV100 HBM
+``dram_timing_opt``). Timing parameters are in HBM command-clock cycles (nCK).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import model_validator
+
+from t3sim.config.base import F, Model
+
+REF11 = "paper Table 1 via ref. [11] (Accel-Sim QV100 HBM2 dram_timing_opt)"
+
+
+class HBMTimingConfig(Model):
+    """JEDEC timing constraints, in HBM clock cycles (nCK)."""
+
+    tCCD_S_nCK: int = F(1, unit="nCK", desc="column-to-column delay, different bank group", source=f"{REF11}: CCD=1", ge=1)
+    tCCD_L_nCK: int = F(2, unit="nCK", desc="column-to-column delay, same bank group", source=f"{REF11}: CCDL=2", ge=1)
+    tCCDWL_nCK: int = F(4, unit="nCK", desc="column delay after a near-memory op-and-store to the same bank group (2 x tCCD_L)", source="paper Table 1 and Sec. 5.1.1: CCDWL=4", ge=1)
+    tRRD_nCK: int = F(4, unit="nCK", desc="ACT-to-ACT delay, different banks", source=f"{REF11}: RRD=4", ge=1)
+    tRCD_nCK: int = F(14, unit="nCK", desc="ACT-to-column delay", source=f"{REF11}: RCD=14", ge=1)
+    tRAS_nCK: int = F(33, unit="nCK", desc="ACT-to-PRE minimum", source=f"{REF11}: RAS=33", ge=1)
+    tRP_nCK: int = F(14, unit="nCK", desc="PRE-to-ACT delay", source=f"{REF11}: RP=14", ge=1)
+    tRC_nCK: int = F(47, unit="nCK", desc="ACT-to-ACT delay, same bank", source=f"{REF11}: RC=47", ge=1)
+    tCL_nCK: int = F(14, unit="nCK", desc="read column command to first data", source=f"{REF11}: CL=14", ge=1)
+    tWL_nCK: int = F(2, unit="nCK", desc="write column command to first data", source=f"{REF11}: WL=2", ge=0)
+    tWTR_nCK: int = F(3, unit="nCK", desc="end of write data to read command (write-to-read turnaround; CDLR in [11])", source=f"{REF11}: CDLR=3", ge=0)
+    tWR_nCK: int = F(12, unit="nCK", desc="end of write data to PRE (write recovery)", source=f"{REF11}: WR=12", ge=0)
+    tRTP_nCK: int = F(4, unit="nCK", desc="read to PRE delay (RTPL in [11])", source=f"{REF11}: RTPL=4", ge=1)
+    tRTW_nCK: int = F(
+        14, unit="nCK", desc="read command to write command on one channel (bus turnaround)",
+        source="derived as in GPGPU-Sim/Accel-Sim: CL + BL/2 + 2 - WL = 14 + 2 + 2 - 2 (with tBL=2, no value given in [11])", ge=0)
+    tFAW_nCK: int = F(16, unit="nCK", desc="four-activate window", source="JESD235 HBM2 / Ramulator HBM_1Gbps: nFAW=16", ge=0)
+    tREFI_nCK: int = F(3900, unit="nCK", desc="average refresh interval (0 disables refresh)", source="JESD235 HBM2: tREFI = 3.9 us at 1 GHz", ge=0)
+    tRFC_nCK: int = F(260, unit="nCK", desc="refresh cycle time", source="JESD235 HBM2 4 Gb die / Ramulator HBM: nRFC=260 at 1 GHz", ge=0)
+
+
+class HBMConfig(Model):
+    """HBM stack organisation (paper Table 1: HBM2, 1 TB/s, 1 GHz, 4 bank groups)."""
+
+    standard: Literal["HBM2", "HBM2E", "HBM3", "HBM3E"] = F("HBM2", unit="enum", desc="DRAM standard (names the timing table)", source="paper Table 1")
+    channels: int = F(32, unit="count", desc="independent channels (memory controllers) per GPU", source="issue 2: 32 channels x 32 B/clk x 1 GHz = 1 TB/s (paper Table 1)", gt=0)
+    pseudo_channels: int = F(1, unit="count", desc="pseudo-channels per channel (1 = legacy mode)", source="assumption: legacy mode, as Accel-Sim models HBM2", ge=1)
+    bank_groups: int = F(4, unit="count", desc="bank groups per (pseudo-)channel", source=f"{REF11}: nbkgrp=4; paper Table 1", gt=0)
+    banks_per_group: int = F(4, unit="count", desc="banks per bank group", source=f"{REF11}: nbk=16 over 4 groups", gt=0)
+    rows: int = F(16384, unit="count", desc="rows per bank", source="JESD235 HBM2 4 Gb die (16K rows per bank)", gt=0)
+    row_size_B: int = F(2048, unit="B", desc="row (page) size per bank", source="JESD235 HBM2 legacy mode: 2 KB page", gt=0)
+    bus_width_B: int = F(16, unit="B", desc="data bus width per channel", source="issue 2: 16 B per channel (128-bit HBM2 legacy channel)", gt=0)
+    transfers_per_clock: int = F(2, unit="count", desc="data transfers per clock (2 = double data rate)", source="JESD235 HBM2 (DDR)", gt=0)
+    clock_GHz: float = F(1.0, unit="GHz", desc="HBM command clock", source="paper Table 1", gt=0)
+    burst_length: int = F(4, unit="count", desc="data beats per column command", source="assumption: BL4 moves one 64 B request over a 16 B DDR bus in 2 clocks", gt=0)
+    timing: HBMTimingConfig = F(HBMTimingConfig, unit="mapping", desc="timing constraints by JEDEC name", source=REF11)
+
+    @property
+    def peak_bandwidth_GBps(self) -> float:
+        """Peak data bandwidth of all channels (GB/s, 1e9 B/s)."""
+        return self.channels * self.pseudo_channels * self.bus_width_B * self.transfers_per_clock * self.clock_GHz
+
+    @property
+    def access_size_B(self) -> int:
+        """Bytes moved by one column command."""
+        return self.bus_width_B * self.burst_length
+
+
+class AddressMapConfig(Model):
+    """Physical address -> (channel, bank group, bank, row, column)."""
+
+    kind: str = F("channel_interleave", unit="name", desc="registered address map (see `t3sim params`)", source="issue 3")
+    interleave_granularity_B: int = F(256, unit="B", desc="contiguous bytes mapped to one channel before moving to the next", source="assumption: 256 B channel interleave, common in GPU memory systems", gt=0)
+    xor_bank_hash: bool = F(True, unit="bool", desc="XOR row bits into bank/bank-group bits to spread strided streams", source="issue 3 (XOR bank hash)")
+
+
+class ArbitrationConfig(Model):
+    """Compute vs. communication stream arbitration at the memory controller (paper Sec. 4.5)."""
+
+    kind: str = F("round_robin", unit="name", desc="arbitration policy: round_robin, compute_first or t3_mca", source="paper Sec. 4.5, 6.1")
+    occupancy_threshold: Optional[int] = F(
+        None, unit="count", desc="t3_mca: issue communication only while queue occupancy is below this (None = unlimited)",
+        source="paper Sec. 6.1.3 (thresholds 5, 10, 30 or no limit)", ge=1)
+    threshold_mode: Literal["static", "dynamic"] = F(
+        "dynamic", unit="enum", desc="t3_mca: static threshold, or set from the occupancy observed during the producer's first, isolated stage",
+        source="paper Sec. 4.5")
+    starvation_limit_cycles: int = F(
+        1000, unit="cycles", desc="t3_mca: serve communication once it has waited this many memory cycles",
+        source="assumption: paper Sec. 4.5 names the limit but not its value", gt=0)
+
+
+class MemoryControllerConfig(Model):
+    """Per-channel memory controller."""
+
+    read_queue_entries: int = F(64, unit="count", desc="read queue capacity per channel", source="Accel-Sim QV100: gpgpu_frfcfs_dram_sched_queue_size=64", gt=0)
+    write_queue_entries: int = F(64, unit="count", desc="write queue capacity per channel", source="assumption: equal to the read queue", gt=0)
+    write_high_watermark: float = F(0.75, unit="ratio", desc="start draining writes when the write queue is this full", source="assumption: common FR-FCFS write-drain setting (DRAMsim3, Ramulator)", gt=0, le=1)
+    write_low_watermark: float = F(0.25, unit="ratio", desc="stop draining writes at this fill level", source="assumption: common FR-FCFS write-drain setting", ge=0, lt=1)
+    scheduler: Literal["frfcfs"] = F("frfcfs", unit="enum", desc="command scheduler (row hits first, then oldest)", source="issue 3")
+    page_policy: Literal["open", "closed"] = F("open", unit="enum", desc="row-buffer policy", source="issue 3 (open page)")
+    arbitration: ArbitrationConfig = F(ArbitrationConfig, unit="mapping", desc="compute/communication arbitration", source="paper Sec. 4.5")
+
+    @model_validator(mode="after")
+    def _watermarks(self) -> "MemoryControllerConfig":
+        if self.write_low_watermark >= self.write_high_watermark:
+            raise ValueError(
+                f"write_low_watermark ({self.write_low_watermark}) must be below write_high_watermark ({self.write_high_watermark})")
+        return self

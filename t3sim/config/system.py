@@ -1,0 +1,92 @@
+"""Whole-system configuration: GPUs, memory, T3 hardware, interconnect, collectives."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import field_validator, model_validator
+
+from t3sim.config.base import F, Model, check_kind
+from t3sim.config.gpu import GPUConfig, L2Config
+from t3sim.config.memory import AddressMapConfig, ArbitrationConfig, HBMConfig, MemoryControllerConfig
+
+
+class InterconnectConfig(Model):
+    """Inter-GPU network (paper Table 1: ring, 150 GB/s bi-directional, 500 ns links)."""
+
+    kind: str = F("ring", unit="name", desc="topology: ring, direct (fully connected) or switch", source="paper Table 1; issue 4")
+    num_gpus: int = F(8, unit="count", desc="GPUs in the tensor-parallel group", source="paper Table 1 (8, 16)", ge=2)
+    link_bandwidth_GBps: float = F(
+        75.0, unit="GBps", desc="bandwidth of one link in one direction (a switch: per port, per direction)",
+        source="paper Table 1: 150 GB/s bi-directional ring link = 75 GB/s each way", gt=0)
+    bidirectional: bool = F(True, unit="bool", desc="links carry traffic both ways at full rate (ring: both neighbours reachable)", source="paper Table 1 (bi-directional)")
+    link_latency_ns: float = F(500.0, unit="ns", desc="one-way latency of a link (switch: per hop)", source="paper Table 1", ge=0)
+    links_per_gpu: Optional[int] = F(
+        None, unit="count", desc="physical links each GPU has (None = as many as the topology needs); ring needs 2, direct needs num_gpus-1, switch 1",
+        source="system datasheet (e.g. MI210: 3 Infinity Fabric links)", gt=0)
+    switch_ports: int = F(64, unit="count", desc="switch: ports available for GPUs", source="assumption: NVSwitch-class radix", gt=0)
+    packet_size_B: int = F(4096, unit="B", desc="transfers are split into packets of this size", source="assumption: coarse enough for speed; link time is bandwidth-bound at this size", gt=0)
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        return check_kind("topology", v)
+
+
+class TrackerConfig(Model):
+    """T3 wavefront-granular tracker at each memory controller (paper Sec. 4.2.1, Fig. 9)."""
+
+    entries: int = F(256, unit="count", desc="tracker sets, indexed by the WG id's low bits", source="paper Sec. 4.2.1 (256 entries)", gt=0)
+    ways: int = F(8, unit="count", desc="ways per set, tagged by (wg_msb, wf_id)", source="paper Sec. 4.2.1 (wf_id is 3 bits: up to 8 WFs per WG)", gt=0)
+    granularity: Literal["wf", "wg"] = F("wf", unit="enum", desc="region tracked by one entry: a WF's or a WG's output tile", source="paper Sec. 4.2.1 (WF granularity)")
+    granularity_multiple: int = F(1, unit="count", desc="tiles per tracked region (coarser tracking)", source="issue 5", gt=0)
+    address_bits: int = F(48, unit="bits", desc="bits of the starting virtual address stored per entry", source="assumption: 48-bit virtual addresses (x86-64/GPU VA width)", gt=0)
+    counter_bits: int = F(16, unit="bits", desc="bits of the access counter per entry", source="assumption: enough for wf_tile_size x 2 updates", gt=0)
+    full_policy: Literal["stall"] = F("stall", unit="enum", desc="what an access does when its set is full", source="issue 5")
+
+
+class DMAConfig(Model):
+    """DMA engines that execute T3's pre-programmed commands (paper Sec. 4.2.2)."""
+
+    engines: int = F(4, unit="count", desc="DMA engines per GPU", source="assumption: AMD CDNA GPUs expose several SDMA engines", gt=0)
+    issue_latency_ns: float = F(100.0, unit="ns", desc="delay from a ready entry to the engine's first request", source="assumption: commands are pre-queued (paper Sec. 5.1.1), leaving only a short start-up", ge=0)
+    max_outstanding_requests: int = F(64, unit="count", desc="memory requests in flight per engine", source="assumption", gt=0)
+
+
+class CollectiveConfig(Model):
+    """Collectives run as GPU kernels (RCCL/NCCL style; paper Secs. 2.3, 3.2.1)."""
+
+    algorithm: Literal["ring", "direct"] = F("ring", unit="enum", desc="reduce-scatter / all-gather implementation", source="paper Sec. 2.3, 7.1")
+    cus: Optional[int] = F(None, unit="count", desc="CUs given to a collective kernel (None = all CUs)", source="paper Fig. 6 (72-8, 64-16 splits)", gt=0)
+    launch_overhead_ns: float = F(5000.0, unit="ns", desc="per-collective launch and synchronisation overhead", source="assumption until fitted against measured reduce-scatter times (issue 4)", ge=0)
+
+
+class SystemConfig(Model):
+    """A complete multi-GPU system."""
+
+    name: str = F("system", unit="name", desc="short name used in results and plots", source="user")
+    description: str = F("", unit="text", desc="free text describing the system and its sources", source="user")
+    gpu: GPUConfig = F(GPUConfig, unit="mapping", desc="per-GPU compute", source="paper Table 1")
+    l2: L2Config = F(L2Config, unit="mapping", desc="L2 cache", source="paper Table 1")
+    hbm: HBMConfig = F(HBMConfig, unit="mapping", desc="HBM device", source="paper Table 1")
+    address_map: AddressMapConfig = F(AddressMapConfig, unit="mapping", desc="address interleaving", source="issue 3")
+    memory_controller: MemoryControllerConfig = F(MemoryControllerConfig, unit="mapping", desc="per-channel memory controller", source="issue 3")
+    tracker: TrackerConfig = F(TrackerConfig, unit="mapping", desc="T3 tracker", source="paper Sec. 4.2.1")
+    dma: DMAConfig = F(DMAConfig, unit="mapping", desc="DMA engines", source="paper Sec. 4.2.2")
+    interconnect: InterconnectConfig = F(InterconnectConfig, unit="mapping", desc="inter-GPU network", source="paper Table 1")
+    collective: CollectiveConfig = F(CollectiveConfig, unit="mapping", desc="collective kernels", source="paper Sec. 2.3")
+
+    @model_validator(mode="after")
+    def _consistency(self) -> "SystemConfig":
+        ic = self.interconnect
+        n = ic.num_gpus
+        need = {"ring": 2 if n > 2 else 1, "direct": n - 1, "switch": 1}.get(ic.kind, 1)
+        if ic.links_per_gpu is not None and need > ic.links_per_gpu:
+            raise ValueError(
+                f"interconnect.num_gpus={n} does not fit a {ic.kind} topology with links_per_gpu={ic.links_per_gpu} "
+                f"(needs {need} links per GPU)")
+        if ic.kind == "switch" and n > ic.switch_ports:
+            raise ValueError(f"interconnect.num_gpus={n} does not fit a switch with switch_ports={ic.switch_ports}")
+        if self.collective.cus is not None and self.collective.cus > self.gpu.num_cus:
+            raise ValueError(f"collective.cus={self.collective.cus} exceeds gpu.num_cus={self.gpu.num_cus}")
+        return self

@@ -1,0 +1,71 @@
+"""Transformer models (paper Table 2) and the workload of one experiment."""
+
+from __future__ import annotations
+
+from typing import List, Literal, Optional
+
+from pydantic import model_validator
+
+from t3sim.config.base import F, Model
+
+Sublayer = Literal["OP", "FC-2", "FC-1", "IP"]
+DType = Literal["fp16", "bf16", "fp32", "fp8"]
+
+#: Bytes per element of each dtype.
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8": 1}
+
+#: Sliced sub-layers that need an all-reduce (paper Sec. 6.1): the GEMM's
+#: K = H * f / TP with these f, and whether the GEMM is a forward or backward
+#: one (forward GEMMs use transposed inputs, backward ones not; Sec. 5.2).
+SUBLAYER_K_FACTOR = {"OP": 1, "FC-2": 4, "FC-1": 4, "IP": 3}
+SUBLAYER_PASS = {"OP": "fwd", "FC-2": "fwd", "FC-1": "bwd", "IP": "bwd"}
+
+
+class ModelConfig(Model):
+    """A Transformer model (paper Table 2)."""
+
+    name: str = F(..., unit="name", desc="model name (used in trace file names and plots)", source="paper Table 2")
+    hidden_size: int = F(..., unit="count", desc="hidden dimension H", source="paper Table 2", gt=0)
+    layers: int = F(..., unit="count", desc="Transformer layers L", source="paper Table 2", gt=0)
+    seq_len: int = F(..., unit="count", desc="input sequence length SL (tokens)", source="paper Table 2", gt=0)
+    batch: int = F(..., unit="count", desc="batch size B (sequences)", source="paper Table 2", gt=0)
+    tp_degrees: List[int] = F(..., unit="list", desc="tensor-parallel degrees the paper evaluates", source="paper Table 2", min_length=1)
+    ffn_multiplier: int = F(4, unit="count", desc="FC-1 output width / H", source="paper Sec. 6.1 (K = 4H/TP for FC layers)", gt=0)
+    attention_heads: Optional[int] = F(None, unit="count", desc="attention heads (only for end-to-end breakdowns)", source="model paper", gt=0)
+
+    @property
+    def tokens(self) -> int:
+        """T = SL x B (paper Sec. 5.2: 'input tokens = input-length * batch-size')."""
+        return self.seq_len * self.batch
+
+    @model_validator(mode="after")
+    def _tp(self) -> "ModelConfig":
+        for tp in self.tp_degrees:
+            check_tp(self.hidden_size, tp)
+        return self
+
+
+def check_tp(hidden_size: int, tp: int) -> None:
+    """Raise ``ValueError`` if ``tp`` does not divide the hidden size."""
+    if tp < 1 or hidden_size % tp:
+        raise ValueError(f"TP degree {tp} does not divide the hidden size H={hidden_size}")
+
+
+class WorkloadConfig(Model):
+    """What one experiment runs: a model's sliced sub-layer at a TP degree."""
+
+    model: ModelConfig = F(..., unit="mapping", desc="the Transformer model (usually `base: models/<name>.yaml`)", source="paper Table 2")
+    sublayer: Sublayer = F("FC-2", unit="enum", desc="sliced sub-layer: OP, FC-2 (forward), FC-1, IP (backward)", source="paper Sec. 6.1")
+    tp: int = F(8, unit="count", desc="tensor-parallel degree (GPUs sharing the sub-layer)", source="paper Table 2", gt=0)
+    tokens: Optional[int] = F(None, unit="count", desc="override T (tokens = SL x B when unset)", source="paper Sec. 5.2", gt=0)
+    dtype: DType = F("fp16", unit="enum", desc="element type of activations and weights", source="paper Sec. 5.2 (FP16)")
+    trace: Optional[str] = F(None, unit="path", desc="GEMM trace file to run (default: generated from model/sublayer/tp)", source="traces/FORMAT.md")
+
+    @property
+    def num_tokens(self) -> int:
+        return self.tokens if self.tokens is not None else self.model.tokens
+
+    @model_validator(mode="after")
+    def _tp(self) -> "WorkloadConfig":
+        check_tp(self.model.hidden_size, self.tp)
+        return self

@@ -1,0 +1,42 @@
+"""User-facing input errors.
+
+Every malformed input (config, override, trace, CSV) raises :class:`InputError`.
+The CLI prints it as exactly one line on stderr and exits with code 2; no
+traceback is shown. The message always names *where* (file, line, field),
+*what was found* and *what is allowed*.
+"""
+
+from __future__ import annotations
+
+EXIT_INPUT_ERROR = 2
+
+
+class InputError(Exception):
+    """A user input is malformed.
+
+    Args:
+        where: file, ``file:line`` and/or dotted field path the problem is at.
+        found: what was found there (already formatted for humans).
+        allowed: what would have been accepted (``None`` when ``found`` is a
+            complete sentence that already says it).
+    """
+
+    def __init__(self, where: str, found: str, allowed: str | None = None):
+        self.where = where
+        self.found = found
+        self.allowed = allowed
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        if self.allowed is None:  # ``found`` is already a full sentence
+            text = f"{self.where}: {self.found}"
+        else:
+            text = f"{self.where}: found {self.found}; allowed: {self.allowed}"
+        return " ".join(text.split())  # guarantee a single line
+
+
+class SimulationError(RuntimeError):
+    """The simulation itself failed (deadlock, invariant violation).
+
+    Not an input problem: reported with the stuck components, exit code 3.
+    """

@@ -1,0 +1,1 @@
+"""Inter-GPU interconnect: topologies (networkx graphs) and links."""
