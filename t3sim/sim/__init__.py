@@ -1,0 +1,1 @@
+"""Simulation kernel: integer time, clock domains, the engine and its watchdog."""
