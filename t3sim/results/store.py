@@ -1,0 +1,223 @@
+"""The on-disk results layout, shared by every run.
+
+Each run of a resolved experiment point writes one directory::
+
+    results/<experiment>/<hash>/
+        config.yaml   the resolved config (bases merged, overrides applied, defaults filled)
+        stats.json    hierarchical statistics: {group: {stat: {value, unit, description}}}
+        summary.csv   one header row and one data row (headline numbers, units in column names)
+        meta.json     seed, t3sim version, config hash, wall-clock time, host (not part of the stats)
+
+``<hash>`` is the first 12 hex digits of the SHA-256 of the resolved config's
+canonical JSON (sorted keys), so the same config always maps to the same
+directory and a re-run finds it.
+
+Atomicity: everything is written into a hidden temporary sibling directory,
+fsynced, and renamed into place in one ``os.rename``. A directory at the final
+path is therefore always complete; an interrupted run leaves only a
+``.tmp-*`` directory, which readers ignore and the next writer removes.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+import yaml
+
+from t3sim import __version__
+from t3sim.errors import InputError
+from t3sim.results.stats import Stats
+
+FILES = ("config.yaml", "stats.json", "summary.csv", "meta.json")
+HASH_LEN = 12
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON (sorted keys, no whitespace) used for hashing."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def config_hash(resolved: Dict[str, Any]) -> str:
+    """Short SHA-256 of a resolved config (a plain, JSON-able dict)."""
+    return hashlib.sha256(canonical_json(resolved).encode()).hexdigest()[:HASH_LEN]
+
+
+@dataclass
+class RunResult:
+    """Everything one run produced.
+
+    Attributes:
+        experiment: experiment name (results/<experiment>/).
+        config: the resolved config as plain data.
+        stats: all statistics, each with unit and description.
+        summary: ordered headline values for summary.csv; keys carry units
+            (``total_time_us``).
+        seed: the simulation seed.
+        meta: version, wall time, host... (never compared for determinism).
+    """
+
+    experiment: str
+    config: Dict[str, Any]
+    stats: Stats
+    summary: Dict[str, Any]
+    seed: int
+    meta: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.config)
+
+
+class ResultStore:
+    """Reads and writes run directories under ``root`` (default ``results/``)."""
+
+    def __init__(self, root: str | Path = "results"):
+        self.root = Path(root)
+
+    def run_dir(self, experiment: str, chash: str) -> Path:
+        return self.root / experiment / chash
+
+    def find(self, experiment: str, resolved: Dict[str, Any]) -> Optional[Path]:
+        """The complete result directory for this resolved config, if one exists."""
+        d = self.run_dir(experiment, config_hash(resolved))
+        return d if is_complete(d) else None
+
+    def write(self, result: RunResult) -> Path:
+        """Atomically write ``result``; returns the final directory."""
+        chash = result.config_hash
+        final = self.run_dir(result.experiment, chash)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.parent / f".tmp-{chash}-{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        meta = {"t3sim_version": __version__, "config_hash": chash, "seed": result.seed, **result.meta}
+        _write(tmp / "config.yaml", yaml.safe_dump(result.config, sort_keys=False))
+        _write(tmp / "stats.json", json.dumps(result.stats.to_dict(), indent=1) + "\n")
+        _write(tmp / "summary.csv", summary_csv(result))
+        _write(tmp / "meta.json", json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        _fsync_dir(tmp)
+        if final.exists():  # someone finished the same config meanwhile: keep theirs
+            shutil.rmtree(tmp)
+        else:
+            os.rename(tmp, final)
+            _fsync_dir(final.parent)
+        return final
+
+    def clean_partial(self, experiment: str) -> int:
+        """Remove leftovers of interrupted writes; returns how many."""
+        n = 0
+        d = self.root / experiment
+        if d.is_dir():
+            for p in d.glob(".tmp-*"):
+                shutil.rmtree(p, ignore_errors=True)
+                n += 1
+        return n
+
+    def iter_runs(self, experiment: str) -> Iterator[Path]:
+        """Complete run directories of ``experiment`` (sorted by hash)."""
+        d = self.root / experiment
+        if d.is_dir():
+            for p in sorted(d.iterdir()):
+                if not p.name.startswith(".") and is_complete(p):
+                    yield p
+
+
+def summary_csv(result: RunResult) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    cols = ["experiment", "config_hash", "seed", *result.summary.keys()]
+    w.writerow(cols)
+    w.writerow([result.experiment, result.config_hash, result.seed, *result.summary.values()])
+    return buf.getvalue()
+
+
+def is_complete(d: Path) -> bool:
+    return d.is_dir() and all((d / f).is_file() for f in FILES)
+
+
+def load_run(d: str | Path) -> RunResult:
+    """Read a run directory back (raises InputError naming the bad file)."""
+    d = Path(d)
+    if not is_complete(d):
+        missing = [f for f in FILES if not (d / f).is_file()]
+        raise InputError(str(d), f"an incomplete result directory (missing {', '.join(missing)})", f"a directory holding {', '.join(FILES)}")
+    meta = _read_json(d / "meta.json")
+    stats_raw = _read_json(d / "stats.json")
+    try:
+        stats = Stats.from_dict(stats_raw)
+    except ValueError as exc:
+        raise InputError(str(d / "stats.json"), str(exc), "{group: {stat: {value, unit, description}}}") from None
+    try:
+        config = yaml.safe_load((d / "config.yaml").read_text())
+    except yaml.YAMLError:
+        raise InputError(str(d / "config.yaml"), "malformed YAML", "the resolved config written by t3sim") from None
+    rows = read_csv(d / "summary.csv")
+    if len(rows) != 1:
+        raise InputError(str(d / "summary.csv"), f"{len(rows)} data rows", "exactly one data row")
+    row = rows[0]
+    experiment = row.pop("experiment")
+    row.pop("config_hash")
+    seed = int(row.pop("seed"))
+    return RunResult(experiment, config, stats, row, seed, meta)
+
+
+def read_csv(path: str | Path, required: Optional[List[str]] = None) -> List[Dict[str, str]]:
+    """Read a CSV with a header; check required columns and row widths (errors name file:line)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError(str(path), "no such file", "an existing CSV file") from None
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError(f"{path}:1", "an empty file", "a CSV header row") from None
+    if required:
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise InputError(f"{path}:1", f"columns {header}", f"a header with {', '.join(required)}")
+    rows = []
+    for i, r in enumerate(reader, start=2):
+        if not r or all(not c.strip() for c in r):
+            continue
+        if len(r) != len(header):
+            raise InputError(f"{path}:{i}", f"{len(r)} fields", f"{len(header)} fields ({', '.join(header)})")
+        rows.append(dict(zip(header, r)))
+    return rows
+
+
+def _read_json(p: Path) -> Any:
+    try:
+        return json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{p}:{exc.lineno}", f"malformed JSON ({exc.msg})", "valid JSON") from None
+
+
+def _write(p: Path, text: str) -> None:
+    with open(p, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(d: Path) -> None:
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

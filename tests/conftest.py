@@ -1,0 +1,42 @@
+"""Shared test helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def run_cli(capsys, monkeypatch):
+    """Run ``t3sim`` in-process from the repo root; return (rc, stdout, stderr)."""
+    from t3sim.cli import main
+
+    def _run(*argv: str, cwd: Path | None = None):
+        monkeypatch.chdir(cwd or REPO)
+        try:
+            rc = main(list(argv))
+        except SystemExit as exc:  # argparse usage errors
+            rc = exc.code
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    return _run
+
+
+def assert_one_line_error(rc, err, *fragments):
+    """The bad-input contract: exit 2, exactly one stderr line, no traceback."""
+    assert rc == 2, f"exit code {rc}, stderr={err!r}"
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1, f"expected one stderr line, got {lines!r}"
+    assert "Traceback" not in err
+    for frag in fragments:
+        assert frag in lines[0], f"{frag!r} not in {lines[0]!r}"
