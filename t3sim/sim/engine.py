@@ -1,0 +1,120 @@
+"""The simulation engine: one simpy environment, one seeded RNG, an explicit done event and a watchdog.
+
+Contract (developers' guide, "never mistake a deadlock for completion"):
+
+* A run ends only when its explicit ``done`` event fires.
+* If the event queue drains before that, the run is a **deadlock**; if
+  simulated time advances by ``watchdog_idle_ticks`` without any component
+  reporting progress, it is a **livelock/stall**. Both raise
+  :class:`~t3sim.errors.SimulationError` naming every component that still
+  holds work (``Component.pending()``).
+* Randomness comes only from ``Engine.rng`` (``numpy.random.Generator``
+  seeded from the config), never from module globals.
+
+Time is integer ticks (1 tick = 1 ps; see :mod:`t3sim.sim.clock`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, List, Optional
+
+import numpy as np
+import simpy
+
+from t3sim.errors import SimulationError
+from t3sim.sim.clock import TICKS_PER_US
+
+
+class Component:
+    """Base for simulated components: a name, a progress counter and a pending-work report.
+
+    Subclasses call :meth:`progressed` whenever they complete a unit of work
+    and override :meth:`pending` to describe outstanding work (empty string
+    when idle).
+    """
+
+    def __init__(self, engine: "Engine", name: str):
+        self.engine = engine
+        self.env = engine.env
+        self.name = name
+        self.progress = 0
+        engine.components.append(self)
+
+    def progressed(self, n: int = 1) -> None:
+        self.progress += n
+
+    def pending(self) -> str:
+        """Human-readable outstanding work ('' = nothing outstanding)."""
+        return ""
+
+
+class Engine:
+    """Owns the simpy environment, the RNG, the component list and the run loop."""
+
+    def __init__(self, seed: int = 0, watchdog_idle_ticks: int = 1_000 * TICKS_PER_US):
+        if watchdog_idle_ticks <= 0:
+            raise ValueError("watchdog_idle_ticks must be positive")
+        self.env = simpy.Environment()
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.components: List[Component] = []
+        self.watchdog_idle_ticks = int(watchdog_idle_ticks)
+        self.done = self.env.event()
+        self.events_processed = 0
+
+    # ------------------------------------------------------------------ run
+
+    def stuck_report(self) -> str:
+        busy = [f"{c.name}: {p}" for c in self.components if (p := c.pending())]
+        return "; ".join(busy) if busy else "no component reports pending work"
+
+    def _watchdog(self):
+        last = -1
+        while True:
+            yield self.env.timeout(self.watchdog_idle_ticks)
+            if self.done.triggered:
+                return
+            total = sum(c.progress for c in self.components)
+            if total == last:
+                raise SimulationError(
+                    f"stall: no progress for {self.watchdog_idle_ticks / TICKS_PER_US:g} us of simulated time "
+                    f"at t={self.env.now / TICKS_PER_US:.3f} us; stuck: {self.stuck_report()}")
+            last = total
+
+    def run(self, progress: Optional[Callable[[int], str]] = None, progress_every_s: float = 2.0,
+            stream=sys.stderr) -> int:
+        """Run until ``done`` fires; return the final time in ticks.
+
+        Args:
+            progress: optional callable(now_ticks) -> status string, printed
+                to ``stream`` at most every ``progress_every_s`` wall seconds
+                (long runs show progress).
+        """
+        env = self.env
+        env.process(self._watchdog())
+        last_print = time.monotonic()
+        printed = False
+        while not self.done.triggered:
+            try:
+                env.step()
+            except simpy.core.EmptySchedule:
+                raise SimulationError(
+                    f"deadlock: no events left at t={env.now / TICKS_PER_US:.3f} us but the run is not done; "
+                    f"stuck: {self.stuck_report()}") from None
+            self.events_processed += 1
+            if progress is not None and (self.events_processed & 0x3FF) == 0:
+                now = time.monotonic()
+                if now - last_print >= progress_every_s:
+                    stream.write(f"\r{progress(env.now)}")
+                    stream.flush()
+                    last_print, printed = now, True
+        if printed:
+            stream.write("\n")
+        return int(self.done.value) if isinstance(self.done.value, int) else env.now
+
+    def finish(self) -> None:
+        """Fire the done event at the current time."""
+        if not self.done.triggered:
+            self.done.succeed(self.env.now)
