@@ -4,8 +4,9 @@ Contract (developers' guide, "never mistake a deadlock for completion"):
 
 * A run ends only when its explicit ``done`` event fires.
 * If the event queue drains before that, the run is a **deadlock**; if
-  simulated time advances by ``watchdog_idle_ticks`` without any component
-  reporting progress, it is a **livelock/stall**. Both raise
+  simulated time advances by more than ``watchdog_idle_ticks`` without any
+  component reporting progress, it is a **livelock/stall** (checked every
+  1024 events and whenever the next event lies beyond the window). Both raise
   :class:`~t3sim.errors.SimulationError` naming every component that still
   holds work (``Component.pending()``).
 * Randomness comes only from ``Engine.rng`` (``numpy.random.Generator``
@@ -70,19 +71,6 @@ class Engine:
         busy = [f"{c.name}: {p}" for c in self.components if (p := c.pending())]
         return "; ".join(busy) if busy else "no component reports pending work"
 
-    def _watchdog(self):
-        last = -1
-        while True:
-            yield self.env.timeout(self.watchdog_idle_ticks)
-            if self.done.triggered:
-                return
-            total = sum(c.progress for c in self.components)
-            if total == last:
-                raise SimulationError(
-                    f"stall: no progress for {self.watchdog_idle_ticks / TICKS_PER_US:g} us of simulated time "
-                    f"at t={self.env.now / TICKS_PER_US:.3f} us; stuck: {self.stuck_report()}")
-            last = total
-
     def run(self, progress: Optional[Callable[[int], str]] = None, progress_every_s: float = 2.0,
             stream=sys.stderr) -> int:
         """Run until ``done`` fires; return the final time in ticks.
@@ -93,9 +81,9 @@ class Engine:
                 (long runs show progress).
         """
         env = self.env
-        env.process(self._watchdog())
         last_print = time.monotonic()
         printed = False
+        last_progress, last_progress_t = -1, env.now
         while not self.done.triggered:
             try:
                 env.step()
@@ -104,6 +92,14 @@ class Engine:
                     f"deadlock: no events left at t={env.now / TICKS_PER_US:.3f} us but the run is not done; "
                     f"stuck: {self.stuck_report()}") from None
             self.events_processed += 1
+            if (self.events_processed & 0x3FF) == 0 or env.peek() - last_progress_t > self.watchdog_idle_ticks:
+                total = sum(c.progress for c in self.components)
+                if total != last_progress:
+                    last_progress, last_progress_t = total, env.now
+                elif env.now - last_progress_t > self.watchdog_idle_ticks:
+                    raise SimulationError(
+                        f"stall: no progress for {(env.now - last_progress_t) / TICKS_PER_US:g} us of simulated time "
+                        f"at t={env.now / TICKS_PER_US:.3f} us; stuck: {self.stuck_report()}")
             if progress is not None and (self.events_processed & 0x3FF) == 0:
                 now = time.monotonic()
                 if now - last_print >= progress_every_s:
