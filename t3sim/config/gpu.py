@@ -8,7 +8,9 @@ labelled as assumptions.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import List, Literal
+
+from pydantic import model_validator
 
 from t3sim.config.base import F, Model
 
@@ -24,6 +26,14 @@ class GPUConfig(Model):
     lds_l1_size_KiB: int = F(128, unit="KiB", desc="unified LDS + L1 cache capacity per CU", source="paper Table 1", gt=0)
     l1_write_allocate: bool = F(False, unit="bool", desc="L1 allocates lines on writes", source="paper Table 1 (no write-allocate)")
     register_file_size_KiB: int = F(256, unit="KiB", desc="vector register file per CU", source="paper Table 1", gt=0)
+    lds_carveouts: List[int] = F(
+        [0, 8, 16, 32, 64, 96], unit="list", desc="allowed LDS carve-outs in KiB, ascending; the largest is the LDS limit and the rest of lds_l1_size_KiB is L1",
+        source="CUDA C++ Programming Guide, compute capability 7.0 (cudaFuncAttributePreferredSharedMemoryCarveout: 0, 8, 16, 32, 64, 96 KB)")
+    lds_alloc_unit_B: int = F(256, unit="B", desc="LDS allocation granularity per WG", source="CUDA Occupancy Calculator, sm_70 shared memory allocation unit 256 B", gt=0)
+    register_alloc_unit_per_wf: int = F(
+        256, unit="count", desc="registers are allocated to a WF in multiples of this many 32-bit registers",
+        source="CUDA Occupancy Calculator, sm_70 register allocation unit size 256 (per warp)", gt=0)
+    max_registers_per_thread: int = F(255, unit="count", desc="architectural limit on 32-bit registers per thread", source=f"{V100_WP}: 255 registers per thread", gt=0)
     max_wgs_per_cu: int = F(32, unit="count", desc="hardware cap on resident workgroups per CU", source=f"{V100_WP}: 32 thread blocks per SM", gt=0)
     threads_per_wf: int = F(32, unit="count", desc="threads per wavefront (warp)", source=f"{V100_WP}: 32-thread warps", gt=0)
     fp16_flops_per_cycle: int = F(
@@ -34,6 +44,15 @@ class GPUConfig(Model):
     kernel_launch_overhead_ns: float = F(
         3000.0, unit="ns", desc="time from kernel launch to first WG dispatch",
         source="assumption: typical measured launch latency of a few microseconds on discrete GPUs", ge=0)
+
+    @model_validator(mode="after")
+    def _carveouts(self) -> "GPUConfig":
+        c = self.lds_carveouts
+        if not c or any(b <= a for a, b in zip(c, c[1:])) or c[0] < 0:
+            raise ValueError(f"lds_carveouts must be non-empty, non-negative and strictly ascending, got {c}")
+        if c[-1] > self.lds_l1_size_KiB:
+            raise ValueError(f"largest LDS carve-out {c[-1]} KiB exceeds the unified LDS+L1 size {self.lds_l1_size_KiB} KiB")
+        return self
 
 
 class L2Config(Model):
@@ -48,4 +67,7 @@ class L2Config(Model):
     hit_latency_cycles: int = F(193, unit="cycles", desc="L2 hit latency in L2 cycles, as seen by a CU", source="Jia et al. 2018 (V100 L2 hit latency ~193 cycles)", ge=0)
     bank_bandwidth_B_per_cycle: int = F(64, unit="B/cycle", desc="bytes each bank can return per L2 cycle", source="assumption: 64 B/clk/slice as in Volta-class L2s (Accel-Sim QV100 uses 32 B sectors at 2/clk)", gt=0)
     write_allocate: bool = F(True, unit="bool", desc="allocate lines on write misses (write-back L2)", source="Accel-Sim QV100 L2 (write-back, allocate-on-write)")
+    index_hash: Literal["xor", "linear"] = F(
+        "xor", unit="enum", desc="line -> bank and set index function: xor-folded line bits (xor) or plain modulo (linear)",
+        source="assumption: xor-based hashed indexing as in Accel-Sim's L2 (IPOLY-style set/partition hashing) so power-of-two strides spread over banks")
     replacement: Literal["lru"] = F("lru", unit="enum", desc="replacement policy", source="issue 4 (LRU)")
