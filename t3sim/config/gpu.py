@@ -27,7 +27,7 @@ class GPUConfig(Model):
     l1_write_allocate: bool = F(False, unit="bool", desc="L1 allocates lines on writes", source="paper Table 1 (no write-allocate)")
     register_file_size_KiB: int = F(256, unit="KiB", desc="vector register file per CU", source="paper Table 1", gt=0)
     lds_carveouts: List[int] = F(
-        [0, 8, 16, 32, 64, 96], unit="list", desc="allowed LDS carve-outs in KiB, ascending; the largest is the LDS limit and the rest of lds_l1_size_KiB is L1",
+        [0, 8, 16, 32, 64, 96], unit="list", desc="allowed LDS carve-outs in KiB, ascending; those above lds_l1_size_KiB are unusable, the largest usable is the LDS limit, the rest is L1",
         source="CUDA C++ Programming Guide, compute capability 7.0 (cudaFuncAttributePreferredSharedMemoryCarveout: 0, 8, 16, 32, 64, 96 KB)")
     lds_alloc_unit_B: int = F(256, unit="B", desc="LDS allocation granularity per WG", source="CUDA Occupancy Calculator, sm_70 shared memory allocation unit 256 B", gt=0)
     register_alloc_unit_per_wf: int = F(
@@ -50,8 +50,6 @@ class GPUConfig(Model):
         c = self.lds_carveouts
         if not c or any(b <= a for a, b in zip(c, c[1:])) or c[0] < 0:
             raise ValueError(f"lds_carveouts must be non-empty, non-negative and strictly ascending, got {c}")
-        if c[-1] > self.lds_l1_size_KiB:
-            raise ValueError(f"largest LDS carve-out {c[-1]} KiB exceeds the unified LDS+L1 size {self.lds_l1_size_KiB} KiB")
         return self
 
 
