@@ -9,7 +9,7 @@ from typing import List, Tuple
 
 from t3sim.errors import InputError
 from t3sim.workload.gemm import num_stages, occupancy
-from t3sim.workload.generate import SUBLAYERS, TILE_PARAM_SOURCES, TileParams, write_traces
+from t3sim.workload.generate import SUBLAYERS, kernel_for, TILE_PARAM_SOURCES, TileParams, write_traces
 from t3sim.workload.trace import load_trace
 from t3sim.workload.wg_order import NAMED_ORDERS
 
@@ -112,6 +112,9 @@ def _gen(args: argparse.Namespace) -> int:
     else:
         m = resolve_model(args.model)
         jobs = [(m, args.tp or m.tp_degrees)]
+    for model, tps in jobs:  # validate every request before writing anything
+        for tp in tps:
+            kernel_for(model, tp, (args.sublayer or SUBLAYERS)[0], params)
     written: List[Path] = []
     for model, tps in jobs:
         written += write_traces(model, tps, args.out, args.sublayer, params)
@@ -148,6 +151,6 @@ def _check(args: argparse.Namespace) -> int:
         try:
             line = summary(f, gpu)
         except ValueError as exc:  # kernel does not fit on a CU of this GPU
-            raise InputError(f, str(exc), "a kernel whose WG fits on one CU") from None
+            raise InputError(f, str(exc), "kernels whose WG fits on one CU of the GPU (resources: paper Table 1 or --system)") from None
         print(line)
     return 0

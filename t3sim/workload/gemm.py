@@ -194,7 +194,10 @@ def occupancy(kernel: "KernelRecord", gpu: "GPUConfig") -> Occupancy:
     )
     limiter, n = min(limits, key=lambda kv: kv[1])
     if n < 1:
-        raise ValueError(f"kernel {kernel.name!r} does not fit on one CU (limited by {limiter})")
+        need = {"threads": f"{threads_per_wg} threads > {gpu.max_threads_per_cu}",
+                "registers": f"{regs_per_warp * kernel.wfs_per_wg} registers > {regs_per_cu}",
+                "lds": f"{kernel.lds_per_wg_B} B of LDS > {gpu.lds_l1_size_KiB} KiB"}.get(limiter, limiter)
+        raise ValueError(f"one WG of kernel {kernel.name!r} needs {need} per CU")
     return Occupancy(n, limiter, limits)
 
 

@@ -117,12 +117,12 @@ def kernel_for(model: ModelConfig, tp: int, sublayer: str, params: TileParams = 
     try:
         check_tp(model.hidden_size, tp)
     except ValueError:
-        raise InputError("tp", str(tp), f"a TP degree dividing H={model.hidden_size}") from None
+        raise InputError("tp (--tp)", str(tp), f"a TP degree dividing H={model.hidden_size}") from None
     params.check()
     H = model.hidden_size
     f = model.ffn_multiplier if sublayer in ("FC-1", "FC-2") else SUBLAYER_K_FACTOR[sublayer]
     if (H * f) % tp:
-        raise InputError("tp", str(tp), f"a TP degree dividing H*f = {H * f} for {sublayer}")
+        raise InputError("tp (--tp)", str(tp), f"a TP degree dividing H*f = {H * f} for {sublayer}")
     M, N, K = (tokens or model.tokens), H, H * f // tp
     phase = SUBLAYER_PASS[sublayer]
     tiles_m, tiles_n = tile_grid(M, N, params.tile_m, params.tile_n)
@@ -165,13 +165,13 @@ def trace_path(out_dir: str | Path, model_name: str, tp: int, sublayer: str) -> 
 
 def write_traces(model_cfg: ModelConfig, tps: Iterable[int], out_dir: str | Path,
                  sublayers: Optional[Sequence[str]] = None, params: TileParams = TileParams()) -> List[Path]:
-    """Write one single-kernel trace file per (TP, sub-layer); return the paths written."""
-    written = []
-    for tp in tps:
-        for s in (sublayers or SUBLAYERS):
-            trace = generate(model_cfg, tp, [s], **_asdict(params))
-            written.append(write_trace(trace_path(out_dir, model_cfg.name, tp, s), trace))
-    return written
+    """Write one single-kernel trace file per (TP, sub-layer); return the paths written.
+
+    Every trace is generated (and so validated) before the first file is written.
+    """
+    jobs = [(trace_path(out_dir, model_cfg.name, tp, s), generate(model_cfg, tp, [s], **_asdict(params)))
+            for tp in tps for s in (sublayers or SUBLAYERS)]
+    return [write_trace(path, trace) for path, trace in jobs]
 
 
 def _asdict(params: TileParams) -> Dict[str, object]:
