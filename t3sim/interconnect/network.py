@@ -1,0 +1,256 @@
+"""The inter-GPU network: one :class:`~t3sim.interconnect.link.Link` per directed topology edge.
+
+Built from the graph of :func:`t3sim.interconnect.topology.build_topology`.
+Routing is static: the shortest path (fewest hops) between two GPUs, fixed when
+the network is built (networkx's deterministic BFS choice breaks ties). On a
+switch every GPU-to-GPU route is two hops, ``gpu -> switch -> gpu``, over the
+sender's and the receiver's ports (per-port bandwidth, per direction); the
+switch is store-and-forward with unbounded output queues.
+
+:meth:`Network.send` packetises a transfer at ``InterconnectConfig.packet_size_B``
+(the last packet carries the remainder), injects all packets into the first
+link at once (they queue FIFO behind earlier traffic) and returns a simpy
+event that fires, with the :class:`Transfer` as value, when the last packet of
+the transfer reached the destination. Each packet arriving at its destination
+GPU is handed to that GPU's receiver callback (:meth:`Network.set_receiver`);
+the GPU model turns it into communication-stream memory requests. Packets
+carry :class:`PacketMeta` (``op`` store/update, ``wg_id``, ``wf_id``, a
+destination byte address and a free ``tag``) for T3's tracker.
+
+Invariant (:meth:`Network.check_conserved`): after drain, on every link bytes
+sent == bytes received, and every byte sent by a GPU arrived at its destination.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import networkx as nx
+import simpy
+
+from t3sim.config.system import InterconnectConfig
+from t3sim.interconnect.link import DEFAULT_BIN_TICKS, Link
+from t3sim.interconnect.topology import build_topology
+from t3sim.results.stats import Stats
+from t3sim.sim.engine import Component, Engine
+
+OPS = ("store", "update")
+
+
+@dataclass(frozen=True)
+class PacketMeta:
+    """What the destination needs to know about a transfer's data.
+
+    Attributes:
+        op: ``"store"`` (plain write) or ``"update"`` (near-memory op-and-store, paper Sec. 4.3).
+        wg_id, wf_id: producing workgroup/wavefront (T3 tracker key, Sec. 4.2.1); None if not tracked.
+        addr: destination byte address of the transfer's first byte (None = not address-mapped).
+        tag: free-form label (e.g. collective name, step, chunk) for the receiver.
+    """
+
+    op: str = "store"
+    wg_id: Optional[int] = None
+    wf_id: Optional[int] = None
+    addr: Optional[int] = None
+    tag: Any = None
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"packet op must be one of {OPS}, got {self.op!r}")
+
+
+class Packet:
+    """One packet of a transfer. ``offset`` is its first byte within the transfer."""
+
+    __slots__ = ("src", "dst", "nbytes", "offset", "transfer", "hop", "created")
+
+    def __init__(self, src: int, dst: int, nbytes: int, offset: int, transfer: "Transfer", created: int):
+        self.src, self.dst, self.nbytes, self.offset = src, dst, nbytes, offset
+        self.transfer = transfer
+        self.hop = 0
+        self.created = created
+
+    @property
+    def meta(self) -> PacketMeta:
+        return self.transfer.meta
+
+    @property
+    def addr(self) -> Optional[int]:
+        """Destination byte address of this packet (meta.addr + offset), or None."""
+        a = self.transfer.meta.addr
+        return None if a is None else a + self.offset
+
+    def __repr__(self) -> str:
+        return f"Packet({self.src}->{self.dst} {self.nbytes}B @{self.offset} t{self.transfer.id})"
+
+
+@dataclass(eq=False)
+class Transfer:
+    """A send of ``nbytes`` from ``src`` to ``dst``; ``done`` fires when its last packet arrived."""
+
+    id: int
+    src: int
+    dst: int
+    nbytes: int
+    meta: PacketMeta
+    route: Tuple[Link, ...]
+    done: simpy.Event
+    packets: int = 0
+    arrived_packets: int = 0
+    arrived_bytes: int = 0
+    start: int = 0
+    end: Optional[int] = None
+
+
+class Network(Component):
+    """Links of a topology graph plus static routes and per-GPU delivery callbacks.
+
+    Args:
+        engine: the simulation engine.
+        ic: interconnect configuration (topology kind, bandwidth, latency, packet size).
+        graph: optional prebuilt topology (default: ``build_topology(ic)``); edge attributes
+            ``bandwidth_GBps`` and ``latency_ns`` set each link.
+        bin_ticks: width of the links' utilisation-over-time bins, ticks.
+    """
+
+    def __init__(self, engine: Engine, ic: InterconnectConfig, graph: Optional[nx.DiGraph] = None,
+                 bin_ticks: int = DEFAULT_BIN_TICKS):
+        super().__init__(engine, "network")
+        self.ic = ic
+        self.graph = graph if graph is not None else build_topology(ic)
+        self.packet_size_B = int(ic.packet_size_B)
+        self.gpus: List[int] = sorted(v for v in self.graph.nodes if isinstance(v, int))
+        self.links: Dict[Tuple[Any, Any], Link] = {}
+        for a, b, attr in sorted(self.graph.edges(data=True), key=lambda e: (str(e[0]), str(e[1]))):
+            link = Link(engine, f"{_node_name(a)}_to_{_node_name(b)}", a, b, attr["bandwidth_GBps"],
+                        attr["latency_ns"], out=self._arrive, bin_ticks=bin_ticks)
+            self.links[(a, b)] = link
+        paths = dict(nx.all_pairs_shortest_path(self.graph))
+        self.routes: Dict[Tuple[int, int], Tuple[Link, ...]] = {}
+        for s in self.gpus:
+            for d in self.gpus:
+                if s != d:
+                    p = paths[s][d]
+                    self.routes[(s, d)] = tuple(self.links[(p[i], p[i + 1])] for i in range(len(p) - 1))
+        self._receivers: Dict[int, Callable[[Packet], None]] = {}
+        self._ids = count()
+        self.transfers_open = 0
+        self.bytes_injected = {g: 0 for g in self.gpus}
+        self.bytes_delivered = {g: 0 for g in self.gpus}
+
+    # ------------------------------------------------------------------ API
+
+    def set_receiver(self, gpu: int, callback: Optional[Callable[[Packet], None]]) -> None:
+        """Call ``callback(packet)`` for every packet arriving at ``gpu`` (None = drop silently)."""
+        if gpu not in self.bytes_injected:
+            raise KeyError(f"no GPU {gpu} in the network")
+        if callback is None:
+            self._receivers.pop(gpu, None)
+        else:
+            self._receivers[gpu] = callback
+
+    def route(self, src: int, dst: int) -> Tuple[Link, ...]:
+        """The links a packet from ``src`` to ``dst`` crosses, in order."""
+        try:
+            return self.routes[(src, dst)]
+        except KeyError:
+            raise ValueError(f"no route {src} -> {dst} (GPUs: {self.gpus})") from None
+
+    def hops(self, src: int, dst: int) -> int:
+        return len(self.route(src, dst))
+
+    def send(self, src: int, dst: int, nbytes: int, meta: Optional[PacketMeta] = None) -> simpy.Event:
+        """Send ``nbytes`` from GPU ``src`` to GPU ``dst``; return the event fired when all arrived.
+
+        The event's value is the :class:`Transfer`. ``nbytes == 0`` completes immediately.
+        """
+        return self.send_group([(src, dst, nbytes, meta)])[0]
+
+    def send_group(self, sends: Sequence[Tuple[int, int, int, Optional[PacketMeta]]]) -> List[simpy.Event]:
+        """Start several transfers at once, interleaving their packets round-robin.
+
+        A DMA engine or a collective kernel that feeds several peers (direct
+        reduce-scatter over a switch port) streams them concurrently rather
+        than one after the other; interleaving models that on a shared first link.
+        Returns one event per send, in order.
+        """
+        env = self.env
+        now = env.now
+        P = self.packet_size_B
+        events: List[simpy.Event] = []
+        pending: List[Tuple[Transfer, int]] = []
+        for src, dst, nbytes, meta in sends:
+            if src == dst:
+                raise ValueError(f"send from GPU {src} to itself: local copies do not use the network")
+            if nbytes < 0:
+                raise ValueError(f"send of {nbytes} B")
+            t = Transfer(next(self._ids), src, dst, int(nbytes), meta or PacketMeta(), self.route(src, dst),
+                         env.event(), start=now)
+            events.append(t.done)
+            if nbytes == 0:
+                t.end = now
+                t.done.succeed(t)
+                continue
+            t.packets = -(-t.nbytes // P)
+            self.transfers_open += 1
+            self.bytes_injected[src] += t.nbytes
+            pending.append((t, 0))
+        # round-robin packet injection across the group's transfers
+        while pending:
+            nxt: List[Tuple[Transfer, int]] = []
+            for t, off in pending:
+                n = min(P, t.nbytes - off)
+                t.route[0].put(Packet(t.src, t.dst, n, off, t, now))
+                if off + n < t.nbytes:
+                    nxt.append((t, off + n))
+            pending = nxt
+        return events
+
+    # ------------------------------------------------------------------ data path
+
+    def _arrive(self, packet: Packet) -> None:
+        t = packet.transfer
+        packet.hop += 1
+        if packet.hop < len(t.route):
+            t.route[packet.hop].put(packet)
+            return
+        self.bytes_delivered[packet.dst] += packet.nbytes
+        t.arrived_packets += 1
+        t.arrived_bytes += packet.nbytes
+        rcv = self._receivers.get(packet.dst)
+        if rcv is not None:
+            rcv(packet)
+        if t.arrived_packets == t.packets:
+            t.end = self.env.now
+            self.transfers_open -= 1
+            self.progressed()
+            t.done.succeed(t)
+
+    # ------------------------------------------------------------------ checks & stats
+
+    def pending(self) -> str:
+        return f"{self.transfers_open} transfers in flight" if self.transfers_open else ""
+
+    def check_conserved(self) -> None:
+        """Raise ``AssertionError`` unless every link and the network as a whole conserve bytes."""
+        for link in self.links.values():
+            link.check_conserved()
+        if sum(self.bytes_injected.values()) != sum(self.bytes_delivered.values()):
+            raise AssertionError(f"network injected {sum(self.bytes_injected.values())} B "
+                                 f"but delivered {sum(self.bytes_delivered.values())} B")
+
+    def stats(self, elapsed_ticks: Optional[int] = None) -> Stats:
+        """``link.<name>.*`` for every link plus per-GPU injected/delivered bytes."""
+        s = Stats()
+        for link in self.links.values():
+            s.merge(f"link.{link.name}", link.stats(elapsed_ticks))
+        for g in self.gpus:
+            s.add(f"gpu{g}.bytes_injected", self.bytes_injected[g], "B", "bytes this GPU sent into the network")
+            s.add(f"gpu{g}.bytes_delivered", self.bytes_delivered[g], "B", "bytes the network delivered to this GPU")
+        return s
+
+
+def _node_name(v: Any) -> str:
+    return f"gpu{v}" if isinstance(v, int) else str(v)
