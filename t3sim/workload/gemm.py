@@ -38,12 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 Rect = Tuple[int, int, int, int]  # (row0, col0, rows, cols), in elements
 
-#: Registers are allocated per warp in units of 256 (= 8 per thread for a
-#: 32-thread warp) on Volta (CUDA Occupancy Calculator, sm_70 "register
-#: allocation unit size" 256).
-REG_ALLOC_UNIT_PER_WARP = 256
-
-
 def ceil_div(a: int, b: int) -> int:
     """``ceil(a / b)`` for positive integers."""
     return -(-a // b)
@@ -179,24 +173,34 @@ class Occupancy:
 def occupancy(kernel: "KernelRecord", gpu: "GPUConfig") -> Occupancy:
     """Resident WGs per CU for ``kernel`` on ``gpu`` (CUDA occupancy rules).
 
-    Register use per warp is rounded up to :data:`REG_ALLOC_UNIT_PER_WARP`;
-    the LDS budget is the whole unified LDS+L1 (``lds_l1_size_KiB``, paper
-    Table 1). Raises ``ValueError`` when not even one WG fits.
+    Registers are allocated per WF in units of ``gpu.register_alloc_unit_per_wf``
+    (256 on sm_70); LDS per WG is rounded up to ``gpu.lds_alloc_unit_B`` and
+    must fit the largest usable carve-out of the unified LDS+L1
+    (``gpu.lds_carveouts`` <= ``lds_l1_size_KiB``: 96 KiB on the Table 1 GPU).
+    The same rules as :mod:`t3sim.compute.occupancy`, applied to a trace
+    kernel. Raises ``ValueError`` when not even one WG fits.
     """
+    if kernel.registers_per_thread > gpu.max_registers_per_thread:
+        raise ValueError(f"kernel {kernel.name!r} uses {kernel.registers_per_thread} registers per thread "
+                         f"> {gpu.max_registers_per_thread}")
     threads_per_wg = kernel.wfs_per_wg * kernel.threads_per_wf
-    regs_per_warp = ceil_div(kernel.registers_per_thread * kernel.threads_per_wf, REG_ALLOC_UNIT_PER_WARP) * REG_ALLOC_UNIT_PER_WARP
+    unit = gpu.register_alloc_unit_per_wf
+    regs_per_wg = ceil_div(kernel.registers_per_thread * kernel.threads_per_wf, unit) * unit * kernel.wfs_per_wg
     regs_per_cu = gpu.register_file_size_KiB * 1024 // 4  # 32-bit registers
+    usable = [c * 1024 for c in gpu.lds_carveouts if c <= gpu.lds_l1_size_KiB]
+    lds_max_B = usable[-1] if usable else 0
+    lds_wg_B = ceil_div(kernel.lds_per_wg_B, gpu.lds_alloc_unit_B) * gpu.lds_alloc_unit_B
     limits = (
+        ("registers", regs_per_cu // regs_per_wg),
+        ("lds", lds_max_B // lds_wg_B if lds_wg_B else gpu.max_wgs_per_cu),
         ("threads", gpu.max_threads_per_cu // threads_per_wg),
-        ("registers", regs_per_cu // (regs_per_warp * kernel.wfs_per_wg)),
-        ("lds", (gpu.lds_l1_size_KiB * 1024) // kernel.lds_per_wg_B if kernel.lds_per_wg_B else gpu.max_wgs_per_cu),
         ("wg_slots", gpu.max_wgs_per_cu),
     )
-    limiter, n = min(limits, key=lambda kv: kv[1])
+    limiter, n = min(limits, key=lambda kv: kv[1])  # ties: first listed wins
     if n < 1:
         need = {"threads": f"{threads_per_wg} threads > {gpu.max_threads_per_cu}",
-                "registers": f"{regs_per_warp * kernel.wfs_per_wg} registers > {regs_per_cu}",
-                "lds": f"{kernel.lds_per_wg_B} B of LDS > {gpu.lds_l1_size_KiB} KiB"}.get(limiter, limiter)
+                "registers": f"{regs_per_wg} registers > {regs_per_cu}",
+                "lds": f"{lds_wg_B} B of LDS > {lds_max_B} B"}.get(limiter, limiter)
         raise ValueError(f"one WG of kernel {kernel.name!r} needs {need} per CU")
     return Occupancy(n, limiter, limits)
 

@@ -181,3 +181,26 @@ def _asdict(params: TileParams) -> Dict[str, object]:
 def with_params(params: TileParams, **changes) -> TileParams:
     """``params`` with some fields replaced (``None`` values are ignored)."""
     return replace(params, **{k: v for k, v in changes.items() if v is not None})
+
+
+def workload_kernel(workload) -> KernelRecord:
+    """The GEMM kernel an experiment's ``workload`` section runs.
+
+    With ``workload.trace`` set, that file is loaded and its kernel for
+    ``workload.sublayer`` (or its only kernel) is returned; otherwise the
+    kernel is generated with the default :class:`TileParams`, ``workload.dtype``
+    and ``workload.num_tokens`` (byte-identical to the shipped trace when
+    those are the Table 2 values).
+    """
+    from t3sim.workload.trace import load_trace
+
+    if workload.trace:
+        trace = load_trace(workload.trace)
+        if len(trace) == 1:
+            return trace.kernels[0]
+        try:
+            return trace.kernel(workload.sublayer)
+        except KeyError:
+            raise InputError(f"{workload.trace}", f"no kernel for sub-layer {workload.sublayer}",
+                             ", ".join(k.sublayer for k in trace)) from None
+    return kernel_for(workload.model, workload.tp, workload.sublayer, TileParams(dtype=workload.dtype), workload.num_tokens)

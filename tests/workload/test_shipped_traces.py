@@ -77,3 +77,16 @@ def test_check_prints_one_summary_line_per_file(run_cli):
 def test_check_with_2x_cu_system(run_cli):
     rc, out, _ = run_cli("trace", "check", "traces/t-nlg/tp8/FC-2.jsonl", "--system", "configs/systems/t3-table1-2xcu.yaml")
     assert rc == 0 and "160 CUs -> 7 stages" in out
+
+
+def test_workload_kernel_matches_shipped_trace(tmp_path):
+    from t3sim.config import load_experiment
+    from t3sim.workload.generate import workload_kernel
+
+    exp = load_experiment(REPO / "configs/experiments/default.yaml")
+    w = exp.workload
+    k = workload_kernel(w)
+    assert k == load_trace(trace_path(TRACES, w.model.name, w.tp, w.sublayer)).kernels[0]
+    exp2 = load_experiment(REPO / "configs/experiments/default.yaml",
+                           [f"workload.trace={TRACES / 'mega-gpt-2/tp16/OP.jsonl'}"])
+    assert workload_kernel(exp2.workload).name == "mega-gpt-2.tp16.OP.fwd"
