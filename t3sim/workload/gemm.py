@@ -65,6 +65,16 @@ def tile_rect_of(kernel: "KernelRecord", tile: int) -> Rect:
     return r0, c0, min(kernel.tile_m, kernel.M - r0), min(kernel.tile_n, kernel.N - c0)
 
 
+def _tile_of(kernel: "KernelRecord", wg_index: int, order: "list[int] | None") -> int:
+    if order is None:
+        from t3sim.workload.wg_order import base_tile
+
+        return base_tile(kernel, wg_index)
+    if not 0 <= wg_index < len(order):
+        raise IndexError(f"WG index {wg_index} out of range 0..{len(order) - 1}")
+    return order[wg_index]
+
+
 def tile_rect(kernel: "KernelRecord", wg_index: int, order: "list[int] | None" = None) -> Rect:
     """Output rectangle of the WG dispatched at position ``wg_index``.
 
@@ -73,13 +83,7 @@ def tile_rect(kernel: "KernelRecord", wg_index: int, order: "list[int] | None" =
         wg_index: WG dispatch index, ``0 <= wg_index < num_wgs``.
         order: WG -> tile list (default: the kernel's base order, unstaggered).
     """
-    if order is None:
-        from t3sim.workload.wg_order import wg_order
-
-        order = wg_order(kernel)
-    if not 0 <= wg_index < len(order):
-        raise IndexError(f"WG index {wg_index} out of range 0..{len(order) - 1}")
-    return tile_rect_of(kernel, order[wg_index])
+    return tile_rect_of(kernel, _tile_of(kernel, wg_index, order))
 
 
 def wf_subtile_shape(kernel: "KernelRecord") -> Tuple[int, int]:
@@ -108,13 +112,7 @@ def wf_rect_in_tile(kernel: "KernelRecord", tile: int, wf: int) -> Rect:
 
 def wf_rect(kernel: "KernelRecord", wg_index: int, wf: int, order: "list[int] | None" = None) -> Rect:
     """Output rectangle of WF ``wf`` of the WG dispatched at ``wg_index``."""
-    if order is None:
-        from t3sim.workload.wg_order import wg_order
-
-        order = wg_order(kernel)
-    if not 0 <= wg_index < len(order):
-        raise IndexError(f"WG index {wg_index} out of range 0..{len(order) - 1}")
-    return wf_rect_in_tile(kernel, order[wg_index], wf)
+    return wf_rect_in_tile(kernel, _tile_of(kernel, wg_index, order), wf)
 
 
 def element_offset(kernel: "KernelRecord", row: int, col: int) -> int:

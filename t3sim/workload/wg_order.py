@@ -63,6 +63,20 @@ def base_order(spec: Mapping[str, object], tiles_m: int, tiles_n: int) -> List[i
     return NAMED_ORDERS[kind](tiles_m, tiles_n)  # type: ignore[index]
 
 
+def base_tile(kernel: "KernelRecord", wg_index: int) -> int:
+    """Tile computed by the WG at ``wg_index`` in the kernel's base order, in O(1)."""
+    if not 0 <= wg_index < kernel.num_wgs:
+        raise IndexError(f"WG index {wg_index} out of range 0..{kernel.num_wgs - 1}")
+    kind = kernel.wg_order["kind"]
+    if kind == "row_major":
+        return wg_index
+    if kind == "column_major":
+        return (wg_index % kernel.tiles_m) * kernel.tiles_n + wg_index // kernel.tiles_m
+    if kind == "explicit":
+        return kernel.wg_order["tiles"][wg_index]
+    return base_order(kernel.wg_order, kernel.tiles_m, kernel.tiles_n)[wg_index]
+
+
 def staggered_order(base: Sequence[int], gpu: int, num_gpus: int, stage_wgs: int) -> List[int]:
     """Base order rotated to start ``gpu`` stages later (paper Sec. 4.4).
 

@@ -101,3 +101,29 @@ def test_column_major_order():
     k = _kernel(48, 32, 16, 16, wf_grid=(1, 1), order="column_major")  # 3 x 2 tiles
     assert wg_order(k) == [0, 2, 4, 1, 3, 5]
     assert tile_rect(k, 1) == (16, 0, 16, 16)
+
+
+@pytest.mark.parametrize("order", ["row_major", "column_major"])
+def test_base_tile_matches_materialised_order(order):
+    from t3sim.workload.wg_order import base_tile
+
+    k = _kernel(70, 50, 16, 16, order=order)
+    assert [base_tile(k, w) for w in range(k.num_wgs)] == wg_order(k)
+    with pytest.raises(IndexError):
+        base_tile(k, k.num_wgs)
+
+
+def test_occupancy_matches_compute_module():
+    occ_mod = pytest.importorskip("t3sim.compute.occupancy")
+    from t3sim.config.gpu import GPUConfig
+    from t3sim.workload import occupancy
+
+    for gpu in (GPUConfig(), GPUConfig(num_cus=160)):
+        for regs, lds, grid in ((128, 32768, (2, 4)), (64, 65536, (2, 2)), (255, 1000, (1, 1)), (32, 0, (4, 8))):
+            k = _kernel(256, 256, 128, 128, wf_grid=grid)
+            k = type(k)(**{**k.__dict__, "registers_per_thread": regs, "lds_per_wg_B": lds})
+            mine = occupancy(k, gpu)
+            theirs = occ_mod.occupancy(gpu, wfs_per_wg=k.wfs_per_wg, registers_per_thread=regs, lds_per_wg_B=lds,
+                                       threads_per_wf=k.threads_per_wf)
+            assert (mine.wgs_per_cu, mine.limiter) == (theirs.wgs_per_cu, theirs.limiter)
+            assert dict(mine.limits) == theirs.limits_dict
