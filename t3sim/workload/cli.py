@@ -85,7 +85,10 @@ def _models_dir() -> Path:
 
 
 def resolve_model(ref: str):
-    """A :class:`ModelConfig` from a model name or a model/experiment YAML path."""
+    """``(ModelConfig, tokens or None)`` from a model name or a model/experiment YAML path.
+
+    For an experiment, its ``workload.model`` and its ``workload.tokens`` override.
+    """
     from t3sim.config import load_config
 
     path = Path(ref)
@@ -96,10 +99,10 @@ def resolve_model(ref: str):
             raise InputError("--model", repr(ref), f"a model name ({', '.join(names)}) or a YAML file")
     kind, cfg = load_config(path)
     if kind == "experiment":
-        return cfg.workload.model
+        return cfg.workload.model, cfg.workload.tokens
     if kind != "model":
         raise InputError(f"--model {ref}", f"a {kind} config", "a model config (configs/models/*.yaml) or an experiment")
-    return cfg
+    return cfg, None
 
 
 def _gen(args: argparse.Namespace) -> int:
@@ -108,16 +111,16 @@ def _gen(args: argparse.Namespace) -> int:
         if args.tp or args.sublayer:
             raise InputError("--all", "combined with --tp/--sublayer", "--all alone (it writes every shipped trace)")
         models = [resolve_model(str(p)) for p in sorted(_models_dir().glob("*.yaml"))]
-        jobs = [(m, m.tp_degrees) for m in models]
+        jobs = [(m, t, m.tp_degrees) for m, t in models]
     else:
-        m = resolve_model(args.model)
-        jobs = [(m, args.tp or m.tp_degrees)]
-    for model, tps in jobs:  # validate every request before writing anything
+        m, t = resolve_model(args.model)
+        jobs = [(m, t, args.tp or m.tp_degrees)]
+    for model, tokens, tps in jobs:  # validate every request before writing anything
         for tp in tps:
-            kernel_for(model, tp, (args.sublayer or SUBLAYERS)[0], params)
+            kernel_for(model, tp, (args.sublayer or SUBLAYERS)[0], params, tokens)
     written: List[Path] = []
-    for model, tps in jobs:
-        written += write_traces(model, tps, args.out, args.sublayer, params)
+    for model, tokens, tps in jobs:
+        written += write_traces(model, tps, args.out, args.sublayer, params, tokens)
     for p in written:
         print(f"wrote {p}")
     return 0

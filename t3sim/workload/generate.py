@@ -164,12 +164,13 @@ def trace_path(out_dir: str | Path, model_name: str, tp: int, sublayer: str) -> 
 
 
 def write_traces(model_cfg: ModelConfig, tps: Iterable[int], out_dir: str | Path,
-                 sublayers: Optional[Sequence[str]] = None, params: TileParams = TileParams()) -> List[Path]:
+                 sublayers: Optional[Sequence[str]] = None, params: TileParams = TileParams(),
+                 tokens: Optional[int] = None) -> List[Path]:
     """Write one single-kernel trace file per (TP, sub-layer); return the paths written.
 
     Every trace is generated (and so validated) before the first file is written.
     """
-    jobs = [(trace_path(out_dir, model_cfg.name, tp, s), generate(model_cfg, tp, [s], **_asdict(params)))
+    jobs = [(trace_path(out_dir, model_cfg.name, tp, s), generate(model_cfg, tp, [s], tokens, **_asdict(params)))
             for tp in tps for s in (sublayers or SUBLAYERS)]
     return [write_trace(path, trace) for path, trace in jobs]
 

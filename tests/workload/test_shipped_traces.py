@@ -90,3 +90,12 @@ def test_workload_kernel_matches_shipped_trace(tmp_path):
     exp2 = load_experiment(REPO / "configs/experiments/default.yaml",
                            [f"workload.trace={TRACES / 'mega-gpt-2/tp16/OP.jsonl'}"])
     assert workload_kernel(exp2.workload).name == "mega-gpt-2.tp16.OP.fwd"
+
+
+def test_model_from_experiment_file(tmp_path, run_cli):
+    exp = tmp_path / "e.yaml"
+    exp.write_text(f"base: {REPO / 'configs/experiments/default.yaml'}\nworkload:\n  tokens: 1000\n")
+    rc, _, err = run_cli("trace", "gen", "--model", str(exp), "--tp", "8", "--sublayer", "OP", "--out", str(tmp_path / "o"))
+    assert rc == 0, err
+    k = load_trace(tmp_path / "o/t-nlg/tp8/OP.jsonl").kernels[0]
+    assert (k.M, k.N, k.K, k.tiles_m) == (1000, 4256, 532, 8)  # 1000 = 7 x 128 + 104: partial last tile row
