@@ -24,7 +24,8 @@ with both directions of every link available the bandwidth term halves.
 
 Direct (fully connected, paper Sec. 7.1): one step. Reduce-scatter: every GPU
 sends chunk ``j`` to GPU ``j`` for all ``j != i``; all-gather: every GPU sends
-its chunk to every peer.
+its chunk to every peer. Peers are listed in staggered order ``i+1, i+2, ...``
+so that round-robin streaming through a switch spreads over the output ports.
 
 All-to-all (paper Sec. 7.1, 2.2): ``in`` of each GPU is split into ``N``
 blocks; block ``j`` of GPU ``i`` goes to GPU ``j`` and lands at block position
@@ -78,6 +79,12 @@ def _ag_steps(n: int, rings) -> list:
     return steps
 
 
+def _peers(i: int, n: int) -> List[int]:
+    """Peers of GPU i in staggered order i+1, i+2, ... (mod n): when every GPU streams to its
+    peers round-robin, no two GPUs target the same peer in the same slot (no switch-port hotspot)."""
+    return [(i + k) % n for k in range(1, n)]
+
+
 def _bufs(n: int, num_elems: int):
     return {"buf": (num_elems,) * n}
 
@@ -111,7 +118,7 @@ def direct_reduce_scatter(n: int, num_elems: int, *, elem_bytes: int = 2, bidire
     """Direct RS: one step, GPU i sends chunk j to GPU j (j != i), reduced at the destination."""
     chunks = split_ranges(num_elems, n)
     xs = [Xfer(i, j, "buf", chunks[j][0], "buf", chunks[j][0], chunks[j][1] - chunks[j][0], "reduce", j)
-          for i in range(n) for j in range(n) if i != j]
+          for i in range(n) for j in _peers(i, n)]
     return make_plan("direct_reduce_scatter", "reduce_scatter", n, num_elems, elem_bytes, [(xs, "rs")],
                      chunks, _bufs(n, num_elems))
 
@@ -121,7 +128,7 @@ def direct_all_gather(n: int, num_elems: int, *, elem_bytes: int = 2, bidirectio
     """Direct AG: one step, GPU i sends its chunk i to every peer."""
     chunks = split_ranges(num_elems, n)
     xs = [Xfer(i, j, "buf", chunks[i][0], "buf", chunks[i][0], chunks[i][1] - chunks[i][0], "store", i)
-          for i in range(n) for j in range(n) if i != j]
+          for i in range(n) for j in _peers(i, n)]
     return make_plan("direct_all_gather", "all_gather", n, num_elems, elem_bytes, [(xs, "ag")],
                      chunks, _bufs(n, num_elems))
 
@@ -140,7 +147,7 @@ def all_to_all(n: int, num_elems: int, *, elem_bytes: int = 2, bidirectional: bo
     chunks = split_ranges(num_elems, n)
     sizes = [hi - lo for lo, hi in chunks]
     xs = [Xfer(i, j, "in", chunks[j][0], "out", i * sizes[j], sizes[j], "store", j)
-          for i in range(n) for j in range(n)]
+          for i in range(n) for j in [i] + _peers(i, n)]
     return make_plan("all_to_all", "all_to_all", n, num_elems, elem_bytes, [(xs, "a2a")], chunks,
                      {"in": (num_elems,) * n, "out": tuple(n * s for s in sizes)})
 

@@ -15,7 +15,8 @@ sequential (a GPU forwards in step ``s+1`` what it received in step ``s``), so::
 
 where ``D`` is the number of ring directions used (1, or 2 when each chunk is
 split in halves sent around the ring both ways at once over a bi-directional
-ring: each direction has its own ``B``). All-reduce = RS + AG: ``2(N-1)``
+ring: each direction has its own ``B``; with ``N = 2`` both halves share the
+one link of each direction, so ``D`` is 1). All-reduce = RS + AG: ``2(N-1)``
 steps, one launch. With uneven chunks the step is set by the largest chunk,
 ``ceil(S_elems/N)`` elements (the closed form uses ``S/N``; they differ by at
 most one element per step). Packetisation adds < 1 ps per packet (integer ceil
@@ -66,6 +67,8 @@ def ring_time(collective: str, size_B: float, n: int, link_GBps: float, latency_
         raise ValueError(f"ring_time: no ring estimate for {collective!r}")
     if n < 2 or directions not in (1, 2):
         raise ValueError(f"ring_time: need n >= 2 and 1 or 2 directions (got n={n}, D={directions})")
+    if n == 2:
+        directions = 1  # two GPUs: "both ways round the ring" is the same single link pair
     steps = _STEPS_FACTOR[collective] * (n - 1)
     return Estimate(steps * size_B / n / (link_GBps * directions), steps * latency_ns, launch_overhead_ns, steps)
 
