@@ -232,3 +232,25 @@ def simulate(plan: Plan, ic: InterconnectConfig, *, hook: Optional[CostHook] = N
     net.check_conserved()
     run = runner.done.value
     return run, net, net.stats(run.end)
+
+
+def plan_for_system(system, collective: str, num_elems: int, elem_bytes: int = 2) -> Plan:
+    """The plan a :class:`~t3sim.config.system.SystemConfig` runs for ``collective``.
+
+    Uses ``collective.algorithm`` (ring/direct) and, for ring plans,
+    ``collective.ring_bidirectional`` when the interconnect links run both ways.
+    """
+    from t3sim.collectives.algorithms import build_plan
+
+    cc, ic = system.collective, system.interconnect
+    bidir = cc.algorithm == "ring" and cc.ring_bidirectional and ic.bidirectional
+    return build_plan(collective, cc.algorithm, ic.num_gpus, num_elems, elem_bytes=elem_bytes, bidirectional=bidir)
+
+
+def simulate_system(system, collective: str, num_elems: int, elem_bytes: int = 2, *,
+                    hook: Optional[CostHook] = None, variant: str = "baseline",
+                    seed: int = 0) -> tuple[CollectiveRun, Network, Stats]:
+    """Run ``collective`` as configured by ``system`` (plan, slices, launch overhead); see :func:`simulate`."""
+    cc = system.collective
+    return simulate(plan_for_system(system, collective, num_elems, elem_bytes), system.interconnect, hook=hook,
+                    variant=variant, launch_overhead_ns=cc.launch_overhead_ns, slices=cc.pipeline_slices, seed=seed)

@@ -59,6 +59,12 @@ class CollectiveConfig(Model):
     algorithm: Literal["ring", "direct"] = F("ring", unit="enum", desc="reduce-scatter / all-gather implementation", source="paper Sec. 2.3, 7.1")
     cus: Optional[int] = F(None, unit="count", desc="CUs given to a collective kernel (None = all CUs)", source="paper Fig. 6 (72-8, 64-16 splits)", gt=0)
     launch_overhead_ns: float = F(5000.0, unit="ns", desc="per-collective launch and synchronisation overhead", source="assumption until fitted against measured reduce-scatter times (issue 4)", ge=0)
+    ring_bidirectional: bool = F(
+        True, unit="bool", desc="ring RS/AG split every chunk in halves sent around the ring both ways at once (needs interconnect.bidirectional; else one direction)",
+        source="assumption: RCCL/NCCL run rings in both directions (channels) so the 150 GB/s bi-directional ring of paper Table 1 is usable")
+    pipeline_slices: int = F(
+        4, unit="count", desc="slices each step's transfer is cut into, so reading/reducing one slice overlaps sending the previous",
+        source="assumption: NCCL/RCCL pipeline a chunk in slices (NCCL_STEPS-style); 4 slices per chunk", ge=1)
 
 
 class SystemConfig(Model):

@@ -177,3 +177,19 @@ def test_tnlg_all_reduce_large(n):
     run, _, _ = simulate(p, _ring(n), launch_overhead_ns=5000.0)
     est = ring_time("all_reduce", p.size_B, n, 75.0, 500.0, 2, 5000.0)
     assert run.duration_ns == pytest.approx(est.total_ns, rel=1e-3)
+
+
+def test_simulate_system_uses_collective_config():
+    from t3sim.collectives.runner import plan_for_system, simulate_system
+    from t3sim.config.system import CollectiveConfig, SystemConfig
+
+    sysc = SystemConfig(interconnect=_ring(4), collective=CollectiveConfig(launch_overhead_ns=1000.0))
+    assert plan_for_system(sysc, "reduce-scatter", 400).bidirectional
+    uni = SystemConfig(interconnect=_ring(4, bidir=False))
+    assert not plan_for_system(uni, "reduce_scatter", 400).bidirectional
+    run, _, _ = simulate_system(sysc, "all_reduce", 4 * 6000)
+    est = ring_time("all_reduce", 4 * 6000 * 2, 4, 75.0, 500.0, 2, 1000.0)
+    assert run.duration_ns == pytest.approx(est.total_ns, rel=1e-3)
+    direct = SystemConfig(interconnect=InterconnectConfig(kind="direct", num_gpus=4, **TABLE1),
+                          collective=CollectiveConfig(algorithm="direct"))
+    assert plan_for_system(direct, "reduce_scatter", 400).name == "direct_reduce_scatter"
