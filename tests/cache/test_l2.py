@@ -238,9 +238,9 @@ def _check_fast_equals_reference(t):
     assert sorted(zip(ff.line_addr.tolist(), ff.sector_mask.tolist(), ff.src.tolist())) == \
         sorted(zip(rf.line_addr.tolist(), rf.sector_mask.tolist(), rf.src.tolist()))
     np.testing.assert_array_equal(fast.counts, ref.counts)
-    # invariant: every sector ever written through the cache and not overwritten by an uncached
-    # access is written back; no clean sector is ever written back
+    # invariants: dirty sectors are always valid; after flush() nothing is dirty
     assert all(d & ~v == 0 for _, v, d, _ in fast.snapshot())
+    assert all(d == 0 for _, _, d, _ in fast.snapshot())
 
 
 @settings(max_examples=120, deadline=None)
