@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Tuple
 
+from t3sim.compute.occupancy import Occupancy
+from t3sim.compute.occupancy import occupancy as _occupancy
 from t3sim.config.workload import DTYPE_BYTES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -151,56 +153,13 @@ def tile_k_steps(kernel: "KernelRecord") -> int:
 # ----------------------------------------------------------------------- occupancy
 
 
-@dataclass(frozen=True)
-class Occupancy:
-    """How many of the kernel's WGs fit on one CU, and what limits it.
-
-    ``limits`` maps each resource (``threads``, ``registers``, ``lds``,
-    ``wg_slots``) to the WGs per CU it alone would allow.
-    """
-
-    wgs_per_cu: int
-    limiter: str
-    limits: Tuple[Tuple[str, int], ...]
-
-    def stage_wgs(self, num_cus: int) -> int:
-        """WGs in one stage: ``wgs_per_cu * num_cus`` (paper Sec. 2.5)."""
-        return self.wgs_per_cu * num_cus
-
-
 def occupancy(kernel: "KernelRecord", gpu: "GPUConfig") -> Occupancy:
-    """Resident WGs per CU for ``kernel`` on ``gpu`` (CUDA occupancy rules).
+    """Resident WGs per CU for a trace kernel: :func:`t3sim.compute.occupancy.occupancy` on its resources.
 
-    Registers are allocated per WF in units of ``gpu.register_alloc_unit_per_wf``
-    (256 on sm_70); LDS per WG is rounded up to ``gpu.lds_alloc_unit_B`` and
-    must fit the largest usable carve-out of the unified LDS+L1
-    (``gpu.lds_carveouts`` <= ``lds_l1_size_KiB``: 96 KiB on the Table 1 GPU).
-    The same rules as :mod:`t3sim.compute.occupancy`, applied to a trace
-    kernel. Raises ``ValueError`` when not even one WG fits.
+    Raises ``ValueError`` (naming the resource) when not even one WG fits.
     """
-    if kernel.registers_per_thread > gpu.max_registers_per_thread:
-        raise ValueError(f"kernel {kernel.name!r} uses {kernel.registers_per_thread} registers per thread "
-                         f"> {gpu.max_registers_per_thread}")
-    threads_per_wg = kernel.wfs_per_wg * kernel.threads_per_wf
-    unit = gpu.register_alloc_unit_per_wf
-    regs_per_wg = ceil_div(kernel.registers_per_thread * kernel.threads_per_wf, unit) * unit * kernel.wfs_per_wg
-    regs_per_cu = gpu.register_file_size_KiB * 1024 // 4  # 32-bit registers
-    usable = [c * 1024 for c in gpu.lds_carveouts if c <= gpu.lds_l1_size_KiB]
-    lds_max_B = usable[-1] if usable else 0
-    lds_wg_B = ceil_div(kernel.lds_per_wg_B, gpu.lds_alloc_unit_B) * gpu.lds_alloc_unit_B
-    limits = (
-        ("registers", regs_per_cu // regs_per_wg),
-        ("lds", lds_max_B // lds_wg_B if lds_wg_B else gpu.max_wgs_per_cu),
-        ("threads", gpu.max_threads_per_cu // threads_per_wg),
-        ("wg_slots", gpu.max_wgs_per_cu),
-    )
-    limiter, n = min(limits, key=lambda kv: kv[1])  # ties: first listed wins
-    if n < 1:
-        need = {"threads": f"{threads_per_wg} threads > {gpu.max_threads_per_cu}",
-                "registers": f"{regs_per_wg} registers > {regs_per_cu}",
-                "lds": f"{lds_wg_B} B of LDS > {lds_max_B} B"}.get(limiter, limiter)
-        raise ValueError(f"one WG of kernel {kernel.name!r} needs {need} per CU")
-    return Occupancy(n, limiter, limits)
+    return _occupancy(gpu, wfs_per_wg=kernel.wfs_per_wg, registers_per_thread=kernel.registers_per_thread,
+                      lds_per_wg_B=kernel.lds_per_wg_B, threads_per_wf=kernel.threads_per_wf)
 
 
 def num_stages(kernel: "KernelRecord", stage_wgs: int) -> int:

@@ -113,17 +113,3 @@ def test_base_tile_matches_materialised_order(order):
         base_tile(k, k.num_wgs)
 
 
-def test_occupancy_matches_compute_module():
-    occ_mod = pytest.importorskip("t3sim.compute.occupancy")
-    from t3sim.config.gpu import GPUConfig
-    from t3sim.workload import occupancy
-
-    for gpu in (GPUConfig(), GPUConfig(num_cus=160)):
-        for regs, lds, grid in ((128, 32768, (2, 4)), (64, 65536, (2, 2)), (255, 1000, (1, 1)), (32, 0, (4, 8))):
-            k = _kernel(256, 256, 128, 128, wf_grid=grid)
-            k = type(k)(**{**k.__dict__, "registers_per_thread": regs, "lds_per_wg_B": lds})
-            mine = occupancy(k, gpu)
-            theirs = occ_mod.occupancy(gpu, wfs_per_wg=k.wfs_per_wg, registers_per_thread=regs, lds_per_wg_B=lds,
-                                       threads_per_wf=k.threads_per_wf)
-            assert (mine.wgs_per_cu, mine.limiter) == (theirs.wgs_per_cu, theirs.limiter)
-            assert dict(mine.limits) == theirs.limits_dict

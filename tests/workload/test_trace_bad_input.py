@@ -192,4 +192,4 @@ def test_subprocess_no_traceback(tmp_path):
 def test_check_kernel_that_does_not_fit(tmp_path, run_cli):
     rec = _rec(wf_grid=[4, 4], wfs_per_wg=16, threads_per_wf=64)  # 1024 threads x 128 registers > 64K registers
     p = _write(tmp_path, HEADER + "\n" + rec + "\n")
-    _check(run_cli, p, "131072 registers > 65536", "fits on one CU")
+    _check(run_cli, p, "does not fit on one CU: limited by registers", "regs/WG=131072 of 65536")
