@@ -9,11 +9,11 @@ CDLR=3, WR=12, nbkgrp=4, CCDL=2, RTPL=4 (these are Accel-Sim's QV100 HBM
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import List, Literal, Optional
 
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
-from t3sim.config.base import F, Model
+from t3sim.config.base import F, Model, check_kind
 
 REF11 = "paper Table 1 via ref. [11] (Accel-Sim QV100 HBM2 dram_timing_opt)"
 
@@ -35,8 +35,8 @@ class HBMTimingConfig(Model):
     tWR_nCK: int = F(12, unit="nCK", desc="end of write data to PRE (write recovery)", source=f"{REF11}: WR=12", ge=0)
     tRTP_nCK: int = F(4, unit="nCK", desc="read to PRE delay (RTPL in [11])", source=f"{REF11}: RTPL=4", ge=1)
     tRTW_nCK: int = F(
-        14, unit="nCK", desc="read command to write command on one channel (bus turnaround)",
-        source="derived as in GPGPU-Sim/Accel-Sim: CL + BL/2 + 2 - WL = 14 + 2 + 2 - 2 (with tBL=2, no value given in [11])", ge=0)
+        16, unit="nCK", desc="read command to write command on one channel (bus turnaround)",
+        source="derived as in GPGPU-Sim/Accel-Sim: CL + tBL + 2 - WL = 14 + 2 + 2 - 2 = 16 (tBL=2 cycles of BL4 on a DDR bus; no value given in [11])", ge=0)
     tFAW_nCK: int = F(16, unit="nCK", desc="four-activate window", source="JESD235 HBM2 / Ramulator HBM_1Gbps: nFAW=16", ge=0)
     tREFI_nCK: int = F(3900, unit="nCK", desc="average refresh interval (0 disables refresh)", source="JESD235 HBM2: tREFI = 3.9 us at 1 GHz", ge=0)
     tRFC_nCK: int = F(260, unit="nCK", desc="refresh cycle time", source="JESD235 HBM2 4 Gb die / Ramulator HBM: nRFC=260 at 1 GHz", ge=0)
@@ -75,6 +75,15 @@ class AddressMapConfig(Model):
     kind: str = F("channel_interleave", unit="name", desc="registered address map (see `t3sim params`)", source="issue 3")
     interleave_granularity_B: int = F(256, unit="B", desc="contiguous bytes mapped to one channel before moving to the next", source="assumption: 256 B channel interleave, common in GPU memory systems", gt=0)
     xor_bank_hash: bool = F(True, unit="bool", desc="XOR row bits into bank/bank-group bits to spread strided streams", source="issue 3 (XOR bank hash)")
+    field_order: str = F(
+        "col_low,channel,col_high,bankgroup,bank,row", unit="text",
+        desc="row_bank_column_channel map: address digits, least significant first (col_low = granularity-sized column chunk)",
+        source="issue 3 (configurable interleaving); default equals channel_interleave")
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        return check_kind("address_map", v)
 
 
 class ArbitrationConfig(Model):
@@ -90,6 +99,28 @@ class ArbitrationConfig(Model):
     starvation_limit_cycles: int = F(
         1000, unit="cycles", desc="t3_mca: serve communication once it has waited this many memory cycles",
         source="assumption: paper Sec. 4.5 names the limit but not its value", gt=0)
+    dynamic_occupancy_levels: List[float] = F(
+        [32.0, 8.0, 1.0], unit="list",
+        desc="t3_mca dynamic: mean queue occupancy (entries) observed in the isolated stage at or above level i selects dynamic_thresholds[i]; below all levels = unlimited",
+        source="assumption: paper Sec. 4.5/6.1.3 give the direction (memory-intensive -> smaller threshold) and the values 5, 10, 30, no limit, not the mapping")
+    dynamic_thresholds: List[int] = F(
+        [5, 10, 30], unit="list", desc="t3_mca dynamic: thresholds chosen by dynamic_occupancy_levels",
+        source="paper Sec. 6.1.3 (thresholds 5, 10, 30 or no limit)")
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        return check_kind("arbitration", v)
+
+    @model_validator(mode="after")
+    def _levels(self) -> "ArbitrationConfig":
+        if len(self.dynamic_occupancy_levels) != len(self.dynamic_thresholds):
+            raise ValueError("dynamic_occupancy_levels and dynamic_thresholds must have the same length")
+        if list(self.dynamic_occupancy_levels) != sorted(self.dynamic_occupancy_levels, reverse=True):
+            raise ValueError("dynamic_occupancy_levels must be in decreasing order")
+        if any(t < 1 for t in self.dynamic_thresholds):
+            raise ValueError("dynamic_thresholds must be >= 1")
+        return self
 
 
 class MemoryControllerConfig(Model):
@@ -99,6 +130,12 @@ class MemoryControllerConfig(Model):
     write_queue_entries: int = F(64, unit="count", desc="write queue capacity per channel", source="assumption: equal to the read queue", gt=0)
     write_high_watermark: float = F(0.75, unit="ratio", desc="start draining writes when the write queue is this full", source="assumption: common FR-FCFS write-drain setting (DRAMsim3, Ramulator)", gt=0, le=1)
     write_low_watermark: float = F(0.25, unit="ratio", desc="stop draining writes at this fill level", source="assumption: common FR-FCFS write-drain setting", ge=0, lt=1)
+    write_starvation_limit_cycles: int = F(
+        2000, unit="cycles", desc="start draining writes once the oldest queued write has waited this long (bounds write latency when reads never stop)",
+        source="assumption: liveness bound; DRAMsim3/Ramulator drain only at the watermark or when reads run out", gt=0)
+    admissions_per_cycle: int = F(
+        1, unit="count", desc="requests moved from the pending FIFOs into the controller queues per memory cycle",
+        source="assumption: twice the column-command rate of one channel (a 64 B request every tBL=2 cycles)", gt=0)
     scheduler: Literal["frfcfs"] = F("frfcfs", unit="enum", desc="command scheduler (row hits first, then oldest)", source="issue 3")
     page_policy: Literal["open", "closed"] = F("open", unit="enum", desc="row-buffer policy", source="issue 3 (open page)")
     arbitration: ArbitrationConfig = F(ArbitrationConfig, unit="mapping", desc="compute/communication arbitration", source="paper Sec. 4.5")

@@ -1,0 +1,6 @@
+"""Cycle-level HBM and memory controllers (issue 3). See README.md in this package."""
+
+from t3sim.memory.request import Kind, Source, Stream
+from t3sim.memory.system import EnqueueInfo, Geometry, MemorySystem
+
+__all__ = ["Kind", "Source", "Stream", "MemorySystem", "EnqueueInfo", "Geometry"]

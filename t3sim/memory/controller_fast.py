@@ -1,0 +1,468 @@
+"""Fast memory controller: the reference algorithm compiled with numba.
+
+Same decisions as :mod:`t3sim.memory.controller_ref` (read its docstring for
+the per-cycle order), with two differences that do not change results:
+
+* state is held in flat numpy arrays (per unit: timing-ready cycles per
+  scope node and command, open rows, the ACT window ring, queues);
+* a cycle in which nothing happens ends with the earliest cycle at which
+  anything *could* happen (a command's timing becomes satisfied, a pending
+  request arrives, a refresh falls due, a write ages past the starvation
+  limit, t3_mca's communication starvation limit expires), and the unit jumps
+  there, crediting the skipped cycles to the occupancy statistics. A woken
+  cycle that turns out idle is harmless; the jump is never past a possible
+  action because every time-dependent condition contributes its time.
+
+The inner loop does not allocate; ``t3sim.memory.system`` sizes the output
+buffers before each call.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from t3sim.memory import timing as T
+
+# unit state columns
+CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NUS = range(10)
+# parameters
+(P_NB, P_BPG, P_RQ, P_WQ, P_HI, P_LO, P_WLIM, P_ADM, P_TREFI, P_POLICY, P_STARVE, P_TBL, P_DONE_RD,
+ P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, NP) = range(21)
+ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
+BIG = np.int64(1) << 60
+
+
+@nb.njit(cache=True, inline="always")
+def _ready(u, bank, cmd, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn):
+    t = chan_ready[u, cmd]
+    x = bg_ready[u, bank // bpg, cmd]
+    if x > t:
+        t = x
+    x = bank_ready[u, bank, cmd]
+    if x > t:
+        t = x
+    if cmd == ACT:
+        oldest = act_hist[u, US[u, ACTPOS]]
+        if oldest >= 0 and oldest + faw > t:
+            t = oldest + faw
+    return t
+
+
+@nb.njit(cache=True)
+def _issue(u, c, cmd, bank, row, P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist, US, cmd_count,
+           out_log, counts):
+    bpg = P[P_BPG]
+    for n in range(6):
+        v = LAT[0, cmd, n]
+        if v >= 0 and c + v > chan_ready[u, n]:
+            chan_ready[u, n] = c + v
+        if bank >= 0:
+            v = LAT[1, cmd, n]
+            if v >= 0 and c + v > bg_ready[u, bank // bpg, n]:
+                bg_ready[u, bank // bpg, n] = c + v
+            v = LAT[2, cmd, n]
+            if v >= 0 and c + v > bank_ready[u, bank, n]:
+                bank_ready[u, bank, n] = c + v
+    if cmd == ACT:
+        act_hist[u, US[u, ACTPOS]] = c
+        US[u, ACTPOS] = (US[u, ACTPOS] + 1) % P[P_FAWN]
+        open_row[u, bank] = row
+    elif cmd == PRE:
+        open_row[u, bank] = -1
+    cmd_count[u, cmd] += 1
+    if P[P_LOG]:
+        k = counts[2]
+        out_log[k, 0] = c
+        out_log[k, 1] = u
+        out_log[k, 2] = cmd
+        out_log[k, 3] = bank
+        out_log[k, 4] = row
+        counts[2] = k + 1
+
+
+@nb.njit(cache=True)
+def _eligible(u, h, r_kind, r_line, US, rq, wq, P):
+    """Room in the request's queue and no same-line request in the other queue."""
+    line = r_line[h]
+    if r_kind[h] == 0:
+        if US[u, RQN] >= P[P_RQ]:
+            return False
+        for j in range(US[u, WQN]):
+            if r_line[wq[u, j]] == line:
+                return False
+        return True
+    if US[u, WQN] >= P[P_WQ]:
+        return False
+    for j in range(US[u, RQN]):
+        if r_line[rq[u, j]] == line:
+            return False
+    return True
+
+
+@nb.njit(cache=True, inline="always")
+def _choose(code, c, e0, e1, comm_arrival, occ, last_stream, last_comm, drain, thr, starve):
+    if code == 0:  # round_robin
+        if e0 and e1:
+            return 0 if last_stream == 1 else (1 if last_stream == 0 else 0)
+        if e0:
+            return 0
+        if e1:
+            return 1
+        return -1
+    if code == 1:  # compute_first
+        if e0:
+            return 0
+        if e1:
+            return 1
+        return -1
+    # t3_mca
+    if e1:
+        since = last_comm if last_comm > comm_arrival else comm_arrival
+        if drain != 0 or c - since >= starve:
+            return 1
+    if e0:
+        return 0
+    if e1 and (thr < 0 or occ < thr):
+        return 1
+    return -1
+
+
+@nb.njit(cache=True)
+def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, r_issue, r_done, r_class, r_next,
+               r_seq, r_ndeps, f_head, f_tail, arb, obs, US, chan_ready, bg_ready, bank_ready, open_row, act_hist,
+               rq, wq, occ_hist, bus_busy, turnarounds, cmd_count, out_issued, out_admitted, out_log,
+               counts):  # pragma: no cover - compiled
+    U = US.shape[0]
+    NB = P[P_NB]
+    bpg = P[P_BPG]
+    faw = P[P_FAW]
+    fawn = P[P_FAWN]
+    tBL = P[P_TBL]
+    refresh_on = P[P_REFRESH_ON] != 0
+    observing = P[P_OBSERVING] != 0
+    code = P[P_POLICY]
+    starve = P[P_STARVE]
+    for u in range(U):
+        c = US[u, CYC]
+        while c < until:
+            rqn = US[u, RQN]
+            wqn = US[u, WQN]
+            empty = rqn == 0 and wqn == 0
+            if P[P_STOP_IDLE] != 0 and empty and f_head[u, 0] < 0 and f_head[u, 1] < 0:
+                break
+            h0 = f_head[u, 0]
+            h1 = f_head[u, 1]
+            a0 = h0 >= 0 and r_arrive[h0] <= c
+            a1 = h1 >= 0 and r_arrive[h1] <= c
+            refresh_now = refresh_on and (US[u, REF_PENDING] != 0 or c >= US[u, REF_DUE])
+            if empty and not refresh_now and not a0 and not a1:
+                nxt = until
+                if h0 >= 0 and r_arrive[h0] < nxt:
+                    nxt = r_arrive[h0]
+                if h1 >= 0 and r_arrive[h1] < nxt:
+                    nxt = r_arrive[h1]
+                if refresh_on and US[u, REF_DUE] < nxt:
+                    nxt = US[u, REF_DUE]
+                occ_hist[u, 0] += nxt - c
+                if observing:
+                    obs[u, 1] += nxt - c
+                if arb[u, 2] != 0:
+                    arb[u, 2] = 0
+                c = nxt
+                continue
+            acted = False
+            wake = BIG
+            # 1. refresh due
+            if refresh_on and US[u, REF_PENDING] == 0 and c >= US[u, REF_DUE]:
+                US[u, REF_PENDING] = 1
+            # 2. drain flag
+            if arb[u, 2] != 0 and not a1:
+                arb[u, 2] = 0
+            # 3. admissions
+            for _k in range(P[P_ADM]):
+                h0 = f_head[u, 0]
+                h1 = f_head[u, 1]
+                a0 = h0 >= 0 and r_arrive[h0] <= c
+                a1 = h1 >= 0 and r_arrive[h1] <= c
+                e0 = a0 and _eligible(u, h0, r_kind, r_line, US, rq, wq, P)
+                e1 = a1 and _eligible(u, h1, r_kind, r_line, US, rq, wq, P)
+                st = _choose(code, c, e0, e1, r_arrive[h1] if h1 >= 0 else -1, US[u, RQN] + US[u, WQN],
+                             arb[u, 0], arb[u, 1], arb[u, 2], arb[u, 3], starve)
+                if st < 0:
+                    break
+                r = f_head[u, st]
+                f_head[u, st] = r_next[r]
+                if r_next[r] < 0:
+                    f_tail[u, st] = -1
+                r_admit[r] = c
+                r_seq[r] = US[u, SEQ]
+                US[u, SEQ] += 1
+                line = r_line[r]
+                isrd = r_kind[r] == 0
+                nd = 0
+                for j in range(US[u, RQN]):
+                    x = rq[u, j]
+                    if r_line[x] == line and not (isrd and r_kind[x] == 0):
+                        nd += 1
+                for j in range(US[u, WQN]):
+                    x = wq[u, j]
+                    if r_line[x] == line:
+                        nd += 1
+                r_ndeps[r] = nd
+                if isrd:
+                    rq[u, US[u, RQN]] = r
+                    US[u, RQN] += 1
+                else:
+                    wq[u, US[u, WQN]] = r
+                    US[u, WQN] += 1
+                arb[u, 0] = st
+                if st == 1:
+                    arb[u, 1] = c
+                out_admitted[counts[1]] = r
+                counts[1] += 1
+                acted = True
+            # wake-ups of admission
+            h0 = f_head[u, 0]
+            h1 = f_head[u, 1]
+            if h0 >= 0 and r_arrive[h0] > c and r_arrive[h0] < wake:
+                wake = r_arrive[h0]
+            if h1 >= 0:
+                if r_arrive[h1] > c:
+                    if r_arrive[h1] < wake:
+                        wake = r_arrive[h1]
+                elif code == 2:
+                    since = arb[u, 1] if arb[u, 1] > r_arrive[h1] else r_arrive[h1]
+                    if since + starve < wake:
+                        wake = since + starve
+            # 4. write drain mode
+            rqn = US[u, RQN]
+            wqn = US[u, WQN]
+            aged = wqn > 0 and c - r_admit[wq[u, 0]] >= P[P_WLIM]
+            if US[u, DRAINING] != 0:
+                if wqn == 0 or (rqn > 0 and wqn <= P[P_LO] and not aged):
+                    US[u, DRAINING] = 0
+            elif wqn >= P[P_HI] or (rqn == 0 and wqn > 0) or aged:
+                US[u, DRAINING] = 1
+            if wqn > 0 and r_admit[wq[u, 0]] + P[P_WLIM] < wake:
+                wake = r_admit[wq[u, 0]] + P[P_WLIM]
+            draining = US[u, DRAINING] != 0
+            qn = wqn if draining else rqn
+            ref_pending = US[u, REF_PENDING] != 0
+            # 5. column bus
+            if not ref_pending:
+                for j in range(qn):
+                    r = wq[u, j] if draining else rq[u, j]
+                    b = r_bank[r]
+                    if r_ndeps[r] != 0 or open_row[u, b] != r_row[r]:
+                        continue
+                    cmd = RD + r_kind[r]
+                    t = _ready(u, b, cmd, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
+                    if c >= t:
+                        _issue(u, c, cmd, b, r_row[r], P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist,
+                               US, cmd_count, out_log, counts)
+                        r_issue[r] = c
+                        r_done[r] = c + (P[P_DONE_RD] if cmd == RD else P[P_DONE_WR])
+                        bus_busy[u] += tBL
+                        d = 0 if cmd == RD else 1
+                        if US[u, LAST_DIR] >= 0 and d != US[u, LAST_DIR]:
+                            turnarounds[u] += 1
+                        US[u, LAST_DIR] = d
+                        # remove from its queue
+                        if draining:
+                            for k in range(j, wqn - 1):
+                                wq[u, k] = wq[u, k + 1]
+                            US[u, WQN] -= 1
+                        else:
+                            for k in range(j, rqn - 1):
+                                rq[u, k] = rq[u, k + 1]
+                            US[u, RQN] -= 1
+                        line = r_line[r]
+                        seq = r_seq[r]
+                        isrd = cmd == RD
+                        for k in range(US[u, RQN]):
+                            x = rq[u, k]
+                            if r_line[x] == line and r_seq[x] > seq and not isrd:
+                                r_ndeps[x] -= 1
+                        for k in range(US[u, WQN]):
+                            x = wq[u, k]
+                            if r_line[x] == line and r_seq[x] > seq:
+                                r_ndeps[x] -= 1
+                        out_issued[counts[0]] = r
+                        counts[0] += 1
+                        acted = True
+                        break
+                    if t < wake:
+                        wake = t
+            # 6. row bus
+            rqn = US[u, RQN]
+            wqn = US[u, WQN]
+            qn = wqn if draining else rqn
+            if ref_pending:
+                any_open = False
+                for b in range(NB):
+                    if open_row[u, b] >= 0:
+                        any_open = True
+                        t = _ready(u, b, PRE, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
+                        if c >= t:
+                            _issue(u, c, PRE, b, open_row[u, b], P, LAT, chan_ready, bg_ready, bank_ready, open_row,
+                                   act_hist, US, cmd_count, out_log, counts)
+                            acted = True
+                            break
+                        if t < wake:
+                            wake = t
+                if not any_open:
+                    t = chan_ready[u, REF]
+                    if c >= t:
+                        _issue(u, c, REF, -1, -1, P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist, US,
+                               cmd_count, out_log, counts)
+                        US[u, REF_PENDING] = 0
+                        US[u, REF_DUE] += P[P_TREFI]
+                        acted = True
+                    elif t < wake:
+                        wake = t
+            else:
+                if refresh_on and US[u, REF_DUE] < wake:
+                    wake = US[u, REF_DUE]
+                for j in range(qn):
+                    r = wq[u, j] if draining else rq[u, j]
+                    b = r_bank[r]
+                    op = open_row[u, b]
+                    if op == r_row[r]:
+                        continue
+                    if op < 0:
+                        t = _ready(u, b, ACT, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
+                        if c >= t:
+                            _issue(u, c, ACT, b, r_row[r], P, LAT, chan_ready, bg_ready, bank_ready, open_row,
+                                   act_hist, US, cmd_count, out_log, counts)
+                            if r_class[r] != 2:
+                                r_class[r] = 1
+                            acted = True
+                            break
+                        if t < wake:
+                            wake = t
+                    else:
+                        hit = False
+                        for k in range(qn):
+                            x = wq[u, k] if draining else rq[u, k]
+                            if r_bank[x] == b and r_row[x] == op:
+                                hit = True
+                                break
+                        if hit:
+                            continue
+                        t = _ready(u, b, PRE, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
+                        if c >= t:
+                            _issue(u, c, PRE, b, op, P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist,
+                                   US, cmd_count, out_log, counts)
+                            r_class[r] = 2
+                            acted = True
+                            break
+                        if t < wake:
+                            wake = t
+            # 7. occupancy; skip ahead when nothing happened
+            occ = US[u, RQN] + US[u, WQN]
+            step = 1
+            if not acted:
+                step = wake - c
+                if step < 1:
+                    step = 1
+                if c + step > until:
+                    step = until - c
+            occ_hist[u, occ] += step
+            if observing:
+                obs[u, 0] += occ * step
+                obs[u, 1] += step
+            c += step
+        US[u, CYC] = c
+
+
+class FastController:
+    """numba controller over a MemorySystem's arrays (see module docstring)."""
+
+    def __init__(self, ms) -> None:
+        self.ms = ms
+        g, mc, tm = ms.geom, ms.mc, ms.timing
+        U = g.units
+        self.US = np.zeros((U, NUS), dtype=np.int64)
+        self.US[:, LAST_DIR] = -1
+        for u in range(U):
+            self.US[u, REF_DUE] = ms.first_refresh(u)
+        self.chan_ready = np.zeros((U, T.NCMD), dtype=np.int64)
+        self.bg_ready = np.zeros((U, g.bank_groups, T.NCMD), dtype=np.int64)
+        self.bank_ready = np.zeros((U, g.banks, T.NCMD), dtype=np.int64)
+        self.open_row = np.full((U, g.banks), -1, dtype=np.int64)
+        self.act_hist = np.full((U, tm.faw_count), -1, dtype=np.int64)
+        self.rq = np.zeros((U, mc.read_queue_entries), dtype=np.int64)
+        self.wq = np.zeros((U, mc.write_queue_entries), dtype=np.int64)
+        self.P = np.zeros(NP, dtype=np.int64)
+        P = self.P
+        P[P_NB], P[P_BPG] = g.banks, g.banks_per_group
+        P[P_RQ], P[P_WQ] = mc.read_queue_entries, mc.write_queue_entries
+        P[P_HI], P[P_LO] = ms.write_hi, ms.write_lo
+        P[P_WLIM], P[P_ADM] = mc.write_starvation_limit_cycles, mc.admissions_per_cycle
+        P[P_TREFI] = tm.values["tREFI"]
+        if ms.policy.fast_code is None:
+            raise ValueError(f"arbitration policy {mc.arbitration.kind!r} has no fast implementation; use mode='reference'")
+        P[P_POLICY], P[P_STARVE] = ms.policy.fast_code, ms.policy.starvation_limit()
+        P[P_TBL], P[P_DONE_RD], P[P_DONE_WR] = tm.tBL, tm.done_offset(T.RD), tm.done_offset(T.WR)
+        P[P_FAW], P[P_FAWN] = tm.faw, tm.faw_count
+        P[P_REFRESH_ON] = int(ms.refresh_on)
+        self.counts = np.zeros(3, dtype=np.int64)
+
+    def unit_cycle(self, u: int) -> int:
+        return int(self.US[u, CYC])
+
+    def queued(self, u: int) -> int:
+        return int(self.US[u, RQN] + self.US[u, WQN])
+
+    #: with a command log, simulate at most this many cycles per kernel call (bounds the log buffer)
+    LOG_CHUNK = 1 << 20
+
+    def run(self, until: int, stop_when_idle: bool):
+        """Simulate every unit up to cycle ``until`` (exclusive); return (issued, admitted) request indices."""
+        ms = self.ms
+        left = ms.outstanding
+        if not ms.record_commands:
+            return self._run(until, stop_when_idle, left)
+        parts_i, parts_a = [], []
+        while True:
+            lo = int(self.US[:, CYC].min())
+            if lo >= until:
+                break
+            iss, adm = self._run(min(until, lo + self.LOG_CHUNK), stop_when_idle, left)
+            left -= iss.size
+            parts_i.append(iss)
+            parts_a.append(adm)
+            if stop_when_idle and left == 0:
+                break
+        if not parts_i:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(parts_i), np.concatenate(parts_a)
+
+    def _run(self, until: int, stop_when_idle: bool, pending: int):
+        ms = self.ms
+        P = self.P
+        P[P_OBSERVING] = int(ms.observing)
+        P[P_STOP_IDLE] = int(stop_when_idle)
+        P[P_LOG] = int(ms.record_commands)
+        cap = max(1, pending)
+        out_issued = np.empty(cap, dtype=np.int64)
+        out_admitted = np.empty(cap, dtype=np.int64)
+        if ms.record_commands:
+            # column <= pending; ACT/PRE <= pending + NB per refresh + NB open banks; REF per tREFI
+            span = until - int(self.US[:, CYC].min())
+            g = ms.geom
+            refs = span // max(1, ms.timing.values["tREFI"]) + 2 if ms.refresh_on else 0
+            log = np.empty((3 * pending + g.units * (refs * (2 * g.banks + 1) + g.banks) + 1, 5), dtype=np.int64)
+        else:
+            log = np.empty((1, 5), dtype=np.int64)
+        self.counts[:] = 0
+        run_kernel(until, P, ms.timing.lat, ms.r_bank, ms.r_row, ms.r_line, ms.r_kind, ms.r_arrive, ms.r_admit,
+                   ms.r_issue, ms.r_done, ms.r_class, ms.r_next, ms.r_seq, ms.r_ndeps, ms.f_head, ms.f_tail, ms.arb,
+                   ms.obs, self.US, self.chan_ready, self.bg_ready, self.bank_ready, self.open_row, self.act_hist,
+                   self.rq, self.wq, ms.occ_hist, ms.bus_busy, ms.turnarounds, ms.cmd_count, out_issued,
+                   out_admitted, log, self.counts)
+        ni, na, nl = (int(x) for x in self.counts)
+        if ms.record_commands:
+            ms.add_command_log(log[:nl].copy())
+        return out_issued[:ni].copy(), out_admitted[:na].copy()

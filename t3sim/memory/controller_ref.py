@@ -1,0 +1,258 @@
+"""Reference memory controller: plain Python, one cycle at a time.
+
+This is the specification the fast (numba) controller is held to. It shares
+the request arrays and pending FIFOs of :class:`~t3sim.memory.system.MemorySystem`
+and keeps its own per-channel state as Python objects. Every channel (unit)
+is independent, so units are simulated one after another up to the target
+cycle. The only time it skips is when a unit is completely idle (no queued
+and no arrived pending request, no refresh pending).
+
+Per unit and memory cycle ``c``, in this order:
+
+1. refresh becomes pending once ``c >= ref_due``;
+2. the communication drain flag clears when no communication request waits;
+3. up to ``admissions_per_cycle`` requests enter the queues, the stream chosen
+   by the arbitration policy among the *eligible* ones (oldest pending request
+   arrived, room in its queue, and no request to the same 64 B line in the
+   *other* queue: a read waits for queued writes to its line and vice versa);
+   an entering request counts the older queued requests to its line it must
+   follow (any pair but read/read; with the rule above, writes after writes);
+4. write-drain mode is updated (high/low watermark, empty read queue, write age);
+5. column bus: the oldest request of the active queue (write queue while
+   draining, else read queue) with no unfinished dependency, whose row is
+   open and whose column command meets every timing rule, issues (RD, WR or
+   UPD); none while a refresh is pending;
+6. row bus: with a refresh pending, PRE the lowest open bank that may
+   precharge, or, all banks closed, REF. Otherwise the oldest request of the
+   active queue whose bank is closed gets an ACT, or whose bank holds another
+   row gets a PRE unless a queued request still hits that row (FR-FCFS);
+7. the queue occupancy of the cycle is recorded.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import List
+
+import numpy as np
+
+from t3sim.memory import timing as T
+from t3sim.memory.policies.base import COMM, COMPUTE, ArbView
+from t3sim.memory.request import Kind
+
+HIT, MISS, CONFLICT = 0, 1, 2
+
+
+class _Unit:
+    def __init__(self, u: int, ms) -> None:
+        g = ms.geom
+        self.cycle = 0
+        self.chan_ready = [0] * T.NCMD
+        self.bg_ready = [[0] * T.NCMD for _ in range(g.bank_groups)]
+        self.bank_ready = [[0] * T.NCMD for _ in range(g.banks)]
+        self.open_row = [-1] * g.banks
+        self.acts = deque(maxlen=ms.timing.faw_count)
+        self.rq: List[int] = []
+        self.wq: List[int] = []
+        self.draining = False
+        self.ref_due = ms.first_refresh(u)
+        self.ref_pending = False
+        self.seq = 0
+        self.last_dir = -1
+
+
+class ReferenceController:
+    """Cycle-by-cycle controller for every unit of a MemorySystem."""
+
+    def __init__(self, ms) -> None:
+        self.ms = ms
+        self.units = [_Unit(u, ms) for u in range(ms.geom.units)]
+
+    # ------------------------------------------------------------ queries
+    def unit_cycle(self, u: int) -> int:
+        return self.units[u].cycle
+
+    def queued(self, u: int) -> int:
+        s = self.units[u]
+        return len(s.rq) + len(s.wq)
+
+    # ------------------------------------------------------------ timing
+    def _ready(self, s: _Unit, bank: int, cmd: int) -> int:
+        bg = bank // self.ms.geom.banks_per_group
+        t = max(s.chan_ready[cmd], s.bg_ready[bg][cmd], s.bank_ready[bank][cmd])
+        if cmd == T.ACT and len(s.acts) == s.acts.maxlen:
+            t = max(t, s.acts[0] + self.ms.timing.faw)
+        return t
+
+    def _issue(self, u: int, s: _Unit, c: int, cmd: int, bank: int, row: int) -> None:
+        lat = self.ms.timing.lat
+        bg = bank // self.ms.geom.banks_per_group
+        for n in range(T.NCMD):
+            if lat[T.SC_CHANNEL, cmd, n] >= 0:
+                s.chan_ready[n] = max(s.chan_ready[n], c + int(lat[T.SC_CHANNEL, cmd, n]))
+            if lat[T.SC_BANKGROUP, cmd, n] >= 0:
+                s.bg_ready[bg][n] = max(s.bg_ready[bg][n], c + int(lat[T.SC_BANKGROUP, cmd, n]))
+            if lat[T.SC_BANK, cmd, n] >= 0:
+                s.bank_ready[bank][n] = max(s.bank_ready[bank][n], c + int(lat[T.SC_BANK, cmd, n]))
+        if cmd == T.ACT:
+            s.acts.append(c)
+            s.open_row[bank] = row
+        elif cmd == T.PRE:
+            s.open_row[bank] = -1
+        self.ms.count_command(u, c, cmd, bank, row)
+
+    # ------------------------------------------------------------ run
+    def run(self, until: int, stop_when_idle: bool):
+        """Simulate every unit up to cycle ``until`` (exclusive); return (issued, admitted) request indices.
+
+        ``issued`` lists column commands unit by unit in issue order.
+        """
+        issued: list = []
+        admitted: list = []
+        for u in range(self.ms.geom.units):
+            self._run_unit(u, until, stop_when_idle, issued, admitted)
+        return np.array(issued, dtype=np.int64), np.array(admitted, dtype=np.int64)
+
+    def _fifo_head_arrived(self, u: int, st: int, c: int) -> int:
+        h = int(self.ms.f_head[u, st])
+        return h if h >= 0 and self.ms.r_arrive[h] <= c else -1
+
+    def _run_unit(self, u: int, until: int, stop_when_idle: bool, issued: list, admitted: list) -> None:
+        ms, s, g = self.ms, self.units[u], self.ms.geom
+        while s.cycle < until:
+            c = s.cycle
+            empty = not s.rq and not s.wq
+            if stop_when_idle and empty and ms.f_head[u, 0] < 0 and ms.f_head[u, 1] < 0:
+                return
+            refresh_now = ms.refresh_on and (s.ref_pending or c >= s.ref_due)
+            if empty and not refresh_now and self._fifo_head_arrived(u, 0, c) < 0 and self._fifo_head_arrived(u, 1, c) < 0:
+                nxt = until
+                for st in (COMPUTE, COMM):
+                    h = int(ms.f_head[u, st])
+                    if h >= 0:
+                        nxt = min(nxt, int(ms.r_arrive[h]))
+                if ms.refresh_on:
+                    nxt = min(nxt, s.ref_due)
+                ms.record_occupancy(u, 0, nxt - c)
+                if ms.arb[u, 2] and self._fifo_head_arrived(u, COMM, c) < 0:
+                    ms.arb[u, 2] = 0
+                s.cycle = nxt
+                continue
+            self._cycle(u, s, c, issued, admitted)
+            s.cycle = c + 1
+
+    def _cycle(self, u: int, s: _Unit, c: int, issued: list, admitted: list) -> None:
+        ms, g = self.ms, self.ms.geom
+        if ms.refresh_on and not s.ref_pending and c >= s.ref_due:
+            s.ref_pending = True
+        if ms.arb[u, 2] and self._fifo_head_arrived(u, COMM, c) < 0:
+            ms.arb[u, 2] = 0
+        for _ in range(ms.mc.admissions_per_cycle):
+            if not self._admit(u, s, c, admitted):
+                break
+        self._update_drain(s, c)
+        q = s.wq if s.draining else s.rq
+        if not s.ref_pending:
+            for r in q:
+                b, row = int(ms.r_bank[r]), int(ms.r_row[r])
+                cmd = T.KIND_TO_CMD[ms.r_kind[r]]
+                if ms.r_ndeps[r] == 0 and s.open_row[b] == row and c >= self._ready(s, b, cmd):
+                    self._issue_column(u, s, c, r, cmd, q, issued)
+                    break
+        if s.ref_pending:
+            pre_issued = False
+            for b in range(g.banks):
+                if s.open_row[b] >= 0:
+                    pre_issued = True  # a bank is still open: no REF this cycle
+                    if c >= self._ready(s, b, T.PRE):
+                        self._issue(u, s, c, T.PRE, b, s.open_row[b])
+                        break
+            if not pre_issued and c >= s.chan_ready[T.REF]:
+                self._issue(u, s, c, T.REF, -1, -1)
+                s.ref_pending = False
+                s.ref_due += ms.timing.values["tREFI"]
+        else:
+            for r in q:
+                b, row = int(ms.r_bank[r]), int(ms.r_row[r])
+                op = s.open_row[b]
+                if op == row:
+                    continue
+                if op < 0:
+                    if c >= self._ready(s, b, T.ACT):
+                        self._issue(u, s, c, T.ACT, b, row)
+                        if ms.r_class[r] != CONFLICT:
+                            ms.r_class[r] = MISS
+                        break
+                else:
+                    if any(int(ms.r_bank[x]) == b and int(ms.r_row[x]) == op for x in q):
+                        continue
+                    if c >= self._ready(s, b, T.PRE):
+                        self._issue(u, s, c, T.PRE, b, op)
+                        ms.r_class[r] = CONFLICT
+                        break
+        ms.record_occupancy(u, len(s.rq) + len(s.wq), 1)
+
+    def _issue_column(self, u: int, s: _Unit, c: int, r: int, cmd: int, q: list, issued: list) -> None:
+        ms = self.ms
+        b = int(ms.r_bank[r])
+        self._issue(u, s, c, cmd, b, int(ms.r_row[r]))
+        ms.r_issue[r] = c
+        ms.r_done[r] = c + ms.timing.done_offset(cmd)
+        ms.bus_busy[u] += ms.timing.tBL
+        d = 0 if cmd == T.RD else 1
+        if s.last_dir >= 0 and d != s.last_dir:
+            ms.turnarounds[u] += 1
+        s.last_dir = d
+        q.remove(r)
+        line, seq, rd = ms.r_line[r], ms.r_seq[r], ms.r_kind[r] == Kind.READ
+        for x in s.rq + s.wq:
+            if ms.r_line[x] == line and ms.r_seq[x] > seq and not (rd and ms.r_kind[x] == Kind.READ):
+                ms.r_ndeps[x] -= 1
+        issued.append(r)
+
+    def _admit(self, u: int, s: _Unit, c: int, admitted: list) -> bool:
+        ms = self.ms
+        heads = [self._fifo_head_arrived(u, st, c) for st in (COMPUTE, COMM)]
+        elig = []
+        for h in heads:
+            if h < 0:
+                elig.append(False)
+            elif ms.r_kind[h] == Kind.READ:
+                elig.append(len(s.rq) < ms.mc.read_queue_entries and all(ms.r_line[x] != ms.r_line[h] for x in s.wq))
+            else:
+                elig.append(len(s.wq) < ms.mc.write_queue_entries and all(ms.r_line[x] != ms.r_line[h] for x in s.rq))
+        view = ArbView(
+            cycle=c, eligible_compute=elig[0], eligible_comm=elig[1],
+            comm_head_arrival=int(ms.r_arrive[heads[1]]) if heads[1] >= 0 else -1,
+            occupancy=len(s.rq) + len(s.wq), last_stream=int(ms.arb[u, 0]), last_comm_admit=int(ms.arb[u, 1]),
+            drain=bool(ms.arb[u, 2]), threshold=int(ms.arb[u, 3]))
+        st = ms.policy.choose(view)
+        if st < 0:
+            return False
+        if not elig[st]:
+            raise RuntimeError(f"policy {ms.policy!r} chose an ineligible stream")
+        r = heads[st]
+        ms.f_head[u, st] = ms.r_next[r]
+        if ms.r_next[r] < 0:
+            ms.f_tail[u, st] = -1
+        ms.r_admit[r] = c
+        ms.r_seq[r] = s.seq
+        s.seq += 1
+        line, rd = ms.r_line[r], ms.r_kind[r] == Kind.READ
+        ms.r_ndeps[r] = sum(1 for x in s.rq + s.wq if ms.r_line[x] == line and not (rd and ms.r_kind[x] == Kind.READ))
+        (s.rq if rd else s.wq).append(r)
+        ms.arb[u, 0] = st
+        if st == COMM:
+            ms.arb[u, 1] = c
+        admitted.append(r)
+        return True
+
+    def _update_drain(self, s: _Unit, c: int) -> None:
+        ms = self.ms
+        nw, nr = len(s.wq), len(s.rq)
+        aged = nw > 0 and c - int(ms.r_admit[s.wq[0]]) >= ms.mc.write_starvation_limit_cycles
+        if s.draining:
+            if nw == 0 or (nr > 0 and nw <= ms.write_lo and not aged):
+                s.draining = False
+        elif nw >= ms.write_hi or (nr == 0 and nw > 0) or aged:
+            s.draining = True

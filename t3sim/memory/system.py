@@ -1,0 +1,380 @@
+"""MemorySystem: the HBM + per-channel memory controllers of one GPU (pure, no simpy).
+
+Time. Callers speak integer **ticks** (1 tick = 1 ps, :mod:`t3sim.sim.clock`);
+the memory runs in HBM command-clock **cycles**. A request submitted at tick
+``t`` arrives at the controller at the first cycle starting at or after ``t``.
+``advance(until_tick)`` simulates every cycle that *starts before*
+``until_tick``; the memory's *frontier* is the first unsimulated cycle, and
+submissions must not be earlier than the frontier (no request can change the
+past) nor earlier than the previous submission.
+
+Requests. Every request is one 64 B column access (``hbm.access_size_B``).
+A batch (one ``submit`` call) shares kind, stream and source; it completes
+when its last request's data burst ends: reads when the data has returned
+(command + tCL + tBL), writes and op-and-store updates when their data has
+been written (command + tWL + tBL). Requests wait in per-channel, per-stream
+pending FIFOs (unbounded: the backpressure the GPU sees is the completion
+time) until the arbitration policy admits them into the channel's read or
+write queue (bounded). Within a channel, requests to one 64 B line take
+effect in admission order unless both are reads.
+
+Determinism: the simulation is a function of the submissions alone; the two
+controllers (``mode="fast"``: numba, skips idle and blocked cycles;
+``mode="reference"``: plain Python, cycle by cycle) make identical decisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple
+
+import numpy as np
+
+from t3sim.errors import InputError
+from t3sim.memory import address_map
+from t3sim.memory import timing as T
+from t3sim.memory.functional import FunctionalStore
+from t3sim.memory.policies import build as build_policy
+from t3sim.memory.request import Kind, Source, Stream, parse_enum
+from t3sim.sim.clock import Clock
+
+_REQ_FIELDS = (
+    ("r_unit", np.int64), ("r_bank", np.int64), ("r_row", np.int64), ("r_line", np.int64),
+    ("r_kind", np.int64), ("r_stream", np.int64), ("r_source", np.int64), ("r_batch", np.int64),
+    ("r_wg", np.int64), ("r_wf", np.int64), ("r_arrive", np.int64), ("r_admit", np.int64),
+    ("r_issue", np.int64), ("r_done", np.int64), ("r_class", np.int64), ("r_next", np.int64),
+    ("r_seq", np.int64), ("r_ndeps", np.int64),
+)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Organisation of the device as the controllers see it."""
+
+    channels: int
+    pseudo_channels: int
+    bank_groups: int
+    banks_per_group: int
+
+    @property
+    def units(self) -> int:
+        """Independently scheduled channels (channels x pseudo-channels)."""
+        return self.channels * self.pseudo_channels
+
+    @property
+    def banks(self) -> int:
+        return self.bank_groups * self.banks_per_group
+
+
+@dataclass(frozen=True)
+class EnqueueInfo:
+    """Requests that entered controller queues (arrays of equal length), for T3's tracker."""
+
+    tick: np.ndarray
+    channel: np.ndarray
+    kind: np.ndarray
+    stream: np.ndarray
+    source: np.ndarray
+    wg_id: np.ndarray
+    wf_id: np.ndarray
+    batch: np.ndarray
+    bytes: int
+
+
+class MemorySystem:
+    """All channels of one GPU's HBM. See the module docstring for the time model.
+
+    Args:
+        system: a :class:`~t3sim.config.system.SystemConfig` (uses ``hbm``,
+            ``address_map`` and ``memory_controller``).
+        mode: ``"fast"`` (numba) or ``"reference"`` (plain Python).
+        functional: keep real data; writes store, updates add, reads return values.
+        dtype: element type of functional data (a 64 B line holds 64/itemsize elements).
+        record_commands: keep the DRAM command log (for :mod:`t3sim.memory.checker`).
+    """
+
+    def __init__(self, system, mode: str = "fast", functional: bool = False, dtype=np.float32,
+                 record_commands: bool = False) -> None:
+        hbm, mc = system.hbm, system.memory_controller
+        self.system, self.hbm, self.mc = system, hbm, mc
+        self.clock = Clock.from_GHz(hbm.clock_GHz, "hbm")
+        self.timing = T.resolve(hbm)
+        self.amap = address_map.build(system)
+        self.policy = build_policy(mc.arbitration)
+        self.geom = Geometry(hbm.channels, hbm.pseudo_channels, hbm.bank_groups, hbm.banks_per_group)
+        self.access_B = hbm.access_size_B
+        self.write_hi = max(1, int(round(mc.write_high_watermark * mc.write_queue_entries)))
+        self.write_lo = int(round(mc.write_low_watermark * mc.write_queue_entries))
+        self.refresh_on = self.timing.values["tREFI"] > 0
+        U = self.geom.units
+        self._cap = 0
+        self.n = 0
+        for name, dt in _REQ_FIELDS:
+            setattr(self, name, np.zeros(0, dtype=dt))
+        self._grow(1024)
+        self.f_head = np.full((U, 2), -1, dtype=np.int64)
+        self.f_tail = np.full((U, 2), -1, dtype=np.int64)
+        # arbitration state: last_stream, last_comm_admit, drain, threshold
+        self.arb = np.zeros((U, 4), dtype=np.int64)
+        self.arb[:, 0] = -1
+        self.arb[:, 1] = -1
+        self.arb[:, 3] = self.policy.initial_threshold()
+        self.observing = bool(self.policy.dynamic)
+        self.obs = np.zeros((U, 2), dtype=np.int64)  # occupancy-cycles, cycles
+        # statistics accumulated by the controllers
+        self.occ_hist = np.zeros((U, mc.read_queue_entries + mc.write_queue_entries + 1), dtype=np.int64)
+        self.bus_busy = np.zeros(U, dtype=np.int64)
+        self.turnarounds = np.zeros(U, dtype=np.int64)
+        self.cmd_count = np.zeros((U, T.NCMD), dtype=np.int64)
+        self.record_commands = record_commands
+        self._log: List[np.ndarray] = []
+        self._pylog: List[Tuple[int, int, int, int, int]] = []
+        # batches
+        self.b_first: List[int] = []
+        self.b_count: List[int] = []
+        self.b_remaining = np.zeros(0, dtype=np.int64)
+        self.b_done = np.zeros(0, dtype=np.int64)
+        self._completed: List[Tuple[int, int]] = []
+        self.frontier = 0  # first unsimulated cycle
+        self._last_submit_tick = 0
+        self.outstanding = 0
+        self._enqueue_hook: Optional[Callable[[EnqueueInfo], None]] = None
+        self.functional = FunctionalStore(self.access_B, dtype) if functional else None
+        self.mode = mode
+        if mode == "fast":
+            from t3sim.memory.controller_fast import FastController
+
+            self.engine = FastController(self)
+        elif mode == "reference":
+            from t3sim.memory.controller_ref import ReferenceController
+
+            self.engine = ReferenceController(self)
+        else:
+            raise InputError("memory mode", repr(mode), "fast, reference")
+
+    # ---------------------------------------------------------------- setup
+    def _grow(self, need: int) -> None:
+        if need <= self._cap:
+            return
+        cap = max(need, 2 * self._cap)
+        for name, dt in _REQ_FIELDS:
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=dt)
+            new[: old.size] = old
+            setattr(self, name, new)
+        self._cap = cap
+
+    def first_refresh(self, u: int) -> int:
+        """Cycle of unit ``u``'s first refresh (staggered over the units)."""
+        t = self.timing.values["tREFI"]
+        return t + (u * t) // self.geom.units
+
+    # ---------------------------------------------------------------- time
+    @property
+    def now_tick(self) -> int:
+        """Tick of the frontier (first unsimulated cycle)."""
+        return self.clock.cycle_to_tick(self.frontier)
+
+    def min_done_cycles(self) -> int:
+        """Fewest cycles from any column command to its request's completion."""
+        return min(self.timing.done_offset(T.RD), self.timing.done_offset(T.WR))
+
+    def next_event_tick(self) -> Optional[int]:
+        """When the memory next needs :meth:`advance` to report completions exactly.
+
+        None when nothing is outstanding. Otherwise the frontier plus the
+        shortest command-to-completion latency: a request that issues at or
+        after the frontier cannot complete earlier, so advancing at least this
+        often learns every completion before it happens.
+        """
+        if self.outstanding == 0:
+            return None
+        return self.clock.cycle_to_tick(self.frontier + self.min_done_cycles())
+
+    # ---------------------------------------------------------------- submit
+    def submit(self, tick: int, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None) -> int:
+        """Submit a batch of 64 B requests arriving at ``tick``; return its batch id.
+
+        ``addrs``: byte addresses (any integer array-like; each names the 64 B
+        line containing it). ``kind``/``stream``/``source``: :class:`Kind`,
+        :class:`Stream`, :class:`Source` (member, code or name). ``wg_id`` /
+        ``wf_id``: scalars or per-request arrays, passed to the enqueue hook.
+        ``data``: functional mode, writes and updates: array ``(n, elems)``.
+        """
+        kind = parse_enum(Kind, kind, "memory request kind")
+        stream = parse_enum(Stream, stream, "memory request stream")
+        source = parse_enum(Source, source, "memory request source")
+        tick = int(tick)
+        if tick < self.now_tick or tick < self._last_submit_tick:
+            raise ValueError(f"submit at tick {tick} is in the past (memory frontier {self.now_tick}, last submit {self._last_submit_tick})")
+        self._last_submit_tick = tick
+        a = np.atleast_1d(np.asarray(addrs, dtype=np.int64))
+        n = int(a.size)
+        bid = len(self.b_first)
+        self.b_first.append(self.n)
+        self.b_count.append(n)
+        self.b_remaining = np.append(self.b_remaining, n)
+        arrive = self.clock.next_cycle_at_or_after(tick)
+        self.b_done = np.append(self.b_done, arrive)
+        if self.functional is not None:
+            self.functional.on_submit(bid, kind, n, data)
+        if n == 0:
+            self._completed.append((bid, self.clock.cycle_to_tick(arrive)))
+            return bid
+        m = self.amap.map(a)
+        s0, s1 = self.n, self.n + n
+        self._grow(s1)
+        self.r_unit[s0:s1] = m.unit
+        self.r_bank[s0:s1] = m.bank
+        self.r_row[s0:s1] = m.row
+        self.r_line[s0:s1] = m.line
+        self.r_kind[s0:s1] = int(kind)
+        self.r_stream[s0:s1] = int(stream)
+        self.r_source[s0:s1] = int(source)
+        self.r_batch[s0:s1] = bid
+        self.r_wg[s0:s1] = -1 if wg_id is None else wg_id
+        self.r_wf[s0:s1] = -1 if wf_id is None else wf_id
+        self.r_arrive[s0:s1] = arrive
+        for f in (self.r_admit, self.r_issue, self.r_done, self.r_next):
+            f[s0:s1] = -1
+        self.r_class[s0:s1] = 0
+        self.r_ndeps[s0:s1] = 0
+        self.n = s1
+        self.outstanding += n
+        # link into the per-(unit, stream) FIFOs, preserving submission order
+        idx = s0 + np.argsort(m.unit, kind="stable")
+        units = self.r_unit[idx]
+        same = units[1:] == units[:-1]
+        self.r_next[idx[:-1][same]] = idx[1:][same]
+        starts = np.flatnonzero(np.r_[True, ~same])
+        ends = np.r_[starts[1:], idx.size] - 1
+        st = int(stream)
+        for s, e in zip(starts, ends):
+            u = int(units[s])
+            if self.f_tail[u, st] >= 0:
+                self.r_next[self.f_tail[u, st]] = idx[s]
+            else:
+                self.f_head[u, st] = idx[s]
+            self.f_tail[u, st] = idx[e]
+        return bid
+
+    # ---------------------------------------------------------------- run
+    def advance(self, until_tick: int) -> None:
+        """Simulate every memory cycle that starts before ``until_tick``."""
+        until = self.clock.next_cycle_at_or_after(int(until_tick))
+        if until <= self.frontier:
+            return
+        self._run(until, False)
+        self.frontier = until
+
+    def run_until_idle(self) -> int:
+        """Simulate until every submitted request has completed; return the last completion tick."""
+        self._run(np.iinfo(np.int64).max // 4, True)
+        last = int(self.r_done[: self.n].max()) if self.n else 0
+        self.frontier = max(self.frontier, max(self.engine.unit_cycle(u) for u in range(self.geom.units)), last)
+        return self.clock.cycle_to_tick(last)
+
+    def _run(self, until: int, stop_when_idle: bool) -> None:
+        issued, admitted = self.engine.run(until, stop_when_idle)
+        if admitted.size and self._enqueue_hook is not None:
+            order = admitted[np.argsort(self.r_admit[admitted], kind="stable")]
+            ticks = np.array([self.clock.cycle_to_tick(int(c)) for c in self.r_admit[order]], dtype=np.int64)
+            self._enqueue_hook(EnqueueInfo(
+                tick=ticks, channel=self.r_unit[order] // self.geom.pseudo_channels, kind=self.r_kind[order],
+                stream=self.r_stream[order], source=self.r_source[order], wg_id=self.r_wg[order],
+                wf_id=self.r_wf[order], batch=self.r_batch[order], bytes=self.access_B))
+        if not issued.size:
+            return
+        if self.functional is not None:
+            self.functional.apply(self, issued)
+        self.outstanding -= int(issued.size)
+        b = self.r_batch[issued]
+        np.maximum.at(self.b_done, b, self.r_done[issued])
+        np.add.at(self.b_remaining, b, -1)
+        done = np.unique(b)
+        done = done[self.b_remaining[done] == 0]
+        for bid in done[np.argsort(self.b_done[done], kind="stable")]:
+            self._completed.append((int(bid), self.clock.cycle_to_tick(int(self.b_done[bid]))))
+
+    # ---------------------------------------------------------------- results
+    def pop_completed(self) -> List[Tuple[int, int]]:
+        """Batches whose completion became known since the last call: ``(batch_id, done_tick)``.
+
+        ``done_tick`` may lie after the frontier (the last request has issued
+        but its data burst is still in flight); it never lies before the
+        previous :meth:`next_event_tick` when the caller advances that often.
+        """
+        out, self._completed = self._completed, []
+        return out
+
+    def batch_done_tick(self, bid: int) -> Optional[int]:
+        """Completion tick of batch ``bid`` or None while requests remain."""
+        if self.b_remaining[bid] > 0:
+            return None
+        return self.clock.cycle_to_tick(int(self.b_done[bid]))
+
+    def request_done_ticks(self, bid: int) -> np.ndarray:
+        """Per-request completion ticks of batch ``bid`` (-1 while not issued), in submission order."""
+        s = self.b_first[bid]
+        cyc = self.r_done[s: s + self.b_count[bid]]
+        return np.where(cyc < 0, -1, (cyc * 10**9 + self.clock.freq_kHz - 1) // self.clock.freq_kHz)
+
+    def read_data(self, bid: int) -> np.ndarray:
+        """Functional mode: values returned by the reads of batch ``bid``, ``(n, elems)``."""
+        if self.functional is None:
+            raise RuntimeError("read_data needs functional=True")
+        return self.functional.read_result(bid)
+
+    # ---------------------------------------------------------------- hooks
+    def set_enqueue_hook(self, fn: Optional[Callable[[EnqueueInfo], None]]) -> None:
+        """Call ``fn(EnqueueInfo)`` with the requests admitted to controller queues during each advance."""
+        self._enqueue_hook = fn
+
+    def kernel_boundary(self) -> None:
+        """The producer kernel ended: t3_mca drains the communication stream."""
+        self.arb[:, 2] = 1
+
+    def begin_isolated_stage(self) -> None:
+        """Start (restart) observing queue occupancy for the dynamic threshold."""
+        self.obs[:] = 0
+        self.observing = True
+
+    def end_isolated_stage(self) -> None:
+        """The producer's first, isolated stage ended: set dynamic thresholds from what was observed."""
+        self.observing = False
+        mean = self.obs[:, 0] / np.maximum(self.obs[:, 1], 1)
+        thr = self.policy.thresholds_from_observation(mean)
+        if thr is not None:
+            self.arb[:, 3] = thr
+
+    # ---------------------------------------------------------------- controllers' callbacks
+    def record_occupancy(self, u: int, occ: int, dt: int) -> None:
+        self.occ_hist[u, occ] += dt
+        if self.observing:
+            self.obs[u, 0] += occ * dt
+            self.obs[u, 1] += dt
+
+    def count_command(self, u: int, c: int, cmd: int, bank: int, row: int) -> None:
+        self.cmd_count[u, cmd] += 1
+        if self.record_commands:
+            self._pylog.append((c, u, cmd, bank, row))
+
+    def add_command_log(self, log: np.ndarray) -> None:
+        if self.record_commands and log.size:
+            self._log.append(log)
+
+    def command_log(self) -> np.ndarray:
+        """Recorded commands, ``int64 [n, 5]``: cycle, unit, command, bank, row (bank/row -1 for REF)."""
+        parts = list(self._log)
+        if self._pylog:
+            parts.append(np.array(self._pylog, dtype=np.int64).reshape(-1, 5))
+        if not parts:
+            return np.zeros((0, 5), dtype=np.int64)
+        log = np.concatenate(parts)
+        return log[np.lexsort((np.arange(len(log)), log[:, 0], log[:, 1]))]
+
+    def stats(self, prefix: str = ""):
+        """All statistics as a :class:`~t3sim.results.stats.Stats`."""
+        from t3sim.memory.stats import collect
+
+        return collect(self, prefix)
