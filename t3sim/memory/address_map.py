@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
+import numba as nb
 import numpy as np
 
 from t3sim.registry import register
@@ -76,30 +77,52 @@ class DigitMap:
         return n * self.access_B
 
     def map(self, addrs) -> Mapped:
-        a = np.asarray(addrs, dtype=np.int64)
+        a = np.ascontiguousarray(addrs, dtype=np.int64)
         if a.size and a.min() < 0:
             raise ValueError("addresses must be non-negative")
-        line = a // self.access_B
-        rest = line.copy()
-        d = {}
-        for name in self.order:
-            r = self.radix[name]
-            d[name] = rest % r
-            rest //= r
-        # digits above the last one (``rest``) are dropped: addresses wrap at capacity
-        bg, bk, row = d["bankgroup"], d["bank"], d["row"]
-        if self.xor:
-            bg = _hash(bg, row, self.bg)
-            bk = _hash(bk, row // self.bg, self.bpg)
-        col = d["col_high"] * self.radix["col_low"] + d["col_low"]
-        return Mapped(
-            unit=d["channel"].astype(np.int32), bankgroup=bg.astype(np.int32),
-            bank=(bg * self.bpg + bk).astype(np.int32), row=row.astype(np.int32),
-            column=col.astype(np.int32), line=line,
-        )
+        radix = np.array([self.radix[f] for f in self.order], dtype=np.int64)
+        pos = np.array([self.order.index(f) for f in FIELDS], dtype=np.int64)
+        unit, bg, bank, row, col, line = _map_kernel(a, self.access_B, radix, pos, self.bpg, self.xor)
+        return Mapped(unit=unit, bankgroup=bg, bank=bank, row=row, column=col, line=line)
 
 
-def _hash(x: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
+@nb.njit(cache=True)
+def _map_kernel(a, access_B, radix, pos, bpg, xor):  # pragma: no cover - compiled
+    """Mixed-radix digits of each line (digit i has radix ``radix[i]``); ``pos[k]`` = digit of FIELDS[k]."""
+    n = a.size
+    nd = radix.size
+    unit = np.empty(n, np.int32)
+    bgs = np.empty(n, np.int32)
+    bank = np.empty(n, np.int32)
+    rows = np.empty(n, np.int32)
+    cols = np.empty(n, np.int32)
+    line = np.empty(n, np.int64)
+    d = np.empty(nd, np.int64)
+    r_col_low = radix[pos[0]]
+    nbg = radix[pos[3]]
+    for i in range(n):
+        ln = a[i] // access_B
+        line[i] = ln
+        rest = ln
+        for k in range(nd):
+            d[k] = rest % radix[k]
+            rest //= radix[k]
+        bg = d[pos[3]]
+        bk = d[pos[4]]
+        row = d[pos[5]]
+        if xor:
+            bg = _hash1(bg, row, nbg)
+            bk = _hash1(bk, row // nbg, bpg)
+        unit[i] = d[pos[1]]
+        bgs[i] = bg
+        bank[i] = bg * bpg + bk
+        rows[i] = row
+        cols[i] = d[pos[2]] * r_col_low + d[pos[0]]
+    return unit, bgs, bank, rows, cols, line
+
+
+@nb.njit(cache=True, inline="always")
+def _hash1(x, row, n):  # pragma: no cover - compiled
     if n & (n - 1) == 0:
         return x ^ (row & (n - 1))
     return (x + row) % n

@@ -51,7 +51,7 @@ def _ready(u, bank, cmd, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, fa
 
 @nb.njit(cache=True)
 def _issue(u, c, cmd, bank, row, P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist, US, cmd_count,
-           out_log, counts):
+           out_log, counts, hits, rq, wq, r_bank, r_row):
     bpg = P[P_BPG]
     for n in range(6):
         v = LAT[0, cmd, n]
@@ -68,8 +68,22 @@ def _issue(u, c, cmd, bank, row, P, LAT, chan_ready, bg_ready, bank_ready, open_
         act_hist[u, US[u, ACTPOS]] = c
         US[u, ACTPOS] = (US[u, ACTPOS] + 1) % P[P_FAWN]
         open_row[u, bank] = row
+        n0 = 0
+        for j in range(US[u, RQN]):
+            x = rq[u, j]
+            if r_bank[x] == bank and r_row[x] == row:
+                n0 += 1
+        n1 = 0
+        for j in range(US[u, WQN]):
+            x = wq[u, j]
+            if r_bank[x] == bank and r_row[x] == row:
+                n1 += 1
+        hits[u, 0, bank] = n0
+        hits[u, 1, bank] = n1
     elif cmd == PRE:
         open_row[u, bank] = -1
+        hits[u, 0, bank] = 0
+        hits[u, 1, bank] = 0
     cmd_count[u, cmd] += 1
     if P[P_LOG]:
         k = counts[2]
@@ -131,7 +145,7 @@ def _choose(code, c, e0, e1, comm_arrival, occ, last_stream, last_comm, drain, t
 @nb.njit(cache=True)
 def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, r_issue, r_done, r_class, r_next,
                r_seq, r_ndeps, f_head, f_tail, arb, obs, US, chan_ready, bg_ready, bank_ready, open_row, act_hist,
-               rq, wq, occ_hist, bus_busy, turnarounds, cmd_count, out_issued, out_admitted, out_log,
+               rq, wq, hits, occ_hist, bus_busy, turnarounds, cmd_count, out_issued, out_admitted, out_log,
                counts):  # pragma: no cover - compiled
     U = US.shape[0]
     NB = P[P_NB]
@@ -198,24 +212,26 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                 r_admit[r] = c
                 r_seq[r] = US[u, SEQ]
                 US[u, SEQ] += 1
+                # eligibility kept same-line pairs out of different queues, so only a
+                # write/update can have dependencies: the queued writes to its line
                 line = r_line[r]
-                isrd = r_kind[r] == 0
-                nd = 0
-                for j in range(US[u, RQN]):
-                    x = rq[u, j]
-                    if r_line[x] == line and not (isrd and r_kind[x] == 0):
-                        nd += 1
-                for j in range(US[u, WQN]):
-                    x = wq[u, j]
-                    if r_line[x] == line:
-                        nd += 1
-                r_ndeps[r] = nd
-                if isrd:
+                b = r_bank[r]
+                if r_kind[r] == 0:
+                    r_ndeps[r] = 0
                     rq[u, US[u, RQN]] = r
                     US[u, RQN] += 1
+                    if open_row[u, b] == r_row[r]:
+                        hits[u, 0, b] += 1
                 else:
+                    nd = 0
+                    for j in range(US[u, WQN]):
+                        if r_line[wq[u, j]] == line:
+                            nd += 1
+                    r_ndeps[r] = nd
                     wq[u, US[u, WQN]] = r
                     US[u, WQN] += 1
+                    if open_row[u, b] == r_row[r]:
+                        hits[u, 1, b] += 1
                 arb[u, 0] = st
                 if st == 1:
                     arb[u, 1] = c
@@ -249,8 +265,15 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
             draining = US[u, DRAINING] != 0
             qn = wqn if draining else rqn
             ref_pending = US[u, REF_PENDING] != 0
-            # 5. column bus
-            if not ref_pending:
+            # 5. column bus (skipped while the channel-level column timing forbids every
+            # command the active queue could issue: a lower bound on all of them)
+            cmin = chan_ready[u, RD]
+            if draining:
+                cmin = chan_ready[u, WR] if chan_ready[u, WR] < chan_ready[u, UPD] else chan_ready[u, UPD]
+            if not ref_pending and c < cmin:
+                if cmin < wake:
+                    wake = cmin
+            elif not ref_pending:
                 for j in range(qn):
                     r = wq[u, j] if draining else rq[u, j]
                     b = r_bank[r]
@@ -260,7 +283,7 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                     t = _ready(u, b, cmd, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
                     if c >= t:
                         _issue(u, c, cmd, b, r_row[r], P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist,
-                               US, cmd_count, out_log, counts)
+                               US, cmd_count, out_log, counts, hits, rq, wq, r_bank, r_row)
                         r_issue[r] = c
                         r_done[r] = c + (P[P_DONE_RD] if cmd == RD else P[P_DONE_WR])
                         bus_busy[u] += tBL
@@ -277,17 +300,14 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                             for k in range(j, rqn - 1):
                                 rq[u, k] = rq[u, k + 1]
                             US[u, RQN] -= 1
-                        line = r_line[r]
-                        seq = r_seq[r]
-                        isrd = cmd == RD
-                        for k in range(US[u, RQN]):
-                            x = rq[u, k]
-                            if r_line[x] == line and r_seq[x] > seq and not isrd:
-                                r_ndeps[x] -= 1
-                        for k in range(US[u, WQN]):
-                            x = wq[u, k]
-                            if r_line[x] == line and r_seq[x] > seq:
-                                r_ndeps[x] -= 1
+                        hits[u, 1 if draining else 0, b] -= 1
+                        if cmd != RD:  # only writes/updates have dependants (younger same-line writes)
+                            line = r_line[r]
+                            seq = r_seq[r]
+                            for k in range(US[u, WQN]):
+                                x = wq[u, k]
+                                if r_line[x] == line and r_seq[x] > seq:
+                                    r_ndeps[x] -= 1
                         out_issued[counts[0]] = r
                         counts[0] += 1
                         acted = True
@@ -306,7 +326,7 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                         t = _ready(u, b, PRE, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
                         if c >= t:
                             _issue(u, c, PRE, b, open_row[u, b], P, LAT, chan_ready, bg_ready, bank_ready, open_row,
-                                   act_hist, US, cmd_count, out_log, counts)
+                                   act_hist, US, cmd_count, out_log, counts, hits, rq, wq, r_bank, r_row)
                             acted = True
                             break
                         if t < wake:
@@ -315,7 +335,7 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                     t = chan_ready[u, REF]
                     if c >= t:
                         _issue(u, c, REF, -1, -1, P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist, US,
-                               cmd_count, out_log, counts)
+                               cmd_count, out_log, counts, hits, rq, wq, r_bank, r_row)
                         US[u, REF_PENDING] = 0
                         US[u, REF_DUE] += P[P_TREFI]
                         acted = True
@@ -324,7 +344,11 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
             else:
                 if refresh_on and US[u, REF_DUE] < wake:
                     wake = US[u, REF_DUE]
-                for j in range(qn):
+                qi = 1 if draining else 0
+                nonhit = qn
+                for b in range(NB):
+                    nonhit -= hits[u, qi, b]
+                for j in range(qn if nonhit > 0 else 0):
                     r = wq[u, j] if draining else rq[u, j]
                     b = r_bank[r]
                     op = open_row[u, b]
@@ -334,7 +358,7 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                         t = _ready(u, b, ACT, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
                         if c >= t:
                             _issue(u, c, ACT, b, r_row[r], P, LAT, chan_ready, bg_ready, bank_ready, open_row,
-                                   act_hist, US, cmd_count, out_log, counts)
+                                   act_hist, US, cmd_count, out_log, counts, hits, rq, wq, r_bank, r_row)
                             if r_class[r] != 2:
                                 r_class[r] = 1
                             acted = True
@@ -342,18 +366,12 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                         if t < wake:
                             wake = t
                     else:
-                        hit = False
-                        for k in range(qn):
-                            x = wq[u, k] if draining else rq[u, k]
-                            if r_bank[x] == b and r_row[x] == op:
-                                hit = True
-                                break
-                        if hit:
+                        if hits[u, 1 if draining else 0, b] > 0:
                             continue
                         t = _ready(u, b, PRE, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
                         if c >= t:
                             _issue(u, c, PRE, b, op, P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist,
-                                   US, cmd_count, out_log, counts)
+                                   US, cmd_count, out_log, counts, hits, rq, wq, r_bank, r_row)
                             r_class[r] = 2
                             acted = True
                             break
@@ -394,6 +412,8 @@ class FastController:
         self.act_hist = np.full((U, tm.faw_count), -1, dtype=np.int64)
         self.rq = np.zeros((U, mc.read_queue_entries), dtype=np.int64)
         self.wq = np.zeros((U, mc.write_queue_entries), dtype=np.int64)
+        # hits[u, q, b]: requests of queue q (0 read, 1 write) that hit bank b's open row
+        self.hits = np.zeros((U, 2, g.banks), dtype=np.int64)
         self.P = np.zeros(NP, dtype=np.int64)
         P = self.P
         P[P_NB], P[P_BPG] = g.banks, g.banks_per_group
@@ -460,7 +480,7 @@ class FastController:
         run_kernel(until, P, ms.timing.lat, ms.r_bank, ms.r_row, ms.r_line, ms.r_kind, ms.r_arrive, ms.r_admit,
                    ms.r_issue, ms.r_done, ms.r_class, ms.r_next, ms.r_seq, ms.r_ndeps, ms.f_head, ms.f_tail, ms.arb,
                    ms.obs, self.US, self.chan_ready, self.bg_ready, self.bank_ready, self.open_row, self.act_hist,
-                   self.rq, self.wq, ms.occ_hist, ms.bus_busy, ms.turnarounds, ms.cmd_count, out_issued,
+                   self.rq, self.wq, self.hits, ms.occ_hist, ms.bus_busy, ms.turnarounds, ms.cmd_count, out_issued,
                    out_admitted, log, self.counts)
         ni, na, nl = (int(x) for x in self.counts)
         if ms.record_commands:

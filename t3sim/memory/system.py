@@ -39,11 +39,11 @@ from t3sim.memory.request import Kind, Source, Stream, parse_enum
 from t3sim.sim.clock import Clock
 
 _REQ_FIELDS = (
-    ("r_unit", np.int64), ("r_bank", np.int64), ("r_row", np.int64), ("r_line", np.int64),
-    ("r_kind", np.int64), ("r_stream", np.int64), ("r_source", np.int64), ("r_batch", np.int64),
-    ("r_wg", np.int64), ("r_wf", np.int64), ("r_arrive", np.int64), ("r_admit", np.int64),
-    ("r_issue", np.int64), ("r_done", np.int64), ("r_class", np.int64), ("r_next", np.int64),
-    ("r_seq", np.int64), ("r_ndeps", np.int64),
+    ("r_unit", np.int32), ("r_bank", np.int32), ("r_row", np.int32), ("r_line", np.int64),
+    ("r_kind", np.int8), ("r_stream", np.int8), ("r_source", np.int8), ("r_batch", np.int32),
+    ("r_wg", np.int32), ("r_wf", np.int32), ("r_arrive", np.int64), ("r_admit", np.int64),
+    ("r_issue", np.int64), ("r_done", np.int64), ("r_class", np.int8), ("r_next", np.int64),
+    ("r_seq", np.int64), ("r_ndeps", np.int32),
 )
 
 
@@ -205,7 +205,7 @@ class MemorySystem:
         stream = parse_enum(Stream, stream, "memory request stream")
         source = parse_enum(Source, source, "memory request source")
         tick = int(tick)
-        if tick < self.now_tick or tick < self._last_submit_tick:
+        if self.clock.next_cycle_at_or_after(tick) < self.frontier or tick < self._last_submit_tick:
             raise ValueError(f"submit at tick {tick} is in the past (memory frontier {self.now_tick}, last submit {self._last_submit_tick})")
         self._last_submit_tick = tick
         a = np.atleast_1d(np.asarray(addrs, dtype=np.int64))

@@ -1,0 +1,70 @@
+"""``t3sim memtest``: drive the HBM model with a synthetic pattern and report what it achieved."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from t3sim.errors import InputError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from t3sim.memory.memtest import PATTERNS
+
+    p = sub.add_parser("memtest", help="run a synthetic memory pattern through the cycle-level HBM model")
+    p.add_argument("--pattern", required=True, choices=PATTERNS, help="traffic pattern")
+    p.add_argument("--requests", type=int, default=200_000, metavar="N", help="64 B requests to simulate (default 200000)")
+    p.add_argument("--system", metavar="FILE", default=None, help="system config YAML (default: built-in Table 1 defaults)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a system field, e.g. --set hbm.channels=8 (repeatable)")
+    p.add_argument("--mode", choices=("fast", "reference"), default="fast", help="controller implementation")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random pattern")
+    p.add_argument("--no-check", action="store_true", help="skip the independent timing checker")
+    p.add_argument("--compare-requests", type=int, default=4000, metavar="N",
+                   help="requests for the fast-vs-reference comparison (0 = skip)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=_run)
+
+
+def _system(args):
+    from t3sim.config import SystemConfig, apply_overrides, build, load
+
+    overrides = [o.removeprefix("system.") for o in args.overrides]
+    if args.system:
+        return load(SystemConfig, args.system, overrides)
+    data, prov = apply_overrides({}, {}, overrides)
+    return build(SystemConfig, data, prov, "memtest defaults")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from t3sim.memory.memtest import run_memtest
+
+    if args.requests <= 0:
+        raise InputError("--requests", str(args.requests), "a positive number of requests")
+    if args.compare_requests < 0:
+        raise InputError("--compare-requests", str(args.compare_requests), "0 or more")
+    system = _system(args)
+    r = run_memtest(system, args.pattern, args.requests, args.mode, args.seed, not args.no_check, args.compare_requests)
+    if args.json:
+        json.dump(r, sys.stdout, indent=2, default=float)
+        sys.stdout.write("\n")
+        return 0
+    w = sys.stdout.write
+    w(f"pattern            {r['pattern']} ({r['requests']} requests, {r['bytes'] / 1e6:.1f} MB, {r['mode']} mode)\n")
+    w(f"achieved bandwidth {r['achieved_GBps']:.1f} GB/s\n")
+    w(f"peak bandwidth     {r['peak_GBps']:.1f} GB/s\n")
+    w(f"efficiency         {100 * r['efficiency']:.1f} %\n")
+    w(f"row-hit rate       {100 * r['row_hit_rate']:.1f} % (misses {r['row_misses']}, conflicts {r['row_conflicts']})\n")
+    w(f"mean read latency  {r['read_latency_mean_ns']:.1f} ns\n")
+    w(f"turnarounds        {r['turnarounds']}   refreshes {r['refreshes']}\n")
+    if "timing_violations" in r:
+        w(f"timing violations  {r['timing_violations']} (checker over {r['commands_checked']} commands)\n")
+        for k, v in r["violations_by_constraint"].items():
+            w(f"  {v:8d}  {k}\n")
+    w(f"simulation speed   {r['requests_per_s']:,.0f} requests/s (wall {r['wall_s']:.2f} s)\n")
+    if "compare_requests" in r:
+        w(f"fast vs reference  completion {100 * r['fast_vs_reference_completion_diff']:+.3f} %, bandwidth "
+          f"{100 * r['fast_vs_reference_bandwidth_diff']:+.3f} % over {r['compare_requests']} requests"
+          f"{' (identical per request)' if r['fast_vs_reference_identical'] else ''}\n")
+    return 0

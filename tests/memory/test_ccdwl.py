@@ -1,0 +1,67 @@
+"""Op-and-store pacing (paper Sec. 5.1.1): column commands after an op-and-store to the same bank
+group wait tCCDWL (= 2 x tCCD_L); spread over bank groups they are paced by the data bus only."""
+
+import numpy as np
+import pytest
+
+from t3sim.memory import timing as T
+
+from .helpers import assert_clean, column_cycles, run, system
+
+N = 32  # one 2 KB row of 64 B columns
+
+
+def _cfg(**timing):
+    # one channel, no XOR hash and no refresh, so addresses place requests exactly
+    return system(1, hbm={"timing": {"tREFI_nCK": 0, **timing}}, address_map={"xor_bank_hash": False})
+
+
+def _addrs(cfg, bank_groups):
+    """N lines in one row of bank 0 of each listed bank group, interleaved over the groups."""
+    from t3sim.memory import MemorySystem
+
+    amap = MemorySystem(cfg).amap
+    cols = cfg.hbm.row_size_B // 64
+    per_bg = [(np.arange(cols) + cols * bg) * 64 for bg in bank_groups]
+    addrs = np.stack(per_bg, axis=1).reshape(-1)[:N]
+    m = amap.map(addrs)
+    assert set(m.bankgroup.tolist()) == set(bank_groups) and len(set(m.row.tolist())) == 1
+    return addrs
+
+
+def _gaps(cfg, addrs, kind):
+    ms = run(cfg, [(0, addrs, kind, "comm", "dma")])
+    assert_clean(ms)
+    cyc = column_cycles(ms)
+    assert len(cyc) == N
+    return np.diff(cyc), T.resolve(cfg.hbm).values
+
+
+def test_updates_to_one_bank_group_are_paced_by_tccdwl():
+    cfg = _cfg()
+    gaps, v = _gaps(cfg, _addrs(cfg, [0]), "update")
+    assert np.all(gaps == v["tCCDWL"])  # N updates take (N-1) x tCCDWL after the first
+    assert v["tCCDWL"] == 2 * v["tCCD_L"]
+
+
+def test_updates_spread_over_bank_groups_are_not():
+    cfg = _cfg()
+    gaps, v = _gaps(cfg, _addrs(cfg, [0, 1, 2, 3]), "update")
+    # once the four rows are open (their ACTs are tRRD apart), the data bus paces
+    assert np.all(gaps[3:] == max(v["tCCD_S"], v["tBL"]))
+    assert gaps.sum() < (N - 1) * v["tCCDWL"] * 0.6
+
+
+@pytest.mark.parametrize("kind,cmd_gap", [("read", "tCCD_L"), ("write", "tCCD_L")])
+def test_plain_columns_to_one_bank_group_take_tccd_l(kind, cmd_gap):
+    cfg = _cfg(tCCD_L_nCK=3)  # longer than tBL so that the rule, not the bus, paces
+    gaps, v = _gaps(cfg, _addrs(cfg, [0]), kind)
+    assert np.all(gaps == v[cmd_gap])
+    gaps, v = _gaps(cfg, _addrs(cfg, [0, 1, 2, 3]), kind)
+    assert np.all(gaps[3:] == max(v["tCCD_S"], v["tBL"]))
+
+
+def test_tccdwl_is_a_parameter_not_a_constant():
+    cfg = _cfg(tCCDWL_nCK=7)
+    gaps, _ = _gaps(cfg, _addrs(cfg, [2]), "update")
+    assert np.all(gaps == 7)
