@@ -1,0 +1,56 @@
+"""``t3sim memtest`` and the statistics it reports."""
+
+import json
+
+import numpy as np
+
+from t3sim.memory.memtest import simulate
+
+from ..conftest import assert_one_line_error
+from .helpers import system
+
+
+def test_memtest_json(run_cli):
+    rc, out, err = run_cli("memtest", "--pattern", "stream-read", "--requests", "20000", "--set", "hbm.channels=4",
+                           "--compare-requests", "300", "--json")
+    assert rc == 0, err
+    r = json.loads(out)
+    assert r["timing_violations"] == 0 and r["requests"] == 20000
+    assert r["peak_GBps"] == 128.0 and 0.8 < r["efficiency"] <= 1
+    assert r["fast_vs_reference_identical"] is True
+    for k in ("achieved_GBps", "row_hit_rate", "read_latency_mean_ns", "requests_per_s", "fast_vs_reference_completion_diff"):
+        assert k in r
+
+
+def test_memtest_text(run_cli):
+    rc, out, _ = run_cli("memtest", "--pattern", "nmc-update", "--requests", "3000", "--set", "hbm.channels=2",
+                         "--compare-requests", "0")
+    assert rc == 0
+    assert "timing violations  0" in out and "efficiency" in out and "requests/s" in out
+
+
+def test_memtest_bad_input(run_cli):
+    rc, _, err = run_cli("memtest", "--pattern", "stream-read", "--requests", "0")
+    assert_one_line_error(rc, err, "--requests")
+    rc, _, err = run_cli("memtest", "--pattern", "stream-read", "--set", "hbm.channels=0")
+    assert_one_line_error(rc, err, "hbm.channels")
+    rc, _, err = run_cli("memtest", "--pattern", "stream-read", "--set", "memory_controller.arbitration.kind=fifo")
+    assert_one_line_error(rc, err, "fifo")
+
+
+def test_stats_have_units_and_add_up():
+    cfg = system(4)
+    ms, _ = simulate(cfg, "mixed", 5000)
+    st = ms.stats("gpu0.hbm")
+    d = st.to_dict()["gpu0"]["hbm"]
+    assert d["requests"]["value"] == 5000
+    assert d["by_kind"]["read"]["bytes"]["value"] + d["by_kind"]["write"]["bytes"]["value"] == 5000 * 64
+    assert d["row"]["hits"]["value"] + d["row"]["misses"]["value"] + d["row"]["conflicts"]["value"] == 5000
+    hist = np.array(d["queue"]["occupancy_histogram"]["value"])
+    assert hist.sum() == ms.occ_hist.sum() and d["queue"]["occupancy_histogram"]["unit"] == "cycles"
+    bw = d["bandwidth_over_time"]
+    series = np.array(bw["compute_read_GBps"]["value"]) + np.array(bw["compute_write_GBps"]["value"])
+    assert series.sum() * bw["bin_ns"]["value"] == np.float64(5000 * 64).item() or abs(series.sum() * bw["bin_ns"]["value"] - 5000 * 64) < 1e-6
+    assert all(0 <= u <= 1 for u in d["channel_utilisation"]["value"])
+    for name, stat in st.items():
+        assert stat.unit and stat.description, name
