@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from t3sim.memory.memtest import simulate
 
@@ -50,7 +51,7 @@ def test_stats_have_units_and_add_up():
     assert hist.sum() == ms.occ_hist.sum() and d["queue"]["occupancy_histogram"]["unit"] == "cycles"
     bw = d["bandwidth_over_time"]
     series = np.array(bw["compute_read_GBps"]["value"]) + np.array(bw["compute_write_GBps"]["value"])
-    assert series.sum() * bw["bin_ns"]["value"] == np.float64(5000 * 64).item() or abs(series.sum() * bw["bin_ns"]["value"] - 5000 * 64) < 1e-6
+    assert series.sum() * bw["bin_ns"]["value"] == pytest.approx(5000 * 64)  # GB/s x ns = bytes
     assert all(0 <= u <= 1 for u in d["channel_utilisation"]["value"])
     for name, stat in st.items():
         assert stat.unit and stat.description, name

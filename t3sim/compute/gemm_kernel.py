@@ -1,0 +1,194 @@
+"""A tiled GEMM kernel running on one GPU's CUs (paper Secs. 2.5, 5.2; issue 4).
+
+Dispatch. The kernel's WGs are dispatched in the given tile order. The GPU
+holds ``wgs_per_cu x num_cus`` WG slots (the occupancy of
+:mod:`t3sim.compute.occupancy`); slot ``j`` lives on CU ``j % num_cus``. A new
+WG starts as soon as a slot frees, so WGs ``[s*S, (s+1)*S)`` of the order form
+*stage* ``s`` (``S`` = slots): the paper's "set of WGs that the CUs can
+accommodate".
+
+One WG. CUTLASS-style double-buffered main loop over ``ceil(K / tile_k)``
+k-steps, processed ``k_group`` steps at a time: the loads of group ``g+1``
+(A and B K-slices: real 64 B requests through the L2 into DRAM) are issued
+when the math of group ``g`` starts; group ``g+1``'s math starts when both
+group ``g``'s math and group ``g+1``'s loads are done. The math of one step
+takes :func:`~t3sim.compute.occupancy.k_step_compute_cycles` at the CU's
+FLOP rate shared by the WGs resident on that CU at that moment. Finally each
+WF's output sub-tile is stored through the kernel's *output sink* (cached
+local stores for Sequential; uncached near-memory updates, remote stores...
+for T3), carrying ``wg_id``/``wf_id``.
+
+The kernel is done when every WG has finished and every DRAM write it caused
+has completed. Times are integer ticks; CU cycles convert through the CU
+:class:`~t3sim.sim.clock.Clock` exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Protocol, Sequence
+
+import numpy as np
+import simpy
+
+from t3sim.compute.addresses import GemmGeometry, StoreRequests, a_requests, b_requests, wg_store_requests
+from t3sim.compute.memhier import MemoryHierarchy
+from t3sim.compute.occupancy import cu_flops_per_cycle, k_step_compute_cycles, occupancy
+from t3sim.config.gpu import GPUConfig
+from t3sim.config.workload import DTYPE_BYTES
+from t3sim.sim.clock import Clock
+from t3sim.sim.engine import Component, Engine
+
+
+class OutputSink(Protocol):
+    """Where a WG's output tile goes. Returns an event to wait for before the WG retires, or None."""
+
+    def store(self, seq: int, tile: int, reqs: StoreRequests) -> Optional[simpy.Event]:
+        ...
+
+
+class CachedLocalOutput:
+    """Sequential's output: ordinary cached stores into local memory (write-back L2)."""
+
+    def __init__(self, hier: MemoryHierarchy, category: str = "gemm"):
+        self.hier, self.category = hier, category
+
+    def store(self, seq: int, tile: int, reqs: StoreRequests) -> Optional[simpy.Event]:
+        self.hier.write(np.unique(reqs.addr), self.category)
+        return None  # stores retire from the WG at once; the kernel end waits for DRAM writes
+
+
+@dataclass
+class GemmRun:
+    """What a finished GEMM kernel reports (ticks)."""
+
+    start_tick: int
+    end_tick: int = -1
+    stage_end_ticks: List[int] = field(default_factory=list)
+    wgs: int = 0
+    stages: int = 0
+    stage_wgs: int = 0
+    wgs_per_cu: int = 0
+    occupancy_limiter: str = ""
+    load_requests: int = 0
+
+    @property
+    def duration_ticks(self) -> int:
+        return self.end_tick - self.start_tick
+
+
+class GemmKernel(Component):
+    """Runs one GEMM kernel record on ``num_cus`` CUs of one GPU.
+
+    Args:
+        engine: the simulation engine.
+        name: component name (e.g. ``gpu0.gemm``).
+        hier: the GPU's memory hierarchy.
+        gpu: the GPU config (clock, FLOP rates, per-CU limits).
+        kernel: a :class:`~t3sim.workload.trace.KernelRecord`.
+        tile_order: tile numbers (``tm * tiles_n + tn``) in dispatch order.
+        a_base_B, b_base_B, c_base_B: operand base addresses (bytes).
+        sink: where output tiles go.
+        num_cus: CUs given to the kernel (default all).
+        k_group: k-steps per load batch (1 = exact CUTLASS double buffering).
+        on_stage_done: called with the stage index when a stage's last WG retires.
+    """
+
+    def __init__(self, engine: Engine, name: str, hier: MemoryHierarchy, gpu: GPUConfig, kernel, tile_order: Sequence[int],
+                 a_base_B: int, b_base_B: int, c_base_B: int, sink: OutputSink, num_cus: Optional[int] = None,
+                 k_group: int = 1, on_stage_done: Optional[Callable[[int], None]] = None, category: str = "gemm"):
+        super().__init__(engine, name)
+        self.hier, self.gpu, self.kernel, self.sink = hier, gpu, kernel, sink
+        self.order = np.asarray(tile_order, dtype=np.int64)
+        if sorted(self.order.tolist()) != list(range(kernel.num_wgs)):
+            raise ValueError(f"{name}: tile order is not a permutation of the kernel's {kernel.num_wgs} tiles")
+        self.num_cus = num_cus or gpu.num_cus
+        self.k_group = max(1, int(k_group))
+        self.category = category
+        self.on_stage_done = on_stage_done
+        self.geom = GemmGeometry(kernel.M, kernel.N, kernel.K, kernel.tile_m, kernel.tile_n, kernel.tile_k,
+                                 DTYPE_BYTES[kernel.dtype], kernel.trans_a, kernel.trans_b, a_base_B, b_base_B, c_base_B,
+                                 kernel.wfs_per_wg, kernel.c_layout == "col_major", tuple(kernel.wf_grid))
+        self.occ = occupancy(gpu, wfs_per_wg=kernel.wfs_per_wg, registers_per_thread=kernel.registers_per_thread,
+                             lds_per_wg_B=kernel.lds_per_wg_B, threads_per_wf=kernel.threads_per_wf)
+        self.slots = self.occ.wgs_per_cu * self.num_cus
+        self.clock = Clock.from_GHz(gpu.clock_GHz, "cu")
+        self.flops = cu_flops_per_cycle(gpu, kernel.dtype)
+        self.cu_active = np.zeros(self.num_cus, dtype=np.int64)
+        self.stages = -(-kernel.num_wgs // self.slots)
+        self._stage_left = [min(self.slots, kernel.num_wgs - s * self.slots) for s in range(self.stages)]
+        self._next = 0
+        self._live = 0
+        self.run: Optional[GemmRun] = None
+        self.done = engine.env.event()
+
+    # ------------------------------------------------------------------ processes
+    def start(self) -> simpy.Event:
+        """Launch now; returns the event that fires with the :class:`GemmRun` when done."""
+        self.run = GemmRun(self.env.now, wgs=self.kernel.num_wgs, stages=self.stages, stage_wgs=self.slots,
+                           wgs_per_cu=self.occ.wgs_per_cu, occupancy_limiter=self.occ.limiter,
+                           stage_end_ticks=[-1] * self.stages)
+        n = min(self.slots, self.kernel.num_wgs)
+        self._live = n
+        for j in range(n):
+            self.env.process(self._slot(j % self.num_cus))
+        return self.done
+
+    def _cycles_to_ticks(self, cycles: int) -> int:
+        now_c = self.clock.next_cycle_at_or_after(self.env.now)
+        return self.clock.cycle_to_tick(now_c + cycles) - self.env.now
+
+    def _loads(self, tm: int, tn: int, s0: int, s1: int) -> simpy.Event:
+        g = self.geom
+        parts = [a_requests(g, tm, s) for s in range(s0, s1)] + [b_requests(g, tn, s) for s in range(s0, s1)]
+        addrs = np.concatenate(parts)
+        self.run.load_requests += len(addrs)
+        return self.hier.read(addrs, self.category)
+
+    def _slot(self, cu: int):
+        k = self.kernel
+        g = self.geom
+        steps = g.k_steps
+        G = self.k_group
+        while self._next < k.num_wgs:
+            seq = self._next
+            self._next += 1
+            tile = int(self.order[seq])
+            tm, tn = divmod(tile, k.tiles_n)
+            self.cu_active[cu] += 1
+            pending = self._loads(tm, tn, 0, min(G, steps))
+            yield pending
+            for s0 in range(0, steps, G):
+                s1 = min(s0 + G, steps)
+                pending = self._loads(tm, tn, s1, min(s1 + G, steps)) if s1 < steps else None
+                share = int(self.cu_active[cu])
+                cycles = sum(k_step_compute_cycles(k.tile_m, k.tile_n, k.tile_k, k.K, s, self.flops, share)
+                             for s in range(s0, s1))
+                yield self.env.timeout(self._cycles_to_ticks(cycles))
+                if pending is not None:
+                    yield pending
+            reqs = wg_store_requests(g, tm, tn, wg_id=seq)
+            ev = self.sink.store(seq, tile, reqs)
+            if ev is not None:
+                yield ev
+            self.cu_active[cu] -= 1
+            self.progressed()
+            self._wg_done(seq)
+        self._live -= 1
+        if self._live == 0:
+            yield self.hier.drained()
+            self.run.end_tick = self.env.now
+            self.done.succeed(self.run)
+
+    def _wg_done(self, seq: int) -> None:
+        s = seq // self.slots
+        self._stage_left[s] -= 1
+        if self._stage_left[s] == 0:
+            self.run.stage_end_ticks[s] = self.env.now
+            if self.on_stage_done is not None:
+                self.on_stage_done(s)
+
+    def pending(self) -> str:
+        if self.run is None or self.done.triggered:
+            return ""
+        return f"{self.kernel.num_wgs - self._next} WGs not started, {int(self.cu_active.sum())} running"

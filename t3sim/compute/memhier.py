@@ -1,0 +1,243 @@
+"""One GPU's memory hierarchy as the CUs, collectives and DMA engines see it: L2 -> memory controller -> HBM.
+
+``read``/``write`` take a batch of 64 B requests (byte addresses) at the
+current simulated time and return a simpy event that fires when the batch is
+done (reads: every byte is back at the requester; writes: accepted by the L2,
+or, for uncached writes and near-memory updates, written in DRAM).
+
+Paths (paper Sec. 4.3 and Table 1):
+
+* cached read: L2 hit -> data after the L2 hit latency; miss -> a 64 B DRAM
+  read (compute or communication stream), data after the DRAM completion
+  plus the L2 latency back to the requester. Hits on a line whose fill is
+  still in flight wait for that fill (:class:`FillTable`, the MSHR merge).
+* cached write: write-back L2; evictions of dirty lines become DRAM writes
+  attributed to the line's owner.
+* uncached write / update (T3's output allocation and DMA updates): straight
+  to the memory controller as WRITE or UPDATE (op-and-store), carrying
+  ``wg_id``/``wf_id`` for the tracker; the L2 slice is passed through for
+  coherence (resident dirty lines are flushed first).
+
+DRAM traffic is counted per *category* (``gemm``, ``rs``, ``ag``, ``dma``...,
+the paper's Fig. 18 split) and kind (read / write / update), in bytes.
+Invariant: the category counters add up to the bytes the memory system
+served.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import simpy
+
+from t3sim.cache.common import HIT
+from t3sim.cache.l2 import make_l2
+from t3sim.memory.port import MemoryPort
+from t3sim.memory.request import Kind, Source, Stream
+from t3sim.memory.system import MemorySystem
+from t3sim.results.stats import Stats
+from t3sim.sim.clock import Clock
+
+REQ_B = 64  # bytes per request everywhere between CU, L2 and DRAM (hbm.access_size_B)
+
+#: Fig. 18 categories and the memory-controller source each maps to.
+CATEGORY_SOURCE = {"gemm": Source.GEMM, "rs": Source.COLLECTIVE, "ag": Source.COLLECTIVE, "dma": Source.DMA,
+                   "other": Source.OTHER}
+
+
+class FillTable:
+    """Fills in flight, for merging later hits with an outstanding miss (MSHR behaviour).
+
+    A direct-mapped table of ``2**bits`` slots keyed by 64 B line address: a
+    miss records ``(line, fill event)``; a later access that hits that line in
+    the L2 while the event is pending waits for it. A slot collision forgets
+    the older fill (its later hitters then see an ordinary hit): rare with the
+    default 2**20 slots, and only ever optimistic by one L2-to-DRAM latency.
+    """
+
+    def __init__(self, bits: int = 20):
+        self.mask = (1 << bits) - 1
+        self.line = np.full(1 << bits, -1, dtype=np.int64)
+        self.tag = np.zeros(1 << bits, dtype=np.int64)
+        self.events: Dict[int, simpy.Event] = {}
+        self._next = 0
+
+    def _slot(self, lines: np.ndarray) -> np.ndarray:
+        return (lines ^ (lines >> 20)) & self.mask
+
+    def record(self, lines: np.ndarray, ev: simpy.Event) -> None:
+        tag = self._next
+        self._next += 1
+        self.events[tag] = ev
+        s = self._slot(lines)
+        self.line[s] = lines
+        self.tag[s] = tag
+        ev.callbacks.append(lambda _e, tag=tag: self.events.pop(tag, None))
+
+    def pending(self, lines: np.ndarray) -> List[simpy.Event]:
+        """Outstanding fill events covering any of ``lines``."""
+        if not self.events or not len(lines):
+            return []
+        s = self._slot(lines)
+        hit = self.line[s] == lines
+        if not hit.any():
+            return []
+        return [ev for t in np.unique(self.tag[s[hit]]) if (ev := self.events.get(int(t))) is not None]
+
+
+class MemoryHierarchy:
+    """L2 + memory controllers + HBM of one GPU, driven from simpy processes.
+
+    Args:
+        env: the simpy environment (time in ticks).
+        system: the :class:`~t3sim.config.system.SystemConfig`.
+        mode: memory model, ``"fast"`` or ``"reference"``.
+        functional: keep real data in DRAM (op-and-store really adds).
+        categories: DRAM-traffic categories (first one is the default).
+    """
+
+    def __init__(self, env: simpy.Environment, system, mode: str = "fast", functional: bool = False,
+                 categories: Sequence[str] = ("gemm", "rs", "ag", "dma", "other")):
+        self.env = env
+        self.mem = MemorySystem(system, mode=mode, functional=functional)
+        self.port = MemoryPort(env, self.mem)
+        self.categories = tuple(categories)
+        self.l2 = make_l2(system.l2, sources=self.categories)
+        self.l2_latency = Clock.from_GHz(system.l2.clock_GHz).cycle_to_tick(system.l2.hit_latency_cycles)
+        self.fills = FillTable()
+        self.traffic: Dict[str, Dict[str, int]] = defaultdict(lambda: {"read": 0, "write": 0, "update": 0})
+        self.outstanding_writes = 0
+        self._drained: Optional[simpy.Event] = None
+
+    # ------------------------------------------------------------------ helpers
+    def _cat(self, category: str) -> int:
+        try:
+            return self.categories.index(category)
+        except ValueError:
+            raise ValueError(f"unknown traffic category {category!r}; known: {self.categories}") from None
+
+    def _dram(self, addrs: np.ndarray, kind: Kind, stream: Stream, category: str, wg_id=None, wf_id=None,
+              data=None) -> simpy.Event:
+        self.traffic[category][kind.name.lower()] += REQ_B * len(addrs)
+        return self.port.access(addrs, kind, stream, CATEGORY_SOURCE.get(category, Source.OTHER),
+                                wg_id=wg_id, wf_id=wf_id, data=data)
+
+    def _join(self, events: List[simpy.Event], at_least_tick: int, extra_after_events: int) -> simpy.Event:
+        """Event at ``max(at_least_tick, last(events) + extra_after_events)`` (callbacks, no process)."""
+        env = self.env
+        out = env.event()
+        state = {"n": len(events), "t": at_least_tick}
+
+        def fire():
+            d = state["t"] - env.now
+            if d <= 0:
+                out.succeed(env.now)
+            else:
+                env.timeout(d).callbacks.append(lambda _e: out.succeed(env.now))
+
+        def one(_e):
+            state["n"] -= 1
+            state["t"] = max(state["t"], env.now + extra_after_events)
+            if state["n"] == 0:
+                fire()
+
+        if not events:
+            fire()
+        for ev in events:
+            if ev.processed:
+                one(ev)
+            else:
+                ev.callbacks.append(one)
+        return out
+
+    def _writebacks(self, wb) -> None:
+        if len(wb.line_addr):
+            # a dirty line (128 B) goes back as the 64 B requests its dirty sectors touch
+            lines = wb.line_addr
+            for src in np.unique(wb.src):
+                sel = wb.src == src
+                addrs = np.concatenate([lines[sel & ((wb.sector_mask & 0b0011) != 0)],
+                                        lines[sel & ((wb.sector_mask & 0b1100) != 0)] + REQ_B])
+                if len(addrs):
+                    self._track_write(self._dram(np.sort(addrs), Kind.WRITE, Stream.COMPUTE, self.categories[int(src)]))
+
+    def _track_write(self, ev: simpy.Event) -> simpy.Event:
+        self.outstanding_writes += 1
+
+        def done(_e):
+            self.outstanding_writes -= 1
+            if self.outstanding_writes == 0 and self._drained is not None:
+                d, self._drained = self._drained, None
+                d.succeed()
+
+        ev.callbacks.append(done)
+        return ev
+
+    # ------------------------------------------------------------------ API
+    def read(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False) -> simpy.Event:
+        """Read 64 B requests at ``addrs`` (bytes); event fires when all data has returned."""
+        addrs = np.asarray(addrs, dtype=np.int64)
+        if not len(addrs):
+            return self._join([], self.env.now, 0)
+        r = self.l2.access(self.env.now, addrs, False, self._cat(category), uncached=uncached)
+        self._writebacks(r.writebacks)
+        hit = r.outcome == HIT
+        waits: List[simpy.Event] = []
+        ready = int(r.ready_tick[hit].max()) if hit.any() else self.env.now
+        if hit.any():
+            waits += self.fills.pending(addrs[hit] & ~np.int64(127))
+        miss = r.fill_mask != 0
+        if miss.any():
+            req = np.unique(addrs[miss] & ~np.int64(REQ_B - 1))
+            ev = self._dram(req, Kind.READ, stream, category)
+            if not uncached:
+                self.fills.record(np.unique(req & ~np.int64(127)), ev)
+            waits.append(ev)
+        return self._join(waits, ready, self.l2_latency)
+
+    def write(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False,
+              update: bool = False, wg_id=None, wf_id=None, data=None) -> simpy.Event:
+        """Write (or, with ``update``, op-and-store) 64 B requests; event fires when accepted/written.
+
+        ``update`` implies ``uncached`` (near-memory updates happen in DRAM, paper Sec. 4.3).
+        """
+        addrs = np.asarray(addrs, dtype=np.int64)
+        if not len(addrs):
+            return self._join([], self.env.now, 0)
+        uncached = uncached or update
+        r = self.l2.access(self.env.now, addrs, True, self._cat(category), uncached=uncached)
+        self._writebacks(r.writebacks)
+        waits: List[simpy.Event] = []
+        direct = r.dram_write_mask != 0
+        if direct.any():
+            sel = np.flatnonzero(direct)
+            kind = Kind.UPDATE if update else Kind.WRITE
+            pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])
+            ev = self._dram(addrs[sel], kind, stream, category, wg_id=pick(wg_id), wf_id=pick(wf_id),
+                            data=None if data is None else np.asarray(data)[sel])
+            waits.append(self._track_write(ev))
+        return self._join(waits, int(r.done_tick.max()), 0)
+
+    def drained(self) -> simpy.Event:
+        """Event that fires once every DRAM write issued so far has completed."""
+        if self.outstanding_writes == 0:
+            ev = self.env.event()
+            ev.succeed()
+            return ev
+        if self._drained is None:
+            self._drained = self.env.event()
+        return self._drained
+
+    # ------------------------------------------------------------------ stats
+    def stats(self) -> Stats:
+        s = Stats()
+        for cat in self.categories:
+            t = self.traffic.get(cat, {"read": 0, "write": 0, "update": 0})
+            for kind in ("read", "write", "update"):
+                s.add(f"dram_traffic.{cat}.{kind}_bytes", t[kind], "B",
+                      f"DRAM {kind} bytes issued by {cat} (paper Fig. 18 category)")
+        s.merge("l2", self.l2.stats())
+        s.merge("hbm", self.mem.stats())
+        return s
