@@ -81,12 +81,22 @@ class Xfer:
         return self.src == self.dst
 
 
+#: DRAM-traffic category (paper Fig. 18 split, :data:`t3sim.compute.memhier.CATEGORY_SOURCE`) of each phase:
+#: all-to-all is pure data movement outside the RS/AG split, so it is counted as "other".
+PHASE_CATEGORY = {"rs": "rs", "ag": "ag", "a2a": "other"}
+
+
 @dataclass(frozen=True)
 class Step:
     """Concurrent transfers; ``phase`` names the sub-collective ("rs", "ag", "a2a")."""
 
     xfers: Tuple[Xfer, ...]
     phase: str
+
+    @property
+    def category(self) -> str:
+        """DRAM-traffic category of this step's memory accesses (:data:`PHASE_CATEGORY`)."""
+        return PHASE_CATEGORY.get(self.phase, "other")
 
     def sends_of(self, gpu: int) -> List[Xfer]:
         return [x for x in self.xfers if x.src == gpu]
