@@ -5,7 +5,8 @@ that charges every action of a :class:`~t3sim.collectives.plan.Plan` to the
 :class:`~t3sim.compute.memhier.MemoryHierarchy` of the GPU doing it, the way
 an RCCL/NCCL kernel does (paper Secs. 2.3, 3.2, 4.3, Fig. 10):
 
-* **send** (sender's CUs, before a slice is injected into the link): read the
+* **send** (sender's CUs; each piece is injected into the link as soon as it is
+  reduced, :class:`~t3sim.collectives.runner.StreamedSend`): read the
   slice of the local buffer and, in the baseline variant after a received
   copy landed (ring RS steps >= 1), the slice of every received copy; add
   them on the CUs; hand the sum to the link (a remote store: no local DRAM
@@ -57,6 +58,7 @@ import numpy as np
 import simpy
 
 from t3sim.collectives.plan import Plan, Xfer, split_ranges
+from t3sim.collectives.runner import StreamedSend
 from t3sim.collectives.traffic import VARIANTS, Traffic
 from t3sim.compute.memhier import REQ_B, MemoryHierarchy
 from t3sim.memory.request import Stream
@@ -117,6 +119,7 @@ class _Piece:
     adds: int                      # element additions on the CU
     writes: Optional[np.ndarray]   # local stores after the math (uncached), or None
     group: "_Group"
+    event: Optional[simpy.Event] = None  # fires when the CU is done with the piece (streamed sends)
 
 
 class _Group:
@@ -201,6 +204,8 @@ class CuPool:
                 g.maybe_done()
 
             ev.callbacks.append(written)
+        if p.event is not None:
+            p.event.succeed()
         g.left -= 1
         self.busy -= 1
         self.pieces_done += 1
@@ -311,7 +316,18 @@ class GpuCollectiveHook(Component):
         srcs = [L.addr(xfer.src_buf, xfer.src_lo + lo, eb)] + [L.recv_addr(s, xfer.src_lo + lo, eb) for s in slots]
         dst = L.addr(xfer.dst_buf, xfer.dst_lo + lo, eb) if xfer.is_local else None
         group = _Group(self.env, f"gpu{gpu} send step{step} {xfer.src}->{xfer.dst} slice{slice_idx}", 0)
-        return self._run(gpu, "send", self._pieces(group, srcs, nbytes, dst), group, plan.steps[step].category)
+        pieces = self._pieces(group, srcs, nbytes, dst)
+        if xfer.is_local:
+            return self._run(gpu, "send", pieces, group, plan.steps[step].category)
+        for p in pieces:  # each reduced piece is stored to the peer as soon as its CU is done with it
+            p.event = self.env.event()
+        self._run(gpu, "send", pieces, group, plan.steps[step].category)
+        return StreamedSend(self.env, [(p.event, nb) for p, nb in zip(pieces, self.part_sizes(nbytes))])
+
+    def part_sizes(self, nbytes: int) -> List[int]:
+        """Bytes of each streamed part (one CU piece each) of a send slice of ``nbytes``."""
+        P = self.piece_B
+        return [min(P, nbytes - off) for off in range(0, nbytes, P)]
 
     def on_receive(self, gpu: int, step: int, xfer: Xfer, slice_idx: int, nbytes: int,
                    traffic: Traffic) -> Optional[simpy.Event]:

@@ -40,7 +40,7 @@ from typing import Dict, Hashable, List, Optional, Tuple
 import simpy
 
 from t3sim.collectives.plan import Plan, Xfer
-from t3sim.collectives.runner import CostHook
+from t3sim.collectives.runner import CostHook, StreamedSend
 from t3sim.collectives.traffic import Traffic
 from t3sim.sim.engine import Component, Engine
 
@@ -138,7 +138,18 @@ class MirrorHook(CostHook):
                 traffic: Traffic) -> Optional[simpy.Event]:
         key = self._key("send", step, xfer, slice_idx)
         if gpu == self.ref:
-            return self.board.track(key, self.inner.on_send(gpu, step, xfer, slice_idx, nbytes, traffic))
+            ev = self.inner.on_send(gpu, step, xfer, slice_idx, nbytes, traffic)
+            if isinstance(ev, StreamedSend):
+                for p, (pev, _) in enumerate(ev.parts):
+                    self.board.track(key + (p,), pev)
+                self.board.track(key, ev.done)
+                return ev
+            return self.board.track(key, ev)
+        sizes = getattr(self.inner, "part_sizes", None)
+        if sizes is not None and not xfer.is_local:
+            # the reference streams this send in parts: mirror every part (same split by symmetry)
+            return StreamedSend(self.board.env, [(self.board.mirror(key + (p,), f"gpu{gpu}"), nb)
+                                                 for p, nb in enumerate(sizes(nbytes))])
         return self.board.mirror(key, f"gpu{gpu}")
 
     def on_receive(self, gpu: int, step: int, xfer: Xfer, slice_idx: int, nbytes: int,

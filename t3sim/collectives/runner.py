@@ -31,7 +31,7 @@ model adds the buffer's base address); ``tag`` = :class:`XferTag`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import simpy
 
@@ -58,7 +58,8 @@ class CostHook:
     """Per-GPU memory/compute cost of a collective's actions. Default: everything free.
 
     Each method returns ``None`` (no cost: continue at once) or a simpy event
-    that fires when the cost has been paid (e.g. when the GPU model's memory
+    that fires when the cost has been paid (``on_send`` may also return a
+    :class:`StreamedSend`: the slice is injected part by part) (e.g. when the GPU model's memory
     controller completed the reads). ``traffic`` is this action's DRAM traffic
     (bytes, :class:`~t3sim.collectives.traffic.Traffic`); ``nbytes`` the slice's payload.
     """
@@ -76,6 +77,24 @@ class CostHook:
     def on_finalize(self, gpu: int, step: int, traffic: Traffic) -> Optional[simpy.Event]:
         """After ``step``, the last of its phase: final reduction (baseline) at ``gpu``."""
         return None
+
+
+class StreamedSend:
+    """What :meth:`CostHook.on_send` may return instead of one event: the slice leaves in parts.
+
+    ``parts`` = ``[(event, nbytes), ...]`` in address order, covering the slice
+    exactly; the runner injects each part into the network as soon as its event
+    fires (a CU storing each reduced piece straight to the peer, as RCCL/NCCL
+    kernels do), and the slice counts as arrived when its last part arrived.
+    ``done`` fires when every part's event fired (the sender may go on to its
+    next slice).
+    """
+
+    def __init__(self, env: simpy.Environment, parts: List[Tuple[simpy.Event, int]]):
+        if not parts:
+            raise ValueError("a streamed send needs at least one part")
+        self.parts = list(parts)
+        self.done = simpy.AllOf(env, [ev for ev, _ in self.parts])
 
 
 @dataclass
@@ -163,6 +182,10 @@ class CollectiveRunner(Component):
                     lo, hi = sl[j]
                     nb = (hi - lo) * eb
                     ev = self.hook.on_send(g, si, x, j, nb, _scaled(self.traffic.send[si][k], hi - lo, x.count))
+                    if isinstance(ev, StreamedSend):
+                        waits.append(ev.done)
+                        self._stream(si, k, x, j, lo, hi, ev)
+                        continue
                     if ev is not None:
                         waits.append(ev)
                     batch.append((k, x, j, lo, hi))
@@ -193,6 +216,35 @@ class CollectiveRunner(Component):
         self._finished += 1
         if self._finished == plan.n:
             self.done.succeed(CollectiveRun(plan, self.start, env.now, self.step_end, self.gpu_end))
+
+    def _stream(self, si: int, k: int, x: Xfer, j: int, lo: int, hi: int, st: "StreamedSend") -> None:
+        """Inject each part of a streamed slice when its event fires; the slice arrives with its last part."""
+        eb = self.plan.elem_bytes
+        if sum(nb for _, nb in st.parts) != (hi - lo) * eb:
+            raise ValueError(f"{self.name}: streamed parts of step {si} xfer {k} slice {j} do not cover the slice")
+        left = [len(st.parts)]
+
+        def part_arrived(_e=None):
+            left[0] -= 1
+            if left[0] == 0:
+                self._arrived(si, k, x, j, lo, hi)
+
+        if x.is_local:
+            st.done.callbacks.append(lambda _e: self._arrived(si, k, x, j, lo, hi))
+            return
+        op = "update" if (x.op == "reduce" and self.variant == "nmc") else "store"
+        off = (x.dst_lo + lo) * eb
+        for ev, nb in st.parts:
+            meta = PacketMeta(op=op, addr=off, tag=XferTag(self.plan.name, si, k, j, x.dst_buf))
+            off += nb
+
+            def inject(_e, meta=meta, nb=nb):
+                self.net.send(x.src, x.dst, nb, meta).callbacks.append(part_arrived)
+
+            if ev.processed:
+                inject(ev)
+            else:
+                ev.callbacks.append(inject)
 
     def _arrived(self, si: int, k: int, x: Xfer, j: int, lo: int, hi: int) -> None:
         tr = _scaled(self.traffic.recv[si][k], hi - lo, x.count)
