@@ -119,6 +119,7 @@ class GemmKernel(Component):
         self._stage_left = [min(self.slots, kernel.num_wgs - s * self.slots) for s in range(self.stages)]
         self._next = 0
         self._live = 0
+        self._addr_cache: dict = {}
         self.run: Optional[GemmRun] = None
         self.done = engine.env.event()
 
@@ -138,10 +139,19 @@ class GemmKernel(Component):
         now_c = self.clock.next_cycle_at_or_after(self.env.now)
         return self.clock.cycle_to_tick(now_c + cycles) - self.env.now
 
+    def _slice_addrs(self, operand: str, t: int, s0: int, s1: int) -> np.ndarray:
+        """Requests of A's tile row ``t`` (or B's tile column) over k-steps ``[s0, s1)``, memoised:
+        every WG of a tile row (column) loads the same A (B) slices."""
+        key = (operand, t, s0)
+        got = self._addr_cache.get(key)
+        if got is None:
+            fn = a_requests if operand == "a" else b_requests
+            got = np.concatenate([fn(self.geom, t, s) for s in range(s0, s1)])
+            self._addr_cache[key] = got
+        return got
+
     def _loads(self, tm: int, tn: int, s0: int, s1: int) -> simpy.Event:
-        g = self.geom
-        parts = [a_requests(g, tm, s) for s in range(s0, s1)] + [b_requests(g, tn, s) for s in range(s0, s1)]
-        addrs = np.concatenate(parts)
+        addrs = np.concatenate((self._slice_addrs("a", tm, s0, s1), self._slice_addrs("b", tn, s0, s1)))
         self.run.load_requests += len(addrs)
         return self.hier.read(addrs, self.category)
 
