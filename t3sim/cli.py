@@ -20,6 +20,7 @@ from t3sim.errors import EXIT_INPUT_ERROR, InputError, SimulationError
 COMMAND_MODULES = (
     "t3sim.commands.config_cmds",
     "t3sim.commands.params_cmd",
+    "t3sim.commands.run_cmd",
     "t3sim.workload.cli",
     "t3sim.memory.cli",
 )

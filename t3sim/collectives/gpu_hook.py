@@ -31,13 +31,13 @@ in an all-reduce the AG re-reads the chunk the RS's final step touched).
 
 CU model. The collective owns ``cus`` CUs (``CollectiveConfig.cus``; None =
 all). A send or finalize slice is cut into *pieces* of
-``inflight_bytes_per_cu`` bytes of output; each CU takes the next piece from
+``inflight_per_cu_B`` bytes of output; each CU takes the next piece from
 a FIFO shared by the GPU's concurrent slices, issues the piece's loads (one
-per source buffer, ``inflight_bytes_per_cu`` bytes each), waits for all of
+per source buffer, ``inflight_per_cu_B`` bytes each), waits for all of
 them, spends the reduction's math time (fp16 adds at the CU's packed vector
 rate: ``fp32_flops_per_cycle / 2`` lanes x ``4 // elem_bytes`` per lane), then
 issues any local stores (posted) and takes its next piece. Loads in flight
-are therefore bounded by ``cus x inflight_bytes_per_cu`` per source, and the
+are therefore bounded by ``cus x inflight_per_cu_B`` per source, and the
 kernel's read throughput follows Little's law: CUs x in-flight / latency.
 
 Addresses. Buffer ``b`` of a GPU starts at ``layout.bases[b]`` (bytes);
@@ -227,7 +227,7 @@ class GpuCollectiveHook(Component):
             :class:`~t3sim.collectives.mirror.MirrorHook`); their incoming packets are dropped.
         gpu: :class:`~t3sim.config.gpu.GPUConfig` (CU count, clock, vector rate).
         cus: CUs the kernel gets (None = all).
-        inflight_bytes_per_cu: bytes per source a CU keeps in flight (> 0).
+        inflight_per_cu_B: bytes per source a CU keeps in flight (> 0).
         slices: the runner's ``slices`` (to map a slice index to its element range).
         variant: ``"baseline"`` or ``"nmc"``.
         layout: buffer addresses (default :meth:`BufferLayout.for_plan`).
@@ -235,7 +235,7 @@ class GpuCollectiveHook(Component):
     """
 
     def __init__(self, engine: Engine, network, plan: Plan, hiers: Dict[int, MemoryHierarchy], gpu, *,
-                 cus: Optional[int] = None, inflight_bytes_per_cu: int = 8192, slices: int = 1,
+                 cus: Optional[int] = None, inflight_per_cu_B: int = 8192, slices: int = 1,
                  variant: str = "baseline", layout: Optional[BufferLayout] = None, stream: Stream = Stream.COMM):
         super().__init__(engine, f"collective_kernel:{plan.name}")
         if variant not in VARIANTS:
@@ -243,11 +243,11 @@ class GpuCollectiveHook(Component):
         cus = gpu.num_cus if cus is None else int(cus)
         if not 0 < cus <= gpu.num_cus:
             raise ValueError(f"collective CUs must be in 1..{gpu.num_cus}, got {cus}")
-        if inflight_bytes_per_cu < REQ_B or inflight_bytes_per_cu % REQ_B:
-            raise ValueError(f"inflight_bytes_per_cu must be a positive multiple of {REQ_B} B, got {inflight_bytes_per_cu}")
+        if inflight_per_cu_B < REQ_B or inflight_per_cu_B % REQ_B:
+            raise ValueError(f"inflight_per_cu_B must be a positive multiple of {REQ_B} B, got {inflight_per_cu_B}")
         self.plan, self.hiers, self.variant, self.slices = plan, dict(hiers), variant, int(slices)
         self.layout = layout or BufferLayout.for_plan(plan)
-        self.cus, self.piece_B, self.stream = cus, int(inflight_bytes_per_cu), stream
+        self.cus, self.piece_B, self.stream = cus, int(inflight_per_cu_B), stream
         eb = plan.elem_bytes
         lanes = max(1, gpu.fp32_flops_per_cycle // 2)  # FMA = 2 FLOP per lane per cycle
         adds_per_cycle = lanes * max(1, 4 // eb)       # packed half2 math doubles fp16 throughput

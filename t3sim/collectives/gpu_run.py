@@ -74,7 +74,7 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
             raise ValueError(f"homogeneous mode needs the reference GPU {ref_gpu}'s memory hierarchy")
         real = {ref_gpu: hiers[ref_gpu]}
     hook = GpuCollectiveHook(engine, network, plan, real, system.gpu, cus=cc.cus if cus is None else cus,
-                             inflight_bytes_per_cu=cc.inflight_bytes_per_cu, slices=cc.pipeline_slices,
+                             inflight_per_cu_B=cc.inflight_per_cu_B, slices=cc.pipeline_slices,
                              variant=variant, layout=layout, stream=stream)
     cost: CostHook = hook if mode == "explicit" else MirrorHook(engine, plan, hook, ref_gpu)
     runner = CollectiveRunner(engine, network, plan, cost, variant, cc.launch_overhead_ns, cc.pipeline_slices)
@@ -82,20 +82,19 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
 
 
 def simulate_collective_on_gpus(system, collective: str, num_elems: int, elem_bytes: int = 2, *,
-                                mode: Optional[str] = None, variant: str = "baseline", seed: int = 0,
+                                mode: str = "homogeneous", variant: str = "baseline", seed: int = 0,
                                 memory_mode: str = "fast", cus: Optional[int] = None) -> Tuple[CollectiveRun, Stats]:
     """Standalone run of ``collective`` (``reduce_scatter``, ``all_gather``, ``all_reduce``, ``all_to_all``).
 
     Builds an :class:`Engine`, the :class:`Network` of ``system.interconnect`` and
     one :class:`MemoryHierarchy` per simulated GPU (all in ``explicit`` mode, GPU 0 in
-    ``homogeneous``; ``mode`` defaults to ``system.collective.sim_mode``), runs to
+    ``homogeneous``, the default: the paper's method), runs to
     completion and checks byte conservation on every link.
 
     Returns the run and statistics: ``collective.*`` (duration, CUs), ``network.*``
     (per link) and ``gpu<g>.*`` (DRAM traffic per category, L2, HBM) for each simulated GPU.
     Raises :class:`~t3sim.errors.SimulationError` on deadlock or stall, naming the stuck components.
     """
-    mode = mode or system.collective.sim_mode
     eng = Engine(seed=seed)
     net = Network(eng, system.interconnect)
     plan = plan_for_system(system, collective, num_elems, elem_bytes)

@@ -75,6 +75,10 @@ class AddressMapConfig(Model):
     kind: str = F("channel_interleave", unit="name", desc="registered address map (see `t3sim params`)", source="issue 3")
     interleave_granularity_B: int = F(256, unit="B", desc="contiguous bytes mapped to one channel before moving to the next", source="assumption: 256 B channel interleave, common in GPU memory systems", gt=0)
     xor_bank_hash: bool = F(True, unit="bool", desc="XOR row bits into bank/bank-group bits to spread strided streams", source="issue 3 (XOR bank hash)")
+    channel_hash: bool = F(
+        True, unit="bool",
+        desc="fold the address bits above the channel digit into the channel index, so strides that are multiples of channels x granularity (e.g. a column-major tile's columns) spread over channels",
+        source="GPUs hash memory-partition selection (Accel-Sim's validated Volta model uses IPOLY partition hashing: paper ref. [31], Khairy et al. 2018)")
     field_order: str = F(
         "col_low,channel,col_high,bankgroup,bank,row", unit="text",
         desc="row_bank_column_channel map: address digits, least significant first (col_low = granularity-sized column chunk)",

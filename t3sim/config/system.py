@@ -65,17 +65,12 @@ class CollectiveConfig(Model):
     pipeline_slices: int = F(
         4, unit="count", desc="slices each step's transfer is cut into, so reading/reducing one slice overlaps sending the previous",
         source="assumption: NCCL/RCCL pipeline a chunk in slices (NCCL_STEPS-style); 4 slices per chunk", ge=1)
-    inflight_bytes_per_cu: int = F(
+    inflight_per_cu_B: int = F(
         8192, unit="B",
         desc="bytes of loads, per source buffer, that one CU running a collective keeps in flight; a CU issues its next sub-batch "
              "only when the previous one returned, so throughput = CUs x this / load latency (Little's law)",
         source="RCCL ring kernels: one 256-thread block per CU (channel), 16 B (dwordx4) loads per thread, COLL_UNROLL = 2 "
                "(ROCm/rccl src/device/common.h): 256 x 16 B x 2 = 8 KiB per source", gt=0)
-    sim_mode: Literal["homogeneous", "explicit"] = F(
-        "homogeneous", unit="enum",
-        desc="homogeneous: simulate GPU 0's memory in full and mirror its timing on the other GPUs (their traffic still crosses "
-             "the links into GPU 0); explicit: every GPU has its own memory model",
-        source="paper Sec. 5.1.1, Fig. 13 (homogeneous); issue 4 (explicit, for asymmetric systems)")
 
 
 class SystemConfig(Model):

@@ -13,7 +13,12 @@ Registered ``address_map`` plug-ins (selected by ``address_map.kind``):
   column digits (so a channel's consecutive chunks stay in one open row),
   then bank group, bank and row. With ``xor_bank_hash`` the low row digits
   are XOR-ed (added modulo for non-powers of two) into bank group and bank,
-  so streams whose stride is a multiple of a row spread over banks.
+  so streams whose stride is a multiple of a row spread over banks. With
+  ``channel_hash`` the digits above the channel digit (read as one number in
+  base ``channels``) are summed and added to the channel digit modulo the
+  channel count: for any fixed upper bits this is a rotation, so contiguous
+  streams stay perfectly spread, while strides that would hit one channel
+  (partition camping) rotate over all channels.
 * ``row_bank_column_channel``: the same digits in the order named by
   ``field_order`` (least significant first), for experiments.
 """
@@ -67,6 +72,7 @@ class DigitMap:
             raise ValueError(f"field order must be a permutation of {FIELDS}")
         self.order = tuple(order)
         self.xor = bool(amap.xor_bank_hash)
+        self.chash = bool(getattr(amap, "channel_hash", False))
         self.cols = cols
 
     @property
@@ -82,12 +88,12 @@ class DigitMap:
             raise ValueError("addresses must be non-negative")
         radix = np.array([self.radix[f] for f in self.order], dtype=np.int64)
         pos = np.array([self.order.index(f) for f in FIELDS], dtype=np.int64)
-        unit, bg, bank, row, col, line = _map_kernel(a, self.access_B, radix, pos, self.bpg, self.xor)
+        unit, bg, bank, row, col, line = _map_kernel(a, self.access_B, radix, pos, self.bpg, self.xor, self.chash)
         return Mapped(unit=unit, bankgroup=bg, bank=bank, row=row, column=col, line=line)
 
 
 @nb.njit(cache=True)
-def _map_kernel(a, access_B, radix, pos, bpg, xor):  # pragma: no cover - compiled
+def _map_kernel(a, access_B, radix, pos, bpg, xor, chash):  # pragma: no cover - compiled
     """Mixed-radix digits of each line (digit i has radix ``radix[i]``); ``pos[k]`` = digit of FIELDS[k]."""
     n = a.size
     nd = radix.size
@@ -113,7 +119,18 @@ def _map_kernel(a, access_B, radix, pos, bpg, xor):  # pragma: no cover - compil
         if xor:
             bg = _hash1(bg, row, nbg)
             bk = _hash1(bk, row // nbg, bpg)
-        unit[i] = d[pos[1]]
+        ch = d[pos[1]]
+        nch = radix[pos[1]]
+        if chash and nch > 1:
+            upper = 0
+            for k in range(nd - 1, pos[1], -1):
+                upper = upper * radix[k] + d[k]
+            fold = 0
+            while upper > 0:
+                fold += upper % nch
+                upper //= nch
+            ch = (ch + fold) % nch
+        unit[i] = ch
         bgs[i] = bg
         bank[i] = bg * bpg + bk
         rows[i] = row

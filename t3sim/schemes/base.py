@@ -17,8 +17,9 @@ beside these with their own flags.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
+from t3sim.errors import InputError
 from t3sim.registry import add, get
 
 
@@ -33,7 +34,19 @@ class Scheme:
     arbitration: Optional[str] = None
     ideal: bool = False
     paper_section: str = "5.3"
+    #: runs the scheme on a built :class:`~t3sim.system.model.SystemModel` and returns its
+    #: :class:`~t3sim.schemes.sequential.Phases`; None while the mechanism it needs is not built.
+    execute: Optional[Callable] = None
+    missing: str = ""
 
+    def run(self, model):
+        if self.execute is None:
+            raise InputError("scheme.kind", f"{self.name!r}, which cannot run yet ({self.missing})",
+                             ", ".join(n for n, s in SCHEMES.items() if s.execute is not None))
+        return self.execute(model)
+
+
+from t3sim.schemes.sequential import run_ideal, run_sequential_scheme  # noqa: E402
 
 SCHEMES: Dict[str, Scheme] = {}
 
@@ -43,14 +56,18 @@ def _reg(s: Scheme) -> None:
     SCHEMES[s.name] = s
 
 
-_reg(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline)"))
+_FUSED = "the fused GEMM-RS with tracker, DMA and NMC lands with issue 5"
+
+_reg(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline)",
+            execute=run_sequential_scheme))
 _reg(Scheme("t3", "fused GEMM-RS with tracker-triggered DMA and NMC reductions, round-robin MC arbitration; then AG",
-            fused_rs=True, nmc=True, arbitration="round_robin", paper_section="4.1-4.4, 5.3"))
+            fused_rs=True, nmc=True, arbitration="round_robin", paper_section="4.1-4.4, 5.3", missing=_FUSED))
 _reg(Scheme("t3_mca", "T3 plus communication-aware MC arbitration (Sec. 4.5); then AG",
-            fused_rs=True, nmc=True, arbitration="t3_mca", paper_section="4.5, 5.3"))
+            fused_rs=True, nmc=True, arbitration="t3_mca", paper_section="4.5, 5.3", missing=_FUSED))
 _reg(Scheme("ideal_gemm_rs_overlap", "max(isolated GEMM, isolated RS) + AG: perfect software overlap, no contention",
-            ideal=True))
-_reg(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", ideal=True, nmc=True))
+            ideal=True, execute=lambda m: run_ideal(m, "baseline")))
+_reg(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", ideal=True, nmc=True,
+            execute=lambda m: run_ideal(m, "nmc")))
 
 
 def scheme_for(name: str) -> Scheme:

@@ -210,7 +210,7 @@ def test_links_conserve_bytes_and_carry_the_plan():
 
 
 def test_fewer_cus_is_slower_monotone():
-    """Little's law: each CU has inflight_bytes_per_cu of loads in flight, so few CUs cannot feed the links."""
+    """Little's law: each CU has inflight_per_cu_B of loads in flight, so few CUs cannot feed the links."""
     system = _system(8)
     elems = 2048 * 1024  # 4 MiB
     d = {}

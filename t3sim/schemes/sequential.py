@@ -1,0 +1,72 @@
+"""Sequential (the baseline) and the two ideal configurations (paper Sec. 5.3).
+
+Sequential: the sliced GEMM, then the reduce-scatter, then the all-gather,
+each a separate kernel using all CUs (collectives as RCCL-style GPU kernels).
+
+Ideal-GEMM-RS-Overlap: ``max(GEMM, RS) + AG`` from the isolated kernel times
+(the kernels of a Sequential run execute one at a time, so its phase times
+are the isolated times). Ideal-RS+NMC: the same with an RS whose reductions
+use near-memory op-and-store (Fig. 10(b)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict
+
+from t3sim.results.stats import Stats
+from t3sim.sim.clock import TICKS_PER_US
+
+
+@dataclass
+class Phases:
+    """Phase times of one run, in ticks. ``total`` is the sub-layer time the scheme reports."""
+
+    gemm: int
+    rs: int
+    ag: int
+    total: int
+
+    def stats(self) -> Stats:
+        s = Stats()
+        for name, desc in (("gemm", "sliced GEMM kernel time"), ("rs", "reduce-scatter time"),
+                           ("ag", "all-gather time"), ("total", "sub-layer time under this scheme")):
+            s.add(f"time.{name}_us", getattr(self, name) / TICKS_PER_US, "us", desc)
+        return s
+
+    def summary(self) -> Dict[str, float]:
+        return {f"{k}_us": round(getattr(self, k) / TICKS_PER_US, 6) for k in ("gemm", "rs", "ag", "total")}
+
+
+def run_sequential(model, rs_variant: str = "baseline") -> Phases:
+    """Run GEMM -> RS -> AG back to back on ``model``; returns the phase times."""
+    env, eng = model.env, model.engine
+    marks: Dict[str, int] = {}
+
+    def pipeline():
+        marks["start"] = env.now
+        yield model.gemm()
+        for h in model.hiers.values():  # the GEMM kernel ends: the MC sees the kernel boundary
+            h.port.kernel_boundary()
+        marks["gemm"] = env.now
+        yield model.collective("reduce_scatter", variant=rs_variant).done
+        marks["rs"] = env.now
+        yield model.collective("all_gather").done
+        marks["ag"] = env.now
+        eng.finish()
+
+    env.process(pipeline())
+    eng.run(progress=lambda t: f"[{model.exp.name}] simulated {t / TICKS_PER_US:,.1f} us", progress_every_s=5.0)
+    g = marks["gemm"] - marks["start"]
+    rs = marks["rs"] - marks["gemm"]
+    ag = marks["ag"] - marks["rs"]
+    return Phases(g, rs, ag, g + rs + ag)
+
+
+def run_sequential_scheme(model) -> Phases:
+    return run_sequential(model)
+
+
+def run_ideal(model, rs_variant: str) -> Phases:
+    p = run_sequential(model, rs_variant)
+    return Phases(p.gemm, p.rs, p.ag, max(p.gemm, p.rs) + p.ag)
