@@ -30,6 +30,7 @@ def simulate(exp: ExperimentConfig) -> RunResult:
     scheme = scheme_for(exp.scheme.kind)
     model = SystemModel(exp)
     phases = scheme.run(model)
+    model.network.check_conserved()  # invariant: bytes sent == bytes received on every link
     stats = phases.stats()
     stats.merge("", model.stats())
     w = exp.workload

@@ -1,0 +1,61 @@
+"""Whole Sequential runs (issue 4): modes agree, links conserve bytes, RS near the analytic ring estimate."""
+
+from __future__ import annotations
+
+import pytest
+
+from t3sim.system import simulate
+from tests.system.helpers import exp
+
+
+def _run(n: int, mode: str, *extra: str):
+    return simulate(exp("workload.sublayer=OP", "workload.tokens=256", f"workload.tp={n}",
+                        f"system.interconnect.num_gpus={n}", f"simulation.mode={mode}", *extra))
+
+
+@pytest.mark.parametrize("n", [4, 8, pytest.param(16, marks=pytest.mark.slow)])
+def test_homogeneous_and_explicit_agree(n):
+    """Paper Sec. 5.1.1: by symmetry, simulating GPU 0 and mirroring it equals simulating every GPU."""
+    h = _run(n, "homogeneous").summary
+    x = _run(n, "explicit").summary
+    for key in ("gemm_us", "rs_us", "ag_us", "total_us"):
+        assert x[key] == pytest.approx(h[key], rel=0.03), key
+    assert x["rs_write_MB"] == pytest.approx(h["rs_write_MB"], rel=0.03)
+
+
+def test_run_result_is_complete_and_deterministic():
+    a = _run(4, "homogeneous")
+    b = _run(4, "homogeneous")
+    assert a.stats.to_dict() == b.stats.to_dict()  # same config + seed -> identical statistics
+    s = a.stats
+    for name in ("time.gemm_us", "time.rs_us", "time.ag_us", "time.total_us", "gpu0.dram_traffic.rs.read_bytes",
+                 "gpu0.l2.read_hits", "gpu0.hbm.bytes"):
+        assert name in s and s[name].unit and s[name].description
+    # every link conserves bytes (simulate() checks; here: the totals add up too)
+    inj = sum(v.value for k, v in s.items() if k.startswith("network.") and k.endswith("bytes_injected"))
+    dlv = sum(v.value for k, v in s.items() if k.startswith("network.") and k.endswith("bytes_delivered"))
+    assert inj == dlv > 0
+
+
+def test_unrunnable_scheme_is_an_input_error():
+    from t3sim.errors import InputError
+
+    with pytest.raises(InputError, match="cannot run yet"):
+        simulate(exp("scheme.kind=t3"))
+
+
+@pytest.mark.slow
+def test_tnlg_fc2_tp8_reduce_scatter_near_ring_estimate():
+    """T-NLG FC-2, TP=8, Table 1 (issue 4 'done when').
+
+    The array is the GEMM output T x H = 8192 x 4256 fp16 = S = 69,730,304 B. The ring RS uses both link
+    directions (two rings, each carrying half the array), so each of the N-1 = 7 steps moves a chunk of
+    S / N / 2 bytes per direction over a 75 GB/s link and pays the 500 ns link latency once:
+        t = (N-1) * (S / (2 N B) + L) + launch = 7 * (4,358,144 B / 75 GB/s + 0.5 us) + 5 us = 415.3 us.
+    The simulated RS (memory reads/writes, CU limits, step barriers) must lie within 15% of it.
+    """
+    r = simulate(exp())
+    S, N, B, L, launch = 8192 * 4256 * 2, 8, 75e9, 0.5e-6, 5e-6
+    estimate_us = ((N - 1) * (S / (2 * N) / B + L) + launch) * 1e6
+    assert estimate_us == pytest.approx(415.3, abs=0.1)
+    assert r.summary["rs_us"] == pytest.approx(estimate_us, rel=0.15)
