@@ -56,7 +56,8 @@ def _run(args: argparse.Namespace) -> int:
     w(f"peak bandwidth     {r['peak_GBps']:.1f} GB/s\n")
     w(f"efficiency         {100 * r['efficiency']:.1f} %\n")
     w(f"row-hit rate       {100 * r['row_hit_rate']:.1f} % (misses {r['row_misses']}, conflicts {r['row_conflicts']})\n")
-    w(f"mean read latency  {r['read_latency_mean_ns']:.1f} ns\n")
+    lat = r["read_latency_mean_ns"]
+    w(f"mean read latency  {lat:.1f} ns\n" if lat == lat else "mean read latency  n/a (no reads)\n")
     w(f"turnarounds        {r['turnarounds']}   refreshes {r['refreshes']}\n")
     if "timing_violations" in r:
         w(f"timing violations  {r['timing_violations']} (checker over {r['commands_checked']} commands)\n")
