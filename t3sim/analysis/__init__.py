@@ -1,0 +1,1 @@
+"""Analysis of simulated results against references (pure: no simulation imports)."""

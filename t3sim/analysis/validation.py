@@ -1,0 +1,280 @@
+"""Validation against hardware: measured CSVs, error metrics and the Fig. 14-style plot (pure; issue 4).
+
+Nothing here simulates (that is :mod:`t3sim.system.validate`); this module
+reads and checks measured data, compares simulated with measured times and
+draws the comparison.
+
+Measured CSV kinds (detected from the header):
+
+* ``collective``: ``collective,gpus,size_mb,dtype,median_us`` -- one collective
+  (``reduce_scatter``, ``all_reduce``, ``all_gather``) over ``gpus`` GPUs of an
+  array of ``size_mb`` decimal MB (1e6 B) per GPU in ``dtype``; measured median
+  time in microseconds.
+* ``gemm``: ``model,sublayer,tp,M,N,K,dtype,median_us`` -- one ``M x K`` by
+  ``K x N`` GEMM on one GPU; measured median time in microseconds.
+
+Error definitions (all dimensionless; ``s`` simulated, ``m`` measured):
+
+* per-row error ``s / m - 1`` (signed; +0.05 = simulation 5 % slow);
+* **geomean error** ``exp(mean_i |ln(s_i / m_i)|) - 1``: the geometric mean,
+  over rows, of each point's multiplicative distance from the ideal ``y = x``
+  line of a log-log sim-vs-measured plot (``max(s/m, m/s)``), minus one. This
+  is our reading of the T3 paper's "6 % geomean error versus the ideal dotted
+  line" (Sec. 5.1.1, Fig. 14): it is symmetric in over/under-prediction, never
+  lets errors of opposite sign cancel, and is defined for a perfect row (0);
+  for small errors it equals the geometric mean of ``|s/m - 1|`` to first order
+  of each term;
+* **geomean bias** ``exp(mean_i ln(s_i / m_i)) - 1``: the signed systematic
+  offset (errors of opposite sign cancel), reported beside it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from t3sim.config.workload import DTYPE_BYTES
+from t3sim.errors import InputError
+
+COLLECTIVE_COLUMNS = ("collective", "gpus", "size_mb", "dtype", "median_us")
+GEMM_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "dtype", "median_us")
+KINDS = {"collective": COLLECTIVE_COLUMNS, "gemm": GEMM_COLUMNS}
+COLLECTIVES = ("reduce_scatter", "all_reduce", "all_gather")
+
+
+@dataclass(frozen=True)
+class MeasuredRow:
+    """One measured row: ``where`` is ``file:line``; ``fields`` are typed (ints, floats, names)."""
+
+    where: str
+    fields: Dict[str, object]
+    measured_us: float
+
+    def label(self) -> str:
+        f = self.fields
+        if "collective" in f:
+            return f"{f['collective']} {f['gpus']}x {f['size_mb']:g} MB {f['dtype']}"
+        return f"{f['model']} {f['sublayer']} TP{f['tp']} {f['M']}x{f['N']}x{f['K']} {f['dtype']}"
+
+
+def detect_kind(header: Sequence[str], where: str) -> str:
+    """``collective`` or ``gemm`` from a CSV header; :class:`InputError` naming the missing columns."""
+    cols = [c.strip() for c in header]
+    for kind, need in KINDS.items():
+        if all(c in cols for c in need):
+            return kind
+    best = min(KINDS.values(), key=lambda need: sum(c not in cols for c in need))
+    missing = [c for c in best if c not in cols]
+    raise InputError(where, f"header {cols} (missing {', '.join(missing)})",
+                     f"columns {','.join(COLLECTIVE_COLUMNS)} or {','.join(GEMM_COLUMNS)}")
+
+
+def _typed(value: str, kind: type, name: str, where: str, minimum: Optional[float] = None) -> object:
+    text = value.strip()
+    try:
+        v = kind(text)
+    except ValueError:
+        what = "an integer" if kind is int else "a number"
+        raise InputError(where, f"{name}={text!r}", what) from None
+    if kind is float and not math.isfinite(v):
+        raise InputError(where, f"{name}={text!r}", "a finite number")
+    if minimum is not None and v < minimum:
+        raise InputError(where, f"{name}={text!r}", f"{'an integer' if kind is int else 'a number'} >= {minimum:g}")
+    return v
+
+
+def _positive(value: str, name: str, where: str) -> float:
+    v = _typed(value, float, name, where)
+    if v <= 0:
+        raise InputError(where, f"{name}={value.strip()!r}", "a number > 0")
+    return v
+
+
+def _parse_row(kind: str, r: Dict[str, str], where: str) -> MeasuredRow:
+    dtype = r["dtype"].strip()
+    if dtype not in DTYPE_BYTES:
+        raise InputError(where, f"dtype={dtype!r}", ", ".join(DTYPE_BYTES))
+    if kind == "collective":
+        coll = r["collective"].strip()
+        if coll not in COLLECTIVES:
+            raise InputError(where, f"collective={coll!r}", ", ".join(COLLECTIVES))
+        f: Dict[str, object] = {"collective": coll, "gpus": _typed(r["gpus"], int, "gpus", where, 2),
+                                "size_mb": _positive(r["size_mb"], "size_mb", where), "dtype": dtype}
+    else:
+        f = {"model": r["model"].strip(), "sublayer": r["sublayer"].strip(),
+             "tp": _typed(r["tp"], int, "tp", where, 1), "dtype": dtype}
+        for dim in ("M", "N", "K"):
+            f[dim] = _typed(r[dim], int, dim, where, 1)
+    return MeasuredRow(where, f, _positive(r["median_us"], "median_us", where))
+
+
+def read_measured(path: str | Path, kind: Optional[str] = None) -> Tuple[str, List[MeasuredRow]]:
+    """Read a measured CSV; returns ``(kind, rows)``. Every problem is an :class:`InputError` at ``file:line``.
+
+    ``kind`` (``collective`` / ``gemm``) forces the expected columns; default: detected from the header.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (FileNotFoundError, IsADirectoryError):
+        raise InputError(str(path), "no such file", "an existing CSV file") from None
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = [c.strip() for c in next(reader)]
+    except StopIteration:
+        raise InputError(f"{path}:1", "an empty file", "a CSV header row") from None
+    if kind is None:
+        kind = detect_kind(header, f"{path}:1")
+    else:
+        missing = [c for c in KINDS[kind] if c not in header]
+        if missing:
+            raise InputError(f"{path}:1", f"header {header} (missing {', '.join(missing)})",
+                             f"columns {','.join(KINDS[kind])}")
+    rows: List[MeasuredRow] = []
+    for r in reader:
+        where = f"{path}:{reader.line_num}"
+        if not r or all(not c.strip() for c in r):
+            continue
+        if len(r) != len(header):
+            raise InputError(where, f"{len(r)} fields", f"{len(header)} fields ({', '.join(header)})")
+        rows.append(_parse_row(kind, dict(zip(header, r)), where))
+    if not rows:
+        raise InputError(str(path), "no data rows", "at least one measured row after the header")
+    return kind, rows
+
+
+# ---------------------------------------------------------------------------- metrics
+def row_error(sim: float, meas: float) -> float:
+    """Signed relative error ``sim / meas - 1`` (dimensionless)."""
+    return sim / meas - 1.0
+
+
+def geomean_error(sims: Sequence[float], meas: Sequence[float]) -> float:
+    """``exp(mean |ln(sim/meas)|) - 1`` (module doc): geometric-mean distance from ``y = x``."""
+    _check(sims, meas)
+    return math.exp(sum(abs(math.log(s / m)) for s, m in zip(sims, meas)) / len(sims)) - 1.0
+
+
+def geomean_bias(sims: Sequence[float], meas: Sequence[float]) -> float:
+    """``exp(mean ln(sim/meas)) - 1``: the signed geometric-mean ratio minus one."""
+    _check(sims, meas)
+    return math.exp(sum(math.log(s / m) for s, m in zip(sims, meas)) / len(sims)) - 1.0
+
+
+def _check(sims: Sequence[float], meas: Sequence[float]) -> None:
+    if len(sims) != len(meas) or not sims:
+        raise ValueError(f"need equally many (>0) simulated and measured values, got {len(sims)} and {len(meas)}")
+    if any(not (x > 0) for x in (*sims, *meas)):
+        raise ValueError("times must be > 0")
+
+
+def linear_fit(x: Sequence[float], y: Sequence[float]) -> Tuple[float, float]:
+    """Ordinary least-squares line ``y = slope * x + intercept``; returns ``(slope, intercept)``."""
+    n = len(x)
+    if n < 2 or len(y) != n:
+        raise ValueError("linear_fit needs >= 2 equally long x and y")
+    mx, my = sum(x) / n, sum(y) / n
+    sxx = sum((a - mx) ** 2 for a in x)
+    if sxx == 0:
+        raise ValueError("linear_fit needs at least two distinct x")
+    slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx
+    return slope, my - slope * mx
+
+
+@dataclass
+class Comparison:
+    """Simulated beside measured for every row (times in us, errors dimensionless)."""
+
+    kind: str
+    system: str
+    rows: List[MeasuredRow]
+    sim_us: List[float]
+    wall_s: List[float] = field(default_factory=list)
+    details: List[Dict[str, float]] = field(default_factory=list)
+
+    @property
+    def errors(self) -> List[float]:
+        return [row_error(s, r.measured_us) for s, r in zip(self.sim_us, self.rows)]
+
+    @property
+    def geomean_error(self) -> float:
+        return geomean_error(self.sim_us, [r.measured_us for r in self.rows])
+
+    @property
+    def geomean_bias(self) -> float:
+        return geomean_bias(self.sim_us, [r.measured_us for r in self.rows])
+
+    def records(self) -> List[Dict[str, object]]:
+        """One flat mapping per row: the measured fields, times (us), error, wall time (s)."""
+        out = []
+        for i, (r, s, e) in enumerate(zip(self.rows, self.sim_us, self.errors)):
+            rec: Dict[str, object] = {**r.fields, "measured_us": r.measured_us, "simulated_us": round(s, 3),
+                                      "error": round(e, 5)}
+            if self.wall_s:
+                rec["wall_s"] = round(self.wall_s[i], 2)
+            out.append(rec)
+        return out
+
+    def summary(self) -> Dict[str, object]:
+        return {"kind": self.kind, "system": self.system, "rows": len(self.rows),
+                "geomean_error": round(self.geomean_error, 5), "geomean_bias": round(self.geomean_bias, 5),
+                "max_abs_error": round(max(abs(e) for e in self.errors), 5)}
+
+    def table(self) -> str:
+        """Plain-text table: one line per row, then the geomean error."""
+        head = ["row", "measured us", "simulated us", "error"]
+        cells = [[r.label(), f"{r.measured_us:.1f}", f"{s:.1f}", f"{e:+.1%}"]
+                 for r, s, e in zip(self.rows, self.sim_us, self.errors)]
+        w = [max(len(c[i]) for c in [head, *cells]) for i in range(4)]
+        line = lambda c: "  ".join(x.ljust(w[0]) if i == 0 else x.rjust(w[i]) for i, x in enumerate(c))  # noqa: E731
+        s = self.summary()
+        return "\n".join([line(head), "  ".join("-" * x for x in w), *map(line, cells),
+                          f"geomean error {s['geomean_error']:.1%} (bias {s['geomean_bias']:+.1%}, "
+                          f"max |error| {s['max_abs_error']:.1%}) over {s['rows']} rows on {self.system}"]) + "\n"
+
+    def write_csv(self, path: str | Path) -> Path:
+        recs = self.records()
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(recs[0]))
+            w.writeheader()
+            w.writerows(recs)
+        return path
+
+
+def plot_comparison(cmp: Comparison, path: str | Path, title: Optional[str] = None) -> Path:
+    """Fig. 14-style plot: simulated vs measured time (us) on log-log axes with the ideal ``y = x`` dotted line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    meas = [r.measured_us for r in cmp.rows]
+    lo, hi = min(meas + cmp.sim_us) / 1.5, max(meas + cmp.sim_us) * 1.5
+    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    ax.plot([lo, hi], [lo, hi], ":", color="k", lw=1.2, label="ideal (simulated = measured)")
+    ax.scatter(meas, cmp.sim_us, s=30, color="tab:blue", zorder=3, label="simulated")
+    for r, s in zip(cmp.rows, cmp.sim_us):
+        tag = f"{r.fields['size_mb']:g} MB" if cmp.kind == "collective" else str(r.fields["sublayer"])
+        ax.annotate(tag, (r.measured_us, s), textcoords="offset points", xytext=(5, -10), fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured time (us)")
+    ax.set_ylabel("simulated time (us)")
+    what = "reduce-scatter" if cmp.kind == "collective" else "GEMM"
+    ax.set_title(title or f"{what} on {cmp.system}: geomean error {cmp.geomean_error:.1%}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(True, which="both", alpha=0.25)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path

@@ -1,0 +1,73 @@
+"""``t3sim validate``: simulated vs measured hardware times, per row and geomean (issue 4).
+
+::
+
+    t3sim validate --system CONFIG --measured CSV [--gemm CSV] [--out DIR] [--jobs N] [--json]
+
+``--measured`` takes a collective CSV (``collective,gpus,size_mb,dtype,median_us``)
+or a GEMM CSV (``model,sublayer,tp,M,N,K,dtype,median_us``), detected from its
+header; ``--gemm`` forces the GEMM columns. Writes ``<stem>.csv`` (sim beside
+measured) and ``<stem>.png`` (Fig. 14-style plot) under ``--out`` (default
+``results/validation/<system-name>/``). Definitions: :mod:`t3sim.analysis.validation`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import List
+
+from t3sim.analysis.validation import Comparison, plot_comparison, read_measured
+from t3sim.config import load_system
+from t3sim.errors import InputError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="compare simulated with measured times (collectives or GEMMs)")
+    p.add_argument("--system", required=True, help="system YAML (e.g. configs/systems/h200-4gpu.yaml)")
+    p.add_argument("--measured", action="append", default=[], metavar="CSV",
+                   help="measured CSV, collective or GEMM columns (repeatable)")
+    p.add_argument("--gemm", action="append", default=[], metavar="CSV", help="measured GEMM CSV (repeatable)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a system field, e.g. collective.cus=16 (repeatable)")
+    p.add_argument("--out", default=None, help="output folder (default results/validation/<system-name>/)")
+    p.add_argument("--jobs", type=int, default=0, help="parallel processes (default: CPUs available)")
+    p.add_argument("--json", action="store_true", help="print rows and summary as JSON instead of tables")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from t3sim.system.validate import default_jobs, simulate_rows, system_for_gpus
+
+    inputs = [(path, None) for path in args.measured] + [(path, "gemm") for path in args.gemm]
+    if not inputs:
+        raise InputError("t3sim validate", "no measured CSV", "--measured CSV and/or --gemm CSV")
+    system = load_system(args.system, args.overrides)
+    # Read and check every file (and every row's GPU count) before simulating anything.
+    loaded = []
+    for path, kind in inputs:
+        kind, rows = read_measured(path, kind)
+        if kind == "collective":
+            for r in rows:
+                system_for_gpus(system, int(r.fields["gpus"]), r.where)
+        loaded.append((path, kind, rows))
+    out = Path(args.out) if args.out else Path("results") / "validation" / system.name
+    comparisons: List[Comparison] = []
+    for path, kind, rows in loaded:
+        jobs = args.jobs if args.jobs > 0 else default_jobs(len(rows))
+        outcomes = simulate_rows(system, kind, [r.fields for r in rows], [r.where for r in rows], jobs=jobs)
+        cmp = Comparison(kind, system.name, rows, [o.sim_us for o in outcomes], [o.wall_s for o in outcomes],
+                         [o.detail for o in outcomes])
+        stem = Path(path).stem
+        csv_path = cmp.write_csv(out / f"{stem}.csv")
+        png_path = plot_comparison(cmp, out / f"{stem}.png")
+        comparisons.append(cmp)
+        if not args.json:
+            sys.stdout.write(f"{path} ({kind}):\n{cmp.table()}wrote {csv_path} and {png_path}\n\n")
+    if args.json:
+        json.dump([{"file": str(p), **c.summary(), "rows": c.records()} for (p, _, _), c in zip(loaded, comparisons)],
+                  sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    return 0
