@@ -15,17 +15,18 @@ Measured CSV kinds (detected from the header):
 
 Error definitions (all dimensionless; ``s`` simulated, ``m`` measured):
 
-* per-row error ``s / m - 1`` (signed; +0.05 = simulation 5 % slow);
-* **geomean error** ``exp(mean_i |ln(s_i / m_i)|) - 1``: the geometric mean,
-  over rows, of each point's multiplicative distance from the ideal ``y = x``
-  line of a log-log sim-vs-measured plot (``max(s/m, m/s)``), minus one. This
-  is our reading of the T3 paper's "6 % geomean error versus the ideal dotted
-  line" (Sec. 5.1.1, Fig. 14): it is symmetric in over/under-prediction, never
-  lets errors of opposite sign cancel, and is defined for a perfect row (0);
-  for small errors it equals the geometric mean of ``|s/m - 1|`` to first order
-  of each term;
+* per-row error ``e_i = s_i / m_i - 1`` (signed; +0.05 = simulation 5 % slow);
+* **geomean error** ``exp(mean_i ln max(|e_i|, 1e-4))``: the geometric mean of
+  the per-row absolute errors -- our reading of the T3 paper's "6 % geomean
+  error versus the ideal dotted line" (Sec. 5.1.1, Fig. 14): each point's
+  relative distance from the ideal line, geomean over sizes. Rows are floored
+  at 0.01 % so that one exact row does not make the geomean 0;
+* **log-ratio error** ``exp(mean_i |ln(s_i / m_i)|) - 1``: the geometric mean
+  of each point's multiplicative distance from ``y = x`` (``max(s/m, m/s)``),
+  minus one. Large misses dominate it and small ones cannot pull it toward 0;
+  reported beside it;
 * **geomean bias** ``exp(mean_i ln(s_i / m_i)) - 1``: the signed systematic
-  offset (errors of opposite sign cancel), reported beside it.
+  offset (errors of opposite sign cancel).
 """
 
 from __future__ import annotations
@@ -153,7 +154,17 @@ def row_error(sim: float, meas: float) -> float:
     return sim / meas - 1.0
 
 
+#: Per-row absolute errors below this are counted as this in :func:`geomean_error` (0.01 %).
+ERROR_FLOOR = 1e-4
+
+
 def geomean_error(sims: Sequence[float], meas: Sequence[float]) -> float:
+    """Geometric mean of ``max(|sim/meas - 1|, ERROR_FLOOR)`` over rows (module doc)."""
+    _check(sims, meas)
+    return math.exp(sum(math.log(max(abs(s / m - 1.0), ERROR_FLOOR)) for s, m in zip(sims, meas)) / len(sims))
+
+
+def log_ratio_error(sims: Sequence[float], meas: Sequence[float]) -> float:
     """``exp(mean |ln(sim/meas)|) - 1`` (module doc): geometric-mean distance from ``y = x``."""
     _check(sims, meas)
     return math.exp(sum(abs(math.log(s / m)) for s, m in zip(sims, meas)) / len(sims)) - 1.0
@@ -205,6 +216,10 @@ class Comparison:
         return geomean_error(self.sim_us, [r.measured_us for r in self.rows])
 
     @property
+    def log_ratio_error(self) -> float:
+        return log_ratio_error(self.sim_us, [r.measured_us for r in self.rows])
+
+    @property
     def geomean_bias(self) -> float:
         return geomean_bias(self.sim_us, [r.measured_us for r in self.rows])
 
@@ -221,7 +236,8 @@ class Comparison:
 
     def summary(self) -> Dict[str, object]:
         return {"kind": self.kind, "system": self.system, "rows": len(self.rows),
-                "geomean_error": round(self.geomean_error, 5), "geomean_bias": round(self.geomean_bias, 5),
+                "geomean_error": round(self.geomean_error, 5),
+                "log_ratio_error": round(self.log_ratio_error, 5), "geomean_bias": round(self.geomean_bias, 5),
                 "max_abs_error": round(max(abs(e) for e in self.errors), 5)}
 
     def table(self) -> str:
@@ -233,8 +249,8 @@ class Comparison:
         line = lambda c: "  ".join(x.ljust(w[0]) if i == 0 else x.rjust(w[i]) for i, x in enumerate(c))  # noqa: E731
         s = self.summary()
         return "\n".join([line(head), "  ".join("-" * x for x in w), *map(line, cells),
-                          f"geomean error {s['geomean_error']:.1%} (bias {s['geomean_bias']:+.1%}, "
-                          f"max |error| {s['max_abs_error']:.1%}) over {s['rows']} rows on {self.system}"]) + "\n"
+                          f"geomean error {s['geomean_error']:.1%} (log-ratio {s['log_ratio_error']:.1%}, "
+                          f"bias {s['geomean_bias']:+.1%}, max |error| {s['max_abs_error']:.1%}) over {s['rows']} rows on {self.system}"]) + "\n"
 
     def write_csv(self, path: str | Path) -> Path:
         recs = self.records()
