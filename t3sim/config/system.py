@@ -41,7 +41,8 @@ class TrackerConfig(Model):
     granularity: Literal["wf", "wg"] = F("wf", unit="enum", desc="region tracked by one entry: a WF's or a WG's output tile", source="paper Sec. 4.2.1 (WF granularity)")
     granularity_multiple: int = F(1, unit="count", desc="tiles per tracked region (coarser tracking)", source="issue 5", gt=0)
     address_bits: int = F(48, unit="bits", desc="bits of the starting virtual address stored per entry", source="assumption: 48-bit virtual addresses (x86-64/GPU VA width)", gt=0)
-    counter_bits: int = F(16, unit="bits", desc="bits of the access counter per entry", source="assumption: enough for wf_tile_size x 2 updates", gt=0)
+    counter_bits: int = F(16, unit="bits", desc="bits of the access counter per entry", source="assumption: enough for wf_tile_size x 2 updates; with address_bits=48 and wg_id_bits=16 gives the paper's 19 KB (t3sim/dma/tracker.py)", gt=0)
+    wg_id_bits: int = F(16, unit="bits", desc="bits of a WG id; the tag's wg_msb is wg_id_bits - log2(entries)", source="assumption: 16-bit WG ids (64K WGs per kernel) make the paper's stated fields total its 19 KB (Sec. 4.2.1)", gt=0)
     full_policy: Literal["stall"] = F("stall", unit="enum", desc="what an access does when its set is full", source="issue 5")
 
 
@@ -50,7 +51,10 @@ class DMAConfig(Model):
 
     engines: int = F(4, unit="count", desc="DMA engines per GPU", source="assumption: AMD CDNA GPUs expose several SDMA engines", gt=0)
     issue_latency_ns: float = F(100.0, unit="ns", desc="delay from a ready entry to the engine's first request", source="assumption: commands are pre-queued (paper Sec. 5.1.1), leaving only a short start-up", ge=0)
-    max_outstanding_requests: int = F(64, unit="count", desc="memory requests in flight per engine", source="assumption", gt=0)
+    max_outstanding_requests: int = F(
+        256, unit="count", desc="64 B memory requests in flight per engine",
+        source="assumption: 256 x 64 B = 16 KiB in flight per engine; at ~0.5 us loaded HBM latency that is ~33 GB/s (Little's law), so the 4 engines can feed a 75 GB/s link", gt=0)
+    batch_requests: int = F(16, unit="count", desc="requests an engine reads (and sends) as one batch", source="assumption: 1 KiB DMA bursts", gt=0)
 
 
 class CollectiveConfig(Model):

@@ -1,0 +1,247 @@
+"""DMA engines and the remote-write data path of T3 (paper Secs. 4.2.2, 4.3).
+
+:class:`Fabric` carries address-mapped data between GPUs: a :class:`Payload`
+(the 64 B request addresses, their ``wg_id``/``wf_id`` for the destination's
+tracker, op store/update and, in functional mode, the data) goes over
+:meth:`Network.send` with a :class:`PacketMeta`; at a simulated destination
+every arriving packet becomes uncached communication-stream writes or
+near-memory updates of its requests in that GPU's
+:class:`~t3sim.compute.memhier.MemoryHierarchy`, carrying ``wg_id``/``wf_id``
+so the destination tracker counts them. Packets must be whole requests
+(``packet_size_B`` a multiple of 64 B). At a shadow GPU (homogeneous mode)
+packets are delivered and dropped. A payload has *landed* when all its
+requests are written at the destination (shadow: when its last packet
+arrived); :class:`Completion` counts payloads not yet landed.
+
+:class:`DMAEngines` (one per GPU): ``engines`` engines share a FIFO of ready
+commands (commands are pre-queued before the kernel, Sec. 5.1.1, so a ready
+tracker entry only has to mark its block ready). An engine takes a block,
+waits ``issue_latency_ns``, then streams it in batches of ``batch_requests``
+64 B requests, keeping at most ``max_outstanding_requests`` reads in flight:
+each batch is read from local DRAM uncached on the communication stream
+(category ``rs``, Fig. 18 "RS reads") and, when its data is back, sent to the
+peer as one payload (op from the ``dma_map`` call). The engine takes its next
+block after the last batch of this one has been read.
+
+Invariants: every block is triggered at most once; a block is never read
+before :meth:`DMAEngines.trigger` (i.e. before its tracker entries reached
+their thresholds); bytes sent == bytes delivered (network conservation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+import simpy
+
+from t3sim.compute.memhier import REQ_B, MemoryHierarchy
+from t3sim.interconnect.network import Network, PacketMeta
+from t3sim.memory.request import Kind, Stream
+from t3sim.sim.clock import ns_to_ticks
+from t3sim.sim.engine import Component, Engine
+
+
+class Completion:
+    """Counts outstanding work; :attr:`done` fires once sealed and the count is zero."""
+
+    def __init__(self, env: simpy.Environment):
+        self.env = env
+        self.n = 0
+        self.sealed = False
+        self.done = env.event()
+
+    def add(self, k: int = 1) -> None:
+        if self.done.triggered:
+            raise RuntimeError("work added after completion")
+        self.n += k
+
+    def finish(self, k: int = 1) -> None:
+        self.n -= k
+        assert self.n >= 0
+        self._check()
+
+    def seal(self) -> None:
+        self.sealed = True
+        self._check()
+
+    def _check(self) -> None:
+        if self.sealed and self.n == 0 and not self.done.triggered:
+            self.done.succeed(self.env.now)
+
+
+@dataclass(eq=False)
+class Payload:
+    """Address-mapped data on its way to a peer (the packets' ``meta.tag``)."""
+
+    addrs: np.ndarray
+    wg_id: np.ndarray
+    wf_id: np.ndarray
+    op: str
+    data: Optional[np.ndarray] = None
+    category: str = "rs"
+    left: int = field(default=-1)
+    on_land: Optional[Callable[[], None]] = None
+
+    def __post_init__(self) -> None:
+        self.left = len(self.addrs)
+
+    @property
+    def nbytes(self) -> int:
+        return REQ_B * len(self.addrs)
+
+
+class Fabric(Component):
+    """Sends payloads and writes arriving packets into simulated GPUs' memories (module doc)."""
+
+    def __init__(self, engine: Engine, network: Network, hiers: Dict[int, MemoryHierarchy], completion: Completion):
+        super().__init__(engine, "t3.fabric")
+        if network.packet_size_B % REQ_B:
+            raise ValueError(f"packet size {network.packet_size_B} B is not a multiple of {REQ_B} B")
+        self.network, self.hiers, self.completion = network, hiers, completion
+        self.sent_B = 0
+        self.landed_B = 0
+        self.in_flight = 0
+        for g in hiers:
+            network.set_receiver(g, self._receive)
+
+    def send(self, src: int, dst: int, pl: Payload) -> simpy.Event:
+        """Send ``pl`` from ``src`` to ``dst``; returns the network transfer event."""
+        if not len(pl.addrs):
+            ev = self.env.event()
+            ev.succeed()
+            return ev
+        self.completion.add()
+        self.in_flight += 1
+        self.sent_B += pl.nbytes
+        meta = PacketMeta(op=pl.op, wg_id=int(pl.wg_id[0]), wf_id=int(pl.wf_id[0]), addr=int(pl.addrs[0]), tag=pl)
+        ev = self.network.send(src, dst, pl.nbytes, meta)
+        if dst in self.hiers:
+            pl.on_land = self._landed
+        else:
+            ev.callbacks.append(lambda _e, pl=pl: self._landed(pl))
+        return ev
+
+    def _landed(self, pl: Payload) -> None:
+        self.landed_B += pl.nbytes
+        self.in_flight -= 1
+        self.progressed()
+        self.completion.finish()
+
+    def _receive(self, packet) -> None:
+        pl = packet.meta.tag
+        if not isinstance(pl, Payload):
+            return  # not T3 traffic (e.g. a collective kernel's packets, which its own hook handles)
+        i0, i1 = packet.offset // REQ_B, (packet.offset + packet.nbytes) // REQ_B
+        h = self.hiers[packet.dst]
+        ev = h.write(pl.addrs[i0:i1], pl.category, Stream.COMM, uncached=True, update=pl.op == "update",
+                     wg_id=pl.wg_id[i0:i1], wf_id=pl.wf_id[i0:i1],
+                     data=None if pl.data is None else pl.data[i0:i1])
+
+        def wrote(_e, n=i1 - i0):
+            pl.left -= n
+            if pl.left == 0:
+                pl.on_land(pl)
+
+        ev.callbacks.append(wrote)
+
+    def pending(self) -> str:
+        return f"{self.in_flight} payloads not landed" if self.in_flight else ""
+
+
+@dataclass(eq=False)
+class DmaBlock:
+    """One pre-queued DMA command: requests of a region (or block of regions) to copy to ``peer``."""
+
+    key: tuple
+    peer: int
+    op: str
+    addrs: np.ndarray
+    wg_id: np.ndarray
+    wf_id: np.ndarray
+    regions_left: int = 1
+    trigger_tick: int = -1
+    read_tick: int = -1
+
+
+class DMAEngines(Component):
+    """A GPU's DMA engines (module doc). ``cfg`` is a :class:`~t3sim.config.system.DMAConfig`."""
+
+    def __init__(self, engine: Engine, gpu: int, hier: MemoryHierarchy, fabric: Fabric, cfg,
+                 data_of: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+                 on_batch_sent: Optional[Callable[[DmaBlock, int, int], None]] = None):
+        super().__init__(engine, f"gpu{gpu}.dma")
+        self.gpu, self.hier, self.fabric, self.cfg = gpu, hier, fabric, cfg
+        self.functional = hier.mem.functional is not None
+        self.on_batch_sent = on_batch_sent
+        self.ready = simpy.Store(self.env)
+        self.latency = ns_to_ticks(cfg.issue_latency_ns)
+        self.blocks_done = 0
+        self.blocks_triggered = 0
+        self.busy = 0
+        self.bytes_read = 0
+        for i in range(cfg.engines):
+            self.env.process(self._run(i))
+
+    def trigger(self, block: DmaBlock, tick: int) -> None:
+        """The block's tracker entries all reached their thresholds at ``tick``: queue it for an engine."""
+        assert block.trigger_tick < 0, f"DMA block {block.key} triggered twice"
+        block.trigger_tick = max(int(tick), self.env.now)
+        self.blocks_triggered += 1
+        self.ready.put(block)
+
+    def _run(self, i: int):
+        env = self.env
+        cfg = self.cfg
+        B = int(cfg.batch_requests)
+        while True:
+            blk: DmaBlock = yield self.ready.get()
+            self.busy += 1
+            wait = blk.trigger_tick + self.latency - env.now
+            if wait > 0:
+                yield env.timeout(wait)
+            blk.read_tick = env.now
+            credits = simpy.Container(env, init=int(cfg.max_outstanding_requests), capacity=int(cfg.max_outstanding_requests))
+            n = len(blk.addrs)
+            reads: List[simpy.Event] = []
+            for k, j0 in enumerate(range(0, n, B)):
+                j1 = min(n, j0 + B)
+                yield credits.get(j1 - j0)
+                ev = self.hier.port.access(blk.addrs[j0:j1], Kind.READ, Stream.COMM,
+                                           _source(), wg_id=None, wf_id=None)
+                self.hier.traffic["rs"]["read"] += REQ_B * (j1 - j0)
+                self.bytes_read += REQ_B * (j1 - j0)
+                ev.callbacks.append(lambda e, j0=j0, j1=j1, k=k: self._send(blk, k, j0, j1, e.value, credits))
+                reads.append(ev)
+            yield env.all_of(reads)
+            self.blocks_done += 1
+            self.busy -= 1
+            self.progressed()
+
+    def _send(self, blk: DmaBlock, k: int, j0: int, j1: int, res, credits: simpy.Container) -> None:
+        credits.put(j1 - j0)
+        data = res.data if self.functional else None
+        pl = Payload(blk.addrs[j0:j1], blk.wg_id[j0:j1], blk.wf_id[j0:j1], blk.op, data)
+        self.fabric.send(self.gpu, blk.peer, pl)
+        if self.on_batch_sent is not None:
+            self.on_batch_sent(blk, j0, j1)
+
+    def pending(self) -> str:
+        q = len(self.ready.items)
+        return f"{q} ready blocks queued, {self.busy} engines busy" if (q or self.busy) else ""
+
+    def stats(self):
+        from t3sim.results.stats import Stats
+
+        s = Stats()
+        s.add("blocks_triggered", self.blocks_triggered, "count", "DMA blocks made ready by the tracker (Sec. 4.2.2)")
+        s.add("blocks_done", self.blocks_done, "count", "DMA blocks fully read and sent")
+        s.add("bytes_read", self.bytes_read, "B", "bytes the DMA engines read from local DRAM (RS reads)")
+        return s
+
+
+def _source():
+    from t3sim.memory.request import Source
+
+    return Source.DMA
