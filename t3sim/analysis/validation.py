@@ -282,6 +282,12 @@ def plot_comparison(cmp: Comparison, path: str | Path, title: Optional[str] = No
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
+    from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(StrMethodFormatter("{x:g}"))
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("measured time (us)")
     ax.set_ylabel("simulated time (us)")
     what = "reduce-scatter" if cmp.kind == "collective" else "GEMM"

@@ -1,0 +1,101 @@
+"""``t3sim validate`` end to end: bad input (exit 2, one line), simulated vs measured on the H200 data.
+
+Wall times (H200 config; one process per row; an idle 2-core dev box is ~2x slower than these,
+measured on a 16-core host): RS rows 6/12/24/48/96/192 MB take about 8/9/11/14/20/35 s,
+GEMM rows 6-15 s each. The fast test runs the two smallest RS rows; the OP GEMM row and the full CSVs are slow tests.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from tests.conftest import REPO
+
+SYS = "configs/systems/h200-4gpu.yaml"
+RS = "experiments/validation/reduce_scatter_4gpu.csv"
+GEMM = "experiments/validation/gemm_calibration.csv"
+
+
+def _one_line_error(rc, out, err, *needles):
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("t3sim: error: ")
+    for n in needles:
+        assert n in err
+
+
+@pytest.mark.parametrize("body, needles", [
+    ("collective,gpus,size_mb,median_us\nreduce_scatter,4,6,50\n", (":1:", "missing dtype")),
+    ("collective,gpus,size_mb,dtype,median_us\nreduce_scatter,4,6,bf16,50\nreduce_scatter,x,6,bf16,50\n", (":3:", "gpus='x'")),
+    ("collective,gpus,size_mb,dtype,median_us\nbroadcast,4,6,bf16,50\n", (":2:", "broadcast", "reduce_scatter")),
+    # 128 GPUs do not fit the H200 config's 64-port switch: named at the row, before any simulation
+    ("collective,gpus,size_mb,dtype,median_us\nreduce_scatter,4,6,bf16,50\nreduce_scatter,128,6,bf16,50\n",
+     (":3:", "gpus=128", "switch_ports=64")),
+])
+def test_bad_csv_exit_2_one_line(run_cli, tmp_path, body, needles):
+    p = tmp_path / "bad.csv"
+    p.write_text(body)
+    rc, out, err = run_cli("validate", "--system", SYS, "--measured", str(p), "--out", str(tmp_path / "o"))
+    _one_line_error(rc, out, err, f"{p}", *needles)
+    assert not (tmp_path / "o").exists()
+
+
+def test_no_csv_and_missing_file(run_cli, tmp_path):
+    _one_line_error(*run_cli("validate", "--system", SYS), "no measured CSV")
+    _one_line_error(*run_cli("validate", "--system", SYS, "--measured", str(tmp_path / "nope.csv")), "no such file")
+
+
+def _small_rs(tmp_path, n=2):
+    rows = list(csv.reader(open(REPO / RS)))
+    p = tmp_path / "rs_small.csv"
+    with open(p, "w", newline="") as f:
+        csv.writer(f).writerows(rows[: n + 1])
+    return p
+
+
+def test_rs_two_smallest_rows(run_cli, tmp_path):
+    """6 and 12 MB rows: each within 10 % (sim 52.9 vs 50.6 us, 65.6 vs 60.1 us at the fitted launch overhead)."""
+    out_dir = tmp_path / "o"
+    rc, out, err = run_cli("validate", "--system", SYS, "--measured", str(_small_rs(tmp_path)), "--out", str(out_dir),
+                           "--json", "--jobs", "1")
+    assert rc == 0, err
+    (res,) = json.loads(out)
+    assert res["kind"] == "collective" and len(res["rows"]) == 2
+    for r in res["rows"]:
+        assert abs(r["error"]) <= 0.10, r
+    assert res["geomean_error"] <= 0.10
+    assert (out_dir / "rs_small.png").stat().st_size > 5000
+    assert len((out_dir / "rs_small.csv").read_text().splitlines()) == 3
+
+
+@pytest.mark.slow
+def test_gemm_op_row(run_cli, tmp_path):
+    p = tmp_path / "op.csv"
+    lines = open(REPO / GEMM).read().splitlines()
+    p.write_text("\n".join(lines[:2]) + "\n")
+    rc, out, err = run_cli("validate", "--system", SYS, "--gemm", str(p), "--out", str(tmp_path / "o"), "--json")
+    assert rc == 0, err
+    (res,) = json.loads(out)
+    assert abs(res["rows"][0]["error"]) <= 0.15
+
+
+@pytest.mark.slow
+def test_h200_full_reduce_scatter_and_gemm(run_cli, tmp_path):
+    """The issue's done criteria: RS geomean error <= 10 %, GEMM <= 15 % (paper-style geomean of |error|)."""
+    rc, out, err = run_cli("validate", "--system", SYS, "--measured", RS, "--gemm", GEMM, "--out", str(tmp_path), "--json")
+    assert rc == 0, err
+    rs, gemm = json.loads(out)
+    assert len(rs["rows"]) == 6 and len(gemm["rows"]) == 4
+    assert rs["geomean_error"] <= 0.10, rs
+    assert gemm["geomean_error"] <= 0.15, gemm
+    assert rs["log_ratio_error"] <= 0.11  # the stricter metric sits at 10.0 % (experiments/validation/README.md)
+
+
+@pytest.mark.slow
+def test_mi210_config_runs_on_h200_csv(run_cli, tmp_path):
+    rc, out, err = run_cli("validate", "--system", "configs/systems/mi210-4gpu.yaml", "--measured", RS,
+                           "--out", str(tmp_path), "--json")
+    assert rc == 0, err
+    assert len(json.loads(out)[0]["rows"]) == 6
