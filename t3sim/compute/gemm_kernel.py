@@ -18,7 +18,9 @@ WF's output sub-tile is stored through the kernel's *output sink* (cached
 local stores for Sequential; uncached near-memory updates, remote stores...
 for T3), carrying ``wg_id``/``wf_id``.
 
-The kernel is done when every WG has finished and every DRAM write it caused
+The kernel's first WGs dispatch ``gpu.kernel_launch_overhead_ns`` after
+:meth:`GemmKernel.start` (its duration includes the launch, as CUDA-event
+timings do). The kernel is done when every WG has finished and every DRAM write it caused
 has completed. Times are integer ticks; CU cycles convert through the CU
 :class:`~t3sim.sim.clock.Clock` exactly.
 """
@@ -36,7 +38,7 @@ from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.compute.occupancy import cu_flops_per_cycle, k_step_compute_cycles, occupancy
 from t3sim.config.gpu import GPUConfig
 from t3sim.config.workload import DTYPE_BYTES
-from t3sim.sim.clock import Clock
+from t3sim.sim.clock import Clock, ns_to_ticks
 from t3sim.sim.engine import Component, Engine
 
 
@@ -131,8 +133,9 @@ class GemmKernel(Component):
                            stage_end_ticks=[-1] * self.stages)
         n = min(self.slots, self.kernel.num_wgs)
         self._live = n
+        launch = ns_to_ticks(self.gpu.kernel_launch_overhead_ns)
         for j in range(n):
-            self.env.process(self._slot(j % self.num_cus))
+            self.env.process(self._slot(j % self.num_cus, launch))
         return self.done
 
     def _cycles_to_ticks(self, cycles: int) -> int:
@@ -155,7 +158,9 @@ class GemmKernel(Component):
         self.run.load_requests += len(addrs)
         return self.hier.read(addrs, self.category)
 
-    def _slot(self, cu: int):
+    def _slot(self, cu: int, launch_ticks: int = 0):
+        if launch_ticks:
+            yield self.env.timeout(launch_ticks)
         k = self.kernel
         g = self.geom
         steps = g.k_steps

@@ -13,8 +13,8 @@ them) is simulated in isolation, the way it was measured:
   ``collective.launch_overhead_ns``.
 * a **GEMM** row (``model,sublayer,tp,M,N,K,dtype,median_us``) runs one
   ``M x K`` by ``K x N`` GEMM on one GPU's memory hierarchy with the kernel
-  shape of :data:`GEMM_TILES` (``system.gpu.kernel_launch_overhead_ns`` is
-  added: CUDA-event timing includes the launch).
+  shape of :data:`GEMM_TILES` (the kernel's time includes
+  ``system.gpu.kernel_launch_overhead_ns``: CUDA-event timing includes the launch).
 
 Rows are independent, so :func:`simulate_rows` can spread them over processes.
 """
@@ -110,7 +110,7 @@ def gemm_kernel_record(system: SystemConfig, M: int, N: int, K: int, dtype: str,
 
 
 def simulate_gemm_row(system: SystemConfig, M: int, N: int, K: int, dtype: str, where: str = "row") -> SimOutcome:
-    """Simulated time (us) of one GEMM on one GPU, plus the kernel launch overhead."""
+    """Simulated time (us) of one GEMM on one GPU, including the kernel launch overhead (GemmKernel applies it)."""
     k = gemm_kernel_record(system, M, N, K, dtype)
     eng = Engine(seed=0)
     hier = MemoryHierarchy(eng.env, system)
@@ -132,7 +132,7 @@ def simulate_gemm_row(system: SystemConfig, M: int, N: int, K: int, dtype: str, 
     peak_us = flop / (system.gpu.num_cus * system.gpu.fp16_flops_per_cycle * system.gpu.clock_GHz * 1e9) * 1e6
     detail = {"kernel_us": kernel_us, "launch_overhead_us": launch_us, "peak_compute_us": peak_us,
               "wgs_per_cu": float(run.wgs_per_cu), "stages": float(run.stages)}
-    return SimOutcome(kernel_us + launch_us, wall, detail)
+    return SimOutcome(kernel_us, wall, detail)
 
 
 def _one(args) -> SimOutcome:
