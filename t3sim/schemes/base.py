@@ -56,14 +56,14 @@ def _reg(s: Scheme) -> None:
     SCHEMES[s.name] = s
 
 
-_FUSED = "the fused GEMM-RS with tracker, DMA and NMC lands with issue 5"
+from t3sim.schemes.t3 import run_t3  # noqa: E402
 
 _reg(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline)",
             execute=run_sequential_scheme))
 _reg(Scheme("t3", "fused GEMM-RS with tracker-triggered DMA and NMC reductions, round-robin MC arbitration; then AG",
-            fused_rs=True, nmc=True, arbitration="round_robin", paper_section="4.1-4.4, 5.3", missing=_FUSED))
+            fused_rs=True, nmc=True, arbitration="round_robin", paper_section="4.1-4.4, 5.3", execute=run_t3))
 _reg(Scheme("t3_mca", "T3 plus communication-aware MC arbitration (Sec. 4.5); then AG",
-            fused_rs=True, nmc=True, arbitration="t3_mca", paper_section="4.5, 5.3", missing=_FUSED))
+            fused_rs=True, nmc=True, arbitration="t3_mca", paper_section="4.5, 5.3", execute=run_t3))
 _reg(Scheme("ideal_gemm_rs_overlap", "max(isolated GEMM, isolated RS) + AG: perfect software overlap, no contention",
             ideal=True, execute=lambda m: run_ideal(m, "baseline")))
 _reg(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", ideal=True, nmc=True,

@@ -44,6 +44,15 @@ class SystemModel:
 
     def __init__(self, exp: ExperimentConfig):
         self.exp = exp
+        # the overlap scheme may fix the memory-controller arbitration (paper Sec. 5.3: T3 vs T3-MCA)
+        from t3sim.schemes import scheme_for
+
+        arb = scheme_for(exp.scheme.kind).arbitration
+        if arb is not None and arb != exp.system.memory_controller.arbitration.kind:
+            d = exp.model_dump()
+            d["system"]["memory_controller"]["arbitration"]["kind"] = arb
+            exp = type(exp).model_validate(d)
+            self.exp = exp
         self.system = exp.system
         sim = exp.simulation
         self.mode = sim.mode
@@ -66,14 +75,19 @@ class SystemModel:
         self.scratch_base = _up(self.c_base + self.c_elems * eb)
 
     # ------------------------------------------------------------------ kernels
-    def gemm(self, name: str = "gemm", sink_for=None, order=None, num_cus=None, on_stage_done=None) -> simpy.Event:
-        """Launch the workload's GEMM on every simulated GPU; event fires with {gpu: GemmRun}."""
+    def gemm(self, name: str = "gemm", sink_for=None, order=None, num_cus=None, on_stage_done=None,
+             order_for=None) -> simpy.Event:
+        """Launch the workload's GEMM on every simulated GPU; event fires with {gpu: GemmRun}.
+
+        ``order_for(gpu)`` gives a per-GPU WG order (T3's staggering); else ``order`` for all.
+        """
         k = self.kernel
         events = {}
         for g in self.sim_gpus:
             h = self.hiers[g]
             sink: OutputSink = sink_for(g) if sink_for else CachedLocalOutput(h)
-            gk = GemmKernel(self.engine, f"gpu{g}.{name}", h, self.system.gpu, k, order or wg_order(k),
+            gk = GemmKernel(self.engine, f"gpu{g}.{name}", h, self.system.gpu, k,
+                            order_for(g) if order_for else (order or wg_order(k)),
                             self.a_base, self.b_base, self.c_base, sink, num_cus=num_cus,
                             on_stage_done=(lambda s, g=g: on_stage_done(g, s)) if on_stage_done else None)
             events[g] = gk.start()

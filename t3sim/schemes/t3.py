@@ -1,0 +1,367 @@
+"""T3 and T3-MCA: the GEMM fused with its reduce-scatter, then the all-gather (paper Secs. 4.1-4.5, 5.3).
+
+Wiring on every simulated GPU ``g`` (:func:`run_t3`):
+
+1. Address space (Sec. 4.4): the predefined :mod:`t3sim.dma.addrspace`
+   configuration for the system's collective algorithm (``ring`` ->
+   :func:`ring_reduce_scatter`, ``direct`` -> :func:`direct_reduce_scatter`)
+   built for N GPUs over the kernel's W WGs. WG ids (the tracker's key) are
+   base-order positions, identical on all GPUs, so the ``wg_id`` a DMA
+   carries names the same tile at the destination (Sec. 4.2.2).
+2. Staggered dispatch (Sec. 4.4, Fig. 7): GPU ``g`` runs the base order
+   rotated to start at its first chunk. The rotation is by *chunk* (W/N WGs),
+   which is the paper's "one stage per GPU" when the GEMM has N stages (Fig.
+   7's setting) and keeps the ring's data dependences right when it has more
+   or fewer stages than ring steps.
+3. Output sink (:class:`T3Output`, Sec. 4.3): the output allocation is
+   uncached and the stores carry the update flag, so local stores become
+   near-memory op-and-store requests at the controller; remote-mapped WGs'
+   stores are sent to the peer as update packets instead (ring step 1).
+4. Tracker (Sec. 4.2.1) hooked to the GPU's memory-system enqueue hook,
+   programmed with every ``dma_map``-ped region and its threshold; a fired
+   region marks its pre-queued DMA block ready; the DMA engines (Sec. 4.2.2)
+   read it (communication stream) and update it into the peer's memory,
+   whose tracker counts it in turn.
+5. Arbitration (Sec. 4.5): the scheme's policy; for ``t3_mca`` the first
+   stage of the GEMM is the isolated stage whose queue occupancy sets the
+   dynamic threshold, and the kernel boundary drains communication.
+6. After the fused RS completes (every payload landed), the all-gather runs as
+   in Sequential (``SystemModel.collective("all_gather")``).
+
+Homogeneous mode (Sec. 5.1.1, Fig. 13): GPU 0 only is simulated. By
+symmetry GPU ``j`` does at time ``t`` what GPU 0 does at ``t`` with the same
+dispatch index ``seq``; so when GPU 0 stores WG ``seq``, every shadow whose
+WG ``seq`` is remote-mapped to GPU 0 sends it to GPU 0 now, and when GPU
+0's DMA engine sends a batch of the block that starts at ``(seq, wf)``, the
+shadow whose block at ``(seq, wf)`` targets GPU 0 sends the same fraction of
+it. Exact when chunks are equal (W divisible by N); with unequal chunks a
+shadow block without a counterpart in GPU 0 is sent when GPU 0's local
+store of that ``seq`` is written (documented approximation).
+
+Phase times reported: ``gemm`` = GEMM kernel time; ``rs`` = the exposed
+reduce-scatter after the GEMM ends (fused RS end - GEMM end); ``ag``;
+``total`` = start to AG end.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from t3sim.compute.addresses import StoreRequests, wg_store_requests
+from t3sim.compute.gemm_kernel import GemmKernel
+from t3sim.compute.memhier import REQ_B
+from t3sim.dma import addrspace as A
+from t3sim.dma.engine import Completion, DMAEngines, DmaBlock, Fabric, Payload
+from t3sim.dma.tracker import Tracker
+from t3sim.memory.request import Stream
+from t3sim.schemes.sequential import Phases
+from t3sim.sim.clock import TICKS_PER_US
+from t3sim.workload.wg_order import base_order
+
+WORD_B = 4  # functional data: one value per 4 B word (float32 store, t3sim.memory.functional)
+
+
+def partial_value(gpu: int, word: np.ndarray) -> np.ndarray:
+    """GPU ``gpu``'s partial output at 4 B word index ``word`` (functional mode): small integers, exact in float32."""
+    w = np.asarray(word, dtype=np.int64)
+    return ((gpu + 1) + 32 * ((w * 7 + gpu * 13) % 61)).astype(np.float32)
+
+
+def store_data(gpu: int, reqs_addr: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Functional data of store requests: ``(n, 16)`` float32, words whose first byte is in ``mask``."""
+    k = np.arange(REQ_B // WORD_B, dtype=np.uint64)
+    on = ((mask.astype(np.uint64)[:, None] >> (k * np.uint64(WORD_B))) & np.uint64(1)) != 0
+    words = reqs_addr[:, None] // WORD_B + k.astype(np.int64)[None, :]
+    return np.where(on, partial_value(gpu, words), np.float32(0))
+
+
+class OutputTable:
+    """Store requests of every WG position (computed once, in position order)."""
+
+    def __init__(self, geom, base: List[int], tiles_n: int):
+        W = len(base)
+        tiles = np.asarray(base, dtype=np.int64)
+        self.reqs = wg_store_requests(geom, tiles // tiles_n, tiles % tiles_n, wg_id=np.arange(W))
+        self.start = np.searchsorted(self.reqs.wg_id, np.arange(W + 1))
+
+    def of(self, p: int) -> StoreRequests:
+        a, b = self.start[p], self.start[p + 1]
+        r = self.reqs
+        return StoreRequests(r.addr[a:b], r.mask[a:b], r.nbytes[a:b], r.wg_id[a:b], r.wf_id[a:b])
+
+
+class T3Context:
+    """Everything the fused GEMM-RS needs on every simulated GPU (module doc)."""
+
+    def __init__(self, model):
+        self.model = model
+        env, eng = model.env, model.engine
+        sysc = model.system
+        k = model.kernel
+        self.N = model.n
+        self.W = k.num_wgs
+        self.algorithm = sysc.collective.algorithm
+        self.base = base_order(k.wg_order, k.tiles_m, k.tiles_n)
+        self.pos_of_tile = np.empty(self.W, dtype=np.int64)
+        self.pos_of_tile[np.asarray(self.base)] = np.arange(self.W)
+        probe = GemmKernel(eng, "t3.probe", model.hiers[model.sim_gpus[0]], sysc.gpu, k, self.base,
+                           model.a_base, model.b_base, model.c_base, sink=None)
+        self.geom, self.stage_wgs = probe.geom, probe.slots
+        if self.algorithm == "ring":
+            self.spaces = A.ring_reduce_scatter(self.N, self.W)
+        else:
+            self.spaces = A.direct_reduce_scatter(self.N, self.W, self.stage_wgs)
+        self.table = OutputTable(self.geom, self.base, k.tiles_n)
+        self.positions = {g: self.spaces[g].positions() for g in range(self.N)}
+        self.seq_of = {g: np.argsort(self.positions[g]) for g in range(self.N)}
+        self.functional = model.exp.simulation.functional_data
+        self.completion = Completion(env)
+        self.fabric = Fabric(eng, model.network, model.hiers, self.completion)
+        self.homogeneous = model.mode == "homogeneous"
+        self.trackers: Dict[int, Tracker] = {}
+        self.dmas: Dict[int, DMAEngines] = {}
+        self.blocks: Dict[int, List[DmaBlock]] = {}
+        self.blocks_left = 0
+        self.shadow_blocks: Dict[Tuple[int, int], List[Tuple[int, DmaBlock]]] = {}
+        self.orphans: Dict[int, List[Tuple[int, DmaBlock]]] = {}
+        self.gemm_done = False
+        self.wgs_stored = 0
+        self.words_checked = 0
+        self.own_writes = Completion(env)  # the GEMM's own local stores (its kernel end, Sec. 4.3)
+        self._deliv = A.deliveries(self.spaces) if (self.functional and self.homogeneous) else {}
+        for g in model.sim_gpus:
+            self._setup_gpu(g)
+        if self.homogeneous:
+            self._setup_shadows()
+
+    # ---------------------------------------------------------------- setup
+    def _blocks_for(self, g: int) -> List[Tuple[DmaBlock, List[Tuple[int, int]], List[int]]]:
+        """DMA blocks of GPU ``g``'s mapping: (block, its tracker regions, their thresholds).
+
+        A region's threshold is its store requests x the rule's updates per element (tracker doc).
+        """
+        sp = self.spaces[g]
+        tr = Tracker(self.model.system.tracker, f"gpu{g}.tracker")
+        rq = self.table.reqs
+        out = []
+        by_rule: Dict[A.DmaRule, List[int]] = {}
+        for p in sp.dma_positions():
+            by_rule.setdefault(sp.dma[p], []).append(p)
+        for rule, ps in by_rule.items():
+            regions: Dict[Tuple[int, int], List[np.ndarray]] = {}
+            for p in ps:
+                a, b = int(self.table.start[p]), int(self.table.start[p + 1])
+                wf = rq.wf_id[a:b]
+                sub = np.zeros_like(wf) if tr.wg_gran else wf // tr.m
+                rwg = p // tr.m if tr.wg_gran else p
+                for v in np.unique(sub).tolist():
+                    regions.setdefault((rwg, int(v)), []).append(a + np.flatnonzero(sub == v))
+            items = [(key, np.concatenate(ix)) for key, ix in regions.items()]
+            m = rule.wf_tiles_per_block
+            for i in range(0, len(items), m):
+                grp = items[i:i + m]
+                idx = np.concatenate([ix for _, ix in grp])
+                blk = DmaBlock(key=grp[0][0], peer=rule.peer, op=rule.op, addrs=rq.addr[idx], wg_id=rq.wg_id[idx],
+                               wf_id=rq.wf_id[idx], regions_left=len(grp))
+                out.append((blk, [k for k, _ in grp], [len(ix) * rule.updates_per_element for _, ix in grp]))
+        return out
+
+    def _setup_gpu(self, g: int) -> None:
+        model = self.model
+        h = model.hiers[g]
+        tr = Tracker(model.system.tracker, f"gpu{g}.tracker")
+        self.trackers[g] = tr
+        on_batch = self._mirror_dma if (self.homogeneous and g == 0) else None
+        self.dmas[g] = DMAEngines(model.engine, g, h, self.fabric, model.system.dma, on_batch_sent=on_batch)
+        self.blocks[g] = []
+        for blk, keys, thrs in self._blocks_for(g):
+            self.blocks[g].append(blk)
+            self.blocks_left += 1
+
+            def fired(_region, tick, blk=blk, g=g):
+                blk.regions_left -= 1
+                if blk.regions_left == 0:
+                    self.dmas[g].trigger(blk, tick)
+                    self._block_started()
+
+            for key, thr in zip(keys, thrs):
+                tr.program(key, thr, fired, start_addr=int(blk.addrs[0]))
+        h.mem.set_enqueue_hook(tr.on_enqueue)
+
+    def _setup_shadows(self) -> None:
+        """Homogeneous mode: the shadows' DMA blocks aimed at GPU 0, keyed by (seq, wf) of their first region."""
+        ref_keys = set()
+        for blk in self.blocks[0]:
+            ref_keys.add(self._seq_key(0, blk))
+        for j in range(1, self.N):
+            for blk, _, _ in self._blocks_for(j):
+                if blk.peer != 0:
+                    continue
+                self.blocks_left += 1
+                key = self._seq_key(j, blk)
+                if key in ref_keys:
+                    self.shadow_blocks.setdefault(key, []).append((j, blk))
+                else:
+                    self.orphans.setdefault(key[0], []).append((j, blk))
+
+    def _seq_key(self, g: int, blk: DmaBlock) -> Tuple[int, int]:
+        return (int(self.seq_of[g][int(blk.wg_id[0])]), int(blk.wf_id[0]))
+
+    def _block_started(self) -> None:
+        self.blocks_left -= 1
+        self._maybe_seal()
+
+    def _maybe_seal(self) -> None:
+        if self.gemm_done and self.blocks_left == 0 and not self.completion.sealed:
+            self.completion.seal()
+
+    # ---------------------------------------------------------------- homogeneous mirror
+    def _mirror_dma(self, blk: DmaBlock, j0: int, j1: int) -> None:
+        key = self._seq_key(0, blk)
+        n0 = len(blk.addrs)
+        for j, sb in self.shadow_blocks.get(key, []):
+            n = len(sb.addrs)
+            a, b = j0 * n // n0, j1 * n // n0
+            if b > a:
+                self._shadow_send(j, sb, a, b)
+            if j1 == n0:
+                self._block_started()
+
+    def _shadow_send(self, j: int, sb: DmaBlock, a: int, b: int) -> None:
+        data = None
+        if self.functional:
+            # the shadow's block holds the sum of what reached it: its own partial and (ring) its successor's
+            data = sum(store_data(src, sb.addrs[a:b], np.full(b - a, np.uint64(0xFFFF_FFFF_FFFF_FFFF)))
+                       for src in self._contributors(j, int(sb.wg_id[0])))
+        self.fabric.send(j, sb.peer, Payload(sb.addrs[a:b], sb.wg_id[a:b], sb.wf_id[a:b], sb.op, data))
+
+    def _contributors(self, j: int, p: int) -> List[int]:
+        return [o for o, _ in self._deliv[(j, p)]]
+
+    def on_ref_store(self, seq: int, written) -> None:
+        """GPU 0 stored WG ``seq`` now: shadows' remote stores aimed at GPU 0 happen now too."""
+        for j in range(1, self.N):
+            p = int(self.positions[j][seq])
+            for peer, op in self.spaces[j].remote[p]:
+                if peer == 0:
+                    r = self.table.of(p)
+                    data = store_data(j, r.addr, r.mask) if self.functional else None
+                    self.fabric.send(j, 0, Payload(r.addr, r.wg_id, r.wf_id, op, data))
+        for j, sb in self.orphans.pop(seq, []):
+            def go(_e=None, j=j, sb=sb):
+                self._shadow_send(j, sb, 0, len(sb.addrs))
+                self._block_started()
+            if written is None:
+                go()
+            else:
+                written.callbacks.append(go)
+
+
+class T3Output:
+    """The GEMM output sink of T3 on GPU ``g`` (module doc, item 3)."""
+
+    def __init__(self, ctx: T3Context, g: int):
+        self.ctx, self.g = ctx, g
+        self.h = ctx.model.hiers[g]
+        self.space = ctx.spaces[g]
+
+    def store(self, seq: int, tile: int, reqs: StoreRequests):
+        ctx = self.ctx
+        p = int(ctx.pos_of_tile[tile])
+        wg = np.full(len(reqs.addr), p, dtype=np.int64)
+        data = store_data(self.g, reqs.addr, reqs.mask) if ctx.functional else None
+        op = self.space.local_op[p]
+        written = None
+        if op:
+            written = self.h.write(reqs.addr, "gemm", Stream.COMPUTE, uncached=True, update=op == "update",
+                                   wg_id=wg, wf_id=reqs.wf_id, data=data)
+            ctx.own_writes.add()
+            written.callbacks.append(lambda _e: ctx.own_writes.finish())
+        ctx.wgs_stored += 1
+        if ctx.wgs_stored == ctx.W * len(ctx.model.sim_gpus):
+            ctx.own_writes.seal()
+        for peer, rop in self.space.remote[p]:
+            ctx.fabric.send(self.g, peer, Payload(reqs.addr, wg, reqs.wf_id, rop, data))
+        if ctx.homogeneous and self.g == 0:
+            ctx.on_ref_store(seq, written)
+        return None  # posted stores; the kernel's end waits for its DRAM writes
+
+
+def run_t3(model) -> Phases:
+    """Run the fused GEMM-RS then the all-gather on ``model`` (module doc); returns the phase times."""
+    env, eng = model.env, model.engine
+    ctx = T3Context(model)
+    model.t3 = ctx
+    mca = model.system.memory_controller.arbitration.kind == "t3_mca"
+    marks: Dict[str, int] = {}
+
+    def stage_done(g, s):
+        if s == 0 and mca:
+            model.hiers[g].port.end_isolated_stage()
+
+    def pipeline():
+        marks["start"] = env.now
+        if mca:
+            for h in model.hiers.values():
+                h.port.begin_isolated_stage()
+        model.gemm("t3_gemm", sink_for=lambda g: T3Output(ctx, g),
+                   order_for=lambda g: ctx.spaces[g].order(ctx.base), on_stage_done=stage_done)
+        # the GEMM kernel ends when its last WG retired and its own stores are written; the kernel
+        # object's drain also waits for incoming RS writes, which are not the kernel's
+        yield ctx.own_writes.done
+        for h in model.hiers.values():
+            h.port.kernel_boundary()
+        marks["gemm"] = env.now
+        ctx.gemm_done = True
+        ctx._maybe_seal()
+        yield ctx.completion.done
+        marks["rs"] = env.now
+        for g, tr in ctx.trackers.items():
+            tr.check_done()
+            model.hiers[g].mem.set_enqueue_hook(None)
+        if ctx.functional:
+            # check the reduced chunks now; the all-gather kernel has no functional data path, so a
+            # functional run stops after the reduce-scatter (ag = 0)
+            ctx.words_checked = final_chunk_check(model)
+        else:
+            yield model.collective("all_gather").done
+        marks["ag"] = env.now
+        eng.finish()
+
+    env.process(pipeline())
+    eng.run(progress=lambda t: f"[{model.exp.name}] simulated {t / TICKS_PER_US:,.1f} us", progress_every_s=5.0)
+    g = marks["gemm"] - marks["start"]
+    rs = marks["rs"] - marks["gemm"]
+    ag = marks["ag"] - marks["rs"]
+    return Phases(g, rs, ag, g + rs + ag)
+
+
+def final_chunk_check(model) -> int:
+    """Functional mode: every simulated GPU's result chunk equals the sum of all GPUs' partials.
+
+    Returns the number of 4 B words checked; raises AssertionError on the first mismatch.
+    (A functional :func:`run_t3` calls this at the end of the reduce-scatter.)
+    """
+    ctx: T3Context = model.t3
+    if ctx.words_checked:
+        return ctx.words_checked
+    checked = 0
+    for g in model.sim_gpus:
+        fs = model.hiers[g].mem.functional
+        ps = np.flatnonzero(ctx.spaces[g].final)
+        for p in ps.tolist():
+            r = ctx.table.of(p)
+            want = sum(store_data(src, r.addr, r.mask) for src in range(ctx.N))
+            got = np.stack([fs.read_addr(int(a)) for a in r.addr])
+            on = want != 0
+            # words of the request owned by this position's WFs (others belong to neighbours' tiles)
+            k = np.arange(REQ_B // WORD_B, dtype=np.uint64)
+            mine = ((r.mask.astype(np.uint64)[:, None] >> (k * np.uint64(WORD_B))) & np.uint64(1)) != 0
+            bad = mine & (got != want)
+            assert not bad.any(), (f"GPU {g} WG {p}: {int(bad.sum())} words differ, e.g. got {got[bad][:4]} "
+                                   f"want {want[bad][:4]}")
+            checked += int(mine.sum())
+            del on
+    return checked
