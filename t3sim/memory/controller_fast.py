@@ -25,7 +25,7 @@ import numpy as np
 from t3sim.memory import timing as T
 
 # unit state columns
-CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NUS = range(10)
+CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NUS = range(11)
 # parameters
 (P_NB, P_BPG, P_RQ, P_WQ, P_HI, P_LO, P_WLIM, P_ADM, P_TREFI, P_POLICY, P_STARVE, P_TBL, P_DONE_RD,
  P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, NP) = range(21)
@@ -159,11 +159,15 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
     starve = P[P_STARVE]
     for u in range(U):
         c = US[u, CYC]
+        if c >= until:
+            continue
+        na = c  # earliest cycle at which unit u could act next (see NEXT)
         while c < until:
             rqn = US[u, RQN]
             wqn = US[u, WQN]
             empty = rqn == 0 and wqn == 0
             if P[P_STOP_IDLE] != 0 and empty and f_head[u, 0] < 0 and f_head[u, 1] < 0:
+                na = c
                 break
             h0 = f_head[u, 0]
             h1 = f_head[u, 1]
@@ -178,6 +182,13 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                     nxt = r_arrive[h1]
                 if refresh_on and US[u, REF_DUE] < nxt:
                     nxt = US[u, REF_DUE]
+                na = BIG
+                if h0 >= 0 and r_arrive[h0] < na:
+                    na = r_arrive[h0]
+                if h1 >= 0 and r_arrive[h1] < na:
+                    na = r_arrive[h1]
+                if refresh_on and US[u, REF_DUE] < na:
+                    na = US[u, REF_DUE]
                 occ_hist[u, 0] += nxt - c
                 if observing:
                     obs[u, 1] += nxt - c
@@ -380,10 +391,12 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
             # 7. occupancy; skip ahead when nothing happened
             occ = US[u, RQN] + US[u, WQN]
             step = 1
+            na = c + 1
             if not acted:
                 step = wake - c
                 if step < 1:
                     step = 1
+                na = c + step  # before clipping to until: nothing can happen earlier
                 if c + step > until:
                     step = until - c
             occ_hist[u, occ] += step
@@ -392,6 +405,7 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                 obs[u, 1] += step
             c += step
         US[u, CYC] = c
+        US[u, NEXT] = na if na > c else c
 
 
 class FastController:
@@ -428,6 +442,24 @@ class FastController:
         P[P_FAW], P[P_FAWN] = tm.faw, tm.faw_count
         P[P_REFRESH_ON] = int(ms.refresh_on)
         self.counts = np.zeros(3, dtype=np.int64)
+        self._out_i = np.empty(1024, dtype=np.int64)
+        self._out_a = np.empty(1024, dtype=np.int64)
+        self._no_log = np.empty((1, 5), dtype=np.int64)
+        #: lower bound on the cycle of any unit's next action (hence column command), valid until
+        #: the next submission or arbitration-state change (see MemorySystem.advance)
+        self.next_lb = 0
+
+    def on_submit(self, units: np.ndarray, arrive: int) -> None:
+        """Requests arriving at cycle ``arrive`` joined the pending FIFOs of ``units``."""
+        nx = self.US[units, NEXT]
+        self.US[units, NEXT] = np.minimum(nx, arrive)
+        if arrive < self.next_lb:
+            self.next_lb = arrive
+
+    def invalidate_next(self) -> None:
+        """Arbitration state changed outside the kernel: no lower bound until the next run."""
+        self.US[:, NEXT] = 0
+        self.next_lb = 0
 
     def unit_cycle(self, u: int) -> int:
         return int(self.US[u, CYC])
@@ -466,8 +498,10 @@ class FastController:
         P[P_STOP_IDLE] = int(stop_when_idle)
         P[P_LOG] = int(ms.record_commands)
         cap = max(1, pending)
-        out_issued = np.empty(cap, dtype=np.int64)
-        out_admitted = np.empty(cap, dtype=np.int64)
+        if self._out_i.size < cap:
+            self._out_i = np.empty(max(cap, 2 * self._out_i.size), dtype=np.int64)
+            self._out_a = np.empty(self._out_i.size, dtype=np.int64)
+        out_issued, out_admitted = self._out_i, self._out_a
         if ms.record_commands:
             # column <= pending; ACT/PRE <= pending + NB per refresh + NB open banks; REF per tREFI
             span = until - int(self.US[:, CYC].min())
@@ -475,14 +509,16 @@ class FastController:
             refs = span // max(1, ms.timing.values["tREFI"]) + 2 if ms.refresh_on else 0
             log = np.empty((3 * pending + g.units * (refs * (2 * g.banks + 1) + g.banks) + 1, 5), dtype=np.int64)
         else:
-            log = np.empty((1, 5), dtype=np.int64)
-        self.counts[:] = 0
+            log = self._no_log
+        counts = self.counts
+        counts[0] = counts[1] = counts[2] = 0
         run_kernel(until, P, ms.timing.lat, ms.r_bank, ms.r_row, ms.r_line, ms.r_kind, ms.r_arrive, ms.r_admit,
                    ms.r_issue, ms.r_done, ms.r_class, ms.r_next, ms.r_seq, ms.r_ndeps, ms.f_head, ms.f_tail, ms.arb,
                    ms.obs, self.US, self.chan_ready, self.bg_ready, self.bank_ready, self.open_row, self.act_hist,
                    self.rq, self.wq, self.hits, ms.occ_hist, ms.bus_busy, ms.turnarounds, ms.cmd_count, out_issued,
-                   out_admitted, log, self.counts)
-        ni, na, nl = (int(x) for x in self.counts)
+                   out_admitted, log, counts)
+        ni, na, nl = counts.tolist()
+        self.next_lb = int(self.US[:, NEXT].min())
         if ms.record_commands:
             ms.add_command_log(log[:nl].copy())
         return out_issued[:ni].copy(), out_admitted[:na].copy()

@@ -26,6 +26,7 @@ def _ns(ms, cycles) -> float:
 
 def summary(ms) -> Dict[str, float]:
     """Headline numbers (plain floats) for reports and the memtest command."""
+    ms.sync()
     n = ms.n
     done = ms.r_done[:n] >= 0
     nreq = int(done.sum())

@@ -32,6 +32,7 @@ import numpy as np
 
 from t3sim.errors import InputError
 from t3sim.memory import address_map
+from t3sim.memory.bookkeeping import link_fifo, retire
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.policies import build as build_policy
@@ -84,6 +85,9 @@ class EnqueueInfo:
 class MemorySystem:
     """All channels of one GPU's HBM. See the module docstring for the time model.
 
+    ``lazy`` (class attribute, default True): let :meth:`advance` skip controller runs that
+    cannot issue anything (see there); False simulates eagerly, for agreement tests.
+
     Args:
         system: a :class:`~t3sim.config.system.SystemConfig` (uses ``hbm``,
             ``address_map`` and ``memory_controller``).
@@ -92,6 +96,8 @@ class MemorySystem:
         dtype: element type of functional data (a 64 B line holds 64/itemsize elements).
         record_commands: keep the DRAM command log (for :mod:`t3sim.memory.checker`).
     """
+
+    lazy = True
 
     def __init__(self, system, mode: str = "fast", functional: bool = False, dtype=np.float32,
                  record_commands: bool = False) -> None:
@@ -132,8 +138,11 @@ class MemorySystem:
         # batches
         self.b_first: List[int] = []
         self.b_count: List[int] = []
-        self.b_remaining = np.zeros(0, dtype=np.int64)
-        self.b_done = np.zeros(0, dtype=np.int64)
+        self._bcap = 1024
+        self.b_remaining = np.zeros(self._bcap, dtype=np.int64)
+        self.b_done = np.zeros(self._bcap, dtype=np.int64)
+        self._touched = np.zeros(U, dtype=np.int8)
+        self._kernel_at = 0  # cycle the controllers have simulated to (<= frontier; see advance)
         self._completed: List[Tuple[int, int]] = []
         self.frontier = 0  # first unsimulated cycle
         self._last_submit_tick = 0
@@ -213,9 +222,16 @@ class MemorySystem:
         bid = len(self.b_first)
         self.b_first.append(self.n)
         self.b_count.append(n)
-        self.b_remaining = np.append(self.b_remaining, n)
+        if bid >= self._bcap:
+            self._bcap *= 2
+            for name in ("b_remaining", "b_done"):
+                old = getattr(self, name)
+                new = np.zeros(self._bcap, dtype=np.int64)
+                new[: old.size] = old
+                setattr(self, name, new)
+        self.b_remaining[bid] = n
         arrive = self.clock.next_cycle_at_or_after(tick)
-        self.b_done = np.append(self.b_done, arrive)
+        self.b_done[bid] = arrive
         if self.functional is not None:
             self.functional.on_submit(bid, kind, n, data)
         if n == 0:
@@ -242,40 +258,59 @@ class MemorySystem:
         self.n = s1
         self.outstanding += n
         # link into the per-(unit, stream) FIFOs, preserving submission order
-        idx = s0 + np.argsort(m.unit, kind="stable")
-        units = self.r_unit[idx]
-        same = units[1:] == units[:-1]
-        self.r_next[idx[:-1][same]] = idx[1:][same]
-        starts = np.flatnonzero(np.r_[True, ~same])
-        ends = np.r_[starts[1:], idx.size] - 1
-        st = int(stream)
-        for s, e in zip(starts, ends):
-            u = int(units[s])
-            if self.f_tail[u, st] >= 0:
-                self.r_next[self.f_tail[u, st]] = idx[s]
-            else:
-                self.f_head[u, st] = idx[s]
-            self.f_tail[u, st] = idx[e]
+        touched = self._touched
+        link_fifo(s0, s1, int(stream), self.r_unit, self.r_next, self.f_head, self.f_tail, touched)
+        on_submit = getattr(self.engine, "on_submit", None)
+        units = np.flatnonzero(touched)
+        touched[units] = 0
+        if on_submit is not None:
+            on_submit(units, arrive)
         return bid
 
     # ---------------------------------------------------------------- run
     def advance(self, until_tick: int) -> None:
-        """Simulate every memory cycle that starts before ``until_tick``."""
+        """Simulate every memory cycle that starts before ``until_tick``.
+
+        Lazily: with the fast controllers, no enqueue hook and no unit able to
+        act before ``until`` (a lower bound the controllers keep, reset by every
+        submission and arbitration-state change), nothing could issue, so there
+        is nothing to report and the controllers are left behind the frontier;
+        the next advance that may issue (or :meth:`sync`) simulates the gap.
+        Results are identical: the controllers are a function of the
+        submissions, which never arrive before the frontier.
+        """
         until = self.clock.next_cycle_at_or_after(int(until_tick))
         if until <= self.frontier:
             return
-        self._run(until, False)
         self.frontier = until
+        if self.lazy and self._enqueue_hook is None and getattr(self.engine, "next_lb", 0) >= until:
+            return
+        self._run(until, False)
+
+    def sync(self) -> None:
+        """Bring the controllers up to the frontier (before reading their state or changing arbitration)."""
+        if self._kernel_at < self.frontier:
+            self._run(self.frontier, False)
+
+    def _invalidate(self) -> None:
+        inv = getattr(self.engine, "invalidate_next", None)
+        if inv is not None:
+            inv()
 
     def run_until_idle(self) -> int:
         """Simulate until every submitted request has completed; return the last completion tick."""
+        self.sync()
         self._run(np.iinfo(np.int64).max // 4, True)
+        self._invalidate()
         last = int(self.r_done[: self.n].max()) if self.n else 0
         self.frontier = max(self.frontier, max(self.engine.unit_cycle(u) for u in range(self.geom.units)), last)
+        self._kernel_at = self.frontier
         return self.clock.cycle_to_tick(last)
 
     def _run(self, until: int, stop_when_idle: bool) -> None:
         issued, admitted = self.engine.run(until, stop_when_idle)
+        if not stop_when_idle:
+            self._kernel_at = until
         if admitted.size and self._enqueue_hook is not None:
             order = admitted[np.argsort(self.r_admit[admitted], kind="stable")]
             ticks = np.array([self.clock.cycle_to_tick(int(c)) for c in self.r_admit[order]], dtype=np.int64)
@@ -288,13 +323,11 @@ class MemorySystem:
         if self.functional is not None:
             self.functional.apply(self, issued)
         self.outstanding -= int(issued.size)
-        b = self.r_batch[issued]
-        np.maximum.at(self.b_done, b, self.r_done[issued])
-        np.add.at(self.b_remaining, b, -1)
-        done = np.unique(b)
-        done = done[self.b_remaining[done] == 0]
-        for bid in done[np.argsort(self.b_done[done], kind="stable")]:
-            self._completed.append((int(bid), self.clock.cycle_to_tick(int(self.b_done[bid]))))
+        done = retire(issued, self.r_batch, self.r_done, self.b_done, self.b_remaining)
+        c2t = self.clock.cycle_to_tick
+        b_done = self.b_done
+        for bid in done.tolist():
+            self._completed.append((bid, c2t(int(b_done[bid]))))
 
     # ---------------------------------------------------------------- results
     def pop_completed(self) -> List[Tuple[int, int]]:
@@ -328,20 +361,27 @@ class MemorySystem:
     # ---------------------------------------------------------------- hooks
     def set_enqueue_hook(self, fn: Optional[Callable[[EnqueueInfo], None]]) -> None:
         """Call ``fn(EnqueueInfo)`` with the requests admitted to controller queues during each advance."""
+        self.sync()
         self._enqueue_hook = fn
 
     def kernel_boundary(self) -> None:
         """The producer kernel ended: t3_mca drains the communication stream."""
+        self.sync()
         self.arb[:, 2] = 1
+        self._invalidate()
 
     def begin_isolated_stage(self) -> None:
         """Start (restart) observing queue occupancy for the dynamic threshold."""
+        self.sync()
         self.obs[:] = 0
         self.observing = True
+        self._invalidate()
 
     def end_isolated_stage(self) -> None:
         """The producer's first, isolated stage ended: set dynamic thresholds from what was observed."""
+        self.sync()
         self.observing = False
+        self._invalidate()
         mean = self.obs[:, 0] / np.maximum(self.obs[:, 1], 1)
         thr = self.policy.thresholds_from_observation(mean)
         if thr is not None:
@@ -365,6 +405,7 @@ class MemorySystem:
 
     def command_log(self) -> np.ndarray:
         """Recorded commands, ``int64 [n, 5]``: cycle, unit, command, bank, row (bank/row -1 for REF)."""
+        self.sync()
         parts = list(self._log)
         if self._pylog:
             parts.append(np.array(self._pylog, dtype=np.int64).reshape(-1, 5))
@@ -377,4 +418,5 @@ class MemorySystem:
         """All statistics as a :class:`~t3sim.results.stats.Stats`."""
         from t3sim.memory.stats import collect
 
+        self.sync()
         return collect(self, prefix)
