@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "t3sim.commands.validate_cmd",
     "t3sim.workload.cli",
     "t3sim.memory.cli",
+    "t3sim.commands.bench_cmd",
 )
 
 

@@ -1,0 +1,189 @@
+"""``t3sim bench``: simulator speed on fixed cases (issue 7).
+
+::
+
+    t3sim bench [--quick] [--json] [--case NAME ...] [--list]
+
+For each case, in a fresh Python process (so peak memory is the case's own): wall-clock
+seconds of the simulation (after a numba warm-up, which is excluded), simulated time,
+slowdown (wall / simulated), DRAM requests per wall-clock second (64 B column accesses of
+every simulated GPU's HBM), simpy events per wall-clock second, and peak resident memory
+of the process (``ru_maxrss``, which includes the interpreter and imports, ~0.2 GB).
+Benchmarks measure; they assert nothing. ``benchmarks/RESULTS.md`` records measurements
+with the machine they ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+#: name -> (kind, arguments, description). ``quick`` cases are the ``--quick`` set.
+CASES: Dict[str, dict] = {
+    "hbm-stream": dict(kind="memtest", pattern="stream-read", requests=2_000_000,
+                       what="HBM stream-read microbenchmark, 2M requests (benchmarks/bench_memtest.py)"),
+    "hbm-stream-quick": dict(kind="memtest", pattern="stream-read", requests=200_000, quick=True,
+                             what="HBM stream-read microbenchmark, 200k requests"),
+    "fc2-tp8": dict(kind="experiment", config="configs/experiments/default.yaml", overrides=[],
+                    what="T-NLG FC-2 TP=8 Sequential sub-layer (configs/experiments/default.yaml)"),
+    "fc2-tp8-1k": dict(kind="experiment", config="configs/experiments/default.yaml",
+                       overrides=["workload.tokens=1024"],
+                       what="T-NLG FC-2 TP=8 Sequential, 1024 tokens"),
+    "op-tp8-2k": dict(kind="experiment", config="configs/experiments/default.yaml",
+                      overrides=["workload.sublayer=OP", "workload.tokens=2048"],
+                      what="T-NLG OP TP=8 Sequential, 2048 tokens (the issue-7 profiling run)"),
+    "fc2-tp8-256": dict(kind="experiment", config="configs/experiments/default.yaml",
+                        overrides=["workload.tokens=256"], quick=True,
+                        what="T-NLG FC-2 TP=8 Sequential, 256 tokens"),
+}
+DEFAULT_CASES = ("hbm-stream", "fc2-tp8-1k", "op-tp8-2k", "fc2-tp8")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="measure simulator speed on fixed cases (wall, slowdown, requests/s, memory)")
+    p.add_argument("--quick", action="store_true", help="small cases only (a minute or less)")
+    p.add_argument("--case", action="append", default=[], metavar="NAME", help="run only this case (repeatable)")
+    p.add_argument("--list", action="store_true", help="list the cases and exit")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--_child", default=None, help=argparse.SUPPRESS)
+    p.set_defaults(func=_run)
+
+
+def machine() -> Dict[str, object]:
+    """Where the benchmark ran."""
+    info: Dict[str, object] = {"host": platform.node(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
+                               "platform": platform.platform()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        import numba
+        import numpy
+        import simpy
+
+        info["numpy"], info["numba"], info["simpy"] = numpy.__version__, numba.__version__, simpy.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    return info
+
+
+def _peak_rss_MB() -> float:
+    import resource
+
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return kb / 1024.0
+
+
+def run_case(name: str) -> Dict[str, object]:
+    """Run one case in this process and measure it."""
+    from t3sim.config import SystemConfig
+    from t3sim.memory.memtest import warm_up
+
+    case = CASES[name]
+    warm_up(SystemConfig())  # numba compile/cache load, outside the timing
+    out: Dict[str, object] = {"case": name, "what": case["what"]}
+    if case["kind"] == "memtest":
+        from t3sim.memory.memtest import simulate
+
+        ms, wall = simulate(SystemConfig(), case["pattern"], case["requests"])
+        sim_s = ms.now_tick * 1e-12
+        out.update(wall_s=wall, simulated_us=sim_s * 1e6, dram_requests=case["requests"], simpy_events=0)
+    else:
+        from t3sim.config import load_experiment
+        from t3sim.sim import engine as engine_mod
+        from t3sim.system import simulate as simulate_exp
+
+        # count simpy events over every Engine.run of the case
+        counted = {"events": 0}
+        orig = engine_mod.Engine.run
+
+        def counting_run(self, *a, **k):
+            try:
+                return orig(self, *a, **k)
+            finally:
+                counted["events"] += self.events_processed
+
+        engine_mod.Engine.run = counting_run
+        try:
+            cfg = Path(case["config"])
+            if not cfg.exists():  # relative to the repository this package lives in
+                cfg = Path(__file__).resolve().parents[2] / case["config"]
+            e = load_experiment(cfg, list(case["overrides"]))
+            t0 = time.perf_counter()
+            r = simulate_exp(e)
+            wall = time.perf_counter() - t0
+        finally:
+            engine_mod.Engine.run = orig
+        st = r.stats
+        reqs = sum(int(v.value) for k, v in st.items() if k.startswith("gpu") and k.endswith(".hbm.requests"))
+        sim_us = float(st.value("sim.end_us")) if "sim.end_us" in st else float(r.summary.get("total_us", 0.0))
+        out.update(wall_s=wall, simulated_us=sim_us, dram_requests=reqs, simpy_events=counted["events"],
+                   summary={k: v for k, v in r.summary.items() if k.endswith("_us")})
+    sim_s = out["simulated_us"] * 1e-6
+    out["slowdown"] = out["wall_s"] / sim_s if sim_s > 0 else None
+    out["dram_requests_per_s"] = out["dram_requests"] / out["wall_s"]
+    out["simpy_events_per_s"] = out["simpy_events"] / out["wall_s"]
+    out["peak_rss_MB"] = _peak_rss_MB()
+    return out
+
+
+def _in_child(name: str) -> Dict[str, object]:
+    cmd = [sys.executable, "-c", "import sys; from t3sim.cli import main; sys.exit(main(sys.argv[1:]))",
+           "bench", "--_child", name]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"case": name, "error": (p.stderr or p.stdout).strip().splitlines()[-1:]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _fmt(r: Dict[str, object]) -> str:
+    if "error" in r:
+        return f"{r['case']:<18} ERROR {r['error']}"
+    return (f"{r['case']:<18} wall {r['wall_s']:8.2f} s  simulated {r['simulated_us']:9.2f} us  "
+            f"slowdown {r['slowdown']:10.3g}  DRAM req/s {r['dram_requests_per_s']:10.3g}  "
+            f"events/s {r['simpy_events_per_s']:9.3g}  peak {r['peak_rss_MB']:7.0f} MB")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from t3sim.errors import InputError
+
+    if args._child:
+        print(json.dumps(run_case(args._child)))
+        return 0
+    if args.list:
+        for name, c in CASES.items():
+            print(f"{name:<18} {'quick ' if c.get('quick') else '      '}{c['what']}")
+        return 0
+    if args.case:
+        names: List[str] = list(args.case)
+    elif args.quick:
+        names = [n for n, c in CASES.items() if c.get("quick")]
+    else:
+        names = list(DEFAULT_CASES)
+    for n in names:
+        if n not in CASES:
+            raise InputError("--case", repr(n), ", ".join(CASES))
+    results = []
+    for n in names:
+        r = _in_child(n)
+        results.append(r)
+        if not args.json:
+            print(_fmt(r), flush=True)
+    if args.json:
+        print(json.dumps({"machine": machine(), "results": results}, indent=2))
+    else:
+        m = machine()
+        print(f"machine: {m.get('cpu', '?')}, {m['cpus']} CPUs, Python {m['python']}, numba {m.get('numba', '?')}")
+    return 0 if all("error" not in r for r in results) else 1

@@ -1,0 +1,23 @@
+"""``t3sim bench`` (issue 7): the command runs and reports every metric; no timing assertions."""
+
+from __future__ import annotations
+
+from t3sim.cli import main
+from t3sim.commands.bench_cmd import CASES, DEFAULT_CASES, run_case
+
+
+def test_cases_are_defined(capsys):
+    assert set(DEFAULT_CASES) <= set(CASES)
+    assert main(["bench", "--list"]) == 0
+    assert "fc2-tp8" in capsys.readouterr().out
+
+
+def test_memtest_case_reports_every_metric():
+    r = run_case("hbm-stream-quick")
+    for key in ("wall_s", "simulated_us", "slowdown", "dram_requests_per_s", "simpy_events_per_s", "peak_rss_MB"):
+        assert key in r and r[key] is not None
+    assert r["dram_requests"] == 200_000 and r["simulated_us"] > 0
+
+
+def test_unknown_case_is_an_input_error(capsys):
+    assert main(["bench", "--case", "nope"]) == 2
