@@ -20,8 +20,11 @@ for T3), carrying ``wg_id``/``wf_id``.
 
 The kernel's first WGs dispatch ``gpu.kernel_launch_overhead_ns`` after
 :meth:`GemmKernel.start` (its duration includes the launch, as CUDA-event
-timings do). The kernel is done when every WG has finished and every DRAM write it caused
-has completed. Times are integer ticks; CU cycles convert through the CU
+timings do). The kernel is done when every WG has finished and every store it issued
+has completed (its *own* writes: the ``written`` events its sink reports, i.e. accepted by the
+write-back L2 or, for uncached/near-memory stores, written in DRAM). Other traffic on the GPU
+(e.g. T3's incoming reduce-scatter updates, or a concurrent collective) does not delay its end;
+nor do L2 evictions of its dirty lines, which the L2 writes back on its own schedule. Times are integer ticks; CU cycles convert through the CU
 :class:`~t3sim.sim.clock.Clock` exactly.
 """
 
@@ -42,10 +45,23 @@ from t3sim.sim.clock import Clock, ns_to_ticks
 from t3sim.sim.engine import Component, Engine
 
 
-class OutputSink(Protocol):
-    """Where a WG's output tile goes. Returns an event to wait for before the WG retires, or None."""
+@dataclass
+class Stored:
+    """What a sink reports for one WG's output tile.
 
-    def store(self, seq: int, tile: int, reqs: StoreRequests) -> Optional[simpy.Event]:
+    ``retire``: event the WG waits for before it retires (None: posted stores, retire at once).
+    ``written``: event that fires when the tile's local stores have completed; the kernel's end
+    waits for every such event (None: nothing local to wait for, e.g. all stores went remote).
+    """
+
+    retire: Optional[simpy.Event] = None
+    written: Optional[simpy.Event] = None
+
+
+class OutputSink(Protocol):
+    """Where a WG's output tile goes; returns a :class:`Stored` (or None: nothing to wait for)."""
+
+    def store(self, seq: int, tile: int, reqs: StoreRequests) -> Optional[Stored]:
         ...
 
 
@@ -55,9 +71,9 @@ class CachedLocalOutput:
     def __init__(self, hier: MemoryHierarchy, category: str = "gemm"):
         self.hier, self.category = hier, category
 
-    def store(self, seq: int, tile: int, reqs: StoreRequests) -> Optional[simpy.Event]:
-        self.hier.write(np.unique(reqs.addr), self.category)
-        return None  # stores retire from the WG at once; the kernel end waits for DRAM writes
+    def store(self, seq: int, tile: int, reqs: StoreRequests) -> Stored:
+        # posted stores: the WG retires at once; the kernel's end waits for them to be written
+        return Stored(written=self.hier.write(np.unique(reqs.addr), self.category))
 
 
 @dataclass
@@ -124,6 +140,8 @@ class GemmKernel(Component):
         self._addr_cache: dict = {}
         self.run: Optional[GemmRun] = None
         self.done = engine.env.event()
+        self._writes_left = 0  # this kernel's stores not yet completed
+        self._all_retired = False
 
     # ------------------------------------------------------------------ processes
     def start(self) -> simpy.Event:
@@ -183,15 +201,34 @@ class GemmKernel(Component):
                 if pending is not None:
                     yield pending
             reqs = wg_store_requests(g, tm, tn, wg_id=seq)
-            ev = self.sink.store(seq, tile, reqs)
-            if ev is not None:
-                yield ev
+            st = self.sink.store(seq, tile, reqs)
+            if st is not None:
+                if st.written is not None:
+                    self._track_own_write(st.written)
+                if st.retire is not None:
+                    yield st.retire
             self.cu_active[cu] -= 1
             self.progressed()
             self._wg_done(seq)
         self._live -= 1
         if self._live == 0:
-            yield self.hier.drained()
+            self._all_retired = True
+            self._maybe_end()
+
+    def _track_own_write(self, ev: simpy.Event) -> None:
+        if ev.processed:
+            return
+        self._writes_left += 1
+
+        def done(_e):
+            self._writes_left -= 1
+            self._maybe_end()
+
+        ev.callbacks.append(done)
+
+    def _maybe_end(self) -> None:
+        """End the kernel once every WG retired and every store it issued completed (module doc)."""
+        if self._all_retired and self._writes_left == 0 and not self.done.triggered:
             self.run.end_tick = self.env.now
             self.done.succeed(self.run)
 

@@ -50,7 +50,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from t3sim.compute.addresses import StoreRequests, wg_store_requests
-from t3sim.compute.gemm_kernel import GemmKernel
+from t3sim.compute.gemm_kernel import GemmKernel, Stored
 from t3sim.compute.memhier import REQ_B
 from t3sim.dma import addrspace as A
 from t3sim.dma.engine import Completion, DMAEngines, DmaBlock, Fabric, Payload
@@ -129,7 +129,6 @@ class T3Context:
         self.gemm_done = False
         self.wgs_stored = 0
         self.words_checked = 0
-        self.own_writes = Completion(env)  # the GEMM's own local stores (its kernel end, Sec. 4.3)
         self._deliv = A.deliveries(self.spaces) if (self.functional and self.homogeneous) else {}
         for g in model.sim_gpus:
             self._setup_gpu(g)
@@ -277,16 +276,12 @@ class T3Output:
         if op:
             written = self.h.write(reqs.addr, "gemm", Stream.COMPUTE, uncached=True, update=op == "update",
                                    wg_id=wg, wf_id=reqs.wf_id, data=data)
-            ctx.own_writes.add()
-            written.callbacks.append(lambda _e: ctx.own_writes.finish())
         ctx.wgs_stored += 1
-        if ctx.wgs_stored == ctx.W * len(ctx.model.sim_gpus):
-            ctx.own_writes.seal()
         for peer, rop in self.space.remote[p]:
             ctx.fabric.send(self.g, peer, Payload(reqs.addr, wg, reqs.wf_id, rop, data))
         if ctx.homogeneous and self.g == 0:
             ctx.on_ref_store(seq, written)
-        return None  # posted stores; the kernel's end waits for its DRAM writes
+        return Stored(written=written)  # posted stores; the kernel's end waits for its own local writes
 
 
 def run_t3(model) -> Phases:
@@ -306,11 +301,10 @@ def run_t3(model) -> Phases:
         if mca:
             for h in model.hiers.values():
                 h.port.begin_isolated_stage()
-        model.gemm("t3_gemm", sink_for=lambda g: T3Output(ctx, g),
-                   order_for=lambda g: ctx.spaces[g].order(ctx.base), on_stage_done=stage_done)
-        # the GEMM kernel ends when its last WG retired and its own stores are written; the kernel
-        # object's drain also waits for incoming RS writes, which are not the kernel's
-        yield ctx.own_writes.done
+        # the GEMM kernel ends when its last WG retired and its own local stores are written
+        # (GemmKernel's per-kernel drain); incoming RS updates do not hold it
+        yield model.gemm("t3_gemm", sink_for=lambda g: T3Output(ctx, g),
+                         order_for=lambda g: ctx.spaces[g].order(ctx.base), on_stage_done=stage_done)
         for h in model.hiers.values():
             h.port.kernel_boundary()
         marks["gemm"] = env.now
