@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from t3sim.analysis.comparison import compare, format_tables, group_cases, to_csv, write_csv_atomic
 from t3sim.system.run import run_experiment
 
 COLUMNS = [("label", "point", "{}"), ("scheme", "scheme", "{}"), ("gemm_us", "GEMM us", "{:.1f}"),
@@ -54,4 +55,11 @@ def _run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(table(rows))
         sys.stdout.write(f"results: {outcomes[0].path.parent if outcomes else args.out}\n")
+    summaries = [o.result.summary for o in outcomes]
+    if outcomes and any(len(v) > 1 and "sequential" in v for v in group_cases(summaries).values()):
+        # several schemes per case: the comparison beside the paper's Sec. 6 figures
+        c = compare(summaries)
+        path = write_csv_atomic(outcomes[0].path.parent / "comparison.csv", to_csv(c))
+        if not args.json:
+            sys.stdout.write("\n" + format_tables(c) + f"comparison: {path}\n")
     return 0
