@@ -8,7 +8,7 @@ from pydantic import field_validator, model_validator
 
 from t3sim.config.base import F, Model, check_kind
 from t3sim.config.gpu import GPUConfig, L2Config
-from t3sim.config.memory import AddressMapConfig, ArbitrationConfig, HBMConfig, MemoryControllerConfig
+from t3sim.config.memory import AddressMapConfig, HBMConfig, MemoryControllerConfig
 
 
 class InterconnectConfig(Model):

@@ -38,29 +38,44 @@ class Phases:
         return {f"{k}_us": round(getattr(self, k) / TICKS_PER_US, 6) for k in ("gemm", "rs", "ag", "total")}
 
 
-def run_sequential(model, rs_variant: str = "baseline") -> Phases:
-    """Run GEMM -> RS -> AG back to back on ``model``; returns the phase times."""
-    env, eng = model.env, model.engine
-    marks: Dict[str, int] = {}
+def run_phases(model, body) -> Phases:
+    """Run ``body(mark)``, a simpy generator, to completion on ``model`` and return its phase times.
 
-    def pipeline():
-        marks["start"] = env.now
-        yield model.gemm()
-        for h in model.hiers.values():  # the GEMM kernel ends: the MC sees the kernel boundary
-            h.port.kernel_boundary()
-        marks["gemm"] = env.now
-        yield model.collective("reduce_scatter", variant=rs_variant).done
-        marks["rs"] = env.now
-        yield model.collective("all_gather").done
-        marks["ag"] = env.now
+    ``body`` calls ``mark("gemm")``, ``mark("rs")`` and ``mark("ag")`` when each phase ends; the phases
+    are measured from the start of the run (the run's explicit done event fires after ``body``).
+    """
+    env, eng = model.env, model.engine
+    marks: Dict[str, int] = {"start": env.now}
+
+    def mark(name: str) -> None:
+        marks[name] = env.now
+
+    def proc():
+        yield from body(mark)
         eng.finish()
 
-    env.process(pipeline())
+    env.process(proc())
     eng.run(progress=lambda t: f"[{model.exp.name}] simulated {t / TICKS_PER_US:,.1f} us", progress_every_s=5.0)
     g = marks["gemm"] - marks["start"]
     rs = marks["rs"] - marks["gemm"]
     ag = marks["ag"] - marks["rs"]
     return Phases(g, rs, ag, g + rs + ag)
+
+
+def run_sequential(model, rs_variant: str = "baseline") -> Phases:
+    """Run GEMM -> RS -> AG back to back on ``model``; returns the phase times."""
+
+    def body(mark):
+        yield model.gemm()
+        for h in model.hiers.values():  # the GEMM kernel ends: the MC sees the kernel boundary
+            h.port.kernel_boundary()
+        mark("gemm")
+        yield model.collective("reduce_scatter", variant=rs_variant).done
+        mark("rs")
+        yield model.collective("all_gather").done
+        mark("ag")
+
+    return run_phases(model, body)
 
 
 def run_sequential_scheme(model) -> Phases:

@@ -45,7 +45,7 @@ reduce-scatter after the GEMM ends (fused RS end - GEMM end); ``ag``;
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -56,8 +56,7 @@ from t3sim.dma import addrspace as A
 from t3sim.dma.engine import Completion, DMAEngines, DmaBlock, Fabric, Payload
 from t3sim.dma.tracker import Tracker
 from t3sim.memory.request import Stream
-from t3sim.schemes.sequential import Phases
-from t3sim.sim.clock import TICKS_PER_US
+from t3sim.schemes.sequential import Phases, run_phases
 from t3sim.workload.wg_order import base_order
 
 WORD_B = 4  # functional data: one value per 4 B word (float32 store, t3sim.memory.functional)
@@ -286,18 +285,15 @@ class T3Output:
 
 def run_t3(model) -> Phases:
     """Run the fused GEMM-RS then the all-gather on ``model`` (module doc); returns the phase times."""
-    env, eng = model.env, model.engine
     ctx = T3Context(model)
     model.t3 = ctx
     mca = model.system.memory_controller.arbitration.kind == "t3_mca"
-    marks: Dict[str, int] = {}
 
     def stage_done(g, s):
         if s == 0 and mca:
             model.hiers[g].port.end_isolated_stage()
 
-    def pipeline():
-        marks["start"] = env.now
+    def body(mark):
         if mca:
             for h in model.hiers.values():
                 h.port.begin_isolated_stage()
@@ -307,11 +303,11 @@ def run_t3(model) -> Phases:
                          order_for=lambda g: ctx.spaces[g].order(ctx.base), on_stage_done=stage_done)
         for h in model.hiers.values():
             h.port.kernel_boundary()
-        marks["gemm"] = env.now
+        mark("gemm")
         ctx.gemm_done = True
         ctx._maybe_seal()
         yield ctx.completion.done
-        marks["rs"] = env.now
+        mark("rs")
         for g, tr in ctx.trackers.items():
             tr.check_done()
             model.hiers[g].mem.set_enqueue_hook(None)
@@ -321,15 +317,9 @@ def run_t3(model) -> Phases:
             ctx.words_checked = final_chunk_check(model)
         else:
             yield model.collective("all_gather").done
-        marks["ag"] = env.now
-        eng.finish()
+        mark("ag")
 
-    env.process(pipeline())
-    eng.run(progress=lambda t: f"[{model.exp.name}] simulated {t / TICKS_PER_US:,.1f} us", progress_every_s=5.0)
-    g = marks["gemm"] - marks["start"]
-    rs = marks["rs"] - marks["gemm"]
-    ag = marks["ag"] - marks["rs"]
-    return Phases(g, rs, ag, g + rs + ag)
+    return run_phases(model, body)
 
 
 def final_chunk_check(model) -> int:

@@ -27,7 +27,6 @@ element exactly once, and the WF rectangles of a tile partition its rectangle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Tuple
 
 from t3sim.compute.occupancy import Occupancy
