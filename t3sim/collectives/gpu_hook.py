@@ -167,7 +167,6 @@ class CuPool:
 
     def _start(self, p: _Piece, cat: str) -> None:
         self.busy += 1
-        env = self.env
         evs = [self.hier.read(a, cat, self.stream) for a in p.reads if len(a)]
         if not evs:
             self._math(p, cat)
@@ -367,7 +366,7 @@ class GpuCollectiveHook(Component):
         tag = packet.meta.tag
         hier = self.hiers[packet.dst]
         x = self.plan.steps[tag.step].xfers[tag.xfer]
-        eb, L = self.plan.elem_bytes, self.layout
+        L = self.layout
         off = packet.addr  # byte offset within the destination buffer
         cat = self.plan.steps[tag.step].category
         if x.op == "reduce" and self.variant == "baseline":

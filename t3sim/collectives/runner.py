@@ -31,7 +31,7 @@ model adds the buffer's base address); ``tag`` = :class:`XferTag`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import simpy
 

@@ -53,7 +53,7 @@ total.
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from typing import Callable, Deque, Dict, Hashable, List, Optional, Tuple
+from typing import Callable, Deque, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -160,7 +160,11 @@ class Tracker:
         self.max_set_use = max(self.max_set_use, int(self._set_use[s]))
         self._count[r] = 0
 
-    def _bump(self, r: Region, tick: int, n: int) -> None:
+    def _bump(self, r: Region, tick: int, n: int, retry: bool = True) -> None:
+        """Count ``n`` accesses to region ``r``; at its threshold fire it and free its way.
+
+        ``retry=False`` skips re-running the set's stall queue (the caller is already doing so).
+        """
         c = self._count[r] + n
         thr = self._threshold[r]
         assert c <= thr, f"{self.name}: region {r} counted {c} accesses, threshold {thr}"
@@ -174,22 +178,8 @@ class Tracker:
         s = self.set_of(r)
         self._set_use[s] -= 1
         self._cb[r](r, tick)
-        self._unstall(s, tick)
-
-    def _bump_quiet(self, r: Region, tick: int) -> None:
-        """:meth:`_bump` by one without retrying the stall queue (the caller is retrying it)."""
-        c = self._count[r] + 1
-        thr = self._threshold[r]
-        assert c <= thr, f"{self.name}: region {r} counted {c} accesses, threshold {thr}"
-        self.counted += 1
-        if c < thr:
-            self._count[r] = c
-            return
-        del self._count[r]
-        assert r not in self._fired, f"{self.name}: region {r} fired twice"
-        self._fired[r] = tick
-        self._set_use[self.set_of(r)] -= 1
-        self._cb[r](r, tick)
+        if retry:
+            self._unstall(s, tick)
 
     def _unstall(self, s: int, tick: int) -> None:
         """A way of set ``s`` freed at ``tick``: retry its stalled accesses in arrival order.
@@ -212,7 +202,7 @@ class Tracker:
                 self._allocate(r, s)
             self.stall_ticks += max(0, tick - t0)
             before = len(self._fired)
-            self._bump_quiet(r, tick)
+            self._bump(r, tick, 1, retry=False)
             fired_any |= len(self._fired) > before
         self._stalled[s] = keep
         if fired_any and keep:

@@ -23,7 +23,7 @@ sent == bytes received, and every byte sent by a GPU arrived at its destination.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import count
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 

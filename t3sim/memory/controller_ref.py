@@ -118,7 +118,7 @@ class ReferenceController:
         return h if h >= 0 and self.ms.r_arrive[h] <= c else -1
 
     def _run_unit(self, u: int, until: int, stop_when_idle: bool, issued: list, admitted: list) -> None:
-        ms, s, g = self.ms, self.units[u], self.ms.geom
+        ms, s = self.ms, self.units[u]
         while s.cycle < until:
             c = s.cycle
             empty = not s.rq and not s.wq
