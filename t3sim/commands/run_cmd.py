@@ -1,4 +1,13 @@
-"""``t3sim run EXPERIMENT.yaml``: simulate every point of an experiment and print a table."""
+"""``t3sim run EXPERIMENT.yaml``: simulate every point of an experiment and print a table.
+
+Points run in this process (``-j 1``, the default), on ``-j N`` local worker
+processes, or on a Dask cluster (``--executor dask --scheduler ADDRESS``); see
+:mod:`t3sim.exec.runner` for reuse, resume and the failure rule. Progress goes
+to stderr; the table (or ``--json``) to stdout. Exit code: 0 when every point
+has a result; otherwise 1 if any point hit an internal error (a bug; its
+traceback is printed), else 3 if any simulation failed, else 2 (bad input);
+130 when interrupted.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,7 @@ import json
 import sys
 
 from t3sim.analysis.comparison import compare, format_tables, group_cases, to_csv, write_csv_atomic
+from t3sim.exec import ExecutorError, Progress
 from t3sim.system.run import run_experiment
 
 COLUMNS = [("label", "point", "{}"), ("scheme", "scheme", "{}"), ("gemm_us", "GEMM us", "{:.1f}"),
@@ -25,6 +35,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="results", help="results root (default: results/)")
     p.add_argument("--force", action="store_true", help="recompute points that already have results")
     p.add_argument("--json", action="store_true", help="print the summaries as JSON instead of a table")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                   help="local worker processes (default 1: in this process; 0: one per CPU)")
+    p.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="where points run: local processes (default) or a Dask cluster (pip install 't3sim[dask]')")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address for --executor dask (tcp://HOST:8786)")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="stop at the first failed point (default: run the others and report failures at the end)")
     p.set_defaults(func=_run)
 
 
@@ -46,15 +63,25 @@ def _num(v):
 
 
 def _run(args: argparse.Namespace) -> int:
-    outcomes = run_experiment(args.config, args.overrides, out=args.out, force=args.force)
+    if args.scheduler and args.executor != "dask":
+        args.executor = "dask"  # --scheduler alone means Dask
+    try:
+        outcomes = run_experiment(args.config, args.overrides, out=args.out, force=args.force, jobs=args.jobs,
+                                  executor=args.executor, scheduler=args.scheduler, fail_fast=args.fail_fast,
+                                  progress=Progress(sys.stderr))
+    except ExecutorError as exc:
+        sys.stderr.write(f"t3sim: error: {exc}; finished points are saved, run again to resume\n")
+        return 1
+    failed = [o for o in outcomes if not o.ok]
+    outcomes = [o for o in outcomes if o.ok]
     rows = [{"label": o.point.label, **o.result.summary, "result_dir": str(o.path), "reused": o.reused}
             for o in outcomes]
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
-    else:
+    elif rows:
         sys.stdout.write(table(rows))
-        sys.stdout.write(f"results: {outcomes[0].path.parent if outcomes else args.out}\n")
+        sys.stdout.write(f"results: {outcomes[0].path.parent}\n")
     summaries = [o.result.summary for o in outcomes]
     if outcomes and any(len(v) > 1 and "sequential" in v for v in group_cases(summaries).values()):
         # several schemes per case: the comparison beside the paper's Sec. 6 figures
@@ -62,4 +89,21 @@ def _run(args: argparse.Namespace) -> int:
         path = write_csv_atomic(outcomes[0].path.parent / "comparison.csv", to_csv(c))
         if not args.json:
             sys.stdout.write("\n" + format_tables(c) + f"comparison: {path}\n")
-    return 0
+    return _report_failures(failed)
+
+
+def _report_failures(failed) -> int:
+    """One stderr line per failed point (internal errors add their traceback); the exit code."""
+    for o in failed:
+        e = o.error
+        what = {"input": "error", "simulation": "simulation failed", "internal": "internal error",
+                "skipped": "skipped"}.get(e.kind, e.kind)
+        sys.stderr.write(f"t3sim: {what}: point {o.point.label}: {e.message}\n")
+        if e.traceback:
+            sys.stderr.write(e.traceback.rstrip("\n") + "\n")
+    kinds = {o.error.kind for o in failed}
+    if "internal" in kinds:
+        return 1
+    if "simulation" in kinds:
+        return 3
+    return 2 if kinds else 0

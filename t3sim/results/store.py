@@ -15,7 +15,9 @@ directory and a re-run finds it.
 Atomicity: everything is written into a hidden temporary sibling directory,
 fsynced, and renamed into place in one ``os.rename``. A directory at the final
 path is therefore always complete; an interrupted run leaves only a
-``.tmp-*`` directory, which readers ignore and the next writer removes.
+``.tmp-*`` directory, which readers ignore and the next run removes
+(:meth:`ResultStore.clean_partial`, which leaves alone the temporary
+directories of writers still running on this host).
 """
 
 from __future__ import annotations
@@ -90,8 +92,14 @@ class ResultStore:
         d = self.run_dir(experiment, config_hash(resolved))
         return d if is_complete(d) else None
 
-    def write(self, result: RunResult) -> Path:
-        """Atomically write ``result``; returns the final directory."""
+    def write(self, result: RunResult, replace: bool = False) -> Path:
+        """Atomically write ``result``; returns the final directory.
+
+        If a complete result already sits at the final path (another run
+        finished the same config meanwhile) it is kept, unless ``replace``
+        (``--force``): then the old directory is swapped out and the new one
+        renamed in, so the final path never holds a partial result.
+        """
         chash = result.config_hash
         final = self.run_dir(result.experiment, chash)
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -105,19 +113,34 @@ class ResultStore:
         _write(tmp / "summary.csv", summary_csv(result))
         _write(tmp / "meta.json", json.dumps(meta, indent=1, sort_keys=True) + "\n")
         _fsync_dir(tmp)
-        if final.exists():  # someone finished the same config meanwhile: keep theirs
+        if final.exists() and not replace:  # someone finished the same config meanwhile: keep theirs
             shutil.rmtree(tmp)
-        else:
-            os.rename(tmp, final)
-            _fsync_dir(final.parent)
+            return final
+        old = None
+        if final.exists():
+            old = final.parent / f".tmp-old-{chash}-{os.getpid()}"
+            if old.exists():
+                shutil.rmtree(old)
+            os.rename(final, old)
+        os.rename(tmp, final)
+        _fsync_dir(final.parent)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
         return final
 
     def clean_partial(self, experiment: str) -> int:
-        """Remove leftovers of interrupted writes; returns how many."""
+        """Remove leftovers of interrupted writes; returns how many.
+
+        A temporary directory is named ``.tmp-<hash>-<pid>``; one whose writer
+        is still alive on this host (another sweep writing meanwhile) is kept.
+        Call it when this process has no write in flight.
+        """
         n = 0
         d = self.root / experiment
         if d.is_dir():
             for p in d.glob(".tmp-*"):
+                if _writer_alive(p.name):
+                    continue
                 shutil.rmtree(p, ignore_errors=True)
                 n += 1
         return n
@@ -208,6 +231,23 @@ def _write(p: Path, text: str) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+
+
+def _writer_alive(tmp_name: str) -> bool:
+    """Whether the process that named this temporary directory is still running (not us)."""
+    try:
+        pid = int(tmp_name.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return False
+    if pid == os.getpid() or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists but is not ours (or cannot tell): leave it
+    return True
 
 
 def _fsync_dir(d: Path) -> None:

@@ -1,9 +1,10 @@
 """Run experiments: the Python API under ``t3sim run``.
 
 ``simulate(exp)`` runs one resolved point and returns a :class:`RunResult`;
-``run_experiment(path, ...)`` expands an experiment file's sweep, reuses
-finished points from the results store, simulates the rest and writes each
-as soon as it finishes.
+``run_experiment(path, ...)`` expands an experiment file's sweep and hands
+the points to :func:`t3sim.exec.run_points`, which reuses finished points
+from the results store, simulates the rest (in this process, on a local
+process pool or on a Dask cluster) and writes each as soon as it finishes.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Optional
 
 from t3sim.config.experiment import ExperimentConfig
-from t3sim.config.sweep import Point, expand
-from t3sim.results.store import ResultStore, RunResult, load_run
+from t3sim.config.sweep import expand
+from t3sim.exec.progress import Progress
+from t3sim.exec.runner import PointOutcome, run_points  # noqa: F401  (PointOutcome: re-exported)
+from t3sim.results.store import RunResult
 from t3sim.schemes import scheme_for
 from t3sim.system.model import SystemModel
 
@@ -44,31 +46,21 @@ def simulate(exp: ExperimentConfig) -> RunResult:
     return RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed, meta)
 
 
-@dataclass
-class PointOutcome:
-    point: Point
-    result: RunResult
-    reused: bool
-    path: Path
-
-
 def run_experiment(path: str | Path, overrides: Iterable[str] = (), out: str | Path = "results",
-                   force: bool = False, log=sys.stderr) -> List[PointOutcome]:
-    """Run every point of an experiment file; finished points are reused unless ``force``."""
+                   force: bool = False, log=None, *, jobs: int = 1, executor: str = "local",
+                   scheduler: Optional[str] = None, fail_fast: bool = False,
+                   progress: Optional[Progress] = None) -> List[PointOutcome]:
+    """Run every point of an experiment file; outcomes in point order (see :func:`t3sim.exec.run_points`).
+
+    Finished points are reused unless ``force``; the rest run in this process
+    (``jobs=1``), on ``jobs`` local processes (0 = one per CPU) or, with
+    ``executor="dask"``, on the Dask cluster at ``scheduler``; each result is
+    written as soon as it lands. Progress goes to ``progress``, or to the
+    stream ``log`` if given, else nowhere. A point that fails comes back as an
+    outcome with ``error`` set; the others still run unless ``fail_fast``.
+    """
     points = expand(path, overrides)
-    store = ResultStore(out)
-    outcomes: List[PointOutcome] = []
-    for i, p in enumerate(points, 1):
-        resolved = p.config.model_dump(mode="json")
-        found: Optional[Path] = None if force else store.find(p.config.name, resolved)
-        tag = f"[{i}/{len(points)}] {p.label}"
-        if found is not None:
-            log.write(f"{tag}: already simulated, reusing {found} (use --force to recompute)\n")
-            outcomes.append(PointOutcome(p, load_run(found), True, found))
-            continue
-        log.write(f"{tag}: simulating...\n")
-        res = simulate(p.config)
-        d = store.write(res)
-        log.write(f"{tag}: done in {res.meta['wall_s']:.1f} s -> {d}\n")
-        outcomes.append(PointOutcome(p, res, False, d))
-    return outcomes
+    if progress is None and log is not None:
+        progress = Progress(log)
+    return run_points(points, out=out, force=force, jobs=jobs, executor=executor, scheduler=scheduler,
+                      fail_fast=fail_fast, progress=progress)

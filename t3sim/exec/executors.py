@@ -1,0 +1,142 @@
+"""Where sweep points run: in this process, on a local process pool, or on a Dask cluster.
+
+Each backend is a generator ``backend(fn, items) -> (index, fn(item))`` that
+yields results as they finish, in completion order. Closing the generator
+early (Ctrl-C, SIGTERM, ``fail_fast``) cancels what has not started and stops
+the workers, so nothing keeps computing for a sweep that is gone. ``fn`` must
+be a module-level function and ``items`` picklable (they cross process and
+host boundaries); ``fn`` is expected to return its errors as values, so an
+exception out of a backend means the executor itself failed
+(:class:`ExecutorError`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import uuid
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, Iterator, Sequence, Tuple
+
+from t3sim.errors import InputError
+
+EXECUTORS = ("local", "dask")
+DASK_CONNECT_TIMEOUT_S = 10
+
+
+class ExecutorError(RuntimeError):
+    """The executor failed (a worker process died, the cluster went away); finished points are saved."""
+
+
+def default_jobs() -> int:
+    """The CPUs this process may use (``-j 0``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def serial(fn: Callable, items: Sequence[Any]) -> Iterator[Tuple[int, Any]]:
+    """Run the items one after another in this process (``-j 1``)."""
+    for i, item in enumerate(items):
+        yield i, fn(item)
+
+
+def _pool_context():
+    # A fresh interpreter per worker (not a fork of this one, which may hold threads and locks);
+    # forkserver forks workers from one server that has already imported the simulator.
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["t3sim.exec.runner", "t3sim.system.run"])
+        return ctx
+    return multiprocessing.get_context("spawn")  # pragma: no cover - not POSIX
+
+
+def _worker_init() -> None:
+    # Ctrl-C reaches the whole process group; only the parent handles it (and stops the workers).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def local_pool(fn: Callable, items: Sequence[Any], jobs: int) -> Iterator[Tuple[int, Any]]:
+    """Run the items on ``jobs`` local worker processes."""
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_worker_init)
+    clean = False
+    try:
+        futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in sorted(done, key=futures.__getitem__):
+                try:
+                    value = f.result()
+                except BrokenProcessPool:
+                    raise ExecutorError("a worker process died (killed, or out of memory?)") from None
+                yield futures[f], value
+        clean = True
+    finally:
+        if clean:
+            pool.shutdown(wait=True)
+        else:
+            _stop_pool(pool)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    pool.shutdown(wait=False, cancel_futures=True)
+    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)
+
+
+def dask_client(scheduler: str):
+    """A ``distributed.Client`` connected to ``scheduler`` (one-line input error if unreachable)."""
+    distributed = import_distributed()
+    try:
+        return distributed.Client(scheduler, timeout=DASK_CONNECT_TIMEOUT_S, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        msg = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise InputError(f"--scheduler {scheduler}", f"no Dask scheduler reachable ({msg})",
+                         "the address of a running scheduler, e.g. tcp://HOST:8786") from None
+
+
+def dask(fn: Callable, items: Sequence[Any], client) -> Iterator[Tuple[int, Any]]:
+    """Run the items on a Dask distributed cluster through ``client`` (from :func:`dask_client`).
+
+    Results come back to this process, which writes them: the workers need
+    t3sim installed (same version) but no shared filesystem.
+    """
+    import distributed
+
+    futures = []
+    try:
+        run = uuid.uuid4().hex[:8]
+        futures = [client.submit(fn, item, key=f"t3sim-point-{run}-{i}", pure=False) for i, item in enumerate(items)]
+        index = {f.key: i for i, f in enumerate(futures)}
+        for f in distributed.as_completed(futures):
+            try:
+                value = f.result()
+            except Exception as exc:  # KilledWorker, CancelledError, lost scheduler...
+                raise ExecutorError(f"the Dask cluster failed to run a point ({type(exc).__name__}: {exc})") from None
+            yield index[f.key], value
+            f.release()
+    finally:
+        if futures:
+            client.cancel([f for f in futures if not f.done()])
+
+
+def import_distributed():
+    """``distributed``, or a one-line input error saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise InputError("--executor dask", "the optional Dask dependencies are not installed",
+                         "pip install 't3sim[dask]', or the local executor") from None
+    return distributed

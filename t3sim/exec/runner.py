@@ -1,0 +1,205 @@
+"""Run a sweep's points: reuse finished ones, simulate the rest on an executor, save each as it lands.
+
+``run_points(points, ...)`` is the engine under ``t3sim run`` and
+:func:`t3sim.system.run.run_experiment`:
+
+1. leftovers of interrupted writes are removed (``ResultStore.clean_partial``);
+2. every point whose result is already complete in the store is reused
+   (unless ``force``);
+3. the rest run on the chosen executor -- in this process (``jobs=1``), on
+   ``jobs`` local worker processes, or on a Dask cluster -- and this process
+   writes each result atomically the moment it arrives, so an interruption
+   (Ctrl-C, SIGTERM, a killed process) loses only the points still running
+   and a re-run resumes from there;
+4. outcomes come back in point order, whatever order points finished in.
+
+Results do not depend on the executor or ``jobs``: each point is simulated
+from its own resolved config and seed, and the statistics (``stats.json``)
+are byte-identical.
+
+Failures: a point whose simulation raises :class:`~t3sim.errors.InputError`
+(kind ``input``) or :class:`~t3sim.errors.SimulationError` (kind
+``simulation``) or anything else (kind ``internal``, a bug; its traceback is
+kept) becomes a failed :class:`PointOutcome` carrying a :class:`PointError`,
+reported with the point's label. The sweep goes on with the other points
+unless ``fail_fast``, which stops at the first failure (points not started are
+marked ``skipped``). Executor failures (a worker process died, the cluster was
+lost) stop the sweep with :class:`~t3sim.exec.executors.ExecutorError`;
+finished points are saved either way.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, List, Optional, Sequence, Union
+
+from t3sim.config.sweep import Point
+from t3sim.errors import InputError, SimulationError
+from t3sim.exec import executors
+from t3sim.exec.progress import Progress, Silent
+from t3sim.results.store import ResultStore, RunResult, load_run
+
+
+@dataclass(frozen=True)
+class PointError:
+    """Why a point produced no result.
+
+    Attributes:
+        kind: ``input`` (bad input found while simulating), ``simulation``
+            (deadlock, invariant violation), ``internal`` (an unexpected
+            exception: a bug) or ``skipped`` (not run: ``fail_fast`` stopped
+            the sweep).
+        message: what went wrong (one line for ``input``).
+        traceback: the worker's traceback, for ``internal`` only.
+    """
+
+    kind: str
+    message: str
+    traceback: str = ""
+
+
+@dataclass
+class PointOutcome:
+    """What happened to one point: a result (reused or freshly simulated) or an error."""
+
+    point: Point
+    result: Optional[RunResult]
+    reused: bool
+    path: Optional[Path]
+    error: Optional[PointError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def status(self) -> str:
+        """``reused``, ``simulated`` or ``failed``."""
+        return "failed" if self.error else ("reused" if self.reused else "simulated")
+
+
+def simulate_point(point: Point) -> Union[RunResult, PointError]:
+    """Simulate one point; errors come back as a :class:`PointError` value (picklable, no traceback to unpickle)."""
+    from t3sim.system.run import simulate  # lazy: t3sim.system.run imports this module
+
+    try:
+        return simulate(point.config)
+    except InputError as exc:
+        return PointError("input", exc.one_line())
+    except SimulationError as exc:
+        return PointError("simulation", str(exc))
+    except Exception as exc:  # a bug: keep going with the other points, keep the traceback
+        return PointError("internal", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+
+
+def describe_executor(executor: str, jobs: int, scheduler: Optional[str]) -> str:
+    if executor == "dask":
+        return f"Dask scheduler {scheduler}"
+    return "this process" if jobs <= 1 else f"{jobs} local worker processes"
+
+
+def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", store: Optional[ResultStore] = None,
+               executor: str = "local", jobs: int = 1, scheduler: Optional[str] = None, force: bool = False,
+               fail_fast: bool = False, progress: Optional[Progress] = None,
+               simulate_fn: Callable[[Point], Union[RunResult, PointError]] = simulate_point) -> List[PointOutcome]:
+    """Run ``points`` (from :func:`t3sim.config.sweep.expand`); return their outcomes in point order.
+
+    Args:
+        points: the sweep's points.
+        out: results root (ignored if ``store`` is given).
+        store: the result store to reuse from and write to.
+        executor: ``local`` (``jobs`` processes; 1 = this process) or ``dask``.
+        jobs: local worker processes; 0 = one per usable CPU. Ignored by ``dask``.
+        scheduler: the Dask scheduler address (``tcp://host:8786``), for ``dask``.
+        force: recompute points that already have results (and replace them).
+        fail_fast: stop at the first failed point instead of running the rest.
+        progress: where to report progress (default: nowhere).
+        simulate_fn: the per-point function (module-level, picklable); for tests.
+    """
+    if executor not in executors.EXECUTORS:
+        raise InputError("--executor", repr(executor), " or ".join(executors.EXECUTORS))
+    if executor == "dask":
+        if not scheduler:
+            raise InputError("--executor dask", "no --scheduler", "--scheduler ADDRESS of a running Dask scheduler")
+        executors.import_distributed()  # fail before doing anything else
+    elif jobs < 0:
+        raise InputError("-j/--jobs", str(jobs), "a number of processes >= 1, or 0 for one per CPU")
+    jobs = executors.default_jobs() if jobs == 0 else jobs
+    progress = progress or Silent()
+    store = store or ResultStore(out)
+
+    for name in sorted({p.config.name for p in points}):
+        store.clean_partial(name)
+    outcomes: List[Optional[PointOutcome]] = [None] * len(points)
+    todo: List[int] = []
+    for i, p in enumerate(points):
+        found = None if force else store.find(p.config.name, p.config.model_dump(mode="json"))
+        if found is not None:
+            outcomes[i] = PointOutcome(p, load_run(found), True, found)
+        else:
+            todo.append(i)
+
+    workers = min(jobs, len(todo))
+    client = executors.dask_client(scheduler) if executor == "dask" and todo else None
+    if client is not None:
+        backend = executors.dask(simulate_fn, [points[i] for i in todo], client)
+    elif workers > 1:
+        backend = executors.local_pool(simulate_fn, [points[i] for i in todo], workers)
+    else:
+        backend = executors.serial(simulate_fn, [points[i] for i in todo])
+    exp_name = points[0].config.name if points else "(no points)"
+    progress.begin(exp_name, len(points), len(points) - len(todo), describe_executor(executor, workers, scheduler))
+
+    how = "stopped"
+    try:
+        with _sigterm_raises_interrupt():
+            for j, value in backend:
+                i = todo[j]
+                p = points[i]
+                if isinstance(value, PointError):
+                    outcomes[i] = PointOutcome(p, None, False, None, value)
+                    progress.point_done(p.label, f"FAILED ({value.kind}): {_first_line(value.message)}", failed=True)
+                    if fail_fast:
+                        break
+                    continue
+                d = store.write(value, replace=force)
+                outcomes[i] = PointOutcome(p, value, False, d)
+                progress.point_done(p.label, f"done in {value.meta.get('wall_s', 0):.1f} s -> {d}")
+        how = "done"
+    except KeyboardInterrupt:
+        how = "interrupted"
+        raise
+    finally:
+        backend.close()  # stops workers still running (no-op once exhausted)
+        if client is not None:
+            client.close()
+        progress.end(how)
+    skipped = PointError("skipped", "not run: the sweep stopped at the first failure (fail_fast)")
+    return [o if o is not None else PointOutcome(points[i], None, False, None, skipped) for i, o in enumerate(outcomes)]
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] + (" ..." if len(lines) > 1 else "") if lines else ""
+
+
+@contextmanager
+def _sigterm_raises_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (``kill``) like Ctrl-C while the sweep runs, so workers are stopped and the run says where it got to."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(_sig, _frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
