@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "t3sim.commands.params_cmd",
     "t3sim.commands.run_cmd",
     "t3sim.commands.validate_cmd",
+    "t3sim.commands.reproduce_cmd",
     "t3sim.workload.cli",
     "t3sim.memory.cli",
     "t3sim.commands.bench_cmd",

@@ -1,0 +1,85 @@
+"""Which results feed which figure, and drawing every figure from a results folder (pure; reads files only).
+
+Results experiments (``results/<name>/``) and the figures drawn from them:
+
+=================  ==========================================================================
+t3-sublayers       Figs. 4, 15, 16, 18, 19 (Mega-GPT-2 / T-NLG), 20 (1x-CU reference)
+fig06              Fig. 6
+fig17              Fig. 17
+fig19              Figs. 4 and 19 (GPT-3, PALM, MT-NLG at TP=32)
+fig20              Fig. 20
+sweep-tracker      tracker sweep
+sweep-mca          MCA sweep
+validation/<sys>   Fig. 14 (``t3sim validate`` output CSV)
+=================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+
+from t3sim.analysis import figs_study as S
+from t3sim.analysis import figs_sublayer as L
+from t3sim.analysis.report import Inputs
+from t3sim.analysis.runs import load_runs
+
+RESULT_EXPERIMENTS = ("t3-sublayers", "fig06", "fig17", "fig19", "fig20", "sweep-tracker", "sweep-mca")
+FIGURES = ("fig04", "fig06", "fig14", "fig15", "fig16", "fig17", "fig18", "fig19", "fig20", "sweep-tracker", "sweep-mca")
+VALIDATION_SYSTEM = "h200-4gpu"
+VALIDATION_STEM = "reduce_scatter_4gpu"
+
+
+def validation_csv(root: str | Path, system: str = VALIDATION_SYSTEM) -> Path:
+    return Path(root) / "validation" / system / f"{VALIDATION_STEM}.csv"
+
+
+def load_inputs(root: str | Path, hashes: Optional[Mapping[str, Iterable[str]]] = None,
+                names: Sequence[str] = RESULT_EXPERIMENTS) -> Inputs:
+    """Runs of every results experiment under ``root`` (exactly ``hashes[name]`` where given)."""
+    runs = {n: load_runs(root, n, (hashes or {}).get(n)) for n in names}
+    v = validation_csv(root)
+    return Inputs(runs, v if v.is_file() else None)
+
+
+def draw(fig: str, inp: Inputs, out: str | Path, formats: Sequence[str] = ("png",)) -> List[Path]:
+    """Draw one figure from loaded inputs; [] when its results are missing."""
+    sub = inp.get("t3-sublayers")
+    if fig == "fig04":
+        runs = sub + inp.get("fig19")
+        return S.fig04(runs, out, formats) if S.fig04_rows(runs) else []
+    if fig == "fig06":
+        return S.fig06(inp.get("fig06"), out, formats) if S.fig06_rows(inp.get("fig06")) else []
+    if fig == "fig14":
+        return S.fig14(inp.validation_csv, out, formats, VALIDATION_SYSTEM) if inp.validation_csv else []
+    if fig in ("fig15", "fig16", "fig18"):
+        rows = {"fig15": L.fig15_rows, "fig16": L.fig16_rows, "fig18": L.fig18_rows}[fig](sub)
+        return getattr(L, fig)(sub, out, formats) if rows else []
+    if fig == "fig17":
+        return L.fig17(inp.get("fig17"), out, formats) if L.fig17_rows(inp.get("fig17")) else []
+    if fig == "fig19":
+        runs = sub + inp.get("fig19")
+        return S.fig19(runs, out, formats) if S.fig19_rows(runs) else []
+    if fig == "fig20":
+        return L.fig20(inp.get("fig20"), sub, out, formats) if L.fig20_rows(inp.get("fig20"), sub) else []
+    if fig in ("sweep-tracker", "sweep-mca"):
+        runs = inp.get(fig)
+        return S.sweep(runs, fig.split("-")[1], out, formats) if runs else []
+    raise ValueError(f"unknown figure {fig!r}; known: {', '.join(FIGURES)}")
+
+
+def draw_all(inp: Inputs, out: str | Path, formats: Sequence[str] = ("png",),
+             figures: Sequence[str] = FIGURES) -> Dict[str, List[Path]]:
+    return {fig: draw(fig, inp, out, formats) for fig in figures}
+
+
+def plot_main(fig: str, description: str) -> None:
+    """Entry point of ``experiments/<fig>/plot.py``: read results, draw ``fig``, print the files written."""
+    from t3sim.analysis.plotting import plot_args
+
+    a = plot_args(description, "results/figures")
+    paths = draw(fig, load_inputs(a.results), a.out, a.formats)
+    if not paths:
+        raise SystemExit(f"{fig}: no results under {a.results}/ (run its experiment first; see its README)")
+    for p in paths:
+        print(p)

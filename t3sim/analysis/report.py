@@ -1,0 +1,236 @@
+"""The reproduction report: t3sim's value beside every number the paper states (pure; reads results files).
+
+:func:`metrics` turns the experiments' runs (and the validation CSV) into one value per
+:mod:`~t3sim.analysis.paper_numbers` key; :func:`compare_number` puts it beside the paper's;
+:func:`render` writes ``REPRODUCTION.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from t3sim import __version__
+from t3sim.analysis import endtoend as e2e
+from t3sim.analysis.comparison import PAPER, PAPER_CASES, compare
+from t3sim.analysis.explanations import EXPLANATIONS, NOT_REPRODUCIBLE
+from t3sim.analysis.figs_study import fig04_rows, fig06_rows, fig14_geomean_error_pct, fig14_rows, fig19_rows, geomean
+from t3sim.analysis.figs_sublayer import fig20_rows, geomean_speedup_pct, mean_by
+from t3sim.analysis.paper_numbers import NUMBERS, PaperNumber
+from t3sim.analysis.runs import Run, f
+
+FLAG_PTS = 5.0
+SMALL = ("mega-gpt-2", "t-nlg")
+LARGE = ("gpt-3", "palm", "mt-nlg")
+
+#: comparison.PAPER (label, agg, tp) -> paper_numbers key
+_CMP_KEYS = {
+    ("ideal_gemm_rs_overlap", "speedup_pct", "geomean", None): "s611_ideal_geo",
+    ("ideal_gemm_rs_overlap", "speedup_pct", "max", None): "s611_ideal_max",
+    ("ideal_rs_nmc", "over_ideal_pct", "max", None): "s611_nmc_extra_max",
+    ("ideal_rs_nmc", "rs_nmc_pct", "geomean", 8): "s611_nmc_rs_8",
+    ("ideal_rs_nmc", "rs_nmc_pct", "geomean", 16): "s611_nmc_rs_16",
+    ("t3", "speedup_pct", "geomean", None): "s612_t3_geo",
+    ("t3", "speedup_pct", "max", None): "s612_t3_max",
+    ("t3_mca", "speedup_pct", "geomean", None): "s613_mca_geo",
+    ("t3_mca", "speedup_pct", "max", None): "s613_mca_max",
+    ("t3_mca", "over_t3_pct", "geomean", None): "s613_mca_over_t3_geo",
+    ("t3_mca", "over_t3_pct", "max", None): "s613_mca_over_t3_max",
+    ("t3_mca", "dram_red_pct", "geomean", None): "s62_dram_geo",
+    ("t3_mca", "dram_red_pct", "max", None): "s62_dram_max",
+    ("t3_mca", "rs_read_x", "geomean", None): "s62_rs_rd",
+    ("t3_mca", "rs_read_x", "geomean", 8): "s62_rs_rd_8",
+    ("t3_mca", "rs_read_x", "geomean", 16): "s62_rs_rd_16",
+    ("t3_mca", "wr_red_pct", "geomean", None): "s62_wr",
+    ("t3_mca", "wr_red_pct", "geomean", 8): "s62_wr_8",
+    ("t3_mca", "wr_red_pct", "geomean", 16): "s62_wr_16",
+    ("t3_mca", "gemm_read_x", "geomean", None): "s62_gemm_rd",
+    ("t3_mca", "gemm_read_x", "geomean", 8): "s62_gemm_rd_8",
+    ("t3_mca", "gemm_read_x", "geomean", 16): "s62_gemm_rd_16",
+}
+_CASE_KEYS = {("t-nlg", "FC-1", 16, "ideal_gemm_rs_overlap"): "s611_tnlg_fc1_16",
+              ("mega-gpt-2", "OP", 16, "ideal_gemm_rs_overlap"): "s611_mega_op_16"}
+
+
+@dataclass
+class Inputs:
+    """Everything the report reads: runs per results experiment, and the validation CSV."""
+
+    runs: Dict[str, List[Run]] = field(default_factory=dict)
+    validation_csv: Optional[Path] = None
+
+    def get(self, name: str) -> List[Run]:
+        return self.runs.get(name, [])
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _max(vals) -> float:
+    v = [x for x in vals if _finite(x)]
+    return max(v) if v else math.nan
+
+
+def metrics(inp: Inputs) -> Dict[str, object]:
+    """``{paper_numbers key: t3sim value}`` (NaN where the experiment has no results)."""
+    out: Dict[str, object] = {}
+    # Sec. 6.1-6.2 from the sixteen cases
+    sub = inp.get("t3-sublayers")
+    if sub:
+        c = compare([r.summary for r in sub])
+        for row, pf in zip(c.summary, PAPER):
+            k = _CMP_KEYS.get((pf.scheme, pf.metric, pf.agg, pf.tp))
+            if k:
+                out[k] = row["t3sim"]
+        for ck, key in _CASE_KEYS.items():
+            m = c.cases.get(ck[:3], {})
+            out[key] = m.get(ck[3], {}).get("speedup_pct", math.nan)
+        out["s613_gap_to_ideal"] = (out.get("s611_ideal_geo", math.nan) - out.get("s613_mca_geo", math.nan))
+    # Sec. 2.4 and 6.3-6.4 (end to end)
+    both = sub + inp.get("fig19")
+    if both:
+        rows = fig04_rows(both)
+        out["s24_comm_mega_max"] = _max(r["comm_pct"] for r in rows if r["model"] == "mega-gpt-2")
+        out["s24_comm_tnlg_max"] = _max(r["comm_pct"] for r in rows if r["model"] == "t-nlg")
+        out["s24_comm_large_max"] = _max(r["comm_pct"] for r in rows if r["model"] in LARGE)
+        out["s24_comm_gemm2x"] = _max(r["comm_pct_gemm_2x_faster"] for r in rows)
+        att = [r["attention_pct"] for r in rows if r["model"] in SMALL and r["phase"] == "training"]
+        out["s63_attention_share"] = sum(att) / len(att) if att else math.nan
+        e = fig19_rows(both)
+        for phase, tag in (("training", "train"), ("prompt", "prompt")):
+            for s, st in (("t3", "t3"), ("t3_mca", "mca")):
+                v = [r["end_to_end_speedup_pct"] for r in e if r["phase"] == phase and r["scheme"] == s and r["model"] in SMALL]
+                out[f"s63_{tag}_{st}_max"] = _max(v)
+                out[f"s63_{tag}_{st}_geo"] = geomean_speedup_pct(v)
+            v = [r["end_to_end_speedup_pct"] for r in e if r["phase"] == phase and r["scheme"] == "t3_mca" and r["model"] in LARGE]
+            out[f"s64_{tag}_max"] = _max(v)
+        layer = _layer_speedups(inp.get("fig19"), "t3_mca")
+        out["s64_layer_max"] = _max(layer)
+        out["s64_layer_geo"] = geomean_speedup_pct(layer)
+    # Sec. 3.2.1
+    rows = fig06_rows(inp.get("fig06"))
+    if rows:
+        def sel(split, key):
+            return [r[key] for r in rows if r["split"] == split]
+        splits = {r["split"] for r in rows} - {"Ideal"}
+        s8 = next((s for s in splits if s.endswith("-8")), None)
+        s16 = next((s for s in splits if s.endswith("-16")), None)
+        out["s321_ideal_pos"] = geomean(sel("Ideal", "potential_overlap_speedup"))
+        if s8:
+            out["s321_ar_slow_8"] = 100 * (geomean(sel(s8, "ar_norm")) - 1)
+            out["s321_pos_72_8"] = geomean(sel(s8, "potential_overlap_speedup"))
+        if s16:
+            out["s321_ar_slow_16"] = 100 * (geomean(sel(s16, "ar_norm")) - 1)
+            out["s321_gemm_slow_64"] = 100 * (geomean(sel(s16, "gemm_norm")) - 1)
+            out["s321_pos_64_16"] = geomean(sel(s16, "potential_overlap_speedup"))
+    # Sec. 5.1.1
+    if inp.validation_csv is not None and Path(inp.validation_csv).is_file():
+        out["s511_rs_error"] = fig14_geomean_error_pct(fig14_rows(inp.validation_csv))
+    # Sec. 7.5
+    r20 = fig20_rows(inp.get("fig20"), sub)
+    if r20:
+        for key, s in (("s75_fc2_benefit", "FC-2"), ("s75_op_benefit", "OP")):
+            d = mean_by(r20, "t3_mca_speedup_pct_2x", {"sublayer": s}) - mean_by(r20, "t3_mca_speedup_pct_1x", {"sublayer": s})
+            out[key] = d
+        out["s75_ratio"] = (sum(r["gemm_rs_ratio_2x"] for r in r20) / len(r20)
+                            - sum(r["gemm_rs_ratio_1x"] for r in r20) / len(r20))
+    return out
+
+
+def _layer_speedups(runs: Sequence[Run], scheme: str) -> List[float]:
+    by: Dict[Tuple[str, str, int], Dict[str, Run]] = {}
+    for r in runs:
+        by.setdefault((r.model, r.sublayer, r.tp), {})[r.scheme] = r
+    return [100 * (f(v["sequential"].summary, "total_us") / f(v[scheme].summary, "total_us") - 1)
+            for v in by.values() if "sequential" in v and scheme in v]
+
+
+def _pts_red(x: float) -> float:
+    return 100 * (1 - 1 / x)
+
+
+def compare_number(n: PaperNumber, v) -> Tuple[str, str, Optional[float], bool]:
+    """(t3sim text, difference text, difference in points or None, flagged)."""
+    if n.key in NOT_REPRODUCIBLE:
+        return "n/a", "", None, False
+    if n.kind == "direction":
+        if not _finite(v):
+            return "not run", "", None, False
+        got = "higher" if v > 0 else "lower"
+        agrees = got == n.value
+        return f"{got} ({v:+.2f})", "agrees" if agrees else "disagrees", None, not agrees
+    if not _finite(v):
+        return "not run", "", None, False
+    p = float(n.value)
+    if n.kind == "pct":
+        txt, d = f"{v:.1f} %", v - p
+    elif n.kind == "speedup_x":
+        txt, d = f"{v:.2f}x", 100 * (v - p)
+    elif n.kind == "reduction_x":
+        txt, d = f"{v:.2f}x", _pts_red(v) - _pts_red(p)
+    elif n.kind == "range_pct":
+        txt = f"{v:.1f} %"
+        d = 0.0 if p <= v <= float(n.hi) else (v - p if v < p else v - float(n.hi))
+    else:
+        raise ValueError(f"unknown kind {n.kind!r}")
+    return txt, f"{d:+.1f} pts", d, abs(d) > FLAG_PTS
+
+
+def table_rows(values: Dict[str, object]) -> List[Dict[str, object]]:
+    rows = []
+    for n in NUMBERS:
+        txt, dtxt, d, flagged = compare_number(n, values.get(n.key, math.nan))
+        note = ""
+        if flagged or n.key in NOT_REPRODUCIBLE:
+            note = EXPLANATIONS.get(n.key, "not yet explained")
+        rows.append({"key": n.key, "section": n.section, "figure": n.figure, "quote": n.quote, "paper": n.paper_text(),
+                     "t3sim": txt, "diff": dtxt, "diff_pts": d, "flagged": flagged, "explanation": note})
+    return rows
+
+
+def _md(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def render(values: Dict[str, object], *, quick: bool, experiments: Sequence[Dict[str, object]] = (),
+           figures: Sequence[str] = (), notes: Sequence[str] = ()) -> str:
+    rows = table_rows(values)
+    ran = [r for r in rows if r["t3sim"] not in ("not run", "n/a")]
+    flagged = [r for r in rows if r["flagged"]]
+    unexplained = [r for r in flagged if r["explanation"] == "not yet explained"]
+    out = ["# Reproduction of T3 (Pati et al., ASPLOS'24) with t3sim", "",
+           f"Generated by `t3sim reproduce{' --quick' if quick else ''}` (t3sim {__version__}). "
+           "Every number the paper states in its text for its results (Secs. 2.4, 3.2.1, 5.1.1, 6.1-6.4, 7.5; "
+           "`t3sim/analysis/paper_numbers.py`) beside t3sim's. Differences are in percentage points "
+           "(ratios compared as the percent they remove or add; `t3sim/analysis/paper_numbers.py`). "
+           f"Differences over {FLAG_PTS:.0f} points carry a one-line cause from `t3sim/analysis/explanations.py`, "
+           "or \"not yet explained\".", ""]
+    if quick:
+        out += ["**Quick mode:** reduced token counts and cases (see the experiments table). These values exercise the "
+                "pipeline; they are *not* comparable with the paper's full-size numbers.", ""]
+    out += [f"**{len(rows)} stated numbers**: {len(ran)} with a t3sim value, "
+            f"{len(ran) - len(flagged)} within {FLAG_PTS:.0f} points (or agreeing in direction), "
+            f"{len(flagged)} further apart ({len(flagged) - len(unexplained)} explained, {len(unexplained)} not yet explained), "
+            f"{len(rows) - len(ran)} without a value.", ""]
+    if experiments:
+        out += ["## Experiments", "", "| experiment | answers | points | new | tokens | results |", "|---|---|---|---|---|---|"]
+        for e in experiments:
+            out.append(f"| {e['name']} | {_md(e.get('answers', ''))} | {e.get('points', '')} | {e.get('new', '')} | "
+                       f"{e.get('tokens', '')} | `{e.get('results', '')}` |")
+        out.append("")
+    out += ["## Stated numbers", "", "| Sec. | figure | the paper says | paper | t3sim | diff | explanation |",
+            "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mark = " **(!)**" if r["flagged"] else ""
+        out.append(f"| {r['section']} | {r['figure']} | \"{_md(r['quote'])}\" | {r['paper']} | {r['t3sim']} | "
+                   f"{r['diff']}{mark} | {_md(r['explanation'])} |")
+    out += ["", "## End-to-end model (Figs. 4, 19; Sec. 5.1.2 method)", ""]
+    out += [f"- {a}" for a in e2e.ASSUMPTIONS]
+    if figures:
+        out += ["", "## Figures", ""] + [f"- `{p}`" for p in figures]
+    if notes:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in notes]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,184 @@
+"""``t3sim reproduce [--quick] [--out DIR] [-j N]``: run (or reuse) every experiment of the T3 paper,
+draw every figure and write ``<out>/REPRODUCTION.md`` (paper value, t3sim value, difference, cause).
+
+Full mode runs the experiments under ``experiments/`` at the paper's sizes into ``results/`` (finished
+points are reused by config hash, so a re-run only draws and writes). ``--quick`` runs a reduced set
+(128 tokens, 64 for the TP=32 models; fewer cases; one validation row) into ``results/quick/`` in a few
+minutes: it checks the pipeline end to end, its numbers are not the paper's sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import inspect
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[2]
+TNLG8 = {"workload.tp": 8, "system.interconnect.num_gpus": 8}
+
+
+def _set(key: str, value) -> str:
+    return f"{key}={json.dumps(value)}"  # JSON is YAML: lists and mappings pass through --set
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One experiment file to run: its results name, what it answers, and its --quick overrides."""
+
+    folder: str
+    results: str
+    answers: str
+    quick: Sequence[str] = field(default_factory=tuple)
+
+    @property
+    def path(self) -> Path:
+        return REPO / "experiments" / self.folder / "experiment.yaml"
+
+
+SPECS = (
+    Spec("fig16", "t3-sublayers", "Figs. 4, 15, 16, 18, 19 (16 sub-layers x 5 schemes; Secs. 2.4, 6.1-6.3)",
+         ("workload.tokens=128", _set("sweep.cases", [TNLG8]))),
+    Spec("fig06", "fig06", "Fig. 6 (CU sharing; Sec. 3.2.1)",
+         ("workload.tokens=128", _set("sweep.grid", {"workload.model": [
+             {"name": "t-nlg", "hidden_size": 4256, "layers": 78, "seq_len": 1024, "batch": 8, "tp_degrees": [8, 16],
+              "attention_heads": 28}], "workload.sublayer": ["OP", "FC-2"]}))),
+    Spec("fig17", "fig17", "Fig. 17 (DRAM bandwidth over time; Sec. 6.1.2)", ("workload.tokens=128",)),
+    Spec("fig19", "fig19", "Figs. 4, 19 (GPT-3, PALM, MT-NLG at TP=32; Secs. 2.4, 6.4)",
+         ("workload.tokens=64", _set("sweep.cases", [{"workload.model.name": "gpt-3"}]),
+          _set("sweep.grid", {"workload.sublayer": ["OP", "FC-2", "FC-1", "IP"], "scheme.kind": ["sequential", "t3_mca"]}))),
+    Spec("fig20", "fig20", "Fig. 20 (2x CUs; Sec. 7.5)",
+         ("workload.tokens=128", _set("sweep.cases", [TNLG8]),
+          _set("sweep.grid", {"workload.sublayer": ["OP", "FC-2"], "scheme.kind": ["sequential", "t3_mca"]}))),
+    Spec("sweep-tracker", "sweep-tracker", "tracker entries / ways / granularity",
+         ("workload.tokens=128", _set("sweep.cases", [{"scheme.kind": "sequential"}, {}, {"system.tracker.entries": 16},
+                                                      {"system.tracker.granularity": "wg"}]),
+          _set("sweep.grid", {"workload.sublayer": ["FC-2"]}))),
+    Spec("sweep-mca", "sweep-mca", "MCA thresholds and starvation limit",
+         ("workload.tokens=128", _set("sweep.cases", [
+             {"scheme.kind": "sequential"}, {"scheme.kind": "t3"}, {},
+             {"system.memory_controller.arbitration.threshold_mode": "static",
+              "system.memory_controller.arbitration.occupancy_threshold": 5}]),
+          _set("sweep.grid", {"workload.sublayer": ["FC-2"]}))),
+)
+def _validation_inputs() -> Dict[str, str]:
+    """``experiments/fig14/validate.yaml``: the system and measured CSV of ``t3sim validate`` (repo-relative)."""
+    import yaml
+
+    return yaml.safe_load((REPO / "experiments" / "fig14" / "validate.yaml").read_text())
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("reproduce", help="run every paper experiment, draw every figure, write REPRODUCTION.md")
+    p.add_argument("--quick", action="store_true", help="reduced sizes and cases (a few minutes; not the paper's sizes)")
+    p.add_argument("--out", default=None, help="results root (default: results/, or results/quick/ with --quick)")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="parallel points per experiment (0 = one per CPU)")
+    p.add_argument("--formats", default="png", help="figure formats, comma-separated: png, pdf, svg")
+    p.add_argument("--only", action="append", default=[], metavar="FOLDER",
+                   help="run only these experiment folders (repeatable; others are still read if present)")
+    p.add_argument("--no-run", action="store_true", help="do not simulate: draw and report from the results present")
+    p.set_defaults(func=_run)
+
+
+def _run_spec(spec: Spec, out: Path, quick: bool, jobs: int, log) -> Dict[str, object]:
+    from t3sim.system.run import run_experiment
+
+    kw = {}
+    if "jobs" in inspect.signature(run_experiment).parameters:
+        kw["jobs"] = jobs
+    outcomes = run_experiment(spec.path, list(spec.quick) if quick else [], out=out, log=log, **kw)
+    bad = [o for o in outcomes if getattr(o, "error", None) is not None or o.path is None]
+    ok = [o for o in outcomes if o not in bad]
+    tokens = sorted({o.point.config.workload.num_tokens for o in outcomes})
+    return {"name": spec.folder, "results_name": spec.results, "answers": spec.answers, "points": len(outcomes),
+            "new": sum(1 for o in ok if not o.reused), "failed": len(bad),
+            "errors": [f"{o.point.label}: {getattr(o, 'error', None)}" for o in bad],
+            "tokens": ", ".join(map(str, tokens)), "results": str(out / spec.results),
+            "hashes": [o.path.name for o in ok]}
+
+
+def _run_validation(out: Path, quick: bool, jobs: int, log) -> Dict[str, object]:
+    """``t3sim validate`` into ``<out>/validation/<system>/`` unless its CSV already covers the measured rows."""
+    from t3sim.analysis.catalog import VALIDATION_STEM, VALIDATION_SYSTEM, validation_csv
+    from t3sim.cli import main as cli_main
+
+    vin = _validation_inputs()
+    measured = REPO / vin["measured"]
+    rows = list(csv.DictReader(measured.open()))
+    if quick:
+        rows = rows[:1]
+    target = validation_csv(out)
+    info = {"name": "fig14", "results_name": "validation", "answers": "Fig. 14 (RS validation, H200 4-GPU; Sec. 5.1.1)",
+            "points": len(rows), "new": 0, "failed": 0, "errors": [], "tokens": "-", "results": str(target.parent)}
+    if target.is_file():
+        done = {r.get("size_mb") for r in csv.DictReader(target.open())}
+        if {r["size_mb"] for r in rows} <= done:
+            log.write(f"validation: reusing {target}\n")
+            return info
+    src = measured
+    if quick:
+        src = out / "validation" / "quick-input" / f"{VALIDATION_STEM}.csv"
+        src.parent.mkdir(parents=True, exist_ok=True)
+        with src.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows)
+    args = ["validate", "--system", str(REPO / vin["system"]), "--measured", str(src),
+            "--out", str(out / "validation" / VALIDATION_SYSTEM), "--jobs", str(max(jobs, 1))]
+    with contextlib.redirect_stdout(log):
+        rc = cli_main(args)
+    info["new"] = len(rows)
+    if rc:
+        info["failed"] = len(rows)
+        info["errors"] = [f"t3sim validate exited {rc}"]
+    return info
+
+
+def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[str] = ("png",),
+              only: Sequence[str] = (), run: bool = True, log=sys.stderr) -> Path:
+    """Run (or reuse) the experiments, draw the figures, write ``<out>/REPRODUCTION.md``; returns its path."""
+    from t3sim.analysis import catalog
+    from t3sim.analysis.comparison import write_csv_atomic
+    from t3sim.analysis.report import metrics, render, table_rows
+    from t3sim.analysis.plotting import rows_csv
+
+    out = Path(out)
+    infos: List[Dict[str, object]] = []
+    hashes: Dict[str, List[str]] = {}
+    for spec in SPECS:
+        if only and spec.folder not in only:
+            continue
+        if run:
+            log.write(f"== {spec.folder} ({spec.path.relative_to(REPO)})\n")
+            info = _run_spec(spec, out, quick, jobs, log)
+            hashes[spec.results] = list(info.pop("hashes"))
+            infos.append(info)
+    if run and (not only or "fig14" in only):
+        infos.append(_run_validation(out, quick, jobs, log))
+    inp = catalog.load_inputs(out, hashes)
+    figs = catalog.draw_all(inp, out / "figures", formats)
+    values = metrics(inp)
+    notes = [f"{i['name']}: {e}" for i in infos for e in i.get("errors", [])]
+    missing = [f for f, p in figs.items() if not p]
+    if missing:
+        notes.append(f"figures without results (not drawn): {', '.join(missing)}")
+    if quick:
+        notes.append("quick mode: fewer cases (T-NLG TP=8; GPT-3 only at TP=32), 64-128 tokens, one validation row.")
+    md = render(values, quick=quick, experiments=infos,
+                figures=[str(p) for ps in figs.values() for p in ps if p.suffix != ".csv"], notes=notes)
+    path = write_csv_atomic(out / "REPRODUCTION.md", md)
+    write_csv_atomic(out / "reproduction.csv", rows_csv(table_rows(values)))
+    return path
+
+
+def _run(args: argparse.Namespace) -> int:
+    out = Path(args.out) if args.out else Path("results") / ("quick" if args.quick else "")
+    formats = [x.strip() for x in args.formats.split(",") if x.strip()]
+    path = reproduce(out, quick=args.quick, jobs=args.jobs, formats=formats, only=args.only, run=not args.no_run)
+    sys.stdout.write(f"report: {path}\nfigures: {out / 'figures'}\n")
+    return 0
