@@ -83,12 +83,13 @@ def local_pool(fn: Callable, items: Sequence[Any], jobs: int) -> Iterator[Tuple[
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    pool.shutdown(wait=False, cancel_futures=True)
-    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    """Cancel queued points and terminate the workers (their running points are abandoned, never written)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14 (shuts down too)
     if terminate is not None:
         terminate()
         return
-    procs = list((getattr(pool, "_processes", None) or {}).values())
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # before shutdown() drops them
+    pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         if p.is_alive():
             p.terminate()

@@ -87,8 +87,13 @@ def simulate_point(point: Point) -> Union[RunResult, PointError]:
     """Simulate one point; errors come back as a :class:`PointError` value (picklable, no traceback to unpickle)."""
     from t3sim.system.run import simulate  # lazy: t3sim.system.run imports this module
 
+    return guarded(simulate, point.config)
+
+
+def guarded(fn: Callable, *args):
+    """``fn(*args)``, with exceptions (not Ctrl-C) turned into a :class:`PointError` value."""
     try:
-        return simulate(point.config)
+        return fn(*args)
     except InputError as exc:
         return PointError("input", exc.one_line())
     except SimulationError as exc:
@@ -106,7 +111,7 @@ def describe_executor(executor: str, jobs: int, scheduler: Optional[str]) -> str
 def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", store: Optional[ResultStore] = None,
                executor: str = "local", jobs: int = 1, scheduler: Optional[str] = None, force: bool = False,
                fail_fast: bool = False, progress: Optional[Progress] = None,
-               simulate_fn: Callable[[Point], Union[RunResult, PointError]] = simulate_point) -> List[PointOutcome]:
+               simulate_fn: Optional[Callable[[Point], Union[RunResult, PointError]]] = None) -> List[PointOutcome]:
     """Run ``points`` (from :func:`t3sim.config.sweep.expand`); return their outcomes in point order.
 
     Args:
@@ -119,8 +124,10 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
         force: recompute points that already have results (and replace them).
         fail_fast: stop at the first failed point instead of running the rest.
         progress: where to report progress (default: nowhere).
-        simulate_fn: the per-point function (module-level, picklable); for tests.
+        simulate_fn: the per-point function (module-level, picklable; default
+            :func:`simulate_point`); for tests and fault injection.
     """
+    simulate_fn = simulate_fn or simulate_point
     if executor not in executors.EXECUTORS:
         raise InputError("--executor", repr(executor), " or ".join(executors.EXECUTORS))
     if executor == "dask":

@@ -107,3 +107,36 @@ def test_read_csv_errors(tmp_path):
         read_csv(p, required=["collective", "median_us"])
     with pytest.raises(InputError, match="no such file"):
         read_csv(tmp_path / "none.csv")
+
+
+def test_clean_partial_spares_live_writers(tmp_path):
+    """Leftovers of dead writers (and of this process) go; a sweep writing meanwhile keeps its temp dir."""
+    import subprocess
+    import sys
+
+    store = ResultStore(tmp_path)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        for name in (f".tmp-aaa-{live.pid}", f".tmp-bbb-{dead.pid}", f".tmp-ccc-{os.getpid()}", ".tmp-odd"):
+            (tmp_path / "exp" / name).mkdir(parents=True)
+        assert store.clean_partial("exp") == 3
+        assert [p.name for p in (tmp_path / "exp").iterdir()] == [f".tmp-aaa-{live.pid}"]
+    finally:
+        live.kill()
+        live.wait()
+    assert store.clean_partial("exp") == 1
+
+
+def test_replace_swaps_in_a_new_result(tmp_path):
+    """``replace`` (--force) swaps a newer result in; without it the first complete result is kept."""
+    store = ResultStore(tmp_path)
+    d = store.write(_result())
+    first = (d / "meta.json").read_text()
+    r = _result()
+    r.meta = {"wall_s": 9.9}
+    assert store.write(r) == d and (d / "meta.json").read_text() == first
+    assert store.write(r, replace=True) == d
+    assert json.loads((d / "meta.json").read_text())["wall_s"] == 9.9
+    assert [p.name for p in (tmp_path / "exp").iterdir()] == [d.name]  # no leftovers
