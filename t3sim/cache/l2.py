@@ -42,160 +42,17 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-import numba
 import numpy as np
 
-from t3sim.cache.common import (
-    BYPASS, C_BYP_R, C_BYP_W, C_EVICT, C_FILL_SECT, C_READ_HIT, C_READ_MISS, C_READ_SMISS, C_WAIT, C_WB, C_WB_SECT,
-    C_WRITE_HIT, C_WRITE_MISS, COUNTERS, HIT, MISS, SECTOR_MISS, L2Geometry, L2Result, WriteBacks,
-    counters_to_stats, cycles_to_ticks, sector_masks,
-)
+from t3sim.cache import l2_kernel as K
+from t3sim.cache.common import (COUNTERS, C_WB, C_WB_SECT, L2Geometry, L2Result, WriteBacks, counters_to_stats,
+                                sector_masks)
 from t3sim.config.gpu import L2Config
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import Clock
 
-_NCOUNT = len(COUNTERS)
 
-
-@numba.njit(cache=True, inline="always")
-def _fold(x, bits, mask):
-    h = 0
-    if bits == 0:
-        return 0
-    while x:
-        h ^= x & mask
-        x >>= bits
-    return h
-
-
-@numba.njit(cache=True, inline="always")
-def _popc(x):
-    n = 0
-    while x:
-        n += x & 1
-        x >>= 1
-    return n
-
-
-@numba.njit(cache=True)
-def _evict(st, w, i, is_flush, tags, valid, dirty, owner, counts, ev_line, ev_mask, ev_src, ev_acc, ev_flush, nev, line_shift):
-    """Record the write-back of (set st, way w)'s dirty sectors; returns the new eviction count."""
-    d = dirty[st, w]
-    o = owner[st, w]
-    if d:
-        ev_line[nev] = tags[st, w] << line_shift
-        ev_mask[nev] = d
-        ev_src[nev] = o
-        ev_acc[nev] = i
-        ev_flush[nev] = is_flush
-        nev += 1
-        counts[o, C_WB] += 1
-        counts[o, C_WB_SECT] += _popc(d)
-    return nev
-
-
-@numba.njit(cache=True)
-def _run(addr, smask, is_write, uncached, src, now,
-         tags, valid, dirty, owner, stamp, bank_free, clk, occ,
-         line_shift, bank_bits, nbanks, set_bits, spb, assoc, xor_hash, write_allocate,
-         o_out, o_fill, o_dw, o_bank, o_done, ev_line, ev_mask, ev_src, ev_acc, ev_flush, counts):
-    nev = 0
-    bmask = nbanks - 1
-    smask_b = spb - 1
-    for i in range(addr.shape[0]):
-        line = addr[i] >> line_shift
-        if xor_hash:
-            b = _fold(line, bank_bits, bmask)
-            s = _fold(line >> bank_bits, set_bits, smask_b)
-        else:
-            b = line % nbanks
-            s = (line // nbanks) % spb
-        st = b * spb + s
-        m = smask[i]
-        sc = src[i]
-        # bank timing
-        start = bank_free[b]
-        if start < now:
-            start = now
-        counts[sc, C_WAIT] += start - now
-        done = start + occ[_popc(m)]
-        bank_free[b] = done
-        o_bank[i] = b
-        o_done[i] = done
-        # lookup
-        w = -1
-        for k in range(assoc):
-            if tags[st, k] == line and valid[st, k] != 0:
-                w = k
-                break
-        wr = is_write[i]
-        if uncached[i]:
-            o_out[i] = BYPASS
-            if w >= 0:
-                nev = _evict(st, w, i, True, tags, valid, dirty, owner, counts, ev_line, ev_mask, ev_src, ev_acc, ev_flush, nev, line_shift)
-                dirty[st, w] = 0
-                if wr:
-                    valid[st, w] &= ~m
-                    if valid[st, w] == 0:
-                        tags[st, w] = -1
-            if wr:
-                o_dw[i] = m
-                counts[sc, C_BYP_W] += 1
-            else:
-                o_fill[i] = m
-                counts[sc, C_BYP_R] += 1
-            continue
-        if w >= 0:
-            clk[0] += 1
-            stamp[st, w] = clk[0]
-            if wr:
-                o_out[i] = HIT
-                valid[st, w] |= m
-                dirty[st, w] |= m
-                owner[st, w] = sc
-                counts[sc, C_WRITE_HIT] += 1
-            else:
-                miss = m & ~valid[st, w]
-                if miss == 0:
-                    o_out[i] = HIT
-                    counts[sc, C_READ_HIT] += 1
-                else:
-                    o_out[i] = SECTOR_MISS
-                    o_fill[i] = miss
-                    valid[st, w] |= miss
-                    counts[sc, C_READ_SMISS] += 1
-                    counts[sc, C_FILL_SECT] += _popc(miss)
-            continue
-        o_out[i] = MISS
-        if wr:
-            counts[sc, C_WRITE_MISS] += 1
-            if not write_allocate:
-                o_dw[i] = m
-                continue
-        else:
-            counts[sc, C_READ_MISS] += 1
-            counts[sc, C_FILL_SECT] += _popc(m)
-            o_fill[i] = m
-        # allocate: invalid way first, else LRU
-        v = -1
-        for k in range(assoc):
-            if valid[st, k] == 0:
-                v = k
-                break
-        if v < 0:
-            v = 0
-            for k in range(1, assoc):
-                if stamp[st, k] < stamp[st, v]:
-                    v = k
-            counts[owner[st, v], C_EVICT] += 1
-            nev = _evict(st, v, i, False, tags, valid, dirty, owner, counts, ev_line, ev_mask, ev_src, ev_acc, ev_flush, nev, line_shift)
-        tags[st, v] = line
-        valid[st, v] = m
-        dirty[st, v] = m if wr else 0
-        owner[st, v] = sc
-        clk[0] += 1
-        stamp[st, v] = clk[0]
-    return nev
+_SCALARS = frozenset((bool, int, np.bool_, np.int64, np.int32, np.int8, np.uint8))
 
 
 class L2Cache:
@@ -215,26 +72,22 @@ class L2Cache:
         self.sources = tuple(sources)
         self.clock = Clock.from_GHz(cfg.clock_GHz, "l2")
         g = self.geo
-        self._tags = np.full((g.num_sets, g.assoc), -1, dtype=np.int64)
-        self._valid = np.zeros((g.num_sets, g.assoc), dtype=np.uint8)
-        self._dirty = np.zeros((g.num_sets, g.assoc), dtype=np.uint8)
-        self._owner = np.zeros((g.num_sets, g.assoc), dtype=np.int32)
-        self._stamp = np.zeros((g.num_sets, g.assoc), dtype=np.int64)
-        self._bank_free = np.zeros(g.banks, dtype=np.int64)
-        self._clk = np.zeros(1, dtype=np.int64)
+        S = np.zeros((5, g.num_sets, g.assoc), dtype=np.int64)
+        S[K.S_TAG] = -1
+        self._S = S
+        self._tags, self._stamp, self._valid, self._dirty, self._owner = S[K.S_TAG], S[K.S_STAMP], S[K.S_VALID], S[K.S_DIRTY], S[K.S_OWNER]
+        self._V = np.zeros(1 + g.banks, dtype=np.int64)  # LRU clock, then per-bank free cycle
+        self._bank_free = self._V[1:]
         self._occ = g.occupancy_table()
         self.counts = np.zeros((len(self.sources), len(COUNTERS)), dtype=np.int64)
-
-    def _prepare(self, addr, is_write, src, size_B, uncached):
-        addr = np.ascontiguousarray(np.atleast_1d(np.asarray(addr, dtype=np.int64)))
-        n = len(addr)
-        is_write = np.ascontiguousarray(np.broadcast_to(np.asarray(is_write, dtype=np.bool_), (n,)))
-        uncached = np.ascontiguousarray(np.broadcast_to(np.asarray(uncached, dtype=np.bool_), (n,)))
-        src = np.ascontiguousarray(np.broadcast_to(np.asarray(src, dtype=np.int32), (n,)))
-        size = np.broadcast_to(np.asarray(size_B, dtype=np.int64), (n,))
-        if n and (src.min() < 0 or src.max() >= len(self.sources)):
-            raise ValueError(f"source ids must be in 0..{len(self.sources) - 1}")
-        return addr, is_write, src, sector_masks(self.geo, addr, size), uncached
+        G = np.zeros(K.NG, dtype=np.int64)
+        G[K.G_LINE_SHIFT], G[K.G_NBANKS], G[K.G_SPB], G[K.G_ASSOC] = g.line_shift, g.banks, g.sets_per_bank, g.assoc
+        G[K.G_BANK_BITS] = (g.banks - 1).bit_length() if g.xor_hash else 0
+        G[K.G_SET_BITS] = (g.sets_per_bank - 1).bit_length() if g.xor_hash else 0
+        G[K.G_XOR], G[K.G_WALLOC], G[K.G_HIT_LAT] = int(g.xor_hash), int(g.write_allocate), g.hit_latency_cycles
+        G[K.G_FREQ_KHZ], G[K.G_LINE_B], G[K.G_SECTOR_SHIFT] = self.clock.freq_kHz, g.line_B, g.sector_shift
+        self._G = G
+        self._nsrc = len(self.sources)
 
     def access(self, tick: int, addr, is_write, src=0, *, size_B=64, uncached=False) -> L2Result:
         """Process a batch of accesses arriving at ``tick`` (ps), in array order.
@@ -250,36 +103,38 @@ class L2Cache:
             uncached: bool per access (or scalar): bypass the cache.
 
         Returns:
-            :class:`~t3sim.cache.common.L2Result`.
+            :class:`~t3sim.cache.common.L2Result` (every array int64; ``is_flush`` 0/1).
         """
-        addr, is_write, src, smask, uncached = self._prepare(addr, is_write, src, size_B, uncached)
-        n = len(addr)
+        if type(addr) is not np.ndarray or addr.dtype != np.int64 or addr.ndim != 1:
+            addr = np.ascontiguousarray(np.atleast_1d(np.asarray(addr, dtype=np.int64)))
         now = self.clock.next_cycle_at_or_after(int(tick))
-        g = self.geo
-        out = np.zeros(n, np.int8)
-        fill = np.zeros(n, np.uint8)
-        dw = np.zeros(n, np.uint8)
-        bank = np.zeros(n, np.int32)
-        done = np.zeros(n, np.int64)
-        ev_line, ev_acc = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        ev_mask, ev_src, ev_flush = np.zeros(n, np.uint8), np.zeros(n, np.int32), np.zeros(n, np.bool_)
-        nev = _run(addr, smask, is_write, uncached, src, now,
-                   self._tags, self._valid, self._dirty, self._owner, self._stamp, self._bank_free, self._clk, self._occ,
-                   g.line_shift, (g.banks - 1).bit_length() if g.xor_hash else 0, g.banks,
-                   (g.sets_per_bank - 1).bit_length() if g.xor_hash else 0, g.sets_per_bank, g.assoc,
-                   g.xor_hash, g.write_allocate,
-                   out, fill, dw, bank, done, ev_line, ev_mask, ev_src, ev_acc, ev_flush, self.counts)
-        wb = WriteBacks(ev_line[:nev], ev_mask[:nev], ev_src[:nev], ev_acc[:nev], ev_flush[:nev])
-        return L2Result(out, fill, dw, bank, done, cycles_to_ticks(self.clock, done),
-                        cycles_to_ticks(self.clock, done + g.hit_latency_cycles),
-                        int(done.max() - now) if n else 0, wb)
+        if type(is_write) in _SCALARS and type(src) in _SCALARS and type(size_B) in _SCALARS and type(uncached) in _SCALARS:
+            sc = int(src)
+            if not 0 <= sc < self._nsrc:
+                raise ValueError(f"source ids must be in 0..{self._nsrc - 1}")
+            R, E, cyc = K.access_uniform(addr, bool(is_write), bool(uncached), sc, int(size_B), now, self._S, self._G,
+                                    self._V, self._occ, self.counts)
+        else:
+            n = len(addr)
+            is_write = np.ascontiguousarray(np.broadcast_to(np.asarray(is_write, dtype=np.bool_), (n,)))
+            uncached = np.ascontiguousarray(np.broadcast_to(np.asarray(uncached, dtype=np.bool_), (n,)))
+            src = np.ascontiguousarray(np.broadcast_to(np.asarray(src, dtype=np.int64), (n,)))
+            size = np.broadcast_to(np.asarray(size_B, dtype=np.int64), (n,))
+            if n and (src.min() < 0 or src.max() >= self._nsrc):
+                raise ValueError(f"source ids must be in 0..{self._nsrc - 1}")
+            smask = sector_masks(self.geo, addr, size).astype(np.int64)
+            R, E, cyc = K.access_arrays(addr, smask, is_write, uncached, src, now, self._S, self._G, self._V, self._occ,
+                                   self.counts)
+        wb = WriteBacks(E[K.E_LINE], E[K.E_MASK], E[K.E_SRC], E[K.E_ACC], E[K.E_FLUSH])
+        return L2Result(R[K.R_OUT], R[K.R_FILL], R[K.R_DW], R[K.R_BANK], R[K.R_DONE], R[K.R_DONE_TICK],
+                        R[K.R_READY_TICK], cyc, wb)
 
     def flush(self) -> WriteBacks:
         """Write back every dirty line (lines stay valid and become clean), in set/way order."""
         d = self._valid.astype(bool) & (self._dirty != 0)
         st, w = np.nonzero(d)
         o = self._owner[st, w]
-        wb = WriteBacks(self._tags[st, w] << self.geo.line_shift, self._dirty[st, w].copy(), o,
+        wb = WriteBacks(self._tags[st, w] << self.geo.line_shift, self._dirty[st, w].astype(np.uint8), o,
                         np.full(len(st), -1, np.int64), np.ones(len(st), np.bool_))
         pc = np.array([bin(x).count("1") for x in range(256)], dtype=np.int64)
         np.add.at(self.counts[:, C_WB], o, 1)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence
 
+import numba
 import numpy as np
 import simpy
 
@@ -45,6 +46,59 @@ REQ_B = 64  # bytes per request everywhere between CU, L2 and DRAM (hbm.access_s
 #: Fig. 18 categories and the memory-controller source each maps to.
 CATEGORY_SOURCE = {"gemm": Source.GEMM, "rs": Source.COLLECTIVE, "ag": Source.COLLECTIVE, "dma": Source.DMA,
                    "other": Source.OTHER}
+
+
+@numba.njit(cache=True)
+def _read_plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any_fills):  # pragma: no cover - compiled
+    """One cached/uncached read batch after its L2 access (its L2Result's arrays).
+
+    Returns ``(ready, tags, req)``: the latest hit's ready tick (-1: no hit); the sorted
+    distinct fill-table tags of in-flight fills that hit lines cover (only if ``any_fills``);
+    the sorted distinct 64 B DRAM requests of the misses.
+    """
+    n = addrs.shape[0]
+    ready = -1
+    tags = np.empty(n, dtype=np.int64)
+    nt = 0
+    req = np.empty(n, dtype=np.int64)
+    nr = 0
+    for i in range(n):
+        if outcome[i] == HIT:
+            if ready_tick[i] > ready:
+                ready = ready_tick[i]
+            if any_fills:
+                ln = addrs[i] & ~np.int64(127)
+                s = (ln ^ (ln >> 20)) & mask
+                if fl_line[s] == ln:
+                    tags[nt] = fl_tag[s]
+                    nt += 1
+        if fill_mask[i] != 0:
+            req[nr] = addrs[i] & ~np.int64(REQ_B - 1)
+            nr += 1
+    return ready, _sorted_unique(tags[:nt]), _sorted_unique(req[:nr])
+
+
+@numba.njit(cache=True)
+def _sorted_unique(x):  # pragma: no cover - compiled
+    if x.shape[0] == 0:
+        return x
+    y = np.sort(x)
+    k = 1
+    for i in range(1, y.shape[0]):
+        if y[i] != y[k - 1]:
+            y[k] = y[i]
+            k += 1
+    return y[:k]
+
+
+@numba.njit(cache=True)
+def _record_fills(req, fl_line, fl_tag, mask, tag):  # pragma: no cover - compiled
+    """FillTable.record of the 128 B lines of sorted requests ``req``."""
+    for i in range(req.shape[0]):
+        ln = req[i] & ~np.int64(127)
+        s = (ln ^ (ln >> 20)) & mask
+        fl_line[s] = ln
+        fl_tag[s] = tag
 
 
 class FillTable:
@@ -68,13 +122,21 @@ class FillTable:
         return (lines ^ (lines >> 20)) & self.mask
 
     def record(self, lines: np.ndarray, ev: simpy.Event) -> None:
-        tag = self._next
-        self._next += 1
-        self.events[tag] = ev
+        tag = self._new(ev)
         s = self._slot(lines)
         self.line[s] = lines
         self.tag[s] = tag
+
+    def _new(self, ev: simpy.Event) -> int:
+        tag = self._next
+        self._next += 1
+        self.events[tag] = ev
         ev.callbacks.append(lambda _e, tag=tag: self.events.pop(tag, None))
+        return tag
+
+    def record_requests(self, req: np.ndarray, ev: simpy.Event) -> None:
+        """:meth:`record` of the 128 B lines of sorted 64 B requests ``req``."""
+        _record_fills(req, self.line, self.tag, self.mask, self._new(ev))
 
     def pending(self, lines: np.ndarray) -> List[simpy.Event]:
         """Outstanding fill events covering any of ``lines``."""
@@ -181,21 +243,23 @@ class MemoryHierarchy:
         addrs = np.asarray(addrs, dtype=np.int64)
         if not len(addrs):
             return self._join([], self.env.now, 0)
-        r = self.l2.access(self.env.now, addrs, False, self._cat(category), uncached=uncached)
-        self._writebacks(r.writebacks)
-        hit = r.outcome == HIT
+        env = self.env
+        r = self.l2.access(env.now, addrs, False, self._cat(category), uncached=uncached)
+        if len(r.writebacks.line_addr):
+            self._writebacks(r.writebacks)
+        fills = self.fills
+        ready, tags, req = _read_plan(addrs, r.outcome, r.ready_tick, r.fill_mask, fills.line, fills.tag, fills.mask,
+                                      bool(fills.events))
         waits: List[simpy.Event] = []
-        ready = int(r.ready_tick[hit].max()) if hit.any() else self.env.now
-        if hit.any():
-            waits += self.fills.pending(addrs[hit] & ~np.int64(127))
-        miss = r.fill_mask != 0
-        if miss.any():
-            req = np.unique(addrs[miss] & ~np.int64(REQ_B - 1))
+        if len(tags):
+            ev_of = fills.events
+            waits += [ev for t in tags.tolist() if (ev := ev_of.get(t)) is not None]
+        if len(req):
             ev = self._dram(req, Kind.READ, stream, category)
             if not uncached:
-                self.fills.record(np.unique(req & ~np.int64(127)), ev)
+                fills.record_requests(req, ev)
             waits.append(ev)
-        return self._join(waits, ready, self.l2_latency)
+        return self._join(waits, ready if ready >= 0 else env.now, self.l2_latency)
 
     def write(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False,
               update: bool = False, wg_id=None, wf_id=None, data=None) -> simpy.Event:

@@ -1,0 +1,240 @@
+"""The numba kernel of the fast L2 model (:mod:`t3sim.cache.l2`): one compiled call per batch.
+
+State is packed so a call passes few arguments (numba's per-call dispatch cost grows with
+the argument count): ``S`` is ``int64[5, sets, ways]`` (tag, LRU stamp, valid mask, dirty
+mask, owner), ``G`` the geometry/clock integers (``G_*`` indices), ``V`` the mutable scalars
+and per-bank free cycles (``V[0]`` LRU clock, ``V[1:]`` bank-free cycle per bank).
+:func:`access_uniform` handles the common batch whose accesses share kind, source, size and
+cacheability, computing sector masks and tick conversions inside the compiled call.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# outcome codes (mirrors t3sim.cache.common)
+HIT, SECTOR_MISS, MISS, BYPASS = 0, 1, 2, 3
+(C_READ_HIT, C_READ_MISS, C_READ_SMISS, C_WRITE_HIT, C_WRITE_MISS, C_BYP_R, C_BYP_W, C_EVICT, C_WB, C_WB_SECT,
+ C_FILL_SECT, C_WAIT) = range(12)
+# state planes of S
+S_TAG, S_STAMP, S_VALID, S_DIRTY, S_OWNER = range(5)
+# geometry/clock integers of G
+(G_LINE_SHIFT, G_BANK_BITS, G_NBANKS, G_SET_BITS, G_SPB, G_ASSOC, G_XOR, G_WALLOC, G_HIT_LAT, G_FREQ_KHZ,
+ G_LINE_B, G_SECTOR_SHIFT, NG) = range(13)
+# result rows of access_uniform's first output
+R_OUT, R_FILL, R_DW, R_BANK, R_DONE, R_DONE_TICK, R_READY_TICK, NR = range(8)
+# write-back rows of its second output
+E_LINE, E_MASK, E_SRC, E_ACC, E_FLUSH, NE = range(6)
+
+
+@numba.njit(cache=True, inline="always")
+def _fold(x, bits, mask):
+    h = 0
+    if bits == 0:
+        return 0
+    while x:
+        h ^= x & mask
+        x >>= bits
+    return h
+
+
+@numba.njit(cache=True, inline="always")
+def _popc(x):
+    n = 0
+    while x:
+        n += x & 1
+        x >>= 1
+    return n
+
+
+@numba.njit(cache=True, inline="always")
+def _c2t(c, f):
+    """Exact Clock.cycle_to_tick for a clock of ``f`` kHz."""
+    q = c // f
+    r = c - q * f
+    return q * 1000000000 + (r * 1000000000 + f - 1) // f
+
+
+@numba.njit(cache=True, inline="always")
+def _evict(S, st, w, i, is_flush, counts, E, nev, line_shift):
+    """Record the write-back of (set st, way w)'s dirty sectors; returns the new eviction count."""
+    d = S[S_DIRTY, st, w]
+    o = S[S_OWNER, st, w]
+    if d:
+        E[E_LINE, nev] = S[S_TAG, st, w] << line_shift
+        E[E_MASK, nev] = d
+        E[E_SRC, nev] = o
+        E[E_ACC, nev] = i
+        E[E_FLUSH, nev] = 1 if is_flush else 0
+        nev += 1
+        counts[o, C_WB] += 1
+        counts[o, C_WB_SECT] += _popc(d)
+    return nev
+
+
+@numba.njit(cache=True, inline="always")
+def one_access(i, a, m, wr, unc, sc, now, S, g, V, occ, counts, R, E, nev):
+    """Access ``i`` (byte address ``a``, sector mask ``m``): bank timing, lookup, fill/allocate.
+
+    Writes row ``i`` of ``R`` (outcome, fill, dram write, bank, done cycle); returns the
+    new write-back count ``nev``.
+    """
+    line_shift, nbanks, spb, bank_bits, set_bits, xor, assoc, walloc = g
+    line = a >> line_shift
+    if xor:
+        b = _fold(line, bank_bits, nbanks - 1)
+        s = _fold(line >> bank_bits, set_bits, spb - 1)
+    else:
+        b = line % nbanks
+        s = (line // nbanks) % spb
+    st = b * spb + s
+    # bank timing
+    start = V[1 + b]
+    if start < now:
+        start = now
+    counts[sc, C_WAIT] += start - now
+    done = start + occ[_popc(m)]
+    V[1 + b] = done
+    R[R_BANK, i] = b
+    R[R_DONE, i] = done
+    R[R_OUT, i] = HIT
+    R[R_FILL, i] = 0
+    R[R_DW, i] = 0
+    w = -1
+    for k in range(assoc):
+        if S[S_TAG, st, k] == line and S[S_VALID, st, k] != 0:
+            w = k
+            break
+    if unc:
+        R[R_OUT, i] = BYPASS
+        if w >= 0:
+            nev = _evict(S, st, w, i, True, counts, E, nev, line_shift)
+            S[S_DIRTY, st, w] = 0
+            if wr:
+                S[S_VALID, st, w] &= ~m
+                if S[S_VALID, st, w] == 0:
+                    S[S_TAG, st, w] = -1
+        if wr:
+            R[R_DW, i] = m
+            counts[sc, C_BYP_W] += 1
+        else:
+            R[R_FILL, i] = m
+            counts[sc, C_BYP_R] += 1
+        return nev
+    if w >= 0:
+        V[0] += 1
+        S[S_STAMP, st, w] = V[0]
+        if wr:
+            S[S_VALID, st, w] |= m
+            S[S_DIRTY, st, w] |= m
+            S[S_OWNER, st, w] = sc
+            counts[sc, C_WRITE_HIT] += 1
+        else:
+            miss = m & ~S[S_VALID, st, w]
+            if miss == 0:
+                counts[sc, C_READ_HIT] += 1
+            else:
+                R[R_OUT, i] = SECTOR_MISS
+                R[R_FILL, i] = miss
+                S[S_VALID, st, w] |= miss
+                counts[sc, C_READ_SMISS] += 1
+                counts[sc, C_FILL_SECT] += _popc(miss)
+        return nev
+    R[R_OUT, i] = MISS
+    if wr:
+        counts[sc, C_WRITE_MISS] += 1
+        if not walloc:
+            R[R_DW, i] = m
+            return nev
+    else:
+        counts[sc, C_READ_MISS] += 1
+        counts[sc, C_FILL_SECT] += _popc(m)
+        R[R_FILL, i] = m
+    # allocate: invalid way first, else LRU
+    v = -1
+    for k in range(assoc):
+        if S[S_VALID, st, k] == 0:
+            v = k
+            break
+    if v < 0:
+        v = 0
+        for k in range(1, assoc):
+            if S[S_STAMP, st, k] < S[S_STAMP, st, v]:
+                v = k
+        counts[S[S_OWNER, st, v], C_EVICT] += 1
+        nev = _evict(S, st, v, i, False, counts, E, nev, line_shift)
+    S[S_TAG, st, v] = line
+    S[S_VALID, st, v] = m
+    S[S_DIRTY, st, v] = m if wr else 0
+    S[S_OWNER, st, v] = sc
+    V[0] += 1
+    S[S_STAMP, st, v] = V[0]
+    return nev
+
+
+@numba.njit(cache=True, inline="always")
+def _geo(G):
+    return (G[G_LINE_SHIFT], G[G_NBANKS], G[G_SPB], G[G_BANK_BITS], G[G_SET_BITS], G[G_XOR] != 0, G[G_ASSOC],
+            G[G_WALLOC] != 0)
+
+
+@numba.njit(cache=True, inline="always")
+def _mask(a, size, G):
+    """Sector mask of an access of ``size`` B at ``a``; -1 if it is empty, negative or crosses a line."""
+    line_B = G[G_LINE_B]
+    off = a & (line_B - 1)
+    if size < 1 or off + size > line_B or a < 0:
+        return -1
+    sh = G[G_SECTOR_SHIFT]
+    first = off >> sh
+    last = (off + size - 1) >> sh
+    return ((1 << (last + 1)) - 1) ^ ((1 << first) - 1)
+
+
+@numba.njit(cache=True)
+def access_arrays(addr, smask, is_write, uncached, src, now, S, G, V, occ, counts):  # pragma: no cover - compiled
+    """Per-access kinds/sources/masks (arrays); returns (R, E[:, :nev], batch cycles)."""
+    n = addr.shape[0]
+    R = np.empty((NR, n), dtype=np.int64)
+    E = np.empty((NE, n), dtype=np.int64)
+    nev = 0
+    g = _geo(G)
+    for i in range(n):
+        nev = one_access(i, addr[i], smask[i], is_write[i], uncached[i], src[i], now, S, g, V, occ, counts, R, E, nev)
+    return R, E[:, :nev], _ticks(R, n, G, now)
+
+
+@numba.njit(cache=True, inline="always")
+def _ticks(R, n, G, now):
+    """Fill the tick rows; return the batch's L2 cycles (last done - arrival; 0 if empty)."""
+    f = G[G_FREQ_KHZ]
+    lat = G[G_HIT_LAT]
+    last = now
+    for i in range(n):
+        d = R[R_DONE, i]
+        if d > last:
+            last = d
+        R[R_DONE_TICK, i] = _c2t(d, f)
+        R[R_READY_TICK, i] = _c2t(d + lat, f)
+    return last - now
+
+
+@numba.njit(cache=True)
+def access_uniform(addr, wr, unc, sc, size, now, S, G, V, occ, counts):  # pragma: no cover - compiled
+    """A batch sharing kind (``wr``), cacheability, source and size; returns (R, E[:, :nev], batch cycles).
+
+    Raises ValueError (before touching any state) if an access is empty or crosses a line.
+    """
+    n = addr.shape[0]
+    for i in range(n):
+        if _mask(addr[i], size, G) < 0:
+            raise ValueError("every access needs size >= 1 B, addr >= 0 and must stay within one line")
+    R = np.empty((NR, n), dtype=np.int64)
+    E = np.empty((NE, n), dtype=np.int64)
+    nev = 0
+    g = _geo(G)
+    for i in range(n):
+        a = addr[i]
+        nev = one_access(i, a, _mask(a, size, G), wr, unc, sc, now, S, g, V, occ, counts, R, E, nev)
+    return R, E[:, :nev], _ticks(R, n, G, now)
