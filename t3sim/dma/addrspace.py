@@ -37,6 +37,15 @@ per GPU, for any ``N >= 2``):
   ``dma_map``-ped as updates to ``g - 1`` with 2 updates per element (the
   local one and the one from ``g + 1``); step ``N - 1`` (chunk ``g - 1``) is
   written locally once and is GPU ``g``'s fully reduced chunk.
+  With ``bidirectional=True`` (the ring links run both ways, paper Table 1:
+  "150 GB/s bi-directional") every chunk is cut in two halves that travel
+  the ring in opposite directions at once, as the baseline RS kernel's
+  channels do (``collective.ring_bidirectional``): half A of chunk
+  ``(g + t) mod N`` goes to ``g - 1`` and half B of chunk ``(g - 2 - t) mod
+  N`` goes to ``g + 1`` at step ``t``, so both halves of chunk ``g - 1`` end
+  at GPU ``g`` and each step still produces one chunk's worth of WGs; the
+  dispatch order interleaves the two halves of each step evenly
+  (:attr:`AddressSpace.seq`), so both directions carry traffic throughout.
 * :func:`direct_reduce_scatter` (Sec. 7.1): every stage's WGs are sliced N
   ways; slice ``d`` goes to GPU ``d`` by ``remote_map`` updates (slice ``g``
   is written locally); no DMA.
@@ -87,6 +96,8 @@ class AddressSpace:
     Attributes:
         gpu, num_gpus, num_wgs: who and how big.
         start: base-order WG position this GPU dispatches first (staggering, Sec. 4.4).
+        seq: explicit dispatch order (positions, a permutation of ``range(W)``) when the order is not
+            a rotation of the base order (bidirectional ring); overrides :attr:`start`.
         local_op: per position, ``""`` (no local store), ``"store"`` or ``"update"``.
         remote: per position, list of ``(peer, op)`` remote-mapped targets.
         dma: per position, the :class:`DmaRule` covering it or None.
@@ -98,6 +109,7 @@ class AddressSpace:
     num_gpus: int
     num_wgs: int
     start: int = 0
+    seq: Optional[np.ndarray] = None
     local_op: List[str] = field(default_factory=list)
     remote: List[List[Tuple[int, str]]] = field(default_factory=list)
     dma: List[Optional[DmaRule]] = field(default_factory=list)
@@ -164,12 +176,14 @@ class AddressSpace:
 
     # ---------------------------------------------------------------- queries
     def order(self, base: Sequence[int]) -> List[int]:
-        """This GPU's WG -> tile dispatch order: ``base`` rotated to start at :attr:`start`."""
-        s = self.start
-        return list(base[s:]) + list(base[:s])
+        """This GPU's WG -> tile dispatch order: ``base`` in the order of :meth:`positions`."""
+        return [base[p] for p in self.positions().tolist()]
 
     def positions(self) -> np.ndarray:
-        """Base positions in this GPU's dispatch order (``positions()[seq]`` = position of WG ``seq``)."""
+        """Base positions in this GPU's dispatch order (``positions()[seq]`` = position of WG ``seq``):
+        :attr:`seq` if set, else the base order rotated to start at :attr:`start`."""
+        if self.seq is not None:
+            return np.asarray(self.seq, dtype=np.int64)
         return np.roll(np.arange(self.num_wgs, dtype=np.int64), -self.start)
 
     def dma_positions(self) -> List[int]:
@@ -178,23 +192,47 @@ class AddressSpace:
 
 # ------------------------------------------------------------------ predefined configurations
 
-def ring_reduce_scatter(N: int, W: int) -> List[AddressSpace]:
-    """Fused GEMM + ring reduce-scatter (Figs. 7, 11, 12). GPU ``g`` ends with chunk ``(g - 1) mod N``."""
+def _ring_step(a: AddressSpace, t: int, lo: int, hi: int, peer: int) -> None:
+    """Ring RS step ``t`` (of N) on WGs ``[lo, hi)``, sending toward ``peer`` (module doc)."""
+    if hi <= lo:
+        return
+    if t == 0:
+        a.remote_map(lo, hi, peer, "update")
+    elif t < a.num_gpus - 1:
+        a.local(lo, hi, "update").dma_map(lo, hi, peer, "update", updates_per_element=2)
+    else:
+        a.local(lo, hi, "update")
+        a.final[lo:hi] = True
+
+
+def interleave(x: Sequence[int], y: Sequence[int]) -> List[int]:
+    """``x`` and ``y`` merged so each is spread evenly (element ``i`` of a list of ``n`` at ``(i + 1/2) / n``)."""
+    keyed = [((2 * i + 1) * len(y), 0, v) for i, v in enumerate(x)] + [((2 * j + 1) * len(x), 1, v) for j, v in enumerate(y)]
+    return [v for *_, v in sorted(keyed)]
+
+
+def ring_reduce_scatter(N: int, W: int, bidirectional: bool = False) -> List[AddressSpace]:
+    """Fused GEMM + ring reduce-scatter (Figs. 7, 11, 12). GPU ``g`` ends with chunk ``(g - 1) mod N``.
+
+    ``bidirectional``: each chunk's halves travel opposite ways round the ring (module doc).
+    """
     b = chunk_bounds(W, N)
+    mid = (b[:-1] + b[1:]) // 2
     out = []
     for g in range(N):
         a = AddressSpace(g, N, W, start=int(b[g]))
-        nxt = (g - 1) % N
+        seq: List[int] = []
         for t in range(N):
             c = (g + t) % N
-            lo, hi = int(b[c]), int(b[c + 1])
-            if t == 0:
-                a.remote_map(lo, hi, nxt, "update")
-            elif t < N - 1:
-                a.local(lo, hi, "update").dma_map(lo, hi, nxt, "update", updates_per_element=2)
-            else:
-                a.local(lo, hi, "update")
-                a.final[lo:hi] = True
+            if not bidirectional:
+                _ring_step(a, t, int(b[c]), int(b[c + 1]), (g - 1) % N)
+                continue
+            cb = (g - 2 - t) % N
+            _ring_step(a, t, int(b[c]), int(mid[c]), (g - 1) % N)
+            _ring_step(a, t, int(mid[cb]), int(b[cb + 1]), (g + 1) % N)
+            seq += interleave(range(int(b[c]), int(mid[c])), range(int(mid[cb]), int(b[cb + 1])))
+        if bidirectional:
+            a.seq = np.asarray(seq, dtype=np.int64)
         out.append(a)
     return out
 

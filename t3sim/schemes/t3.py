@@ -12,7 +12,11 @@ Wiring on every simulated GPU ``g`` (:func:`run_t3`):
    rotated to start at its first chunk. The rotation is by *chunk* (W/N WGs),
    which is the paper's "one stage per GPU" when the GEMM has N stages (Fig.
    7's setting) and keeps the ring's data dependences right when it has more
-   or fewer stages than ring steps.
+   or fewer stages than ring steps. With bidirectional ring links and
+   ``collective.ring_bidirectional`` (as the baseline RS uses them), each
+   chunk's halves go round the ring in opposite directions and each step
+   dispatches the two halves interleaved (``AddressSpace.seq``); otherwise
+   the fused RS would get half the link bandwidth the baseline RS gets.
 3. Output sink (:class:`T3Output`, Sec. 4.3): the output allocation is
    uncached and the stores carry the update flag, so local stores become
    near-memory op-and-store requests at the controller; remote-mapped WGs'
@@ -109,7 +113,10 @@ class T3Context:
                            model.a_base, model.b_base, model.c_base, sink=None)
         self.geom, self.stage_wgs = probe.geom, probe.slots
         if self.algorithm == "ring":
-            self.spaces = A.ring_reduce_scatter(self.N, self.W)
+            # the same rule as the baseline RS plan (collectives.runner.plan_for_system): both ring
+            # directions when the links run both ways and the collective is configured to use them
+            bidir = sysc.collective.ring_bidirectional and sysc.interconnect.bidirectional
+            self.spaces = A.ring_reduce_scatter(self.N, self.W, bidirectional=bidir)
         else:
             self.spaces = A.direct_reduce_scatter(self.N, self.W, self.stage_wgs)
         self.table = OutputTable(self.geom, self.base, k.tiles_n)

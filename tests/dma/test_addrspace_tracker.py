@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -31,6 +32,43 @@ def test_ring_rs_every_position_fully_reduced_at_its_owner(N, W):
         assert s.start == b[s.gpu]
         assert s.remote[int(b[s.gpu])] == [((s.gpu - 1) % N, "update")]
         assert not s.local_op[int(b[s.gpu])]
+
+
+@pytest.mark.parametrize("N", [2, 3, 4, 8, 16])
+@pytest.mark.parametrize("W", [16, 37, 101])
+def test_bidirectional_ring_rs_halves_meet_at_the_same_owner(N, W):
+    """Both halves of chunk c end fully reduced at GPU c+1, one half having gone each way round (Table 1 ring)."""
+    if W < N:
+        pytest.skip("fewer WGs than GPUs")
+    spaces = A.ring_reduce_scatter(N, W, bidirectional=True)
+    got = A.deliveries(spaces)
+    b = A.chunk_bounds(W, N)
+    for p in range(W):
+        c = int(np.searchsorted(b, p, side="right") - 1)
+        owner = (c + 1) % N
+        assert spaces[owner].final[p] and sum(s.final[p] for s in spaces) == 1
+        assert sorted(o for o, _ in got[(owner, p)]) == list(range(N))
+    for s in spaces:
+        order = s.positions().tolist()
+        assert sorted(order) == list(range(W))  # a permutation: every WG dispatched once
+        if W < 2 * N:
+            continue  # one-WG chunks have an empty half A: not every GPU sends both ways
+        peers = {peer for r in s.remote for peer, _ in r} | {s.dma[p].peer for p in s.dma_positions()}
+        assert peers == {(s.gpu - 1) % N, (s.gpu + 1) % N}  # both neighbours, i.e. both link directions
+        # staggering: the first dispatched WGs are step 0's, remote-mapped (never written locally)
+        first = order[: max(1, W // (2 * N))]
+        assert all(s.remote[p] and not s.local_op[p] for p in first)
+
+
+@pytest.mark.parametrize("nx,ny", [(0, 3), (3, 3), (5, 2), (1, 7)])
+def test_interleave_spreads_both_lists_evenly(nx, ny):
+    x, y = list(range(nx)), list(range(100, 100 + ny))
+    m = A.interleave(x, y)
+    assert sorted(m) == sorted(x + y)
+    assert [v for v in m if v < 100] == x and [v for v in m if v >= 100] == y  # each keeps its order
+    if nx and ny:  # no run of one list longer than ceil(ratio) + 1
+        longest = max(len(list(r)) for _, r in itertools.groupby(v < 100 for v in m))
+        assert longest <= -(-max(nx, ny) // min(nx, ny)) + 1
 
 
 @pytest.mark.parametrize("N", [2, 4, 7, 16])

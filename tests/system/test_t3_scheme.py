@@ -44,10 +44,27 @@ def test_functional_reduce_scatter_is_exact(algo, mode):
     assert p.gemm > 0 and p.rs >= 0  # the RS tail may be fully hidden behind this slow 4-CU GEMM
 
 
-@pytest.mark.parametrize("n", [2, 8, pytest.param(16, marks=pytest.mark.slow)])
-def test_functional_ring_other_gpu_counts(n):
-    m, _ = _run(n, "explicit", "t3", "ring", "simulation.functional_data=true")
+@pytest.mark.parametrize("n", [2, 7, 8, pytest.param(16, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("bidir", [True, False])
+def test_functional_ring_other_gpu_counts(n, bidir):
+    """Exact for any GPU count, one-way or two-way ring; 4 CUs x 2 WGs = 8 WGs per stage over the OP
+    GEMM's WGs gives stage counts that are not multiples of the ring steps (uneven stages)."""
+    m, _ = _run(n, "explicit", "t3", "ring", "simulation.functional_data=true",
+                f"system.collective.ring_bidirectional={str(bidir).lower()}")
     assert final_chunk_check(m) > 0
+    assert m.t3.W % m.t3.stage_wgs != 0 or (m.t3.W // m.t3.stage_wgs) % n != 0
+
+
+def test_fused_ring_rs_uses_both_link_directions_like_the_baseline():
+    """Table 1's ring is 150 GB/s bi-directional: the fused RS sends on both of GPU 0's outgoing links,
+    as the baseline RS kernel does, and roughly halves its per-link bytes vs the one-way mapping."""
+    def sent(bidir):  # functional runs stop after the reduce-scatter, so only its bytes count
+        m, _ = _run(4, "explicit", "t3", "ring", f"system.collective.ring_bidirectional={str(bidir).lower()}",
+                    "simulation.functional_data=true")
+        return {(a, b): l.bytes_sent for (a, b), l in m.network.links.items() if a == 0}
+    two, one = sent(True), sent(False)
+    assert sum(1 for v in two.values() if v > 0) == 2 and sum(1 for v in one.values() if v > 0) == 1
+    assert max(two.values()) < 0.6 * max(one.values())
 
 
 def test_homogeneous_and_explicit_agree_and_t3_beats_sequential():
