@@ -1,0 +1,97 @@
+"""Synthetic results for the analysis tests: real resolved point configs, made-up (deterministic) numbers.
+
+Every experiment that ``t3sim reproduce`` runs is expanded from its real YAML (quick or full overrides), and
+each point gets a plausible summary and a small ``stats.json`` (with the Fig. 17 bandwidth series), written
+through the real results store. Nothing is simulated, so the figure and report code is tested in seconds.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from t3sim.commands.reproduce_cmd import SPECS
+from t3sim.config.sweep import expand
+from t3sim.results.stats import Stats
+from t3sim.results.store import ResultStore, RunResult
+
+K = {"OP": 1, "FC-2": 4, "FC-1": 4, "IP": 3}
+
+
+def fake_summary(cfg) -> dict:
+    w, sysc, kind = cfg.workload, cfg.system, cfg.scheme.kind
+    T, H, tp = w.num_tokens, w.model.hidden_size, w.tp
+    g = 2.0 * T * H * K[w.sublayer] * H / tp / 40e6 * (80 / sysc.gpu.num_cus)  # ~40 TFLOP/s at 80 CUs
+    rs = T * H * 2 * (tp - 1) / tp / 150e3 * 1.3
+    coll = sysc.collective.cus
+    if coll is not None and coll < 20:
+        rs *= 1 + 3.0 / coll
+    ag = rs * 0.9
+    seq = dict(gemm_us=g, rs_us=rs, ag_us=ag)
+    if kind == "sequential":
+        t = seq
+    elif kind in ("t3", "t3_mca"):
+        f = 1.08 if kind == "t3" else 1.03
+        t = dict(gemm_us=g * f, rs_us=max(rs - 0.8 * g, 0.05 * rs), ag_us=ag)
+    else:  # ideal: isolated kernel times, total max(GEMM, RS) + AG (Sec. 5.3)
+        t = dict(gemm_us=g, rs_us=rs * (1.0 if kind == "ideal_gemm_rs_overlap" else 0.94), ag_us=ag)
+    t["total_us"] = (max(t["gemm_us"], t["rs_us"]) if kind.startswith("ideal") else t["gemm_us"] + t["rs_us"]) + ag
+    mb = T * H * 2 / 1e6
+    fused = kind in ("t3", "t3_mca")
+    traffic = dict(gemm_read_MB=mb * K[w.sublayer] / (1.3 if fused else 1.0), gemm_write_MB=0.0 if fused else mb,
+                   gemm_update_MB=mb if fused else 0.0, rs_read_MB=mb * (0.9 if fused else 2.2),
+                   rs_write_MB=0.0 if fused else mb * 0.9, rs_update_MB=mb * 0.8 if fused else 0.0,
+                   ag_read_MB=mb * 0.9, ag_write_MB=mb * 0.9, ag_update_MB=0.0)
+    return {"scheme": kind, "model": w.model.name, "sublayer": w.sublayer, "tp": tp, "mode": "homogeneous",
+            **{k: round(v, 3) for k, v in t.items()}, **{k: round(v, 6) for k, v in traffic.items()}}
+
+
+def fake_stats(summary: dict) -> Stats:
+    s = Stats()
+    s.add("gpu0.hbm.peak_bandwidth_GBps", 1024.0, "GB/s", "peak")
+    s.add("gpu0.hbm.bandwidth_over_time.bin_ns", 1000.0, "ns", "bin")
+    s.add("gpu0.hbm.bandwidth_over_time.start_ns", 3000.0, "ns", "start")
+    n = int(summary["total_us"]) + 2
+    fused = summary["scheme"] in ("t3", "t3_mca")
+    s.add("gpu0.hbm.bandwidth_over_time.compute_read_GBps", [300.0 + 50 * (i % 7) for i in range(n)], "GB/s", "x")
+    s.add("gpu0.hbm.bandwidth_over_time.compute_" + ("update" if fused else "write") + "_GBps",
+          [200.0 * (i % 5 == 0) for i in range(n)], "GB/s", "x")
+    s.add("gpu0.hbm.bandwidth_over_time.comm_read_GBps", [100.0 * (i % 3 == 0) for i in range(n)], "GB/s", "x")
+    if fused:
+        s.add("gpu0.hbm.bandwidth_over_time.comm_update_GBps", [80.0 * (i % 2) for i in range(n)], "GB/s", "x")
+    return s
+
+
+def fake_inputs(quick: bool = False):
+    """The same synthetic runs in memory (no files): a :class:`t3sim.analysis.report.Inputs` without stats."""
+    from t3sim.analysis.report import Inputs
+    from t3sim.analysis.runs import Run
+
+    runs = {}
+    for spec in SPECS:
+        for i, p in enumerate(expand(spec.path, list(spec.quick) if quick else [])):
+            runs.setdefault(spec.results, []).append(
+                Run(Path(f"/nonexistent/{spec.results}/{i:012d}"), p.config.name, p.config.model_dump(mode="json"),
+                    fake_summary(p.config)))
+    return Inputs(runs, None)
+
+
+def write_fake_results(root: Path, quick: bool = True, only=None) -> Path:
+    """Fake results of every reproduce experiment (or those whose results name is in ``only``) and a
+    validation CSV under ``root``."""
+    store = ResultStore(root)
+    for spec in SPECS:
+        if only is not None and spec.results not in only:
+            continue
+        for p in expand(spec.path, list(spec.quick) if quick else []):
+            summ = fake_summary(p.config)
+            store.write(RunResult(p.config.name, p.config.model_dump(mode="json"), fake_stats(summ), summ, 0,
+                                  {"wall_s": 0.0}))
+    v = root / "validation" / "h200-4gpu" / "reduce_scatter_4gpu.csv"
+    v.parent.mkdir(parents=True, exist_ok=True)
+    with v.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["collective", "gpus", "size_mb", "dtype", "median_us", "measured_us", "simulated_us", "error"])
+        for mb, meas, sim in ((6, 50.6, 52.9), (12, 60.1, 65.6), (24, 93.4, 91.2)):
+            w.writerow(["reduce_scatter", 4, mb, "bf16", meas, meas, sim, round(sim / meas - 1, 5)])
+    return root

@@ -1,0 +1,85 @@
+"""Experiment files resolve, share points where intended, and a tiny real run feeds the Fig. 17 plot."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from t3sim.analysis import catalog
+from t3sim.commands.reproduce_cmd import SPECS
+from t3sim.config.sweep import expand
+from t3sim.results.store import config_hash
+from tests.conftest import REPO
+
+
+def _hashes(path, overrides=()):
+    return {config_hash(p.config.model_dump(mode="json")) for p in expand(path, overrides)}
+
+
+def test_every_experiment_yaml_expands():
+    sizes = {}
+    for y in sorted((REPO / "experiments").glob("*/*.yaml")):
+        if y.name == "validate.yaml":
+            continue
+        sizes[str(y.relative_to(REPO))] = len(expand(y))
+    assert sizes["experiments/fig16/experiment.yaml"] == 80
+    assert sizes["experiments/fig19/experiment.yaml"] == 36
+    assert sizes["experiments/fig06/experiment.yaml"] == 12
+
+
+def test_figure_subsets_share_the_sublayer_points():
+    full = _hashes(REPO / "configs/experiments/t3-sublayers.yaml")
+    assert _hashes(REPO / "experiments/fig16/experiment.yaml") == full
+    for sub, n in (("fig15", 16), ("fig18", 32), ("fig04", 16)):
+        h = _hashes(REPO / f"experiments/{sub}/experiment.yaml")
+        assert len(h) == n and h <= full
+    assert _hashes(REPO / "experiments/fig04/large-models.yaml") <= _hashes(REPO / "experiments/fig19/experiment.yaml")
+
+
+def test_quick_overrides_are_small():
+    for spec in SPECS:
+        pts = expand(spec.path, list(spec.quick))
+        assert pts and len(pts) <= 20, spec.folder
+        assert all(p.config.workload.num_tokens <= 128 for p in pts), spec.folder
+
+
+def test_fig06_splits_and_fig20_system():
+    pts = expand(REPO / "experiments/fig06/experiment.yaml")
+    assert {(p.config.system.gpu.num_cus, p.config.system.collective.cus) for p in pts} == {(80, None), (72, 8), (64, 16)}
+    pts = expand(REPO / "experiments/fig20/experiment.yaml")
+    assert {p.config.system.gpu.num_cus for p in pts} == {160}
+    assert {p.config.workload.num_tokens for p in expand(REPO / "experiments/fig17/experiment.yaml")} == {4096}
+
+
+def test_tiny_real_run_feeds_fig17(tmp_path):
+    from t3sim.system.run import run_experiment
+
+    grid = json.dumps({"scheme.kind": ["t3"]})  # the real stats.json keys, smallest T3 point
+    outs = run_experiment(REPO / "experiments/fig17/experiment.yaml",
+                          ["workload.tokens=64", "workload.sublayer=OP", f"sweep.grid={grid}"], out=tmp_path)
+    assert len(outs) == 1
+    paths = catalog.draw("fig17", catalog.load_inputs(tmp_path), tmp_path / "figs")
+    assert sorted(p.suffix for p in paths) == [".csv", ".png"]
+    rows = list(csv.DictReader((tmp_path / "figs" / "fig17.csv").open()))
+    t3 = [r for r in rows if r["scheme"] == "t3"]
+    assert t3 and any(float(r["GEMM_reads_GBps"]) > 0 for r in t3)
+    assert any(float(r["RS_updates_GBps"]) > 0 or float(r["RS_AG_reads_GBps"]) > 0 for r in t3)
+
+
+@pytest.mark.slow
+def test_reproduce_quick_end_to_end(tmp_path, run_cli):
+    rc, out, err = run_cli("reproduce", "--quick", "--out", str(tmp_path), "-j", "2")
+    assert rc == 0, err
+    text = (tmp_path / "REPRODUCTION.md").read_text()
+    from t3sim.analysis.paper_numbers import NUMBERS
+
+    assert all(n.quote.replace("|", "\\|") in text for n in NUMBERS)
+    for fig in catalog.FIGURES:
+        assert (tmp_path / "figures" / f"{fig}.png").is_file(), fig
+    # a second run reuses every point
+    rc, out, err = run_cli("reproduce", "--quick", "--out", str(tmp_path))
+    assert rc == 0
+    text2 = (tmp_path / "REPRODUCTION.md").read_text()
+    assert "| 0 |" in text2 and text2.count("| 0 |") >= len(catalog.RESULT_EXPERIMENTS)
