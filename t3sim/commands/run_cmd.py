@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="local worker processes (default 1: in this process; 0: one per CPU)")
     p.add_argument("--executor", choices=("local", "dask"), default="local",
                    help="where points run: local processes (default) or a Dask cluster (pip install 't3sim[dask]')")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address for --executor dask (tcp://HOST:8786)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (tcp://HOST:8786); implies --executor dask")
     p.add_argument("--fail-fast", action="store_true",
                    help="stop at the first failed point (default: run the others and report failures at the end)")
     p.set_defaults(func=_run)

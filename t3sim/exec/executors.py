@@ -121,7 +121,7 @@ def dask(fn: Callable, items: Sequence[Any], client) -> Iterator[Tuple[int, Any]
         run = uuid.uuid4().hex[:8]
         futures = [client.submit(fn, item, key=f"t3sim-point-{run}-{i}", pure=False) for i, item in enumerate(items)]
         index = {f.key: i for i, f in enumerate(futures)}
-        for f in distributed.as_completed(futures):
+        for f in distributed.as_completed(futures, loop=client.loop):
             try:
                 value = f.result()
             except Exception as exc:  # KilledWorker, CancelledError, lost scheduler...

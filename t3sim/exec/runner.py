@@ -120,6 +120,9 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
         store: the result store to reuse from and write to.
         executor: ``local`` (``jobs`` processes; 1 = this process) or ``dask``.
         jobs: local worker processes; 0 = one per usable CPU. Ignored by ``dask``.
+            Workers are fresh interpreters (forkserver/spawn), so a script
+            that asks for ``jobs > 1`` needs the usual
+            ``if __name__ == "__main__":`` guard.
         scheduler: the Dask scheduler address (``tcp://host:8786``), for ``dask``.
         force: recompute points that already have results (and replace them).
         fail_fast: stop at the first failed point instead of running the rest.

@@ -53,6 +53,16 @@ def stats_bytes(root: Path, name: str = "tiny-sweep") -> dict:
     return {p.name: (p / "stats.json").read_bytes() for p in ResultStore(root).iter_runs(name)}
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The tiny sweep's stats.json bytes from one uninterrupted in-process run."""
+    d = tmp_path_factory.mktemp("reference")
+    run_points(expand(tiny_experiment(d)), out=d / "results")
+    ref = stats_bytes(d / "results")
+    assert len(ref) == N_POINTS
+    return ref
+
+
 # -- module-level (picklable) point functions for fault injection -------------------------------------------
 
 def stall_unless_first(point):
@@ -81,18 +91,15 @@ def _as_error(exc):
 
 # -- identical results, reuse ---------------------------------------------------------------------------------
 
-def test_jobs_give_identical_results_and_reruns_reuse(tmp_path):
+def test_jobs_give_identical_results_and_reruns_reuse(tmp_path, reference):
     path = tiny_experiment(tmp_path)
     points = expand(path)
     assert [p.label for p in points][0] == FIRST_LABEL and len(points) == N_POINTS
-    serial = run_points(points, out=tmp_path / "j1", jobs=1)
     pooled = run_points(points, out=tmp_path / "j2", jobs=2)
-    assert [o.status for o in serial] == [o.status for o in pooled] == ["simulated"] * N_POINTS
+    assert [o.status for o in pooled] == ["simulated"] * N_POINTS
     assert [o.point.label for o in pooled] == [p.label for p in points]  # point order, not completion order
-    a, b = stats_bytes(tmp_path / "j1"), stats_bytes(tmp_path / "j2")
-    assert len(a) == N_POINTS and a == b
-    for o in pooled:
-        assert (o.path / "summary.csv").read_bytes() == (tmp_path / "j1" / "tiny-sweep" / o.path.name / "summary.csv").read_bytes()
+    b = stats_bytes(tmp_path / "j2")
+    assert b == reference  # byte-identical to the in-process (-j 1) run
 
     def must_not_run(point):
         raise AssertionError(f"re-run simulated {point.label}")
@@ -116,7 +123,7 @@ def test_force_recomputes_and_replaces(tmp_path):
 
 # -- interruption and resume ------------------------------------------------------------------------------
 
-def test_interrupt_in_process_keeps_finished_points(tmp_path):
+def test_interrupt_in_process_keeps_finished_points(tmp_path, reference):
     """Ctrl-C during the second point (in-process): the first is saved, nothing half-written, re-run resumes."""
     path = tiny_experiment(tmp_path)
     points = expand(path)
@@ -135,8 +142,7 @@ def test_interrupt_in_process_keeps_finished_points(tmp_path):
     assert len(stats_bytes(tmp_path / "r")) == 1
     outcomes = run_points(points, out=tmp_path / "r")
     assert [o.status for o in outcomes] == ["reused"] + ["simulated"] * (N_POINTS - 1)
-    run_points(points, out=tmp_path / "ref")
-    assert stats_bytes(tmp_path / "r") == stats_bytes(tmp_path / "ref")
+    assert stats_bytes(tmp_path / "r") == reference
 
 
 SCRIPT = textwrap.dedent("""\
@@ -154,7 +160,7 @@ SCRIPT = textwrap.dedent("""\
 
 @pytest.mark.parametrize("sig,jobs", [(signal.SIGINT, 1), (signal.SIGTERM, 2), (signal.SIGKILL, 1)],
                          ids=["ctrl-c", "kill-pool", "kill-9"])
-def test_killed_sweep_resumes(tmp_path, sig, jobs):
+def test_killed_sweep_resumes(tmp_path, sig, jobs, reference):
     """A sweep process killed after its first point lands loses nothing finished; a re-run does only the rest."""
     psutil = pytest.importorskip("psutil")
     path = tiny_experiment(tmp_path)
@@ -188,8 +194,7 @@ def test_killed_sweep_resumes(tmp_path, sig, jobs):
     outcomes = run_points(expand(path), out=out)
     assert [o.status for o in outcomes] == ["reused"] + ["simulated"] * (N_POINTS - 1)
     assert not list((out / "tiny-sweep").glob(".tmp-*"))
-    run_points(expand(path), out=tmp_path / "ref")
-    assert stats_bytes(out) == stats_bytes(tmp_path / "ref")
+    assert stats_bytes(out) == reference
 
 
 # -- failures, CLI ----------------------------------------------------------------------------------------
