@@ -74,6 +74,8 @@ class DigitMap:
         self.xor = bool(amap.xor_bank_hash)
         self.chash = bool(getattr(amap, "channel_hash", False))
         self.cols = cols
+        self.radix_arr = np.array([self.radix[f] for f in self.order], dtype=np.int64)
+        self.pos_arr = np.array([self.order.index(f) for f in FIELDS], dtype=np.int64)
 
     @property
     def capacity_B(self) -> int:
@@ -86,9 +88,8 @@ class DigitMap:
         a = np.ascontiguousarray(addrs, dtype=np.int64)
         if a.size and a.min() < 0:
             raise ValueError("addresses must be non-negative")
-        radix = np.array([self.radix[f] for f in self.order], dtype=np.int64)
-        pos = np.array([self.order.index(f) for f in FIELDS], dtype=np.int64)
-        unit, bg, bank, row, col, line = _map_kernel(a, self.access_B, radix, pos, self.bpg, self.xor, self.chash)
+        unit, bg, bank, row, col, line = _map_kernel(a, self.access_B, self.radix_arr, self.pos_arr, self.bpg, self.xor,
+                                                     self.chash)
         return Mapped(unit=unit, bankgroup=bg, bank=bank, row=row, column=col, line=line)
 
 
@@ -104,38 +105,40 @@ def _map_kernel(a, access_B, radix, pos, bpg, xor, chash):  # pragma: no cover -
     cols = np.empty(n, np.int32)
     line = np.empty(n, np.int64)
     d = np.empty(nd, np.int64)
-    r_col_low = radix[pos[0]]
-    nbg = radix[pos[3]]
     for i in range(n):
         ln = a[i] // access_B
         line[i] = ln
-        rest = ln
-        for k in range(nd):
-            d[k] = rest % radix[k]
-            rest //= radix[k]
-        bg = d[pos[3]]
-        bk = d[pos[4]]
-        row = d[pos[5]]
-        if xor:
-            bg = _hash1(bg, row, nbg)
-            bk = _hash1(bk, row // nbg, bpg)
-        ch = d[pos[1]]
-        nch = radix[pos[1]]
-        if chash and nch > 1:
-            upper = 0
-            for k in range(nd - 1, pos[1], -1):
-                upper = upper * radix[k] + d[k]
-            fold = 0
-            while upper > 0:
-                fold += upper % nch
-                upper //= nch
-            ch = (ch + fold) % nch
-        unit[i] = ch
-        bgs[i] = bg
-        bank[i] = bg * bpg + bk
-        rows[i] = row
-        cols[i] = d[pos[2]] * r_col_low + d[pos[0]]
+        unit[i], bgs[i], bank[i], rows[i], cols[i] = map_line(ln, radix, pos, bpg, xor, chash, d)
     return unit, bgs, bank, rows, cols, line
+
+
+@nb.njit(cache=True, inline="always")
+def map_line(ln, radix, pos, bpg, xor, chash, d):  # pragma: no cover - compiled
+    """(unit, bank group, bank, row, column) of 64 B line ``ln``; ``d`` is scratch of ``radix.size``."""
+    nd = radix.size
+    rest = ln
+    for k in range(nd):
+        d[k] = rest % radix[k]
+        rest //= radix[k]
+    nbg = radix[pos[3]]
+    bg = d[pos[3]]
+    bk = d[pos[4]]
+    row = d[pos[5]]
+    if xor:
+        bg = _hash1(bg, row, nbg)
+        bk = _hash1(bk, row // nbg, bpg)
+    ch = d[pos[1]]
+    nch = radix[pos[1]]
+    if chash and nch > 1:
+        upper = 0
+        for k in range(nd - 1, pos[1], -1):
+            upper = upper * radix[k] + d[k]
+        fold = 0
+        while upper > 0:
+            fold += upper % nch
+            upper //= nch
+        ch = (ch + fold) % nch
+    return ch, bg, bg * bpg + bk, row, d[pos[2]] * radix[pos[0]] + d[pos[0]]
 
 
 @nb.njit(cache=True, inline="always")

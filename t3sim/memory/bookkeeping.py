@@ -10,6 +10,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from t3sim.memory.address_map import map_line
+
 
 @nb.njit(cache=True)
 def link_fifo(s0, s1, st, r_unit, r_next, f_head, f_tail, touched):  # pragma: no cover - compiled
@@ -55,3 +57,58 @@ def retire(issued, r_batch, r_done, b_done, b_remaining):  # pragma: no cover - 
     for j in range(k):
         keys[j] = b_done[done[j]]
     return done[np.argsort(keys, kind="mergesort")]
+
+
+# rows of MemorySystem.RQ (one int64 row per request field)
+(F_UNIT, F_BANK, F_ROW, F_LINE, F_KIND, F_STREAM, F_SOURCE, F_BATCH, F_WG, F_WF, F_ARRIVE, F_ADMIT, F_ISSUE, F_DONE,
+ F_CLASS, F_NEXT, F_SEQ, F_NDEPS, NF) = range(19)
+
+
+@nb.njit(cache=True)
+def fill_requests(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive, radix, pos, bpg, xor, chash,
+                  f_head, f_tail, unit_next):  # pragma: no cover - compiled
+    """Write requests ``s0..s0+len(a)-1`` of one batch (addresses ``a``) and link them into the
+    per-(unit, stream) pending FIFOs in submission order.
+
+    ``wg``/``wf``: length 1 (one value for the batch) or one per request. ``unit_next``: per-unit
+    lower bound of the next action (lowered to ``arrive`` for every unit that got a request;
+    empty to skip). Raises ValueError on a negative address (before writing anything).
+    """
+    n = a.shape[0]
+    for i in range(n):
+        if a[i] < 0:
+            raise ValueError("addresses must be non-negative")
+    d = np.empty(radix.size, np.int64)
+    per_wg = wg.shape[0] != 1
+    per_wf = wf.shape[0] != 1
+    has_next = unit_next.shape[0] > 0
+    for i in range(n):
+        r = s0 + i
+        ln = a[i] // access_B
+        u, _bg, bank, row, _col = map_line(ln, radix, pos, bpg, xor, chash, d)
+        RQ[F_UNIT, r] = u
+        RQ[F_BANK, r] = bank
+        RQ[F_ROW, r] = row
+        RQ[F_LINE, r] = ln
+        RQ[F_KIND, r] = kind
+        RQ[F_STREAM, r] = stream
+        RQ[F_SOURCE, r] = source
+        RQ[F_BATCH, r] = bid
+        RQ[F_WG, r] = wg[i] if per_wg else wg[0]
+        RQ[F_WF, r] = wf[i] if per_wf else wf[0]
+        RQ[F_ARRIVE, r] = arrive
+        RQ[F_ADMIT, r] = -1
+        RQ[F_ISSUE, r] = -1
+        RQ[F_DONE, r] = -1
+        RQ[F_CLASS, r] = 0
+        RQ[F_NEXT, r] = -1
+        RQ[F_SEQ, r] = 0
+        RQ[F_NDEPS, r] = 0
+        t = f_tail[u, stream]
+        if t >= 0:
+            RQ[F_NEXT, t] = r
+        else:
+            f_head[u, stream] = r
+        f_tail[u, stream] = r
+        if has_next and unit_next[u] > arrive:
+            unit_next[u] = arrive

@@ -68,13 +68,9 @@ class FastController:
         #: lower bound on the cycle of any unit's next action (hence column command), valid until
         #: the next submission or arbitration-state change (see MemorySystem.advance)
         self.next_lb = 0
-
-    def on_submit(self, units: np.ndarray, arrive: int) -> None:
-        """Requests arriving at cycle ``arrive`` joined the pending FIFOs of ``units``."""
-        nx = self.US[units, NEXT]
-        self.US[units, NEXT] = np.minimum(nx, arrive)
-        if arrive < self.next_lb:
-            self.next_lb = arrive
+        #: per-unit lower bound on the next action (a view of US[:, NEXT]); a submission lowers it
+        #: to its arrival cycle for every unit it reaches (MemorySystem.submit), and next_lb with it
+        self.unit_next = self.US[:, NEXT]
 
     def invalidate_next(self) -> None:
         """Arbitration state changed outside the kernel: no lower bound until the next run."""

@@ -32,20 +32,33 @@ import numpy as np
 
 from t3sim.errors import InputError
 from t3sim.memory import address_map
-from t3sim.memory.bookkeeping import link_fifo, retire
+from t3sim.memory import bookkeeping as BK
+from t3sim.memory.bookkeeping import retire
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.policies import build as build_policy
 from t3sim.memory.request import Kind, Source, Stream, parse_enum
 from t3sim.sim.clock import Clock
 
-_REQ_FIELDS = (
-    ("r_unit", np.int32), ("r_bank", np.int32), ("r_row", np.int32), ("r_line", np.int64),
-    ("r_kind", np.int8), ("r_stream", np.int8), ("r_source", np.int8), ("r_batch", np.int32),
-    ("r_wg", np.int32), ("r_wf", np.int32), ("r_arrive", np.int64), ("r_admit", np.int64),
-    ("r_issue", np.int64), ("r_done", np.int64), ("r_class", np.int8), ("r_next", np.int64),
-    ("r_seq", np.int64), ("r_ndeps", np.int32),
-)
+#: per-request fields: ``r_<name>`` is row ``F_<NAME>`` of the int64 matrix ``RQ`` (a view)
+_REQ_FIELDS = ("r_unit", "r_bank", "r_row", "r_line", "r_kind", "r_stream", "r_source", "r_batch", "r_wg", "r_wf",
+               "r_arrive", "r_admit", "r_issue", "r_done", "r_class", "r_next", "r_seq", "r_ndeps")
+assert len(_REQ_FIELDS) == BK.NF
+
+
+_NO_UNITS = np.zeros(0, dtype=np.int64)
+
+
+def _ids(x, n: int) -> np.ndarray:
+    """wg/wf ids for a batch of ``n``: one value (length-1 array) or one per request."""
+    if x is None:
+        return np.array([-1], dtype=np.int64)
+    a = np.asarray(x, dtype=np.int64)
+    if a.ndim == 0:
+        return a.reshape(1)
+    if a.shape != (n,) and a.shape != (1,):
+        raise ValueError(f"wg_id/wf_id: {a.shape[0]} values for {n} requests")
+    return np.ascontiguousarray(a)
 
 
 @dataclass(frozen=True)
@@ -115,8 +128,7 @@ class MemorySystem:
         U = self.geom.units
         self._cap = 0
         self.n = 0
-        for name, dt in _REQ_FIELDS:
-            setattr(self, name, np.zeros(0, dtype=dt))
+        self.RQ = np.zeros((BK.NF, 0), dtype=np.int64)
         self._grow(1024)
         self.f_head = np.full((U, 2), -1, dtype=np.int64)
         self.f_tail = np.full((U, 2), -1, dtype=np.int64)
@@ -141,7 +153,6 @@ class MemorySystem:
         self._bcap = 1024
         self.b_remaining = np.zeros(self._bcap, dtype=np.int64)
         self.b_done = np.zeros(self._bcap, dtype=np.int64)
-        self._touched = np.zeros(U, dtype=np.int8)
         self._kernel_at = 0  # cycle the controllers have simulated to (<= frontier; see advance)
         self._completed: List[Tuple[int, int]] = []
         self.frontier = 0  # first unsimulated cycle
@@ -166,11 +177,11 @@ class MemorySystem:
         if need <= self._cap:
             return
         cap = max(need, 2 * self._cap)
-        for name, dt in _REQ_FIELDS:
-            old = getattr(self, name)
-            new = np.zeros(cap, dtype=dt)
-            new[: old.size] = old
-            setattr(self, name, new)
+        old = self.RQ
+        self.RQ = np.zeros((BK.NF, cap), dtype=np.int64)
+        self.RQ[:, : old.shape[1]] = old
+        for f, name in enumerate(_REQ_FIELDS):
+            setattr(self, name, self.RQ[f])
         self._cap = cap
 
     def first_refresh(self, u: int) -> int:
@@ -237,34 +248,18 @@ class MemorySystem:
         if n == 0:
             self._completed.append((bid, self.clock.cycle_to_tick(arrive)))
             return bid
-        m = self.amap.map(a)
         s0, s1 = self.n, self.n + n
         self._grow(s1)
-        self.r_unit[s0:s1] = m.unit
-        self.r_bank[s0:s1] = m.bank
-        self.r_row[s0:s1] = m.row
-        self.r_line[s0:s1] = m.line
-        self.r_kind[s0:s1] = int(kind)
-        self.r_stream[s0:s1] = int(stream)
-        self.r_source[s0:s1] = int(source)
-        self.r_batch[s0:s1] = bid
-        self.r_wg[s0:s1] = -1 if wg_id is None else wg_id
-        self.r_wf[s0:s1] = -1 if wf_id is None else wf_id
-        self.r_arrive[s0:s1] = arrive
-        for f in (self.r_admit, self.r_issue, self.r_done, self.r_next):
-            f[s0:s1] = -1
-        self.r_class[s0:s1] = 0
-        self.r_ndeps[s0:s1] = 0
+        am = self.amap
+        eng = self.engine
+        nxt = getattr(eng, "unit_next", _NO_UNITS)
+        BK.fill_requests(self.RQ, s0, a, self.access_B, int(kind), int(stream), int(source), bid, _ids(wg_id, n),
+                         _ids(wf_id, n), arrive, am.radix_arr, am.pos_arr, am.bpg, am.xor, am.chash, self.f_head,
+                         self.f_tail, nxt)
         self.n = s1
         self.outstanding += n
-        # link into the per-(unit, stream) FIFOs, preserving submission order
-        touched = self._touched
-        link_fifo(s0, s1, int(stream), self.r_unit, self.r_next, self.f_head, self.f_tail, touched)
-        on_submit = getattr(self.engine, "on_submit", None)
-        units = np.flatnonzero(touched)
-        touched[units] = 0
-        if on_submit is not None:
-            on_submit(units, arrive)
+        if arrive < getattr(eng, "next_lb", arrive):
+            eng.next_lb = arrive
         return bid
 
     # ---------------------------------------------------------------- run
