@@ -77,7 +77,8 @@ def _run(args: argparse.Namespace) -> int:
     rows = [{"label": o.point.label, **o.result.summary, "result_dir": str(o.path), "reused": o.reused}
             for o in outcomes]
     if args.json:
-        json.dump(rows, sys.stdout, indent=1)
+        errors = [{"label": o.point.label, "error_kind": o.error.kind, "error": o.error.message} for o in failed]
+        json.dump(rows + errors, sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif rows:
         sys.stdout.write(table(rows))

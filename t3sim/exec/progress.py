@@ -124,14 +124,19 @@ class Progress:
             if self.tty and bar and self.to_run and not self._stop.is_set():
                 self.stream.write(self.bar())
                 self._bar_shown = True
-            self.stream.flush()
+            self._flush()
+
+    def _flush(self) -> None:
+        flush = getattr(self.stream, "flush", None)
+        if flush is not None:
+            flush()
 
     def _ticker(self) -> None:
         while not self._stop.wait(self.interval):
             with self._lock:
                 self.stream.write("\r\033[K" + self.bar())
                 self._bar_shown = True
-                self.stream.flush()
+                self._flush()
 
 
 class Silent(Progress):

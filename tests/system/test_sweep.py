@@ -226,6 +226,10 @@ def test_cli_reports_failures_with_labels(tmp_path, run_cli, monkeypatch):
     assert "t3sim: error: point workload.tokens=32,scheme.kind=sequential: workload.tokens: found 32" in err
     assert "t3sim: simulation failed: point workload.tokens=32,scheme.kind=ideal_rs_nmc: deadlock" in err
     assert "workload.tokens=16,scheme.kind=sequential" in out and "tokens=32" not in out  # the table: successes
+    rc, out, err = run_cli("run", str(path), "--out", str(tmp_path / "r"), "--json")  # successes reused, failures retried
+    rows = json.loads(out)
+    assert rc == 3 and [r.get("reused") for r in rows] == [True, True, None, None]
+    assert [r.get("error_kind") for r in rows[2:]] == ["input", "simulation"]
 
 
 def test_cli_progress_and_rerun(tmp_path, run_cli):
