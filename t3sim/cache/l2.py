@@ -72,10 +72,11 @@ class L2Cache:
         self.sources = tuple(sources)
         self.clock = Clock.from_GHz(cfg.clock_GHz, "l2")
         g = self.geo
-        S = np.zeros((5, g.num_sets, g.assoc), dtype=np.int64)
-        S[K.S_TAG] = -1
+        S = np.zeros((g.num_sets, 5, g.assoc), dtype=np.int64)
+        S[:, K.S_TAG] = -1
         self._S = S
-        self._tags, self._stamp, self._valid, self._dirty, self._owner = S[K.S_TAG], S[K.S_STAMP], S[K.S_VALID], S[K.S_DIRTY], S[K.S_OWNER]
+        self._tags, self._stamp, self._valid, self._dirty, self._owner = (S[:, K.S_TAG], S[:, K.S_STAMP], S[:, K.S_VALID],
+                                                                           S[:, K.S_DIRTY], S[:, K.S_OWNER])
         self._V = np.zeros(1 + g.banks, dtype=np.int64)  # LRU clock, then per-bank free cycle
         self._bank_free = self._V[1:]
         self._occ = g.occupancy_table()

@@ -1,9 +1,10 @@
 """The numba kernel of the fast L2 model (:mod:`t3sim.cache.l2`): one compiled call per batch.
 
 State is packed so a call passes few arguments (numba's per-call dispatch cost grows with
-the argument count): ``S`` is ``int64[5, sets, ways]`` (tag, LRU stamp, valid mask, dirty
-mask, owner), ``G`` the geometry/clock integers (``G_*`` indices), ``V`` the mutable scalars
-and per-bank free cycles (``V[0]`` LRU clock, ``V[1:]`` bank-free cycle per bank).
+the argument count): ``S`` is ``int64[sets, 5, ways]`` (per set: tag, LRU stamp, valid
+mask, dirty mask, owner of each way; one set's state is contiguous), ``G`` the
+geometry/clock integers (``G_*`` indices), ``V`` the mutable scalars and per-bank free
+cycles (``V[0]`` LRU clock, ``V[1:]`` bank-free cycle per bank).
 :func:`access_uniform` handles the common batch whose accesses share kind, source, size and
 cacheability, computing sector masks and tick conversions inside the compiled call.
 """
@@ -59,10 +60,10 @@ def _c2t(c, f):
 @numba.njit(cache=True, inline="always")
 def _evict(S, st, w, i, is_flush, counts, E, nev, line_shift):
     """Record the write-back of (set st, way w)'s dirty sectors; returns the new eviction count."""
-    d = S[S_DIRTY, st, w]
-    o = S[S_OWNER, st, w]
+    d = S[st, S_DIRTY, w]
+    o = S[st, S_OWNER, w]
     if d:
-        E[E_LINE, nev] = S[S_TAG, st, w] << line_shift
+        E[E_LINE, nev] = S[st, S_TAG, w] << line_shift
         E[E_MASK, nev] = d
         E[E_SRC, nev] = o
         E[E_ACC, nev] = i
@@ -103,18 +104,18 @@ def one_access(i, a, m, wr, unc, sc, now, S, g, V, occ, counts, R, E, nev):
     R[R_DW, i] = 0
     w = -1
     for k in range(assoc):
-        if S[S_TAG, st, k] == line and S[S_VALID, st, k] != 0:
+        if S[st, S_TAG, k] == line and S[st, S_VALID, k] != 0:
             w = k
             break
     if unc:
         R[R_OUT, i] = BYPASS
         if w >= 0:
             nev = _evict(S, st, w, i, True, counts, E, nev, line_shift)
-            S[S_DIRTY, st, w] = 0
+            S[st, S_DIRTY, w] = 0
             if wr:
-                S[S_VALID, st, w] &= ~m
-                if S[S_VALID, st, w] == 0:
-                    S[S_TAG, st, w] = -1
+                S[st, S_VALID, w] &= ~m
+                if S[st, S_VALID, w] == 0:
+                    S[st, S_TAG, w] = -1
         if wr:
             R[R_DW, i] = m
             counts[sc, C_BYP_W] += 1
@@ -124,20 +125,20 @@ def one_access(i, a, m, wr, unc, sc, now, S, g, V, occ, counts, R, E, nev):
         return nev
     if w >= 0:
         V[0] += 1
-        S[S_STAMP, st, w] = V[0]
+        S[st, S_STAMP, w] = V[0]
         if wr:
-            S[S_VALID, st, w] |= m
-            S[S_DIRTY, st, w] |= m
-            S[S_OWNER, st, w] = sc
+            S[st, S_VALID, w] |= m
+            S[st, S_DIRTY, w] |= m
+            S[st, S_OWNER, w] = sc
             counts[sc, C_WRITE_HIT] += 1
         else:
-            miss = m & ~S[S_VALID, st, w]
+            miss = m & ~S[st, S_VALID, w]
             if miss == 0:
                 counts[sc, C_READ_HIT] += 1
             else:
                 R[R_OUT, i] = SECTOR_MISS
                 R[R_FILL, i] = miss
-                S[S_VALID, st, w] |= miss
+                S[st, S_VALID, w] |= miss
                 counts[sc, C_READ_SMISS] += 1
                 counts[sc, C_FILL_SECT] += _popc(miss)
         return nev
@@ -154,22 +155,22 @@ def one_access(i, a, m, wr, unc, sc, now, S, g, V, occ, counts, R, E, nev):
     # allocate: invalid way first, else LRU
     v = -1
     for k in range(assoc):
-        if S[S_VALID, st, k] == 0:
+        if S[st, S_VALID, k] == 0:
             v = k
             break
     if v < 0:
         v = 0
         for k in range(1, assoc):
-            if S[S_STAMP, st, k] < S[S_STAMP, st, v]:
+            if S[st, S_STAMP, k] < S[st, S_STAMP, v]:
                 v = k
-        counts[S[S_OWNER, st, v], C_EVICT] += 1
+        counts[S[st, S_OWNER, v], C_EVICT] += 1
         nev = _evict(S, st, v, i, False, counts, E, nev, line_shift)
-    S[S_TAG, st, v] = line
-    S[S_VALID, st, v] = m
-    S[S_DIRTY, st, v] = m if wr else 0
-    S[S_OWNER, st, v] = sc
+    S[st, S_TAG, v] = line
+    S[st, S_VALID, v] = m
+    S[st, S_DIRTY, v] = m if wr else 0
+    S[st, S_OWNER, v] = sc
     V[0] += 1
-    S[S_STAMP, st, v] = V[0]
+    S[st, S_STAMP, v] = V[0]
     return nev
 
 

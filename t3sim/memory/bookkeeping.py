@@ -1,8 +1,8 @@
 """Compiled helpers for :class:`~t3sim.memory.system.MemorySystem`'s per-call bookkeeping.
 
-They replace numpy sequences (argsort + per-unit Python loop in ``submit``; ``np.add.at``,
-``np.maximum.at``, ``np.unique`` and a stable argsort after every advance) whose fixed
+They replace numpy sequences (argsort + per-unit Python loop in ``submit``) whose fixed
 per-call cost dominated when a call touches only a few requests. Same results, same order.
+(Retirement lives in :mod:`t3sim.memory.accum`.)
 """
 
 from __future__ import annotations
@@ -32,31 +32,6 @@ def link_fifo(s0, s1, st, r_unit, r_next, f_head, f_tail, touched):  # pragma: n
             touched[u] = 1
             n += 1
     return n
-
-
-@nb.njit(cache=True)
-def retire(issued, r_batch, r_done, b_done, b_remaining):  # pragma: no cover - compiled
-    """Account issued requests to their batches; return the batches that completed.
-
-    Order: by completion cycle, ties by batch id (what the numpy version produced).
-    """
-    out = np.empty(issued.size, dtype=np.int64)
-    k = 0
-    for j in range(issued.size):
-        i = issued[j]
-        b = r_batch[i]
-        d = r_done[i]
-        if d > b_done[b]:
-            b_done[b] = d
-        b_remaining[b] -= 1
-        if b_remaining[b] == 0:
-            out[k] = b
-            k += 1
-    done = np.sort(out[:k])
-    keys = np.empty(k, dtype=np.int64)
-    for j in range(k):
-        keys[j] = b_done[done[j]]
-    return done[np.argsort(keys, kind="mergesort")]
 
 
 # rows of MemorySystem.RQ (one int64 row per request field)

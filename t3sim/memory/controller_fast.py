@@ -61,7 +61,7 @@ class FastController:
         P[P_TBL], P[P_DONE_RD], P[P_DONE_WR] = tm.tBL, tm.done_offset(T.RD), tm.done_offset(T.WR)
         P[P_FAW], P[P_FAWN] = tm.faw, tm.faw_count
         P[P_REFRESH_ON] = int(ms.refresh_on)
-        self.counts = np.zeros(3, dtype=np.int64)
+        self.counts = np.zeros(4, dtype=np.int64)  # issued, admitted, log rows, min NEXT
         self._out_i = np.empty(1024, dtype=np.int64)
         self._out_a = np.empty(1024, dtype=np.int64)
         self._no_log = np.empty((1, 5), dtype=np.int64)
@@ -133,8 +133,7 @@ class FastController:
                    ms.obs, self.US, self.chan_ready, self.bg_ready, self.bank_ready, self.open_row, self.act_hist,
                    self.rq, self.wq, self.hits, ms.occ_hist, ms.bus_busy, ms.turnarounds, ms.cmd_count, out_issued,
                    out_admitted, log, counts)
-        ni, na, nl = counts.tolist()
-        self.next_lb = int(self.US[:, NEXT].min())
+        ni, na, nl, self.next_lb = counts.tolist()
         if ms.record_commands:
             ms.add_command_log(log[:nl].copy())
         return out_issued[:ni].copy(), out_admitted[:na].copy()

@@ -388,5 +388,10 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
             c += step
         US[u, CYC] = c
         US[u, NEXT] = na if na > c else c
+    lb = BIG
+    for u in range(U):
+        if US[u, NEXT] < lb:
+            lb = US[u, NEXT]
+    counts[3] = lb  # min over units of NEXT (FastController.next_lb)
 
 

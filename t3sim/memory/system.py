@@ -33,7 +33,7 @@ import numpy as np
 from t3sim.errors import InputError
 from t3sim.memory import address_map
 from t3sim.memory import bookkeeping as BK
-from t3sim.memory.bookkeeping import retire
+from t3sim.memory.accum import SC_A0, SC_LAST_DONE, Accum, retire
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.policies import build as build_policy
@@ -155,6 +155,7 @@ class MemorySystem:
         self.b_done = np.zeros(self._bcap, dtype=np.int64)
         self._kernel_at = 0  # cycle the controllers have simulated to (<= frontier; see advance)
         self._completed: List[Tuple[int, int]] = []
+        self.acc = Accum(len(Stream), len(Kind), len(Source))
         self.frontier = 0  # first unsimulated cycle
         self._last_submit_tick = 0
         self.outstanding = 0
@@ -249,6 +250,8 @@ class MemorySystem:
             self._completed.append((bid, self.clock.cycle_to_tick(arrive)))
             return bid
         s0, s1 = self.n, self.n + n
+        if self.acc.sc[SC_A0] < 0:
+            self.acc.sc[SC_A0] = arrive
         self._grow(s1)
         am = self.amap
         eng = self.engine
@@ -297,7 +300,7 @@ class MemorySystem:
         self.sync()
         self._run(np.iinfo(np.int64).max // 4, True)
         self._invalidate()
-        last = int(self.r_done[: self.n].max()) if self.n else 0
+        last = max(0, int(self.acc.sc[SC_LAST_DONE]))
         self.frontier = max(self.frontier, max(self.engine.unit_cycle(u) for u in range(self.geom.units)), last)
         self._kernel_at = self.frontier
         return self.clock.cycle_to_tick(last)
@@ -318,7 +321,14 @@ class MemorySystem:
         if self.functional is not None:
             self.functional.apply(self, issued)
         self.outstanding -= int(issued.size)
-        done = retire(issued, self.r_batch, self.r_done, self.b_done, self.b_remaining)
+        acc = self.acc
+        while True:
+            done, need_b, need_l = retire(issued, self.r_batch, self.r_done, self.r_arrive, self.r_kind, self.r_stream,
+                                          self.r_source, self.r_class, self.b_done, self.b_remaining, acc.cnt,
+                                          acc.rowcls, acc.sc, acc.bw, acc.lat, acc.bin_cycles)
+            if not (need_b or need_l):
+                break
+            acc.grow(need_b, need_l)
         c2t = self.clock.cycle_to_tick
         b_done = self.b_done
         for bid in done.tolist():
