@@ -141,8 +141,8 @@ def geomean(vals: Sequence[float]) -> float:
 def fig06(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png",)) -> List[Path]:
     rows = fig06_rows(runs)
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.8))
-    labels = [f"{model_name(r['model'])} {'Attn.' if r['sublayer'] == 'OP' else r['sublayer']}\n{r['split']}" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6, 0.75 * len(rows) + 1.5), 3.8))
+    labels = [f"{model_name(r['model'])}\n{'Attn.' if r['sublayer'] == 'OP' else r['sublayer']}\n{r['split']}" for r in rows]
     x = range(len(rows))
     ax.bar([i - 0.2 for i in x], [r["gemm_norm"] for r in rows], 0.4, color=PART_COLORS["GEMM"], label="GEMM time (norm.)")
     ax.bar([i + 0.2 for i in x], [r["ar_norm"] for r in rows], 0.4, color=PART_COLORS["RS"], label="AR time (norm.)")
@@ -220,6 +220,8 @@ def variant(r: Run, study: str) -> Tuple[str, str]:
 
 
 def sweep_rows(runs: Sequence[Run], study: str) -> List[Dict]:
+    """One row per point (parameter, value, speedup over the same sub-layer's Sequential point); the design
+    point is repeated in every parameter's panel as ``<default> (default)``."""
     seq = {r.sublayer: r for r in runs if r.scheme == "sequential"}
     rows = []
     for r in runs:
@@ -229,19 +231,29 @@ def sweep_rows(runs: Sequence[Run], study: str) -> List[Dict]:
         rows.append({"model": r.model, "sublayer": r.sublayer, "tp": r.tp, "parameter": p, "value": v,
                      "scheme": r.scheme, "gemm_us": f(r.summary, "gemm_us"), "total_us": f(r.summary, "total_us"),
                      "speedup_pct": sp})
+    defaults = TRACKER_DEFAULTS if study == "tracker" else {"starvation_limit_cycles": MCA_DEFAULTS["starvation_limit_cycles"]}
+    point = ("paper point", "256 x 8, WF") if study == "tracker" else ("threshold", "dynamic (default)")
+    base_rows = [r for r in rows if (r["parameter"], r["value"]) == point]
+    for p in dict.fromkeys(r["parameter"] for r in rows):
+        if p in defaults:
+            rows += [dict(r, parameter=p, value=f"{defaults[p]} (default)") for r in base_rows]
+    if study == "tracker":
+        rows = [r for r in rows if r["parameter"] != "paper point"] or rows
     return rows
 
 
 def _value_key(v: str):
-    try:
-        return (0, float(v.split()[-1]))
-    except ValueError:
-        return (1, v)
+    import re
+
+    m = re.search(r"-?\d+(\.\d+)?", v)
+    return (0, float(m.group(0)), v) if m else (1, 0.0, v)
 
 
 def sweep(runs: Sequence[Run], study: str, out: str | Path, formats: Sequence[str] = ("png",)) -> List[Path]:
     rows = sweep_rows(runs, study)
-    params = [p for p in dict.fromkeys(r["parameter"] for r in rows) if p != "reference"]
+    order = list(TRACKER_DEFAULTS) + ["threshold", "starvation_limit_cycles"]
+    params = sorted((p for p in dict.fromkeys(r["parameter"] for r in rows) if p != "reference"),
+                    key=lambda p: order.index(p) if p in order else len(order))
     subs = sorted({r["sublayer"] for r in rows}, key=lambda s: case_sort_key("", s, 0))
     plt = pyplot()
     fig, axes = plt.subplots(1, max(len(params), 1), figsize=(3.2 * max(len(params), 1) + 1, 3.4), sharey=True, squeeze=False)
@@ -257,6 +269,7 @@ def sweep(runs: Sequence[Run], study: str, out: str | Path, formats: Sequence[st
         for lab in ax.get_xticklabels():
             lab.set_rotation(30)
     axes[0][0].set_ylabel("T3-MCA speedup over Sequential (x)" if study == "tracker" else "speedup over Sequential (x)")
-    axes[0][-1].legend(fontsize=7)
+    h, lab = axes[0][0].get_legend_handles_labels()
+    fig.legend(h, lab, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=max(len(lab), 1))
     fig.suptitle(f"{'Tracker' if study == 'tracker' else 'MC arbitration'} sweep", fontsize=9)
     return save(fig, rows, out, f"sweep-{study}", formats)

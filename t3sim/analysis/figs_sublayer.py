@@ -212,15 +212,17 @@ def fig17(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png",
 
 # ---------------------------------------------------------------- Fig. 20: 2x CUs
 def fig20_rows(runs_2x: Sequence[Run], runs_1x: Sequence[Run]) -> List[Dict]:
+    """Per case: speedups on the 2x-CU system and on Table 1 (same case and token count), GEMM:RS ratios."""
     rows = []
     one = by_case(runs_1x)
     for c, sch in by_case(runs_2x).items():
         m2 = case_metrics({k: r.summary for k, r in sch.items()})
-        m1 = case_metrics({k: r.summary for k, r in one.get(c, {}).items()})
+        ref = {k: r for k, r in one.get(c, {}).items() if r.tokens == next(iter(sch.values())).tokens}
+        m1 = case_metrics({k: r.summary for k, r in ref.items()})
         if not m2:
             continue
         row = {"model": c[0], "sublayer": c[1], "tp": c[2]}
-        for tag, m, sc in (("1x", m1, one.get(c, {})), ("2x", m2, sch)):
+        for tag, m, sc in (("1x", m1, ref), ("2x", m2, sch)):
             seq = sc.get("sequential")
             row[f"gemm_rs_ratio_{tag}"] = (f(seq.summary, "gemm_us") / f(seq.summary, "rs_us")
                                            if seq is not None and f(seq.summary, "rs_us") > 0 else math.nan)
