@@ -87,3 +87,34 @@ def fill_requests(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive
         f_tail[u, stream] = r
         if has_next and unit_next[u] > arrive:
             unit_next[u] = arrive
+
+
+@nb.njit(cache=True)
+def compact(RQ, n, f_head, f_tail, rq, wq, qn):  # pragma: no cover - compiled
+    """Move the requests that have not issued (``F_DONE < 0``) to the front of ``RQ``, in order,
+    and renumber every reference to them (FIFO links and heads/tails, queue entries ``rq[u, :qn[u, 0]]``,
+    ``wq[u, :qn[u, 1]]``). Returns the new request count."""
+    newidx = np.full(n, -1, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if RQ[F_DONE, i] < 0:
+            newidx[i] = k
+            if k != i:
+                for f in range(RQ.shape[0]):
+                    RQ[f, k] = RQ[f, i]
+            k += 1
+    for j in range(k):
+        x = RQ[F_NEXT, j]
+        if x >= 0:
+            RQ[F_NEXT, j] = newidx[x]
+    for u in range(f_head.shape[0]):
+        for s in range(f_head.shape[1]):
+            if f_head[u, s] >= 0:
+                f_head[u, s] = newidx[f_head[u, s]]
+            if f_tail[u, s] >= 0:
+                f_tail[u, s] = newidx[f_tail[u, s]]
+        for j in range(qn[u, 0]):
+            rq[u, j] = newidx[rq[u, j]]
+        for j in range(qn[u, 1]):
+            wq[u, j] = newidx[wq[u, j]]
+    return k

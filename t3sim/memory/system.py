@@ -33,6 +33,7 @@ import numpy as np
 from t3sim.errors import InputError
 from t3sim.memory import address_map
 from t3sim.memory import bookkeeping as BK
+from t3sim.memory.fast_kernel import RQN, WQN
 from t3sim.memory.accum import SC_A0, SC_LAST_DONE, Accum, retire
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
@@ -111,6 +112,10 @@ class MemorySystem:
     """
 
     lazy = True
+    #: with the fast controller and no functional data, when the request arrays are full and at
+    #: most half of them are still live, reuse the slots of issued requests instead of growing
+    #: (compaction) once the capacity reaches this many requests; 0 disables it
+    compact_min = 1 << 18
 
     def __init__(self, system, mode: str = "fast", functional: bool = False, dtype=np.float32,
                  record_commands: bool = False) -> None:
@@ -159,6 +164,7 @@ class MemorySystem:
         self.frontier = 0  # first unsimulated cycle
         self._last_submit_tick = 0
         self.outstanding = 0
+        self.compactions = 0  # times the request arrays were compacted (batch ranges no longer valid)
         self._enqueue_hook: Optional[Callable[[EnqueueInfo], None]] = None
         self.functional = FunctionalStore(self.access_B, dtype) if functional else None
         self.mode = mode
@@ -180,10 +186,20 @@ class MemorySystem:
         cap = max(need, 2 * self._cap)
         old = self.RQ
         self.RQ = np.zeros((BK.NF, cap), dtype=np.int64)
-        self.RQ[:, : old.shape[1]] = old
+        self.RQ[:, : self.n] = old[:, : self.n]
         for f, name in enumerate(_REQ_FIELDS):
             setattr(self, name, self.RQ[f])
         self._cap = cap
+
+    def _compact_or_grow(self, batch: int) -> None:
+        """Make room for ``batch`` more requests: compact (see ``compact_min``) or grow."""
+        eng = self.engine
+        if (self.compact_min and self._cap >= self.compact_min and 2 * (self.outstanding + batch) <= self._cap
+                and self.functional is None and hasattr(eng, "rq")):
+            qn = np.ascontiguousarray(eng.US[:, [RQN, WQN]])
+            self.n = BK.compact(self.RQ, self.n, self.f_head, self.f_tail, eng.rq, eng.wq, qn)
+            self.compactions += 1
+        self._grow(self.n + batch)
 
     def first_refresh(self, u: int) -> int:
         """Cycle of unit ``u``'s first refresh (staggered over the units)."""
@@ -249,10 +265,11 @@ class MemorySystem:
         if n == 0:
             self._completed.append((bid, self.clock.cycle_to_tick(arrive)))
             return bid
-        s0, s1 = self.n, self.n + n
         if self.acc.sc[SC_A0] < 0:
             self.acc.sc[SC_A0] = arrive
-        self._grow(s1)
+        if self.n + n > self._cap:
+            self._compact_or_grow(n)
+        s0, s1 = self.n, self.n + n
         am = self.amap
         eng = self.engine
         nxt = getattr(eng, "unit_next", _NO_UNITS)
@@ -353,6 +370,8 @@ class MemorySystem:
 
     def request_done_ticks(self, bid: int) -> np.ndarray:
         """Per-request completion ticks of batch ``bid`` (-1 while not issued), in submission order."""
+        if self.compactions:
+            raise RuntimeError("request_done_ticks: request arrays were compacted (set MemorySystem.compact_min = 0)")
         s = self.b_first[bid]
         cyc = self.r_done[s: s + self.b_count[bid]]
         return np.where(cyc < 0, -1, (cyc * 10**9 + self.clock.freq_kHz - 1) // self.clock.freq_kHz)
