@@ -140,8 +140,9 @@ def _run_validation(out: Path, quick: bool, jobs: int, log) -> Dict[str, object]
 
 
 def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[str] = ("png",),
-              only: Sequence[str] = (), run: bool = True, log=sys.stderr) -> Path:
-    """Run (or reuse) the experiments, draw the figures, write ``<out>/REPRODUCTION.md``; returns its path."""
+              only: Sequence[str] = (), run: bool = True, log=sys.stderr, failures: Optional[list] = None) -> Path:
+    """Run (or reuse) the experiments, draw the figures, write ``<out>/REPRODUCTION.md``; returns its path.
+    Points that failed are listed in the report's notes and appended to ``failures`` if given."""
     from t3sim.analysis import catalog
     from t3sim.analysis.comparison import write_csv_atomic
     from t3sim.analysis.report import metrics, render, table_rows
@@ -164,6 +165,8 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     figs = catalog.draw_all(inp, out / "figures", formats)
     values = metrics(inp)
     notes = [f"{i['name']}: {e}" for i in infos for e in i.get("errors", [])]
+    if failures is not None:
+        failures.extend(notes)
     missing = [f for f, p in figs.items() if not p]
     if missing:
         notes.append(f"figures without results (not drawn): {', '.join(missing)}")
@@ -180,6 +183,12 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
 def _run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / ("quick" if args.quick else "")
     formats = [x.strip() for x in args.formats.split(",") if x.strip()]
-    path = reproduce(out, quick=args.quick, jobs=args.jobs, formats=formats, only=args.only, run=not args.no_run)
+    failures: list = []
+    path = reproduce(out, quick=args.quick, jobs=args.jobs, formats=formats, only=args.only, run=not args.no_run,
+                     failures=failures)
     sys.stdout.write(f"report: {path}\nfigures: {out / 'figures'}\n")
+    if failures:
+        sys.stderr.write(f"t3sim reproduce: {len(failures)} point(s) failed (listed in the report's notes); "
+                         "re-run to retry them\n")
+        return 3
     return 0
