@@ -6,7 +6,7 @@ import pytest
 
 from t3sim.config.sweep import expand
 from t3sim.exec import run_points
-from tests.system.test_sweep import N_POINTS, fail_some, stats_bytes, tiny_experiment
+from tests.system.test_sweep_exec import N_POINTS, fail_some, stats_bytes, tiny_experiment
 
 distributed = pytest.importorskip("distributed")
 

@@ -149,7 +149,7 @@ SCRIPT = textwrap.dedent("""\
     import sys
     from t3sim.config.sweep import expand
     from t3sim.exec import Progress, run_points
-    from tests.system.test_sweep import stall_unless_first
+    from tests.system.test_sweep_exec import stall_unless_first
     try:
         run_points(expand(sys.argv[1]), out=sys.argv[2], jobs=int(sys.argv[3]), progress=Progress(sys.stderr),
                    simulate_fn=stall_unless_first)
