@@ -25,25 +25,50 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+_DEFAULT = "configs/experiments/default.yaml"
+_TP16 = ["workload.tp=16", "system.interconnect.num_gpus=16"]
+SCHEMES = ("sequential", "t3", "t3_mca", "ideal_gemm_rs_overlap", "ideal_rs_nmc")
+
 #: name -> (kind, arguments, description). ``quick`` cases are the ``--quick`` set.
 CASES: Dict[str, dict] = {
     "hbm-stream": dict(kind="memtest", pattern="stream-read", requests=2_000_000,
                        what="HBM stream-read microbenchmark, 2M requests (benchmarks/bench_memtest.py)"),
     "hbm-stream-quick": dict(kind="memtest", pattern="stream-read", requests=200_000, quick=True,
                              what="HBM stream-read microbenchmark, 200k requests"),
-    "fc2-tp8": dict(kind="experiment", config="configs/experiments/default.yaml", overrides=[],
-                    what="T-NLG FC-2 TP=8 Sequential sub-layer (configs/experiments/default.yaml)"),
-    "fc2-tp8-1k": dict(kind="experiment", config="configs/experiments/default.yaml",
-                       overrides=["workload.tokens=1024"],
-                       what="T-NLG FC-2 TP=8 Sequential, 1024 tokens"),
-    "op-tp8-2k": dict(kind="experiment", config="configs/experiments/default.yaml",
-                      overrides=["workload.sublayer=OP", "workload.tokens=2048"],
-                      what="T-NLG OP TP=8 Sequential, 2048 tokens (the issue-7 profiling run)"),
-    "fc2-tp8-256": dict(kind="experiment", config="configs/experiments/default.yaml",
-                        overrides=["workload.tokens=256"], quick=True,
+    "fc2-tp8-256": dict(kind="experiment", config=_DEFAULT, overrides=["workload.tokens=256"], quick=True,
                         what="T-NLG FC-2 TP=8 Sequential, 256 tokens"),
+    "fc2-tp8-1k": dict(kind="experiment", config=_DEFAULT, overrides=["workload.tokens=1024"],
+                       what="T-NLG FC-2 TP=8 Sequential, 1024 tokens"),
+    "fc2-tp8-2k": dict(kind="experiment", config=_DEFAULT, overrides=["workload.tokens=2048"],
+                       what="T-NLG FC-2 TP=8 Sequential, 2048 tokens (2x fc2-tp8-1k: cost growth)"),
+    "fc2-tp8-4k": dict(kind="experiment", config=_DEFAULT, overrides=["workload.tokens=4096"],
+                       what="T-NLG FC-2 TP=8 Sequential, 4096 tokens (4x fc2-tp8-1k: cost growth)"),
+    "fc2-tp8-mca-1k": dict(kind="experiment", config=_DEFAULT, overrides=["workload.tokens=1024", "scheme.kind=t3_mca"],
+                           what="T-NLG FC-2 TP=8 T3-MCA, 1024 tokens"),
+    "op-tp8-2k": dict(kind="experiment", config=_DEFAULT, overrides=["workload.sublayer=OP", "workload.tokens=2048"],
+                      what="T-NLG OP TP=8 Sequential, 2048 tokens (the issue-7 profiling run)"),
+    "fc2-tp8": dict(kind="experiment", config=_DEFAULT, overrides=[],
+                    what="T-NLG FC-2 TP=8 Sequential sub-layer (configs/experiments/default.yaml)"),
+    "fc2-tp8-x2": dict(kind="experiment", config=_DEFAULT, overrides=["workload.tokens=16384"],
+                       what="T-NLG FC-2 TP=8 Sequential at 2x the tokens (16384)"),
+    "fc2-tp8-x4": dict(kind="experiment", config=_DEFAULT, overrides=["workload.tokens=32768"],
+                       what="T-NLG FC-2 TP=8 Sequential at 4x the tokens (32768)"),
+    "tp16-256-homogeneous": dict(kind="experiment", config=_DEFAULT,
+                                 overrides=_TP16 + ["workload.tokens=256", "simulation.mode=homogeneous"], quick=True,
+                                 what="T-NLG FC-2 TP=16 on 16 GPUs, 256 tokens, homogeneous"),
+    "tp16-256-explicit": dict(kind="experiment", config=_DEFAULT,
+                              overrides=_TP16 + ["workload.tokens=256", "simulation.mode=explicit"],
+                              what="T-NLG FC-2 TP=16 on 16 GPUs, 256 tokens, explicit (every GPU simulated)"),
+    "fig16-1k": dict(kind="sweep", config="configs/experiments/t3-sublayers.yaml", overrides=["workload.tokens=1024"],
+                     jobs=2, what="the 80 Fig. 16 points (16 sub-layers x 5 schemes) at 1024 tokens, t3sim run -j 2"),
+    "fig16": dict(kind="sweep", config="configs/experiments/t3-sublayers.yaml", overrides=[], jobs=2,
+                  what="the 80 full-size Fig. 16 points (16 sub-layers x 5 schemes), t3sim run -j 2"),
 }
-DEFAULT_CASES = ("hbm-stream", "fc2-tp8-1k", "op-tp8-2k", "fc2-tp8")
+for _s in SCHEMES:
+    CASES[f"fc2-tp8-{_s}"] = dict(kind="experiment", config=_DEFAULT, overrides=[f"scheme.kind={_s}"],
+                                  what=f"T-NLG FC-2 TP=8 full size, scheme {_s}")
+DEFAULT_CASES = ("hbm-stream", "fc2-tp8-1k", "fc2-tp8-2k", "fc2-tp8-4k", "fc2-tp8-mca-1k", "tp16-256-homogeneous",
+                 "tp16-256-explicit") + tuple(f"fc2-tp8-{_s}" for _s in SCHEMES)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -94,7 +119,9 @@ def run_case(name: str) -> Dict[str, object]:
     case = CASES[name]
     warm_up(SystemConfig())  # numba compile/cache load, outside the timing
     out: Dict[str, object] = {"case": name, "what": case["what"]}
-    if case["kind"] == "memtest":
+    if case["kind"] == "sweep":
+        out.update(_run_sweep(case))
+    elif case["kind"] == "memtest":
         from t3sim.memory.memtest import simulate
 
         ms, wall = simulate(SystemConfig(), case["pattern"], case["requests"])
@@ -117,9 +144,7 @@ def run_case(name: str) -> Dict[str, object]:
 
         engine_mod.Engine.run = counting_run
         try:
-            cfg = Path(case["config"])
-            if not cfg.exists():  # relative to the repository this package lives in
-                cfg = Path(__file__).resolve().parents[2] / case["config"]
+            cfg = _repo_path(case["config"])
             e = load_experiment(cfg, list(case["overrides"]))
             t0 = time.perf_counter()
             r = simulate_exp(e)
@@ -136,6 +161,51 @@ def run_case(name: str) -> Dict[str, object]:
     out["dram_requests_per_s"] = out["dram_requests"] / out["wall_s"]
     out["simpy_events_per_s"] = out["simpy_events"] / out["wall_s"]
     out["peak_rss_MB"] = _peak_rss_MB()
+    return out
+
+
+def _repo_path(rel: str) -> Path:
+    p = Path(rel)
+    return p if p.exists() else Path(__file__).resolve().parents[2] / rel
+
+
+def _run_sweep(case: dict) -> Dict[str, object]:
+    """``t3sim run CONFIG -j N --force`` into a temporary results root; simulated time and DRAM
+    requests summed over the points' stats; peak memory = the largest child process."""
+    import resource
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-c", "import sys; from t3sim.cli import main; sys.exit(main(sys.argv[1:]))", "run",
+               str(_repo_path(case["config"])), "--out", tmp, "--force", "-j", str(case.get("jobs", 2))]
+        for o in case["overrides"]:
+            cmd += ["--set", o]
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if p.returncode != 0:
+            raise RuntimeError((p.stderr or p.stdout).strip().splitlines()[-1:])
+        sim_us, reqs, points = 0.0, 0, 0
+        for f in Path(tmp).rglob("stats.json"):
+            st = json.loads(f.read_text())
+            flat = _flatten(st)
+            points += 1
+            sim_us += float(flat.get("sim.end_us", flat.get("time.total_us", 0.0)))
+            reqs += sum(int(v) for k, v in flat.items() if k.startswith("gpu") and k.endswith(".hbm.requests"))
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    return dict(wall_s=wall, simulated_us=sim_us, dram_requests=reqs, simpy_events=0, points=points,
+                child_peak_rss_MB=peak)
+
+
+def _flatten(d, prefix: str = "") -> Dict[str, object]:
+    """stats.json (nested; leaves carry ``value``) as {dotted name: value}."""
+    out: Dict[str, object] = {}
+    if isinstance(d, dict) and "value" in d and not isinstance(d["value"], dict):
+        out[prefix] = d["value"]
+        return out
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else k))
     return out
 
 

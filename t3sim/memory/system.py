@@ -31,6 +31,7 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 
 from t3sim.errors import InputError
+from t3sim.cache.common import cycles_to_ticks
 from t3sim.memory import address_map
 from t3sim.memory import bookkeeping as BK
 from t3sim.memory.fast_kernel import RQN, WQN
@@ -328,7 +329,7 @@ class MemorySystem:
             self._kernel_at = until
         if admitted.size and self._enqueue_hook is not None:
             order = admitted[np.argsort(self.r_admit[admitted], kind="stable")]
-            ticks = np.array([self.clock.cycle_to_tick(int(c)) for c in self.r_admit[order]], dtype=np.int64)
+            ticks = cycles_to_ticks(self.clock, self.r_admit[order])
             self._enqueue_hook(EnqueueInfo(
                 tick=ticks, channel=self.r_unit[order] // self.geom.pseudo_channels, kind=self.r_kind[order],
                 stream=self.r_stream[order], source=self.r_source[order], wg_id=self.r_wg[order],
