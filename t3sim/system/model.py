@@ -107,6 +107,13 @@ class SystemModel:
         for g, h in self.hiers.items():
             s.merge(f"gpu{g}", h.stats())
         s.merge("network", self.network.stats(self.env.now))
+        t3 = getattr(self, "t3", None)  # the fused GEMM-RS context (schemes/t3.py), when a T3 scheme ran
+        if t3 is not None:
+            for g in self.hiers:
+                s.merge(f"gpu{g}.tracker", t3.trackers[g].stats())
+                s.merge(f"gpu{g}.dma", t3.dmas[g].stats())
+            s.add("t3.fabric.sent_B", t3.fabric.sent_B, "B", "bytes of remote/DMA payloads sent by simulated and shadow GPUs")
+            s.add("t3.fabric.landed_B", t3.fabric.landed_B, "B", "bytes of those payloads written at (or delivered to) their destination")
         s.add("sim.events", self.engine.events_processed, "count", "simpy events processed")
         s.add("sim.end_us", self.env.now / TICKS_PER_US, "us", "simulated time at the end of the run")
         return s

@@ -86,3 +86,14 @@ def test_t3_mca_uses_its_arbitration():
     m = _model(4, "homogeneous", "t3_mca")
     assert m.system.memory_controller.arbitration.kind == "t3_mca"
     assert _model(4, "homogeneous", "t3").system.memory_controller.arbitration.kind == "round_robin"
+
+
+def test_t3_run_reports_tracker_dma_and_fabric_statistics():
+    """The tracker, DMA and fabric counters reach stats.json (units, descriptions) and agree with each other."""
+    m, _ = _run(4, "homogeneous", "t3", "ring", "simulation.functional_data=true")
+    s = m.stats()
+    assert s.value("gpu0.tracker.fired") == s.value("gpu0.tracker.programmed_regions") > 0
+    assert s.value("gpu0.dma.blocks_done") == s.value("gpu0.dma.blocks_triggered") > 0
+    assert s.value("gpu0.dma.bytes_read") == s.value("gpu0.dram_traffic.rs.read_bytes")
+    assert s.value("t3.fabric.sent_B") == s.value("t3.fabric.landed_B") > 0
+    assert s["gpu0.tracker.storage_bytes"].unit == "B"
