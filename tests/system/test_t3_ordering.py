@@ -2,9 +2,8 @@
 than Ideal-RS+NMC, each within TOL. Reduced size: workload.tokens=1024 on the Table 1 system gives
 the T-NLG GEMMs 272 WGs = 2 stages of 160 (full size: 14), so the fused RS can overlap the GEMM.
 
-Known exception (experiments/t3-sublayers/README.md): T3's fused ring RS sends in one ring
-direction (75 GB/s) while the baseline RS kernel uses both (150 GB/s), so sub-layers whose GEMM
-is short next to the RS (OP, TP=16) run slower under T3 than sequentially. Those are strict xfails.
+Known exceptions are measured and explained in experiments/t3-sublayers/README.md (none is
+expected at this size; the slow cases below check it).
 """
 
 from __future__ import annotations
@@ -33,12 +32,21 @@ def test_t3_beats_sequential_fc2_tp8():
     assert m["t3"]["dram_red_pct"] > 0  # fusion + NMC remove GEMM-write / RS-read traffic
 
 
-_ONE_WAY = pytest.mark.xfail(strict=True, reason="fused ring RS uses one ring direction (README: known difference)")
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("sub,tp", [("FC-2", 8), ("FC-2", 16), pytest.param("OP", 8, marks=_ONE_WAY),
-                                    pytest.param("OP", 16, marks=_ONE_WAY)])
+@pytest.mark.parametrize("sub,tp", [("FC-2", 8), ("FC-2", 16), ("OP", 8), ("OP", 16)])
 def test_scheme_ordering(sub, tp):
+    """Sequential < T3 <= T3-MCA <= Ideal-RS+NMC, within TOL. OP is the paper's stated exception
+    (Sec. 6.1.2: "T3 achieves close to the Ideal-GEMM-RS-Overlap speedups, and even exceeds them"):
+    when the RS is the long pole the fused RS, which streams WF tiles with no kernel launch and no
+    per-step barrier, may finish before the isolated RS+NMC kernel the ideal is built from; it
+    may beat Ideal-RS+NMC, by at most OP_BEAT (measured at full size: <= 4 %, README)."""
     m = case_metrics(_runs(sub, tp, ["sequential", "t3", "t3_mca", "ideal_rs_nmc"]))
-    assert ordering_violations(m, TOL) == []
+    bad = ordering_violations(m, TOL)
+    if sub == "OP":
+        bad = [b for b in bad if "beats ideal_rs_nmc" not in b]
+        for s in ("t3", "t3_mca"):
+            assert m[s]["total_us"] >= m["ideal_rs_nmc"]["total_us"] * (1 - OP_BEAT)
+    assert bad == []
+
+
+OP_BEAT = 0.05
