@@ -142,6 +142,8 @@ class GemmKernel(Component):
         self.done = engine.env.event()
         self._writes_left = 0  # this kernel's stores not yet completed
         self._all_retired = False
+        #: set to a list to record ``(cu, seq, start_tick, end_tick)`` of every WG (timelines)
+        self.wg_spans: Optional[list] = None
 
     # ------------------------------------------------------------------ processes
     def start(self) -> simpy.Event:
@@ -188,6 +190,7 @@ class GemmKernel(Component):
             self._next += 1
             tile = int(self.order[seq])
             tm, tn = divmod(tile, k.tiles_n)
+            t0 = self.env.now
             self.cu_active[cu] += 1
             pending = self._loads(tm, tn, 0, min(G, steps))
             yield pending
@@ -209,6 +212,8 @@ class GemmKernel(Component):
                     yield st.retire
             self.cu_active[cu] -= 1
             self.progressed()
+            if self.wg_spans is not None:
+                self.wg_spans.append((cu, seq, t0, self.env.now))
             self._wg_done(seq)
         self._live -= 1
         if self._live == 0:

@@ -171,6 +171,7 @@ class DmaBlock:
     regions_left: int = 1
     trigger_tick: int = -1
     read_tick: int = -1
+    done_tick: int = -1  # when its last batch was read back and sent
 
 
 class DMAEngines(Component):
@@ -233,6 +234,7 @@ class DMAEngines(Component):
             self.on_batch_sent(blk, j0, j1)
         left[0] -= 1
         if left[0] == 0:
+            blk.done_tick = self.env.now
             self.blocks_done += 1
             self.busy -= 1
             self.progressed()

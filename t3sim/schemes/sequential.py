@@ -54,6 +54,7 @@ def run_phases(model, body) -> Phases:
         yield from body(mark)
         eng.finish()
 
+    model.marks = marks  # phase boundaries (ticks), for timelines
     env.process(proc())
     eng.run(progress=lambda t: f"[{model.exp.name}] simulated {t / TICKS_PER_US:,.1f} us", progress_every_s=5.0)
     g = marks["gemm"] - marks["start"]

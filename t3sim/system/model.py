@@ -73,6 +73,10 @@ class SystemModel:
         self.c_base = _up(self.b_base + k.K * k.N * eb)
         self.c_elems = k.M * k.N
         self.scratch_base = _up(self.c_base + self.c_elems * eb)
+        #: record what a timeline needs (t3sim.system.timeline); set before the scheme runs
+        self.trace = False
+        self.gemm_kernels: List[GemmKernel] = []
+        self.marks: Dict[str, int] = {}
 
     # ------------------------------------------------------------------ kernels
     def gemm(self, name: str = "gemm", sink_for=None, order=None, num_cus=None, on_stage_done=None,
@@ -90,6 +94,8 @@ class SystemModel:
                             order_for(g) if order_for else (order or wg_order(k)),
                             self.a_base, self.b_base, self.c_base, sink, num_cus=num_cus,
                             on_stage_done=(lambda s, g=g: on_stage_done(g, s)) if on_stage_done else None)
+            gk.wg_spans = [] if self.trace else None
+            self.gemm_kernels.append(gk)
             events[g] = gk.start()
         return self.env.all_of(list(events.values()))
 
