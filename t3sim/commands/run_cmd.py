@@ -7,6 +7,11 @@ to stderr; the table (or ``--json``) to stdout. Exit code: 0 when every point
 has a result; otherwise 1 if any point hit an internal error (a bug; its
 traceback is printed), else 3 if any simulation failed, else 2 (bad input);
 130 when interrupted.
+
+``--timeline`` traces one run (the experiment must resolve to one point):
+it is simulated in this process, its results are (re)written and
+``timeline.json`` (Chrome trace-event format; open it in ui.perfetto.dev) is
+written beside them (:mod:`t3sim.system.timeline`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (tcp://HOST:8786); implies --executor dask")
     p.add_argument("--fail-fast", action="store_true",
                    help="stop at the first failed point (default: run the others and report failures at the end)")
+    p.add_argument("--timeline", action="store_true",
+                   help="also write a Perfetto/Chrome trace (timeline.json) of the run; needs a single-point experiment")
     p.set_defaults(func=_run)
 
 
@@ -62,7 +69,26 @@ def _num(v):
         return v
 
 
+def _timeline(args: argparse.Namespace) -> int:
+    from t3sim.config.sweep import expand
+    from t3sim.errors import InputError
+    from t3sim.results.store import ResultStore
+    from t3sim.system.run import simulate
+
+    points = expand(args.config, args.overrides)
+    if len(points) != 1:
+        raise InputError(args.config, f"{len(points)} sweep points with --timeline",
+                         "one point: --timeline traces one run (narrow the sweep with --set sweep.grid=... / sweep.cases=...)")
+    result = simulate(points[0].config, timeline=True)
+    path = ResultStore(args.out).write(result, replace=True)
+    sys.stdout.write(table([{"label": points[0].label, **result.summary}]))
+    sys.stdout.write(f"results: {path}\ntimeline: {path / 'timeline.json'} (open in https://ui.perfetto.dev)\n")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.timeline:
+        return _timeline(args)
     if args.scheduler and args.executor != "dask":
         args.executor = "dask"  # --scheduler alone means Dask
     try:

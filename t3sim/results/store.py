@@ -64,6 +64,8 @@ class RunResult:
             (``total_time_us``).
         seed: the simulation seed.
         meta: version, wall time, host... (never compared for determinism).
+        timeline: a Chrome trace-event timeline of the run (``t3sim run --timeline``), written as
+            ``timeline.json`` beside the results; None when the run was not traced.
     """
 
     experiment: str
@@ -72,6 +74,7 @@ class RunResult:
     summary: Dict[str, Any]
     seed: int
     meta: Dict[str, Any] = field(default_factory=dict)
+    timeline: Optional[Dict[str, Any]] = None
 
     @property
     def config_hash(self) -> str:
@@ -112,6 +115,8 @@ class ResultStore:
         _write(tmp / "stats.json", json.dumps(result.stats.to_dict(), indent=1) + "\n")
         _write(tmp / "summary.csv", summary_csv(result))
         _write(tmp / "meta.json", json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        if result.timeline is not None:
+            _write(tmp / "timeline.json", json.dumps(result.timeline, separators=(",", ":")) + "\n")
         _fsync_dir(tmp)
         if final.exists() and not replace:  # someone finished the same config meanwhile: keep theirs
             shutil.rmtree(tmp)

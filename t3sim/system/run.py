@@ -24,13 +24,23 @@ from t3sim.schemes import scheme_for
 from t3sim.system.model import SystemModel
 
 
-def simulate(exp: ExperimentConfig) -> RunResult:
-    """Simulate one resolved experiment point (its ``sweep`` must be empty)."""
+def simulate(exp: ExperimentConfig, timeline: bool = False) -> RunResult:
+    """Simulate one resolved experiment point (its ``sweep`` must be empty).
+
+    ``timeline``: also record a Chrome/Perfetto trace of the run (:mod:`t3sim.system.timeline`) into
+    ``result.timeline``; tracing only observes, so the statistics are the same either way.
+    """
     if exp.sweep.grid or exp.sweep.cases:
         raise ValueError("simulate() takes one point; expand the sweep first (t3sim.config.sweep.expand)")
     t0 = time.perf_counter()
     scheme = scheme_for(exp.scheme.kind)
     model = SystemModel(exp)
+    samples = None
+    if timeline:
+        from t3sim.system import timeline as tl
+
+        model.trace = True
+        samples = tl.start_sampler(model)
     phases = scheme.run(model)
     model.network.check_conserved()  # invariant: bytes sent == bytes received on every link
     stats = phases.stats()
@@ -43,7 +53,8 @@ def simulate(exp: ExperimentConfig) -> RunResult:
             name = f"gpu0.dram_traffic.{cat}.{kind}_bytes"
             summary[f"{cat}_{kind}_MB"] = round(stats.value(name) / 1e6, 6) if name in stats else 0.0
     meta = {"wall_s": round(time.perf_counter() - t0, 3), "host": platform.node(), "python": sys.version.split()[0]}
-    return RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed, meta)
+    trace = tl.build(model, stats, samples) if timeline else None
+    return RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed, meta, trace)
 
 
 def run_experiment(path: str | Path, overrides: Iterable[str] = (), out: str | Path = "results",
