@@ -390,14 +390,21 @@ class MemorySystem:
         self._enqueue_hook = fn
 
     def kernel_boundary(self) -> None:
-        """The producer kernel ended: t3_mca drains the communication stream."""
+        """The producer kernel ended: t3_mca drains the communication stream (Sec. 4.5) and, with no
+        producer left to keep queue room for, lifts the occupancy threshold until the next producer
+        kernel starts (:meth:`begin_isolated_stage` restores it). Without the lift, communication
+        that arrives after the boundary (a fused RS outliving its GEMM) would stay throttled to a
+        few queue entries per channel with nothing to protect."""
         self.sync()
         self.arb[:, 2] = 1
+        self.arb[:, 3] = -1
         self._invalidate()
 
     def begin_isolated_stage(self) -> None:
-        """Start (restart) observing queue occupancy for the dynamic threshold."""
+        """A producer kernel starts: restore the policy's initial threshold and start (restart)
+        observing queue occupancy for the dynamic threshold."""
         self.sync()
+        self.arb[:, 3] = self.policy.initial_threshold()
         self.obs[:] = 0
         self.observing = True
         self._invalidate()

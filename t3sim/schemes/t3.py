@@ -61,6 +61,7 @@ from t3sim.dma.engine import Completion, DMAEngines, DmaBlock, Fabric, Payload
 from t3sim.dma.tracker import Tracker
 from t3sim.memory.request import Stream
 from t3sim.schemes.sequential import Phases, run_phases
+from t3sim.sim.engine import Component
 from t3sim.workload.wg_order import base_order
 
 WORD_B = 4  # functional data: one value per 4 B word (float32 store, t3sim.memory.functional)
@@ -95,11 +96,37 @@ class OutputTable:
         return StoreRequests(r.addr[a:b], r.mask[a:b], r.nbytes[a:b], r.wg_id[a:b], r.wf_id[a:b])
 
 
+class T3Watch(Component):
+    """Reports the fused RS's outstanding work to the watchdog, so a stuck run names its cause
+    (e.g. tracker sets full of regions that wait for updates which are themselves stalled)."""
+
+    def __init__(self, engine, ctx: "T3Context"):
+        super().__init__(engine, "t3.fused_rs")
+        self.ctx = ctx
+
+    def pending(self) -> str:
+        ctx = self.ctx
+        if ctx.completion.done.triggered:
+            return ""
+        parts = []
+        for g, tr in ctx.trackers.items():
+            stalled = sum(len(q) for q in tr._stalled.values())
+            waiting = tr.programmed - len(tr._fired)
+            if stalled or waiting:
+                full = sum(1 for q in tr._stalled.values() if q)
+                parts.append(f"gpu{g} tracker: {waiting} regions below threshold, {stalled} accesses stalled "
+                             f"on {full} full sets")
+        parts.append(f"{ctx.blocks_left} DMA blocks not started, {ctx.completion.n} payloads not landed, "
+                     f"GEMM {'done' if ctx.gemm_done else 'running'}")
+        return "; ".join(parts)
+
+
 class T3Context:
     """Everything the fused GEMM-RS needs on every simulated GPU (module doc)."""
 
     def __init__(self, model):
         self.model = model
+        self.watch = T3Watch(model.engine, self)
         env, eng = model.env, model.engine
         sysc = model.system
         k = model.kernel
