@@ -86,4 +86,6 @@ def grouped_bars(ax, groups: Sequence[str], series: Dict[str, Sequence[float]], 
             ax.bar([x for x, _ in keep], [v for _, v in keep], w, color=colors.get(name),
                    label=(labels or {}).get(name, name))
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels(groups, fontsize=7)
+    crowded = len(groups) > 8  # many cases: slant the labels so neighbours do not run into each other
+    ax.set_xticklabels(groups, fontsize=7, rotation=35 if crowded else 0, ha="right" if crowded else "center",
+                       rotation_mode="anchor")
