@@ -55,6 +55,14 @@ def test_functional_ring_other_gpu_counts(n, bidir):
     assert m.t3.W % m.t3.stage_wgs != 0 or (m.t3.W // m.t3.stage_wgs) % n != 0
 
 
+@pytest.mark.parametrize("n", [2, 8, pytest.param(16, marks=pytest.mark.slow)])
+def test_functional_direct_other_gpu_counts(n):
+    """Direct RS (Sec. 7.1): every stage sliced n ways and remote-updated; exact for any GPU count."""
+    m, _ = _run(n, "explicit", "t3", "direct", "simulation.functional_data=true")
+    assert final_chunk_check(m) > 0
+    assert not any(m.t3.blocks[g] for g in m.sim_gpus)  # no DMA: the GEMM's stores do all of it
+
+
 def test_fused_ring_rs_uses_both_link_directions_like_the_baseline():
     """Table 1's ring is 150 GB/s bi-directional: the fused RS sends on both of GPU 0's outgoing links,
     as the baseline RS kernel does, and roughly halves its per-link bytes vs the one-way mapping."""
