@@ -54,6 +54,12 @@ EXPLANATIONS: Dict[str, str] = {
     "s64_layer_geo": _TP32,
     "s64_train_max": _TP32,
     "s64_prompt_max": _TP32,
+    "s611_tnlg_fc1_16": ("a 50 % ideal-overlap speedup needs GEMM = RS = AG; t3sim's T-NLG FC-1 TP=16 GEMM is 713 us against "
+                         "RS 493 and AG 467 us (measured, results/t3-sublayers), so max(GEMM, RS) hides only the 493 us RS: "
+                         "1673 / 1180 = 1.42x"),
+    "s75_fc2_benefit": ("mixed by TP: where FC-2's compute dominates (TP=8, GEMM/RS 2.1-2.9x) 2x CUs raise T3-MCA's speedup "
+                        "by +9.7 / +13.1 points, as the paper says; at TP=16 the GEMM/RS ratio is already 1.0-1.4x, 2x CUs "
+                        "make the RS the long pole and the speedup falls (results/figures/fig20.csv)"),
     "s24_comm_future_max": "not reproducible: the paper does not give the 1T/10T models' hyperparameters",
 }
 
