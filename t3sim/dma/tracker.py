@@ -212,6 +212,11 @@ class Tracker:
     def fired(self, region: Region) -> Optional[int]:
         return self._fired.get(region)
 
+    def waiting(self) -> Tuple[int, int, int]:
+        """``(regions below threshold, accesses stalled now, sets with stalled accesses)``, for reports."""
+        stalled = [len(q) for q in self._stalled.values() if q]
+        return self.programmed - len(self._fired), sum(stalled), len(stalled)
+
     def check_done(self) -> None:
         """Every programmed region fired exactly once and nothing is left waiting."""
         missing = [r for r in self._threshold if r not in self._fired]

@@ -110,10 +110,8 @@ class T3Watch(Component):
             return ""
         parts = []
         for g, tr in ctx.trackers.items():
-            stalled = sum(len(q) for q in tr._stalled.values())
-            waiting = tr.programmed - len(tr._fired)
+            waiting, stalled, full = tr.waiting()
             if stalled or waiting:
-                full = sum(1 for q in tr._stalled.values() if q)
                 parts.append(f"gpu{g} tracker: {waiting} regions below threshold, {stalled} accesses stalled "
                              f"on {full} full sets")
         parts.append(f"{ctx.blocks_left} DMA blocks not started, {ctx.completion.n} payloads not landed, "

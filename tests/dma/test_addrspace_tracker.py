@@ -174,3 +174,15 @@ def test_tracker_small_sets_stall_but_every_entry_triggers_exactly_once(seed):
     assert t.stalled_accesses > 0 and t.stall_ticks > 0
     t.observe([999], [77], [0])
     assert t.untracked == 1
+
+
+def test_tracker_reports_what_it_waits_for():
+    """``waiting()`` (the watchdog's report): regions below threshold, stalled accesses, full sets."""
+    t = Tracker(TrackerConfig(entries=1, ways=1))
+    fired = []
+    _program(t, [(0, 0), (1, 0)], 2, fired)
+    assert t.waiting() == (2, 0, 0)
+    t.observe([0, 1], [0, 1], [0, 0])  # (0, 0) takes the only way; (1, 0) stalls
+    assert t.waiting() == (2, 1, 1)
+    t.observe([2], [0], [0])  # (0, 0) fires, the stalled access proceeds
+    assert fired and t.waiting() == (1, 0, 0)
