@@ -68,6 +68,10 @@ class Progress:
             self._thread = threading.Thread(target=self._ticker, name="t3sim-progress", daemon=True)
             self._thread.start()
 
+    def note(self, text: str) -> None:
+        """A one-line remark about the run (e.g. reused results from older code)."""
+        self._line(text)
+
     def point_done(self, label: str, text: str, failed: bool = False) -> None:
         """One point finished (simulated or failed); ``text`` says how."""
         self.done += 1

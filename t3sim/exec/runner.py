@@ -42,7 +42,7 @@ from t3sim.config.sweep import Point
 from t3sim.errors import InputError, SimulationError
 from t3sim.exec import executors
 from t3sim.exec.progress import Progress, Silent
-from t3sim.results.store import ResultStore, RunResult, load_run
+from t3sim.results.store import ResultStore, RunResult, code_revision, load_run
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,18 @@ def describe_executor(executor: str, jobs: int, scheduler: Optional[str]) -> str
     return "this process" if jobs <= 1 else f"{jobs} local worker processes"
 
 
+def _note_stale(outcomes, progress) -> None:
+    """Say when reused results were simulated by other code than this (config hashes ignore code)."""
+    now = code_revision()
+    old = sorted({o.result.meta.get("code_revision", "") for o in outcomes if o is not None and o.result is not None}
+                 - {now, ""})
+    if now and old:
+        n = sum(1 for o in outcomes if o is not None and o.result is not None
+                and o.result.meta.get("code_revision", "") in old)
+        progress.note(f"note: {n} reused point{'s were' if n != 1 else ' was'} simulated by code revision "
+                      f"{', '.join(old)} (now {now}); --force recomputes")
+
+
 def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", store: Optional[ResultStore] = None,
                executor: str = "local", jobs: int = 1, scheduler: Optional[str] = None, force: bool = False,
                fail_fast: bool = False, progress: Optional[Progress] = None,
@@ -154,6 +166,7 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
         else:
             todo.append(i)
 
+    _note_stale(outcomes, progress)
     workers = min(jobs, len(todo))
     client = executors.dask_client(scheduler) if executor == "dask" and todo else None
     if client is not None:

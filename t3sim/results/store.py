@@ -23,11 +23,13 @@ directories of writers still running on this host).
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import json
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
@@ -40,6 +42,24 @@ from t3sim.results.stats import Stats
 
 FILES = ("config.yaml", "stats.json", "summary.csv", "meta.json")
 HASH_LEN = 12
+
+
+@functools.lru_cache(maxsize=1)
+def code_revision() -> str:
+    """The simulator's source revision: ``git`` short commit of the checkout holding this package, with
+    ``+dirty`` when ``t3sim/`` has uncommitted changes; ``""`` outside a git checkout. Results are reused
+    by config hash alone, so this (in ``meta.json``) is how a reuse from older code is noticed."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return ""
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "-uno", "--", "t3sim"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
 def canonical_json(obj: Any) -> str:
@@ -110,7 +130,8 @@ class ResultStore:
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir()
-        meta = {"t3sim_version": __version__, "config_hash": chash, "seed": result.seed, **result.meta}
+        meta = {"t3sim_version": __version__, "code_revision": code_revision(), "config_hash": chash,
+                "seed": result.seed, **result.meta}
         _write(tmp / "config.yaml", yaml.safe_dump(result.config, sort_keys=False))
         _write(tmp / "stats.json", json.dumps(result.stats.to_dict(), indent=1) + "\n")
         _write(tmp / "summary.csv", summary_csv(result))

@@ -274,3 +274,22 @@ def test_bad_jobs_and_missing_dask_are_one_line_errors(tmp_path, run_cli, monkey
     rc, _, err = run_cli("run", str(path), "--out", str(tmp_path), "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1")
     assert_one_line_error(rc, err, "--executor dask", "pip install 't3sim[dask]'")
     assert not list(tmp_path.glob("tiny-sweep/*"))  # nothing ran
+
+
+def test_reuse_from_other_code_revision_is_noted(tmp_path, monkeypatch):
+    """Results are reused by config hash; a result simulated by another code revision is pointed out."""
+    import t3sim.exec.runner as runner
+
+    points = expand(tiny_experiment(tmp_path))[:1]
+    monkeypatch.setattr(runner, "code_revision", lambda: "aaaa")
+    import t3sim.results.store as store_mod
+    monkeypatch.setattr(store_mod, "code_revision", lambda: "aaaa")
+    run_points(points, out=tmp_path / "r")
+    meta = json.loads(next((tmp_path / "r").glob("*/*/meta.json")).read_text())
+    assert meta["code_revision"] == "aaaa"
+    for now, expect in (("aaaa", False), ("bbbb", True)):
+        monkeypatch.setattr(runner, "code_revision", lambda now=now: now)
+        log = io.StringIO()
+        again = run_points(points, out=tmp_path / "r", progress=Progress(log, tty=False))
+        assert again[0].status == "reused"
+        assert ("code revision aaaa (now bbbb)" in log.getvalue()) is expect
