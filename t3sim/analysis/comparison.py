@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from t3sim.analysis.paper_numbers import BY_KEY, PaperNumber
+
 SCHEMES = ("sequential", "t3", "t3_mca", "ideal_gemm_rs_overlap", "ideal_rs_nmc")
 CaseKey = Tuple[str, str, int]
 #: points above which a t3sim aggregate is flagged as differing from the paper
@@ -88,52 +90,70 @@ def case_metrics(runs: Mapping[str, Mapping]) -> Dict[str, Dict[str, float]]:
 
 @dataclass(frozen=True)
 class PaperFigure:
-    """One number stated in the paper's Sec. 6 text.
+    """One number stated in the paper's Sec. 6 text, computed over the sixteen cases.
 
-    ``unit`` is ``"%"`` (metric in percent) or ``"x"`` (a ratio); ``agg`` is ``geomean`` or
-    ``max``; ``tp`` restricts the cases (None: all).
+    ``key`` names it in :data:`t3sim.analysis.paper_numbers.NUMBERS`, which holds the paper's value,
+    section and quote (one table of the paper's numbers, not two); ``agg`` is ``geomean`` or ``max``;
+    ``tp`` restricts the cases (None: all).
     """
 
     label: str
     scheme: str
     metric: str
     agg: str
-    paper: float
-    unit: str
-    source: str
+    key: str
     tp: Optional[int] = None
 
+    @property
+    def number(self) -> PaperNumber:
+        return BY_KEY[self.key]
 
+    @property
+    def paper(self) -> float:
+        return float(self.number.value)
+
+    @property
+    def unit(self) -> str:
+        return "x" if self.number.kind.endswith("_x") else "%"
+
+    @property
+    def source(self) -> str:
+        return self.number.section
+
+
+F = PaperFigure
 PAPER: Tuple[PaperFigure, ...] = (
-    PaperFigure("Ideal-GEMM-RS-Overlap speedup", "ideal_gemm_rs_overlap", "speedup_pct", "geomean", 35, "%", "6.1.1"),
-    PaperFigure("Ideal-GEMM-RS-Overlap speedup", "ideal_gemm_rs_overlap", "speedup_pct", "max", 50, "%", "6.1.1"),
-    PaperFigure("Ideal-RS+NMC over Ideal-Overlap", "ideal_rs_nmc", "over_ideal_pct", "max", 4, "%", "6.1.1"),
-    PaperFigure("RS speedup from NMC, TP=8", "ideal_rs_nmc", "rs_nmc_pct", "geomean", 7, "%", "6.1.1", 8),
-    PaperFigure("RS speedup from NMC, TP=16", "ideal_rs_nmc", "rs_nmc_pct", "geomean", 3, "%", "6.1.1", 16),
-    PaperFigure("T3 speedup", "t3", "speedup_pct", "geomean", 20, "%", "6.1.2"),
-    PaperFigure("T3 speedup", "t3", "speedup_pct", "max", 39, "%", "6.1.2"),
-    PaperFigure("T3-MCA speedup", "t3_mca", "speedup_pct", "geomean", 30, "%", "6.1.3"),
-    PaperFigure("T3-MCA speedup", "t3_mca", "speedup_pct", "max", 47, "%", "6.1.3"),
-    PaperFigure("T3-MCA over T3", "t3_mca", "over_t3_pct", "geomean", 13, "%", "6.1.3"),
-    PaperFigure("T3-MCA over T3", "t3_mca", "over_t3_pct", "max", 29, "%", "6.1.3"),
-    PaperFigure("DRAM traffic reduction", "t3_mca", "dram_red_pct", "geomean", 22, "%", "6.2"),
-    PaperFigure("DRAM traffic reduction", "t3_mca", "dram_red_pct", "max", 36, "%", "6.2"),
-    PaperFigure("RS reads reduction", "t3_mca", "rs_read_x", "geomean", 2.4, "x", "6.2"),
-    PaperFigure("RS reads reduction, TP=8", "t3_mca", "rs_read_x", "geomean", 2.5, "x", "6.2", 8),
-    PaperFigure("RS reads reduction, TP=16", "t3_mca", "rs_read_x", "geomean", 2.2, "x", "6.2", 16),
-    PaperFigure("GEMM+RS writes reduction", "t3_mca", "wr_red_pct", "geomean", 10, "%", "6.2"),
-    PaperFigure("GEMM+RS writes reduction, TP=8", "t3_mca", "wr_red_pct", "geomean", 14, "%", "6.2", 8),
-    PaperFigure("GEMM+RS writes reduction, TP=16", "t3_mca", "wr_red_pct", "geomean", 7, "%", "6.2", 16),
-    PaperFigure("GEMM reads reduction", "t3_mca", "gemm_read_x", "geomean", 1.56, "x", "6.2"),
-    PaperFigure("GEMM reads reduction, TP=8", "t3_mca", "gemm_read_x", "geomean", 1.2, "x", "6.2", 8),
-    PaperFigure("GEMM reads reduction, TP=16", "t3_mca", "gemm_read_x", "geomean", 2.0, "x", "6.2", 16),
+    F("Ideal-GEMM-RS-Overlap speedup", "ideal_gemm_rs_overlap", "speedup_pct", "geomean", "s611_ideal_geo"),
+    F("Ideal-GEMM-RS-Overlap speedup", "ideal_gemm_rs_overlap", "speedup_pct", "max", "s611_ideal_max"),
+    F("Ideal-RS+NMC over Ideal-Overlap", "ideal_rs_nmc", "over_ideal_pct", "max", "s611_nmc_extra_max"),
+    F("RS speedup from NMC, TP=8", "ideal_rs_nmc", "rs_nmc_pct", "geomean", "s611_nmc_rs_8", 8),
+    F("RS speedup from NMC, TP=16", "ideal_rs_nmc", "rs_nmc_pct", "geomean", "s611_nmc_rs_16", 16),
+    F("T3 speedup", "t3", "speedup_pct", "geomean", "s612_t3_geo"),
+    F("T3 speedup", "t3", "speedup_pct", "max", "s612_t3_max"),
+    F("T3-MCA speedup", "t3_mca", "speedup_pct", "geomean", "s613_mca_geo"),
+    F("T3-MCA speedup", "t3_mca", "speedup_pct", "max", "s613_mca_max"),
+    F("T3-MCA over T3", "t3_mca", "over_t3_pct", "geomean", "s613_mca_over_t3_geo"),
+    F("T3-MCA over T3", "t3_mca", "over_t3_pct", "max", "s613_mca_over_t3_max"),
+    F("DRAM traffic reduction", "t3_mca", "dram_red_pct", "geomean", "s62_dram_geo"),
+    F("DRAM traffic reduction", "t3_mca", "dram_red_pct", "max", "s62_dram_max"),
+    F("RS reads reduction", "t3_mca", "rs_read_x", "geomean", "s62_rs_rd"),
+    F("RS reads reduction, TP=8", "t3_mca", "rs_read_x", "geomean", "s62_rs_rd_8", 8),
+    F("RS reads reduction, TP=16", "t3_mca", "rs_read_x", "geomean", "s62_rs_rd_16", 16),
+    F("GEMM+RS writes reduction", "t3_mca", "wr_red_pct", "geomean", "s62_wr"),
+    F("GEMM+RS writes reduction, TP=8", "t3_mca", "wr_red_pct", "geomean", "s62_wr_8", 8),
+    F("GEMM+RS writes reduction, TP=16", "t3_mca", "wr_red_pct", "geomean", "s62_wr_16", 16),
+    F("GEMM reads reduction", "t3_mca", "gemm_read_x", "geomean", "s62_gemm_rd"),
+    F("GEMM reads reduction, TP=8", "t3_mca", "gemm_read_x", "geomean", "s62_gemm_rd_8", 8),
+    F("GEMM reads reduction, TP=16", "t3_mca", "gemm_read_x", "geomean", "s62_gemm_rd_16", 16),
 )
 
-#: per-case figures the paper states in its text (Sec. 6.1.1); keyed by (model, sublayer, tp, scheme)
-PAPER_CASES: Dict[Tuple[str, str, int, str], float] = {
-    ("t-nlg", "FC-1", 16, "ideal_gemm_rs_overlap"): 50.0,
-    ("mega-gpt-2", "OP", 16, "ideal_gemm_rs_overlap"): 15.0,
+#: per-case numbers the paper states in its text (Sec. 6.1.1): (model, sublayer, tp, scheme) -> paper_numbers key
+PAPER_CASE_KEYS: Dict[Tuple[str, str, int, str], str] = {
+    ("t-nlg", "FC-1", 16, "ideal_gemm_rs_overlap"): "s611_tnlg_fc1_16",
+    ("mega-gpt-2", "OP", 16, "ideal_gemm_rs_overlap"): "s611_mega_op_16",
 }
+#: the same, with the paper's values (speedup %)
+PAPER_CASES: Dict[Tuple[str, str, int, str], float] = {c: float(BY_KEY[k].value) for c, k in PAPER_CASE_KEYS.items()}
 
 
 def _as_ratio(metric: str, v: float) -> float:

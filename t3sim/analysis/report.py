@@ -14,45 +14,15 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from t3sim import __version__
 from t3sim.analysis import endtoend as e2e
-from t3sim.analysis.comparison import PAPER, PAPER_CASES, compare
+from t3sim.analysis.comparison import FLAG_PTS, PAPER, PAPER_CASE_KEYS, compare
 from t3sim.analysis.explanations import EXPLANATIONS, NOT_REPRODUCIBLE
 from t3sim.analysis.figs_study import fig04_rows, fig06_rows, fig14_geomean_error_pct, fig14_rows, fig19_rows, geomean
 from t3sim.analysis.figs_sublayer import fig20_rows, geomean_speedup_pct, mean_by
 from t3sim.analysis.paper_numbers import NUMBERS, PaperNumber
 from t3sim.analysis.runs import Run, f
 
-FLAG_PTS = 5.0
 SMALL = ("mega-gpt-2", "t-nlg")
 LARGE = ("gpt-3", "palm", "mt-nlg")
-
-#: comparison.PAPER (label, agg, tp) -> paper_numbers key
-_CMP_KEYS = {
-    ("ideal_gemm_rs_overlap", "speedup_pct", "geomean", None): "s611_ideal_geo",
-    ("ideal_gemm_rs_overlap", "speedup_pct", "max", None): "s611_ideal_max",
-    ("ideal_rs_nmc", "over_ideal_pct", "max", None): "s611_nmc_extra_max",
-    ("ideal_rs_nmc", "rs_nmc_pct", "geomean", 8): "s611_nmc_rs_8",
-    ("ideal_rs_nmc", "rs_nmc_pct", "geomean", 16): "s611_nmc_rs_16",
-    ("t3", "speedup_pct", "geomean", None): "s612_t3_geo",
-    ("t3", "speedup_pct", "max", None): "s612_t3_max",
-    ("t3_mca", "speedup_pct", "geomean", None): "s613_mca_geo",
-    ("t3_mca", "speedup_pct", "max", None): "s613_mca_max",
-    ("t3_mca", "over_t3_pct", "geomean", None): "s613_mca_over_t3_geo",
-    ("t3_mca", "over_t3_pct", "max", None): "s613_mca_over_t3_max",
-    ("t3_mca", "dram_red_pct", "geomean", None): "s62_dram_geo",
-    ("t3_mca", "dram_red_pct", "max", None): "s62_dram_max",
-    ("t3_mca", "rs_read_x", "geomean", None): "s62_rs_rd",
-    ("t3_mca", "rs_read_x", "geomean", 8): "s62_rs_rd_8",
-    ("t3_mca", "rs_read_x", "geomean", 16): "s62_rs_rd_16",
-    ("t3_mca", "wr_red_pct", "geomean", None): "s62_wr",
-    ("t3_mca", "wr_red_pct", "geomean", 8): "s62_wr_8",
-    ("t3_mca", "wr_red_pct", "geomean", 16): "s62_wr_16",
-    ("t3_mca", "gemm_read_x", "geomean", None): "s62_gemm_rd",
-    ("t3_mca", "gemm_read_x", "geomean", 8): "s62_gemm_rd_8",
-    ("t3_mca", "gemm_read_x", "geomean", 16): "s62_gemm_rd_16",
-}
-_CASE_KEYS = {("t-nlg", "FC-1", 16, "ideal_gemm_rs_overlap"): "s611_tnlg_fc1_16",
-              ("mega-gpt-2", "OP", 16, "ideal_gemm_rs_overlap"): "s611_mega_op_16"}
-
 
 @dataclass
 class Inputs:
@@ -82,10 +52,8 @@ def metrics(inp: Inputs) -> Dict[str, object]:
     if sub:
         c = compare([r.summary for r in sub])
         for row, pf in zip(c.summary, PAPER):
-            k = _CMP_KEYS.get((pf.scheme, pf.metric, pf.agg, pf.tp))
-            if k:
-                out[k] = row["t3sim"]
-        for ck, key in _CASE_KEYS.items():
+            out[pf.key] = row["t3sim"]
+        for ck, key in PAPER_CASE_KEYS.items():
             m = c.cases.get(ck[:3], {})
             out[key] = m.get(ck[3], {}).get("speedup_pct", math.nan)
         out["s613_gap_to_ideal"] = (out.get("s611_ideal_geo", math.nan) - out.get("s613_mca_geo", math.nan))
