@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from t3sim.analysis import endtoend as e2e
-from t3sim.analysis.comparison import case_metrics
 from t3sim.analysis.figs_sublayer import geomean_speedup_pct
 from t3sim.analysis.plotting import PART_COLORS, SCHEME_COLORS, grouped_bars, pyplot, save
 from t3sim.analysis.runs import Run, case_sort_key, f, model_name

@@ -224,3 +224,20 @@ def counters_to_stats(counts: np.ndarray, sources: Sequence[str], geo: L2Geometr
         for j, (name, unit, desc) in enumerate(COUNTERS):
             st.add(f"by_source.{s}.{name}", int(counts[i, j]), unit, desc)
     return st
+
+
+class L2Base:
+    """What the fast and the reference L2 share: configuration, geometry, source names, clock and the
+    per-source counters' statistics. Subclasses set ``self.counts`` (sources x :data:`COUNTERS`)."""
+
+    def __init__(self, cfg: L2Config, sources: Sequence[str] = ("default",)) -> None:
+        if not sources or len(set(sources)) != len(sources):
+            raise ValueError("sources must be a non-empty list of distinct names")
+        self.cfg = cfg
+        self.geo = L2Geometry.from_config(cfg)
+        self.sources = tuple(sources)
+        self.clock = Clock.from_GHz(cfg.clock_GHz, "l2")
+
+    def stats(self) -> Stats:
+        """Counters (totals and ``by_source.<name>``) with units and descriptions."""
+        return counters_to_stats(self.counts, self.sources, self.geo)

@@ -45,17 +45,15 @@ from typing import Optional, Sequence
 import numpy as np
 
 from t3sim.cache import l2_kernel as K
-from t3sim.cache.common import (COUNTERS, C_WB, C_WB_SECT, L2Geometry, L2Result, WriteBacks, counters_to_stats,
+from t3sim.cache.common import (COUNTERS, C_WB, C_WB_SECT, L2Base, L2Result, WriteBacks,
                                 sector_masks)
 from t3sim.config.gpu import L2Config
-from t3sim.results.stats import Stats
-from t3sim.sim.clock import Clock
 
 
 _SCALARS = frozenset((bool, int, np.bool_, np.int64, np.int32, np.int8, np.uint8))
 
 
-class L2Cache:
+class L2Cache(L2Base):
     """The shared L2 of one GPU (fast model).
 
     Args:
@@ -65,12 +63,7 @@ class L2Cache:
     """
 
     def __init__(self, cfg: L2Config, sources: Sequence[str] = ("default",)) -> None:
-        if not sources or len(set(sources)) != len(sources):
-            raise ValueError("sources must be a non-empty list of distinct names")
-        self.cfg = cfg
-        self.geo = L2Geometry.from_config(cfg)
-        self.sources = tuple(sources)
-        self.clock = Clock.from_GHz(cfg.clock_GHz, "l2")
+        super().__init__(cfg, sources)
         g = self.geo
         S = np.zeros((g.num_sets, 5, g.assoc), dtype=np.int64)
         S[:, K.S_TAG] = -1
@@ -154,10 +147,6 @@ class L2Cache:
         ways = [k for k in range(self.geo.assoc) if self._valid[set_index, k]]
         ways.sort(key=lambda k: self._stamp[set_index, k])
         return [int(self._tags[set_index, k]) << self.geo.line_shift for k in ways]
-
-    def stats(self) -> Stats:
-        """Counters (totals and ``by_source.<name>``) with units and descriptions."""
-        return counters_to_stats(self.counts, self.sources, self.geo)
 
 
 def make_l2(cfg: Optional[L2Config] = None, sources: Sequence[str] = ("default",), reference: bool = False):

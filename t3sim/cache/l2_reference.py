@@ -13,28 +13,21 @@ import numpy as np
 
 from t3sim.cache.common import (
     BYPASS, C_BYP_R, C_BYP_W, C_EVICT, C_FILL_SECT, C_READ_HIT, C_READ_MISS, C_READ_SMISS, C_WAIT, C_WB, C_WB_SECT,
-    C_WRITE_HIT, C_WRITE_MISS, COUNTERS, HIT, MISS, SECTOR_MISS, L2Geometry, L2Result, WriteBacks,
-    counters_to_stats, cycles_to_ticks, sector_masks,
+    C_WRITE_HIT, C_WRITE_MISS, COUNTERS, HIT, MISS, SECTOR_MISS, L2Base, L2Result, WriteBacks,
+    cycles_to_ticks, sector_masks,
 )
 from t3sim.config.gpu import L2Config
-from t3sim.results.stats import Stats
-from t3sim.sim.clock import Clock
 
 
 def _popc(x: int) -> int:
     return bin(x).count("1")
 
 
-class ReferenceL2:
+class ReferenceL2(L2Base):
     """Reference L2 (same constructor and methods as :class:`~t3sim.cache.l2.L2Cache`)."""
 
     def __init__(self, cfg: L2Config, sources: Sequence[str] = ("default",)) -> None:
-        if not sources or len(set(sources)) != len(sources):
-            raise ValueError("sources must be a non-empty list of distinct names")
-        self.cfg = cfg
-        self.geo = L2Geometry.from_config(cfg)
-        self.sources = tuple(sources)
-        self.clock = Clock.from_GHz(cfg.clock_GHz, "l2")
+        super().__init__(cfg, sources)
         self._sets: Dict[int, "OrderedDict[int, List[int]]"] = {}
         self._bank_free = [0] * self.geo.banks
         self.counts = np.zeros((len(self.sources), len(COUNTERS)), dtype=np.int64)
@@ -155,6 +148,3 @@ class ReferenceL2:
     def lru_order(self, set_index: int) -> list:
         """Line addresses in global set ``set_index``, least- to most-recently used."""
         return [line << self.geo.line_shift for line in self._sets.get(set_index, {})]
-
-    def stats(self) -> Stats:
-        return counters_to_stats(self.counts, self.sources, self.geo)

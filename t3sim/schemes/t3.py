@@ -73,12 +73,16 @@ def partial_value(gpu: int, word: np.ndarray) -> np.ndarray:
     return ((gpu + 1) + 32 * ((w * 7 + gpu * 13) % 61)).astype(np.float32)
 
 
+def word_mask(mask: np.ndarray) -> np.ndarray:
+    """``(n, 16)`` bool: which 4 B words of each 64 B request its byte ``mask`` covers (by first byte)."""
+    k = np.arange(REQ_B // WORD_B, dtype=np.uint64)
+    return ((mask.astype(np.uint64)[:, None] >> (k * np.uint64(WORD_B))) & np.uint64(1)) != 0
+
+
 def store_data(gpu: int, reqs_addr: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Functional data of store requests: ``(n, 16)`` float32, words whose first byte is in ``mask``."""
-    k = np.arange(REQ_B // WORD_B, dtype=np.uint64)
-    on = ((mask.astype(np.uint64)[:, None] >> (k * np.uint64(WORD_B))) & np.uint64(1)) != 0
-    words = reqs_addr[:, None] // WORD_B + k.astype(np.int64)[None, :]
-    return np.where(on, partial_value(gpu, words), np.float32(0))
+    words = reqs_addr[:, None] // WORD_B + np.arange(REQ_B // WORD_B, dtype=np.int64)[None, :]
+    return np.where(word_mask(mask), partial_value(gpu, words), np.float32(0))
 
 
 class OutputTable:
@@ -371,13 +375,9 @@ def final_chunk_check(model) -> int:
             r = ctx.table.of(p)
             want = sum(store_data(src, r.addr, r.mask) for src in range(ctx.N))
             got = np.stack([fs.read_addr(int(a)) for a in r.addr])
-            on = want != 0
-            # words of the request owned by this position's WFs (others belong to neighbours' tiles)
-            k = np.arange(REQ_B // WORD_B, dtype=np.uint64)
-            mine = ((r.mask.astype(np.uint64)[:, None] >> (k * np.uint64(WORD_B))) & np.uint64(1)) != 0
+            mine = word_mask(r.mask)  # words owned by this position's WFs (others: neighbours' tiles)
             bad = mine & (got != want)
             assert not bad.any(), (f"GPU {g} WG {p}: {int(bad.sum())} words differ, e.g. got {got[bad][:4]} "
                                    f"want {want[bad][:4]}")
             checked += int(mine.sum())
-            del on
     return checked

@@ -12,7 +12,7 @@ import pytest
 
 from t3sim.analysis import catalog
 from t3sim.analysis.paper_numbers import NUMBERS
-from t3sim.analysis.report import compare_number, metrics, render, table_rows
+from t3sim.analysis.report import compare_number, metrics, table_rows
 from tests.analysis.fakes import fake_inputs, write_fake_results
 from tests.conftest import REPO
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import pytest
-import simpy
 
 from t3sim.collectives.analytic import ring_time
 from t3sim.collectives.gpu_hook import BufferLayout, GpuCollectiveHook, line_addrs
@@ -18,7 +16,6 @@ from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config import load_system
 from t3sim.errors import SimulationError
 from t3sim.interconnect.network import Network
-from t3sim.sim.clock import TICKS_PER_NS
 from t3sim.sim.engine import Engine
 
 TABLE1 = "configs/systems/t3-table1.yaml"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import REPO, assert_one_line_error
+from tests.conftest import assert_one_line_error
 
 EXP = "configs/experiments/default.yaml"
 

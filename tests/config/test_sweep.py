@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from t3sim.config.sweep import expand
-from tests.conftest import REPO, assert_one_line_error
+from tests.conftest import REPO
 
 BASE = f"""name: sw
 system:
