@@ -59,6 +59,7 @@ from t3sim.compute.memhier import REQ_B
 from t3sim.dma import addrspace as A
 from t3sim.dma.engine import Completion, DMAEngines, DmaBlock, Fabric, Payload
 from t3sim.dma.tracker import Tracker
+from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.schemes.sequential import Phases, run_phases
 from t3sim.sim.engine import Component
@@ -177,22 +178,21 @@ class T3Context:
         A region's threshold is its store requests x the rule's updates per element (tracker doc).
         """
         sp = self.spaces[g]
-        tr = Tracker(self.model.system.tracker, f"gpu{g}.tracker")
+        region = self.trackers[0].region if self.trackers else Tracker(self.model.system.tracker).region
         rq = self.table.reqs
         out = []
         by_rule: Dict[A.DmaRule, List[int]] = {}
         for p in sp.dma_positions():
             by_rule.setdefault(sp.dma[p], []).append(p)
+        self._check_regions_within_rules(sp)
         for rule, ps in by_rule.items():
             regions: Dict[Tuple[int, int], List[np.ndarray]] = {}
             for p in ps:
                 a, b = int(self.table.start[p]), int(self.table.start[p + 1])
                 wf = rq.wf_id[a:b]
-                sub = np.zeros_like(wf) if tr.wg_gran else wf // tr.m
-                rwg = p // tr.m if tr.wg_gran else p
-                for v in np.unique(sub).tolist():
-                    regions.setdefault((rwg, int(v)), []).append(a + np.flatnonzero(sub == v))
-            items = [(key, np.concatenate(ix)) for key, ix in regions.items()]
+                for v in np.unique(wf).tolist():  # the tracker's own region mapping (WF / WG granularity)
+                    regions.setdefault(region(p, v), []).append(a + np.flatnonzero(wf == v))
+            items = [(key, np.sort(np.concatenate(ix))) for key, ix in regions.items()]
             m = rule.wf_tiles_per_block
             for i in range(0, len(items), m):
                 grp = items[i:i + m]
@@ -201,6 +201,22 @@ class T3Context:
                                wf_id=rq.wf_id[idx], regions_left=len(grp))
                 out.append((blk, [k for k, _ in grp], [len(ix) * rule.updates_per_element for _, ix in grp]))
         return out
+
+    def _check_regions_within_rules(self, sp: "A.AddressSpace") -> None:
+        """A tracked region must cover WGs that share one ``dma_map`` rule: the tracker counts every
+        write to a region and fires one threshold, so a region straddling two chunks (different peers)
+        or a DMA'd and a non-DMA'd WG cannot be tracked (WG granularity with a multiple > 1)."""
+        cfg = self.model.system.tracker
+        m = int(cfg.granularity_multiple)
+        if cfg.granularity != "wg" or m == 1:
+            return
+        for lo in range(0, self.W, m):
+            rules = {id(sp.dma[p]) for p in range(lo, min(lo + m, self.W))}
+            if len(rules) > 1 and any(sp.dma[p] is not None for p in range(lo, min(lo + m, self.W))):
+                raise InputError("system.tracker.granularity_multiple",
+                                 f"{m} WGs per tracked region: region of WGs {lo}-{min(lo + m, self.W) - 1} on GPU "
+                                 f"{sp.gpu} straddles WGs with different DMA mappings",
+                                 "1, or WF granularity (a WG-granular region must stay within one dma_map range)")
 
     def _setup_gpu(self, g: int) -> None:
         model = self.model

@@ -104,3 +104,15 @@ def test_t3_run_reports_tracker_dma_and_fabric_statistics():
     assert s.value("gpu0.dma.bytes_read") == s.value("gpu0.dram_traffic.rs.read_bytes")
     assert s.value("t3.fabric.sent_B") == s.value("t3.fabric.landed_B") > 0
     assert s["gpu0.tracker.storage_bytes"].unit == "B"
+
+
+def test_wg_regions_straddling_two_dma_mappings_are_a_clear_input_error():
+    """WG-granular regions of 2 WGs cross chunk boundaries (different peers): one-line config error, not
+    a double-programmed tracker (the tracker fires one threshold per region)."""
+    from t3sim.errors import InputError
+
+    with pytest.raises(InputError, match="granularity_multiple"):
+        _run(4, "homogeneous", "t3", "ring", "system.tracker.granularity=wg", "system.tracker.granularity_multiple=2")
+    m, _ = _run(4, "homogeneous", "t3", "ring", "system.tracker.granularity=wg",
+                "simulation.functional_data=true")  # multiple 1 is always valid
+    assert final_chunk_check(m) > 0
