@@ -53,7 +53,7 @@ class DMAConfig(Model):
     issue_latency_ns: float = F(100.0, unit="ns", desc="delay from a ready entry to the engine's first request", source="assumption: commands are pre-queued (paper Sec. 5.1.1), leaving only a short start-up", ge=0)
     max_outstanding_requests: int = F(
         256, unit="count", desc="64 B memory requests in flight per engine",
-        source="assumption: 256 x 64 B = 16 KiB in flight per engine; at ~0.5 us loaded HBM latency that is ~33 GB/s (Little's law), so the 4 engines can feed a 75 GB/s link", gt=0)
+        source="assumption: 256 x 64 B = 16 KiB in flight per engine (credits shared by the engine's pipelined commands); at the ~0.22 us mean communication read latency measured in full-size T3 runs that is ~70 GB/s per engine (Little's law), so 4 engines can feed the 2 x 75 GB/s of a bi-directional ring port", gt=0)
     batch_requests: int = F(16, unit="count", desc="requests an engine reads (and sends) as one batch", source="assumption: 1 KiB DMA bursts", gt=0)
 
 
