@@ -115,9 +115,12 @@ def test_force_recomputes_and_replaces(tmp_path):
     points = expand(path)[:1]
     first = run_points(points, out=tmp_path)[0]
     meta = json.loads((first.path / "meta.json").read_text())
+    # Mark the old meta so a rewrite is visible even when the new wall_s happens to be equal.
+    (first.path / "meta.json").write_text(json.dumps({**meta, "stale": True}))
     again = run_points(points, out=tmp_path, force=True)[0]
     assert again.status == "simulated" and again.path == first.path
-    assert json.loads((again.path / "meta.json").read_text()) != meta or meta["wall_s"] == 0  # fresh meta
+    fresh = json.loads((again.path / "meta.json").read_text())
+    assert "stale" not in fresh and fresh["config_hash"] == meta["config_hash"]  # rewritten, same point
     assert stats_bytes(tmp_path) == {first.path.name: (first.path / "stats.json").read_bytes()}
 
 
