@@ -72,6 +72,11 @@ EXPLANATIONS: Dict[str, str] = {
                         "per-layer model (memory-bound ops and communication unchanged): 52.4 % at most"),
     "s24_comm_mega_max": ("method: t3sim's non-sliced attention is an analytical lower bound (5 % of the time vs the "
                           "paper's measured 40-45 %, s63_attention_share), so the communication share is larger"),
+    "s24_comm_large_max": ("scaling: per device, communication ~ T*H and sliced GEMMs ~ T*H^2/TP, so from T-NLG TP=16 "
+                           "to GPT-3 TP=32 comm:GEMM falls 0.69x (simulated 0.80x) and the share falls, 38.6 -> 35.7 %; "
+                           "the paper's rise to 46 % needs 1.53x t3sim's communication time at TP=32 (~6.6 us more per "
+                           "ring step), a model-dependent term its MI210-profile method does not give "
+                           "(experiments/fig04/README.md, known difference)"),
     "s24_comm_future_max": "not reproducible: the paper does not give the 1T/10T models' hyperparameters",
 }
 
