@@ -4,7 +4,8 @@ Same decisions as :mod:`t3sim.memory.controller_ref` (read its docstring for
 the per-cycle order), with two differences that do not change results:
 
 * state is held in flat numpy arrays (per unit: timing-ready cycles per
-  scope node and command, open rows, the ACT window ring, queues);
+  scope node and command, open rows, the ACT window ring, queues whose entries
+  carry copies of their requests' fields; layout in :mod:`t3sim.memory.fast_kernel`);
 * a cycle in which nothing happens ends with the earliest cycle at which
   anything *could* happen (a command's timing becomes satisfied, a pending
   request arrives, a refresh falls due, a write ages past the starvation
@@ -23,9 +24,9 @@ import numpy as np
 
 from t3sim.memory import timing as T
 from t3sim.memory.fast_kernel import (
-    CYC, LAST_DIR, NEXT, NP, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_HI, P_LO, P_LOG, P_NB,
+    CYC, LAST_DIR, NEXT, NP, NQF, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_HI, P_LO, P_LOG, P_NB,
     P_OBSERVING, P_POLICY, P_REFRESH_ON, P_RQ, P_STARVE, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE,
-    RQN, WQN, run_kernel)
+    QF_REQ, RQN, WQN, run_kernel)
 
 
 class FastController:
@@ -39,15 +40,18 @@ class FastController:
         self.US[:, LAST_DIR] = -1
         for u in range(U):
             self.US[u, REF_DUE] = ms.first_refresh(u)
-        self.chan_ready = np.zeros((U, T.NCMD), dtype=np.int64)
-        self.bg_ready = np.zeros((U, g.bank_groups, T.NCMD), dtype=np.int64)
-        self.bank_ready = np.zeros((U, g.banks, T.NCMD), dtype=np.int64)
+        # ready[u, node, cmd]: node 0 the channel, then the bank groups, then the banks
+        self.ready = np.zeros((U, 1 + g.bank_groups + g.banks, T.NCMD), dtype=np.int64)
         self.open_row = np.full((U, g.banks), -1, dtype=np.int64)
         self.act_hist = np.full((U, tm.faw_count), -1, dtype=np.int64)
-        self.rq = np.zeros((U, mc.read_queue_entries), dtype=np.int64)
-        self.wq = np.zeros((U, mc.write_queue_entries), dtype=np.int64)
+        self.Q = np.zeros((U, 2, max(mc.read_queue_entries, mc.write_queue_entries), NQF), dtype=np.int64)
+        #: request indices of the read and write queue entries (views of Q, renumbered by compaction)
+        self.rq = self.Q[:, 0, : mc.read_queue_entries, QF_REQ]
+        self.wq = self.Q[:, 1, : mc.write_queue_entries, QF_REQ]
         # hits[u, q, b]: requests of queue q (0 read, 1 write) that hit bank b's open row
         self.hits = np.zeros((U, 2, g.banks), dtype=np.int64)
+        # qcnt[u, q, b]: requests of queue q that go to bank b
+        self.qcnt = np.zeros((U, 2, g.banks), dtype=np.int64)
         self.P = np.zeros(NP, dtype=np.int64)
         P = self.P
         P[P_NB], P[P_BPG] = g.banks, g.banks_per_group
@@ -62,8 +66,7 @@ class FastController:
         P[P_FAW], P[P_FAWN] = tm.faw, tm.faw_count
         P[P_REFRESH_ON] = int(ms.refresh_on)
         self.counts = np.zeros(4, dtype=np.int64)  # issued, admitted, log rows, min NEXT
-        self._out_i = np.empty(1024, dtype=np.int64)
-        self._out_a = np.empty(1024, dtype=np.int64)
+        self._out = np.empty((2, 1024), dtype=np.int64)  # issued, admitted request indices
         self._no_log = np.empty((1, 5), dtype=np.int64)
         #: lower bound on the cycle of any unit's next action (hence column command), valid until
         #: the next submission or arbitration-state change (see MemorySystem.advance)
@@ -114,10 +117,9 @@ class FastController:
         P[P_STOP_IDLE] = int(stop_when_idle)
         P[P_LOG] = int(ms.record_commands)
         cap = max(1, pending)
-        if self._out_i.size < cap:
-            self._out_i = np.empty(max(cap, 2 * self._out_i.size), dtype=np.int64)
-            self._out_a = np.empty(self._out_i.size, dtype=np.int64)
-        out_issued, out_admitted = self._out_i, self._out_a
+        if self._out.shape[1] < cap:
+            self._out = np.empty((2, max(cap, 2 * self._out.shape[1])), dtype=np.int64)
+        out = self._out
         if ms.record_commands:
             # column <= pending; ACT/PRE <= pending + NB per refresh + NB open banks; REF per tREFI
             span = until - int(self.US[:, CYC].min())
@@ -128,12 +130,10 @@ class FastController:
             log = self._no_log
         counts = self.counts
         counts[0] = counts[1] = counts[2] = 0
-        run_kernel(until, P, ms.timing.lat, ms.r_bank, ms.r_row, ms.r_line, ms.r_kind, ms.r_arrive, ms.r_admit,
-                   ms.r_issue, ms.r_done, ms.r_class, ms.r_next, ms.r_seq, ms.r_ndeps, ms.f_head, ms.f_tail, ms.arb,
-                   ms.obs, self.US, self.chan_ready, self.bg_ready, self.bank_ready, self.open_row, self.act_hist,
-                   self.rq, self.wq, self.hits, ms.occ_hist, ms.bus_busy, ms.turnarounds, ms.cmd_count, out_issued,
-                   out_admitted, log, counts)
+        run_kernel(until, P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US, self.ready,
+                   self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, ms.occ_hist, ms.bus_busy, ms.turnarounds,
+                   ms.cmd_count, out, log, counts)
         ni, na, nl, self.next_lb = counts.tolist()
         if ms.record_commands:
             ms.add_command_log(log[:nl].copy())
-        return out_issued[:ni].copy(), out_admitted[:na].copy()
+        return out[0, :ni].copy(), out[1, :na].copy()

@@ -3,6 +3,22 @@
 Pure compiled functions over flat numpy state: timing readiness, command
 issue, request eligibility, stream arbitration and the per-unit cycle loop
 :func:`run_kernel`. Split from the Python wrapper so each module stays small.
+
+State layout (all int64, ``u`` a unit):
+
+* ``RQ``: ``MemorySystem.RQ``, one row per request field (``F_*`` of
+  :mod:`t3sim.memory.bookkeeping`), one column per request;
+* ``ready[u, node, cmd]``: first cycle ``cmd`` may issue at a timing node:
+  node 0 the channel, ``1 + g`` bank group ``g``, ``ready.shape[1] - NB + b``
+  bank ``b``;
+* ``Q[u, q, j, f]``: field ``f`` of entry ``j`` of unit ``u``'s queue ``q`` (0 read, 1 write),
+  in admission order (so ascending ``F_SEQ``), ``j < US[u, RQN]`` / ``US[u, WQN]``.
+  Field ``QF_REQ`` is the request index; ``QF_BANK``, ``QF_ROW``, ``QF_LINE``,
+  ``QF_KIND`` copy its constant fields so queue scans stay cache-resident;
+  ``QF_NDEPS`` is its count of unfinished older same-line writes, kept equal to
+  ``RQ[F_NDEPS, request]``;
+* ``hits[u, q, b]`` / ``qcnt[u, q, b]``: entries of queue ``q`` that hit bank ``b``'s
+  open row / that go to bank ``b``.
 """
 
 from __future__ import annotations
@@ -11,23 +27,29 @@ import numba as nb
 import numpy as np
 
 from t3sim.memory import timing as T
+from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_BANK, F_CLASS, F_DONE, F_ISSUE, F_KIND, F_LINE, F_NDEPS,
+                                      F_NEXT, F_ROW, F_SEQ)
 
-# unit state columns
+# unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
 CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NUS = range(11)
 # parameters
 (P_NB, P_BPG, P_RQ, P_WQ, P_HI, P_LO, P_WLIM, P_ADM, P_TREFI, P_POLICY, P_STARVE, P_TBL, P_DONE_RD,
  P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, NP) = range(21)
 ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
+# queue entry fields (Q[u, q, j, field])
+QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_KIND, QF_NDEPS, NQF = range(7)
 BIG = np.int64(1) << 60
 
 
 @nb.njit(cache=True, inline="always")
-def _ready(u, bank, cmd, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn):
-    t = chan_ready[u, cmd]
-    x = bg_ready[u, bank // bpg, cmd]
+def _ready(u, bank, g, cmd, nb0, ready, act_hist, US, faw):
+    """First cycle ``cmd`` to ``bank`` (of bank group ``g``) meets the channel, bank-group, bank and
+    ACT-window rules (``nb0``: node of bank 0 in ``ready``)."""
+    t = ready[u, 0, cmd]
+    x = ready[u, 1 + g, cmd]
     if x > t:
         t = x
-    x = bank_ready[u, bank, cmd]
+    x = ready[u, nb0 + bank, cmd]
     if x > t:
         t = x
     if cmd == ACT:
@@ -38,33 +60,32 @@ def _ready(u, bank, cmd, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, fa
 
 
 @nb.njit(cache=True)
-def _issue(u, c, cmd, bank, row, P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist, US, cmd_count,
-           out_log, counts, hits, rq, wq, r_bank, r_row):
-    bpg = P[P_BPG]
+def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log, counts, hits, Q):
+    """Issue ``cmd`` (to ``bank``/``row``; -1 for REF) at cycle ``c``: timing, open rows, row-hit counts, log."""
+    ng = 1 + bank // P[P_BPG]  # bank-group node (unused for REF)
+    nk = nb0 + bank  # bank node
     for n in range(6):
         v = LAT[0, cmd, n]
-        if v >= 0 and c + v > chan_ready[u, n]:
-            chan_ready[u, n] = c + v
+        if v >= 0 and c + v > ready[u, 0, n]:
+            ready[u, 0, n] = c + v
         if bank >= 0:
             v = LAT[1, cmd, n]
-            if v >= 0 and c + v > bg_ready[u, bank // bpg, n]:
-                bg_ready[u, bank // bpg, n] = c + v
+            if v >= 0 and c + v > ready[u, ng, n]:
+                ready[u, ng, n] = c + v
             v = LAT[2, cmd, n]
-            if v >= 0 and c + v > bank_ready[u, bank, n]:
-                bank_ready[u, bank, n] = c + v
+            if v >= 0 and c + v > ready[u, nk, n]:
+                ready[u, nk, n] = c + v
     if cmd == ACT:
         act_hist[u, US[u, ACTPOS]] = c
         US[u, ACTPOS] = (US[u, ACTPOS] + 1) % P[P_FAWN]
         open_row[u, bank] = row
         n0 = 0
         for j in range(US[u, RQN]):
-            x = rq[u, j]
-            if r_bank[x] == bank and r_row[x] == row:
+            if Q[u, 0, j, QF_BANK] == bank and Q[u, 0, j, QF_ROW] == row:
                 n0 += 1
         n1 = 0
         for j in range(US[u, WQN]):
-            x = wq[u, j]
-            if r_bank[x] == bank and r_row[x] == row:
+            if Q[u, 1, j, QF_BANK] == bank and Q[u, 1, j, QF_ROW] == row:
                 n1 += 1
         hits[u, 0, bank] = n0
         hits[u, 1, bank] = n1
@@ -84,22 +105,49 @@ def _issue(u, c, cmd, bank, row, P, LAT, chan_ready, bg_ready, bank_ready, open_
 
 
 @nb.njit(cache=True)
-def _eligible(u, h, r_kind, r_line, US, rq, wq, P):
+def _eligible(u, h, RQ, US, Q, P):
     """Room in the request's queue and no same-line request in the other queue."""
-    line = r_line[h]
-    if r_kind[h] == 0:
+    line = RQ[F_LINE, h]
+    if RQ[F_KIND, h] == 0:
         if US[u, RQN] >= P[P_RQ]:
             return False
         for j in range(US[u, WQN]):
-            if r_line[wq[u, j]] == line:
+            if Q[u, 1, j, QF_LINE] == line:
                 return False
         return True
     if US[u, WQN] >= P[P_WQ]:
         return False
     for j in range(US[u, RQN]):
-        if r_line[rq[u, j]] == line:
+        if Q[u, 0, j, QF_LINE] == line:
             return False
     return True
+
+
+@nb.njit(cache=True)
+def _enqueue(u, qi, r, nd, RQ, US, Q, qcnt):
+    """Append request ``r`` (``nd`` dependencies) to unit ``u``'s queue ``qi``."""
+    n = US[u, RQN + qi]
+    qcnt[u, qi, RQ[F_BANK, r]] += 1
+    Q[u, qi, n, QF_REQ] = r
+    Q[u, qi, n, QF_BANK] = RQ[F_BANK, r]
+    Q[u, qi, n, QF_ROW] = RQ[F_ROW, r]
+    Q[u, qi, n, QF_LINE] = RQ[F_LINE, r]
+    Q[u, qi, n, QF_KIND] = RQ[F_KIND, r]
+    Q[u, qi, n, QF_NDEPS] = nd
+    RQ[F_NDEPS, r] = nd
+    US[u, RQN + qi] = n + 1
+
+
+@nb.njit(cache=True)
+def _dequeue(u, qi, j, US, Q, qcnt):
+    """Remove entry ``j`` of unit ``u``'s queue ``qi``, keeping the others in order."""
+    qcnt[u, qi, Q[u, qi, j, QF_BANK]] -= 1
+    n = US[u, RQN + qi] - 1
+    e = Q[u, qi].reshape(Q.shape[2] * NQF)  # the queue's entries back to back
+    # unsigned indices: no negative-index wrap-around, so the copy compiles to a plain memmove
+    for k in range(np.uint64(j * NQF), np.uint64(n * NQF)):
+        e[k] = e[k + np.uint64(NQF)]
+    US[u, RQN + qi] = n
 
 
 @nb.njit(cache=True, inline="always")
@@ -131,15 +179,22 @@ def _choose(code, c, e0, e1, comm_arrival, occ, last_stream, last_comm, drain, t
 
 
 @nb.njit(cache=True)
-def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, r_issue, r_done, r_class, r_next,
-               r_seq, r_ndeps, f_head, f_tail, arb, obs, US, chan_ready, bg_ready, bank_ready, open_row, act_hist,
-               rq, wq, hits, occ_hist, bus_busy, turnarounds, cmd_count, out_issued, out_admitted, out_log,
-               counts):  # pragma: no cover - compiled
+def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, occ_hist,
+               bus_busy, turnarounds, cmd_count, out, out_log, counts):  # pragma: no cover - compiled
+    """Simulate every unit up to cycle ``until`` (exclusive).
+
+    Writes the indices of the requests issued to ``out[0, :counts[0]]`` and of those admitted to
+    ``out[1, :counts[1]]``, the command log (with ``P[P_LOG]``) to ``out_log[:counts[2]]`` and the
+    minimum over units of ``US[u, NEXT]`` to ``counts[3]``.
+    """
+    r_arrive = RQ[F_ARRIVE]
+    r_admit = RQ[F_ADMIT]
+    r_next = RQ[F_NEXT]
     U = US.shape[0]
     NB = P[P_NB]
+    nb0 = ready.shape[1] - NB
     bpg = P[P_BPG]
     faw = P[P_FAW]
-    fawn = P[P_FAWN]
     tBL = P[P_TBL]
     refresh_on = P[P_REFRESH_ON] != 0
     observing = P[P_OBSERVING] != 0
@@ -192,8 +247,8 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                 h1 = f_head[u, 1]
                 a0 = h0 >= 0 and r_arrive[h0] <= c
                 a1 = h1 >= 0 and r_arrive[h1] <= c
-                e0 = a0 and _eligible(u, h0, r_kind, r_line, US, rq, wq, P)
-                e1 = a1 and _eligible(u, h1, r_kind, r_line, US, rq, wq, P)
+                e0 = a0 and _eligible(u, h0, RQ, US, Q, P)
+                e1 = a1 and _eligible(u, h1, RQ, US, Q, P)
                 st = _choose(code, c, e0, e1, r_arrive[h1] if h1 >= 0 else -1, US[u, RQN] + US[u, WQN],
                              arb[u, 0], arb[u, 1], arb[u, 2], arb[u, 3], starve)
                 if st < 0:
@@ -203,32 +258,25 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
                 if r_next[r] < 0:
                     f_tail[u, st] = -1
                 r_admit[r] = c
-                r_seq[r] = US[u, SEQ]
+                RQ[F_SEQ, r] = US[u, SEQ]
                 US[u, SEQ] += 1
                 # eligibility kept same-line pairs out of different queues, so only a
                 # write/update can have dependencies: the queued writes to its line
-                line = r_line[r]
-                b = r_bank[r]
-                if r_kind[r] == 0:
-                    r_ndeps[r] = 0
-                    rq[u, US[u, RQN]] = r
-                    US[u, RQN] += 1
-                    if open_row[u, b] == r_row[r]:
-                        hits[u, 0, b] += 1
-                else:
-                    nd = 0
+                qi = 0 if RQ[F_KIND, r] == 0 else 1
+                nd = 0
+                if qi == 1:
+                    line = RQ[F_LINE, r]
                     for j in range(US[u, WQN]):
-                        if r_line[wq[u, j]] == line:
+                        if Q[u, 1, j, QF_LINE] == line:
                             nd += 1
-                    r_ndeps[r] = nd
-                    wq[u, US[u, WQN]] = r
-                    US[u, WQN] += 1
-                    if open_row[u, b] == r_row[r]:
-                        hits[u, 1, b] += 1
+                _enqueue(u, qi, r, nd, RQ, US, Q, qcnt)
+                b = RQ[F_BANK, r]
+                if open_row[u, b] == RQ[F_ROW, r]:
+                    hits[u, qi, b] += 1
                 arb[u, 0] = st
                 if st == 1:
                     arb[u, 1] = c
-                out_admitted[counts[1]] = r
+                out[1, counts[1]] = r
                 counts[1] += 1
                 acted = True
             # wake-ups of admission
@@ -247,88 +295,88 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
             # 4. write drain mode
             rqn = US[u, RQN]
             wqn = US[u, WQN]
-            aged = wqn > 0 and c - r_admit[wq[u, 0]] >= P[P_WLIM]
+            aged = wqn > 0 and c - r_admit[Q[u, 1, 0, QF_REQ]] >= P[P_WLIM]
             if US[u, DRAINING] != 0:
                 if wqn == 0 or (rqn > 0 and wqn <= P[P_LO] and not aged):
                     US[u, DRAINING] = 0
             elif wqn >= P[P_HI] or (rqn == 0 and wqn > 0) or aged:
                 US[u, DRAINING] = 1
-            if wqn > 0 and r_admit[wq[u, 0]] + P[P_WLIM] < wake:
-                wake = r_admit[wq[u, 0]] + P[P_WLIM]
-            draining = US[u, DRAINING] != 0
-            qn = wqn if draining else rqn
+            if wqn > 0 and r_admit[Q[u, 1, 0, QF_REQ]] + P[P_WLIM] < wake:
+                wake = r_admit[Q[u, 1, 0, QF_REQ]] + P[P_WLIM]
+            qi = US[u, DRAINING]  # the active queue
+            qn = wqn if qi == 1 else rqn
+            nhit = 0  # entries of the active queue that hit their bank's open row
+            for b in range(NB):
+                nhit += hits[u, qi, b]
             ref_pending = US[u, REF_PENDING] != 0
             # 5. column bus (skipped while the channel-level column timing forbids every
-            # command the active queue could issue: a lower bound on all of them)
-            cmin = chan_ready[u, RD]
-            if draining:
-                cmin = chan_ready[u, WR] if chan_ready[u, WR] < chan_ready[u, UPD] else chan_ready[u, UPD]
+            # command the active queue could issue: a lower bound on all of them; the scan
+            # stops after the last row hit, the only entries that may issue)
+            cmin = ready[u, 0, RD]
+            if qi == 1:
+                cmin = ready[u, 0, WR] if ready[u, 0, WR] < ready[u, 0, UPD] else ready[u, 0, UPD]
             if not ref_pending and c < cmin:
                 if cmin < wake:
                     wake = cmin
             elif not ref_pending:
+                left = nhit
                 for j in range(qn):
-                    r = wq[u, j] if draining else rq[u, j]
-                    b = r_bank[r]
-                    if r_ndeps[r] != 0 or open_row[u, b] != r_row[r]:
+                    if left == 0:
+                        break
+                    b = Q[u, qi, j, QF_BANK]
+                    if open_row[u, b] != Q[u, qi, j, QF_ROW]:
                         continue
-                    cmd = RD + r_kind[r]
-                    t = _ready(u, b, cmd, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
+                    left -= 1
+                    if Q[u, qi, j, QF_NDEPS] != 0:
+                        continue
+                    cmd = RD + Q[u, qi, j, QF_KIND]
+                    t = _ready(u, b, b // bpg, cmd, nb0, ready, act_hist, US, faw)
                     if c >= t:
-                        _issue(u, c, cmd, b, r_row[r], P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist,
-                               US, cmd_count, out_log, counts, hits, rq, wq, r_bank, r_row)
-                        r_issue[r] = c
-                        r_done[r] = c + (P[P_DONE_RD] if cmd == RD else P[P_DONE_WR])
+                        r = Q[u, qi, j, QF_REQ]
+                        _issue(u, c, cmd, b, Q[u, qi, j, QF_ROW], P, LAT, nb0, ready, open_row, act_hist, US,
+                               cmd_count, out_log, counts, hits, Q)
+                        RQ[F_ISSUE, r] = c
+                        RQ[F_DONE, r] = c + (P[P_DONE_RD] if cmd == RD else P[P_DONE_WR])
                         bus_busy[u] += tBL
                         d = 0 if cmd == RD else 1
                         if US[u, LAST_DIR] >= 0 and d != US[u, LAST_DIR]:
                             turnarounds[u] += 1
                         US[u, LAST_DIR] = d
-                        # remove from its queue
-                        if draining:
-                            for k in range(j, wqn - 1):
-                                wq[u, k] = wq[u, k + 1]
-                            US[u, WQN] -= 1
-                        else:
-                            for k in range(j, rqn - 1):
-                                rq[u, k] = rq[u, k + 1]
-                            US[u, RQN] -= 1
-                        hits[u, 1 if draining else 0, b] -= 1
-                        if cmd != RD:  # only writes/updates have dependants (younger same-line writes)
-                            line = r_line[r]
-                            seq = r_seq[r]
-                            for k in range(US[u, WQN]):
-                                x = wq[u, k]
-                                if r_line[x] == line and r_seq[x] > seq:
-                                    r_ndeps[x] -= 1
-                        out_issued[counts[0]] = r
+                        _dequeue(u, qi, j, US, Q, qcnt)
+                        hits[u, qi, b] -= 1
+                        nhit -= 1
+                        qn -= 1
+                        if qi == 1:  # only writes/updates have dependants: the younger same-line writes,
+                            line = RQ[F_LINE, r]  # which follow it in the write queue
+                            for k in range(j, qn):
+                                if Q[u, 1, k, QF_LINE] == line:
+                                    Q[u, 1, k, QF_NDEPS] -= 1
+                                    RQ[F_NDEPS, Q[u, 1, k, QF_REQ]] -= 1
+                        out[0, counts[0]] = r
                         counts[0] += 1
                         acted = True
                         break
                     if t < wake:
                         wake = t
             # 6. row bus
-            rqn = US[u, RQN]
-            wqn = US[u, WQN]
-            qn = wqn if draining else rqn
             if ref_pending:
                 any_open = False
                 for b in range(NB):
                     if open_row[u, b] >= 0:
                         any_open = True
-                        t = _ready(u, b, PRE, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
+                        t = _ready(u, b, b // bpg, PRE, nb0, ready, act_hist, US, faw)
                         if c >= t:
-                            _issue(u, c, PRE, b, open_row[u, b], P, LAT, chan_ready, bg_ready, bank_ready, open_row,
-                                   act_hist, US, cmd_count, out_log, counts, hits, rq, wq, r_bank, r_row)
+                            _issue(u, c, PRE, b, open_row[u, b], P, LAT, nb0, ready, open_row, act_hist, US,
+                                   cmd_count, out_log, counts, hits, Q)
                             acted = True
                             break
                         if t < wake:
                             wake = t
                 if not any_open:
-                    t = chan_ready[u, REF]
+                    t = ready[u, 0, REF]
                     if c >= t:
-                        _issue(u, c, REF, -1, -1, P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist, US,
-                               cmd_count, out_log, counts, hits, rq, wq, r_bank, r_row)
+                        _issue(u, c, REF, -1, -1, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log,
+                               counts, hits, Q)
                         US[u, REF_PENDING] = 0
                         US[u, REF_DUE] += P[P_TREFI]
                         acted = True
@@ -337,39 +385,41 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
             else:
                 if refresh_on and US[u, REF_DUE] < wake:
                     wake = US[u, REF_DUE]
-                qi = 1 if draining else 0
-                nonhit = qn
-                for b in range(NB):
-                    nonhit -= hits[u, qi, b]
-                for j in range(qn if nonhit > 0 else 0):
-                    r = wq[u, j] if draining else rq[u, j]
-                    b = r_bank[r]
-                    op = open_row[u, b]
-                    if op == r_row[r]:
-                        continue
-                    if op < 0:
-                        t = _ready(u, b, ACT, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
-                        if c >= t:
-                            _issue(u, c, ACT, b, r_row[r], P, LAT, chan_ready, bg_ready, bank_ready, open_row,
-                                   act_hist, US, cmd_count, out_log, counts, hits, rq, wq, r_bank, r_row)
-                            if r_class[r] != 2:
-                                r_class[r] = 1
-                            acted = True
-                            break
-                        if t < wake:
-                            wake = t
-                    else:
-                        if hits[u, 1 if draining else 0, b] > 0:
+                # Only an entry that misses its bank's open row may act (ACT a closed bank, PRE an
+                # open one that no entry of the queue hits), and whether it may depends on its bank
+                # alone: first the banks with such entries, for the wake-up or to learn that one may
+                # act; then, if one may, the oldest such entry of such a bank acts.
+                may_act = False
+                for g in range(NB // bpg):
+                    for b in range(g * bpg, (g + 1) * bpg):
+                        if qcnt[u, qi, b] == hits[u, qi, b]:
                             continue
-                        t = _ready(u, b, PRE, bpg, chan_ready, bg_ready, bank_ready, act_hist, US, faw, fawn)
+                        if open_row[u, b] < 0:
+                            t = _ready(u, b, g, ACT, nb0, ready, act_hist, US, faw)
+                        elif hits[u, qi, b] > 0:
+                            continue
+                        else:
+                            t = _ready(u, b, g, PRE, nb0, ready, act_hist, US, faw)
                         if c >= t:
-                            _issue(u, c, PRE, b, op, P, LAT, chan_ready, bg_ready, bank_ready, open_row, act_hist,
-                                   US, cmd_count, out_log, counts, hits, rq, wq, r_bank, r_row)
-                            r_class[r] = 2
-                            acted = True
-                            break
-                        if t < wake:
+                            may_act = True
+                        elif t < wake:
                             wake = t
+                for j in range(qn if may_act else 0):
+                    b = Q[u, qi, j, QF_BANK]
+                    op = open_row[u, b]
+                    if op == Q[u, qi, j, QF_ROW] or (op >= 0 and hits[u, qi, b] > 0):
+                        continue
+                    cmd = ACT if op < 0 else PRE
+                    if c >= _ready(u, b, b // bpg, cmd, nb0, ready, act_hist, US, faw):
+                        r = Q[u, qi, j, QF_REQ]
+                        _issue(u, c, cmd, b, Q[u, qi, j, QF_ROW] if cmd == ACT else op, P, LAT, nb0, ready,
+                               open_row, act_hist, US, cmd_count, out_log, counts, hits, Q)
+                        if cmd == PRE:
+                            RQ[F_CLASS, r] = 2
+                        elif RQ[F_CLASS, r] != 2:
+                            RQ[F_CLASS, r] = 1
+                        acted = True
+                        break
             # 7. occupancy; skip ahead when nothing happened
             occ = US[u, RQN] + US[u, WQN]
             step = 1
@@ -393,5 +443,3 @@ def run_kernel(until, P, LAT, r_bank, r_row, r_line, r_kind, r_arrive, r_admit, 
         if US[u, NEXT] < lb:
             lb = US[u, NEXT]
     counts[3] = lb  # min over units of NEXT (FastController.next_lb)
-
-
