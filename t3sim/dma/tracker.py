@@ -61,6 +61,10 @@ from t3sim.memory.request import Kind
 
 Region = Tuple[int, int]
 
+#: ``_COUNTED_KIND[kind]``: whether a request of that :class:`Kind` value is counted (WRITE, UPDATE).
+_COUNTED_KIND = np.zeros(max(Kind) + 1, dtype=bool)
+_COUNTED_KIND[[Kind.WRITE, Kind.UPDATE]] = True
+
 
 def _log2(x: int) -> int:
     return max(0, int(x - 1).bit_length())
@@ -129,19 +133,38 @@ class Tracker:
     # ---------------------------------------------------------------- observing
     def on_enqueue(self, info) -> None:
         """Enqueue hook: ``info`` is a :class:`~t3sim.memory.system.EnqueueInfo`."""
-        sel = ((info.kind == Kind.WRITE) | (info.kind == Kind.UPDATE)) & (info.wg_id >= 0)
-        if not sel.any():
+        sel = _COUNTED_KIND[info.kind] & (info.wg_id >= 0)
+        if not np.count_nonzero(sel):
             return
         self.observe(info.tick[sel], info.wg_id[sel], info.wf_id[sel])
 
     def observe(self, ticks, wg_ids, wf_ids) -> None:
-        """Count accesses (arrays, in admission order)."""
-        for t, wg, wf in zip(np.asarray(ticks).tolist(), np.asarray(wg_ids).tolist(), np.asarray(wf_ids).tolist()):
-            r = self.region(wg, wf)
-            if r not in self._threshold:
-                self.untracked += 1
-                continue
-            self._access(r, int(t), 1)
+        """Count accesses (arrays, in admission order).
+
+        Equivalent to ``_access(region(wg, wf), tick, 1)`` per programmed access, in order; the
+        common case (the region holds an entry and stays below its threshold) is counted inline.
+        """
+        wg = np.asarray(wg_ids).astype(np.int64, copy=False)
+        if self.wg_gran:
+            r0, r1 = (wg // self.m).tolist(), [0] * len(wg)
+        else:
+            r0, r1 = wg.tolist(), (np.asarray(wf_ids).astype(np.int64, copy=False) // self.m).tolist()
+        thresholds, count = self._threshold, self._count
+        untracked = counted = 0
+        for t, r in zip(np.asarray(ticks).tolist(), zip(r0, r1)):
+            c = count.get(r)
+            if c is not None and c + 1 < thresholds[r]:
+                count[r] = c + 1
+                counted += 1
+            elif r in thresholds:  # allocation, firing or stall: the general path, counters flushed first
+                self.counted += counted
+                self.untracked += untracked
+                counted = untracked = 0
+                self._access(r, int(t), 1)
+            else:
+                untracked += 1
+        self.counted += counted
+        self.untracked += untracked
 
     def _access(self, r: Region, tick: int, n: int) -> None:
         if r in self._count:

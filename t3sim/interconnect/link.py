@@ -35,7 +35,8 @@ Invariant: after the network drained (no packet in flight),
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from collections import deque
+from typing import Any, Callable, Deque, List, Optional
 
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_NS, TICKS_PER_US, ns_to_ticks
@@ -97,8 +98,7 @@ class Link(Component):
         self.busy_ticks = 0
         self.queue_delay_ticks = 0   # sum over packets of (start - put time)
         self.max_queue_depth = 0     # packets accepted but not yet fully serialised
-        self._departures: List[int] = []  # serialisation end ticks of queued packets (FIFO, ring-trimmed)
-        self._dep_head = 0
+        self._departures: Deque[int] = deque()  # serialisation end ticks of queued packets (FIFO)
         self.bin_bytes: List[int] = []
         self.bin_busy: List[int] = []
         self.first_put: Optional[int] = None
@@ -129,17 +129,11 @@ class Link(Component):
         self._account_bins(start, end, nbytes)
         # queue depth = packets whose serialisation has not ended by `now` (incl. this one)
         deps = self._departures
-        head = self._dep_head
-        while head < len(deps) and deps[head] <= now:
-            head += 1
-        if head > 4096:
-            del deps[:head]
-            head = 0
-        self._dep_head = head
+        while deps and deps[0] <= now:
+            deps.popleft()
         deps.append(end)
-        depth = len(deps) - head
-        if depth > self.max_queue_depth:
-            self.max_queue_depth = depth
+        if len(deps) > self.max_queue_depth:
+            self.max_queue_depth = len(deps)
         arrive = end + self.latency_ticks
         ev = env.timeout(arrive - now, packet)
         ev.callbacks.append(self._deliver)
@@ -154,18 +148,24 @@ class Link(Component):
         self.out(packet)
 
     def _account_bins(self, start: int, end: int, nbytes: int) -> None:
+        """Add ``nbytes`` to the bin holding tick ``end - 1`` and ``[start, end)`` to the busy bins."""
         w = self.bin_ticks
+        busy = self.bin_busy
         last = (end - 1) // w
-        if last >= len(self.bin_busy):
-            grow = last + 1 - len(self.bin_busy)
-            self.bin_busy.extend([0] * grow)
+        if last >= len(busy):
+            grow = last + 1 - len(busy)
+            busy.extend([0] * grow)
             self.bin_bytes.extend([0] * grow)
         self.bin_bytes[last] += nbytes
+        b = start // w
+        if b == last:
+            busy[b] += end - start
+            return
         t = start
         while t < end:
             b = t // w
             nxt = min(end, (b + 1) * w)
-            self.bin_busy[b] += nxt - t
+            busy[b] += nxt - t
             t = nxt
 
     # ------------------------------------------------------------------ queries
