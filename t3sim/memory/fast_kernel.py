@@ -19,6 +19,10 @@ State layout (all int64, ``u`` a unit):
   ``RQ[F_NDEPS, request]``;
 * ``hits[u, q, b]`` / ``qcnt[u, q, b]``: entries of queue ``q`` that hit bank ``b``'s
   open row / that go to bank ``b``.
+
+Every function is compiled without the numba runtime (``_nrt=False``): nothing here
+allocates, and with the runtime numba reference-counts array arguments and views at
+each helper call (atomic updates that cost about as much as the cycle loop itself).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_KIND, QF_NDEPS, NQF = range(7)
 BIG = np.int64(1) << 60
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def _ready(u, bank, g, cmd, nb0, ready, act_hist, US, faw):
     """First cycle ``cmd`` to ``bank`` (of bank group ``g``) meets the channel, bank-group, bank and
     ACT-window rules (``nb0``: node of bank 0 in ``ready``)."""
@@ -59,7 +63,7 @@ def _ready(u, bank, g, cmd, nb0, ready, act_hist, US, faw):
     return t
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log, counts, hits, Q):
     """Issue ``cmd`` (to ``bank``/``row``; -1 for REF) at cycle ``c``: timing, open rows, row-hit counts, log."""
     ng = 1 + bank // P[P_BPG]  # bank-group node (unused for REF)
@@ -104,7 +108,7 @@ def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd
         counts[2] = k + 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _eligible(u, h, RQ, US, Q, P):
     """Room in the request's queue and no same-line request in the other queue."""
     line = RQ[F_LINE, h]
@@ -123,7 +127,7 @@ def _eligible(u, h, RQ, US, Q, P):
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _enqueue(u, qi, r, nd, RQ, US, Q, qcnt):
     """Append request ``r`` (``nd`` dependencies) to unit ``u``'s queue ``qi``."""
     n = US[u, RQN + qi]
@@ -138,7 +142,7 @@ def _enqueue(u, qi, r, nd, RQ, US, Q, qcnt):
     US[u, RQN + qi] = n + 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _dequeue(u, qi, j, US, Q, qcnt):
     """Remove entry ``j`` of unit ``u``'s queue ``qi``, keeping the others in order."""
     qcnt[u, qi, Q[u, qi, j, QF_BANK]] -= 1
@@ -150,7 +154,7 @@ def _dequeue(u, qi, j, US, Q, qcnt):
     US[u, RQN + qi] = n
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def _choose(code, c, e0, e1, comm_arrival, occ, last_stream, last_comm, drain, thr, starve):
     if code == 0:  # round_robin
         if e0 and e1:
@@ -178,7 +182,7 @@ def _choose(code, c, e0, e1, comm_arrival, occ, last_stream, last_comm, drain, t
     return -1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, occ_hist,
                bus_busy, turnarounds, cmd_count, out, out_log, counts):  # pragma: no cover - compiled
     """Simulate every unit up to cycle ``until`` (exclusive).
