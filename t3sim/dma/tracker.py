@@ -98,6 +98,13 @@ class Tracker:
             return (int(wg_id) // self.m, 0)
         return (int(wg_id), int(wf_id) // self.m)
 
+    def regions(self, wg_ids, wf_ids) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`region` of many accesses at once: the two key columns as int64 arrays."""
+        wg = np.asarray(wg_ids).astype(np.int64, copy=False)
+        if self.wg_gran:
+            return wg // self.m, np.zeros(len(wg), dtype=np.int64)
+        return wg, np.asarray(wf_ids).astype(np.int64, copy=False) // self.m
+
     def set_of(self, region: Region) -> int:
         return region[0] % self.sets
 
@@ -144,11 +151,8 @@ class Tracker:
         Equivalent to ``_access(region(wg, wf), tick, 1)`` per programmed access, in order; the
         common case (the region holds an entry and stays below its threshold) is counted inline.
         """
-        wg = np.asarray(wg_ids).astype(np.int64, copy=False)
-        if self.wg_gran:
-            r0, r1 = (wg // self.m).tolist(), [0] * len(wg)
-        else:
-            r0, r1 = wg.tolist(), (np.asarray(wf_ids).astype(np.int64, copy=False) // self.m).tolist()
+        k0, k1 = self.regions(wg_ids, wf_ids)
+        r0, r1 = k0.tolist(), k1.tolist()
         thresholds, count = self._threshold, self._count
         untracked = counted = 0
         for t, r in zip(np.asarray(ticks).tolist(), zip(r0, r1)):

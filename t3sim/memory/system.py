@@ -131,6 +131,7 @@ class MemorySystem:
         self.write_hi = max(1, int(round(mc.write_high_watermark * mc.write_queue_entries)))
         self.write_lo = int(round(mc.write_low_watermark * mc.write_queue_entries))
         self.refresh_on = self.timing.values["tREFI"] > 0
+        self._min_done = min(self.timing.done_offset(T.RD), self.timing.done_offset(T.WR))
         U = self.geom.units
         self._cap = 0
         self.n = 0
@@ -167,6 +168,7 @@ class MemorySystem:
         self.outstanding = 0
         self.compactions = 0  # times the request arrays were compacted (batch ranges no longer valid)
         self._enqueue_hook: Optional[Callable[[EnqueueInfo], None]] = None
+        self._hook_writes_only = False
         self.functional = FunctionalStore(self.access_B, dtype) if functional else None
         self.mode = mode
         if mode == "fast":
@@ -215,7 +217,7 @@ class MemorySystem:
 
     def min_done_cycles(self) -> int:
         """Fewest cycles from any column command to its request's completion."""
-        return min(self.timing.done_offset(T.RD), self.timing.done_offset(T.WR))
+        return self._min_done
 
     def next_event_tick(self) -> Optional[int]:
         """When the memory next needs :meth:`advance` to report completions exactly.
@@ -327,6 +329,8 @@ class MemorySystem:
         issued, admitted = self.engine.run(until, stop_when_idle)
         if not stop_when_idle:
             self._kernel_at = until
+        if admitted.size and self._enqueue_hook is not None and self._hook_writes_only:
+            admitted = admitted[self.r_kind[admitted] != int(Kind.READ)]
         if admitted.size and self._enqueue_hook is not None:
             order = admitted[np.argsort(self.r_admit[admitted], kind="stable")]
             ticks = cycles_to_ticks(self.clock, self.r_admit[order])
@@ -384,10 +388,13 @@ class MemorySystem:
         return self.functional.read_result(bid)
 
     # ---------------------------------------------------------------- hooks
-    def set_enqueue_hook(self, fn: Optional[Callable[[EnqueueInfo], None]]) -> None:
-        """Call ``fn(EnqueueInfo)`` with the requests admitted to controller queues during each advance."""
+    def set_enqueue_hook(self, fn: Optional[Callable[[EnqueueInfo], None]], writes_only: bool = False) -> None:
+        """Call ``fn(EnqueueInfo)`` with the requests admitted to controller queues during each advance
+        (``writes_only``: only writes and updates -- T3's tracker counts nothing else -- and no call
+        for an advance that admitted none)."""
         self.sync()
         self._enqueue_hook = fn
+        self._hook_writes_only = bool(writes_only)
 
     def kernel_boundary(self) -> None:
         """The producer kernel ended: t3_mca drains the communication stream (Sec. 4.5) and, with no

@@ -178,7 +178,7 @@ class T3Context:
         A region's threshold is its store requests x the rule's updates per element (tracker doc).
         """
         sp = self.spaces[g]
-        region = self.trackers[0].region if self.trackers else Tracker(self.model.system.tracker).region
+        tracker = self.trackers[0] if self.trackers else Tracker(self.model.system.tracker)
         rq = self.table.reqs
         out = []
         by_rule: Dict[A.DmaRule, List[int]] = {}
@@ -186,13 +186,7 @@ class T3Context:
             by_rule.setdefault(sp.dma[p], []).append(p)
         self._check_regions_within_rules(sp)
         for rule, ps in by_rule.items():
-            regions: Dict[Tuple[int, int], List[np.ndarray]] = {}
-            for p in ps:
-                a, b = int(self.table.start[p]), int(self.table.start[p + 1])
-                wf = rq.wf_id[a:b]
-                for v in np.unique(wf).tolist():  # the tracker's own region mapping (WF / WG granularity)
-                    regions.setdefault(region(p, v), []).append(a + np.flatnonzero(wf == v))
-            items = [(key, np.sort(np.concatenate(ix))) for key, ix in regions.items()]
+            items = self._regions_of(tracker, np.asarray(ps, dtype=np.int64))
             m = rule.wf_tiles_per_block
             for i in range(0, len(items), m):
                 grp = items[i:i + m]
@@ -201,6 +195,28 @@ class T3Context:
                                wf_id=rq.wf_id[idx], regions_left=len(grp))
                 out.append((blk, [k for k, _ in grp], [len(ix) * rule.updates_per_element for _, ix in grp]))
         return out
+
+    def _regions_of(self, tracker: Tracker, ps: np.ndarray) -> List[Tuple[Tuple[int, int], np.ndarray]]:
+        """The store requests of positions ``ps`` grouped by tracker region: ``(region, sorted request
+        indices)``, regions in order of first appearance over (position, WF id) ascending."""
+        start = self.table.start
+        lo, n = start[ps], start[ps + 1] - start[ps]
+        pos = np.repeat(ps, n)
+        idx = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+        wf = self.table.reqs.wf_id[idx].astype(np.int64)
+        k0, k1 = tracker.regions(pos, wf)
+        first = np.lexsort((wf, pos))  # the (position, WF) visiting order
+        span = int(k1.max()) + 1 if len(k1) else 1
+        uniq, at, inv = np.unique((k0 * span + k1)[first], return_index=True, return_inverse=True)
+        rank_of_uniq = np.empty(len(uniq), dtype=np.int64)
+        rank_of_uniq[np.argsort(at, kind="stable")] = np.arange(len(uniq))
+        rank = np.empty(len(idx), dtype=np.int64)
+        rank[first] = rank_of_uniq[inv.reshape(-1)]
+        grouped = np.lexsort((idx, rank))
+        bounds = np.searchsorted(rank[grouped], np.arange(len(uniq) + 1))
+        order = np.argsort(rank_of_uniq, kind="stable")  # unique key index of each rank
+        return [((key // span, key % span), idx[grouped[bounds[r]:bounds[r + 1]]])
+                for r, key in enumerate(uniq[order].tolist())]
 
     def _check_regions_within_rules(self, sp: "A.AddressSpace") -> None:
         """A tracked region must cover WGs that share one ``dma_map`` rule: the tracker counts every
@@ -238,7 +254,7 @@ class T3Context:
 
             for key, thr in zip(keys, thrs):
                 tr.program(key, thr, fired, start_addr=int(blk.addrs[0]))
-        h.mem.set_enqueue_hook(tr.on_enqueue)
+        h.mem.set_enqueue_hook(tr.on_enqueue, writes_only=True)
 
     def _setup_shadows(self) -> None:
         """Homogeneous mode: the shadows' DMA blocks aimed at GPU 0, keyed by (seq, wf) of their first region."""
