@@ -40,6 +40,7 @@ from t3sim.memory.request import Kind, Source, Stream
 from t3sim.memory.system import MemorySystem
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import Clock
+from t3sim.sim.engine import succeed_later
 
 REQ_B = 64  # bytes per request everywhere between CU, L2 and DRAM (hbm.access_size_B)
 
@@ -193,11 +194,7 @@ class MemoryHierarchy:
         state = {"n": len(events), "t": at_least_tick}
 
         def fire():
-            d = state["t"] - env.now
-            if d <= 0:
-                out.succeed(env.now)
-            else:
-                env.timeout(d).callbacks.append(lambda _e: out.succeed(env.now))
+            succeed_later(env, out, max(state["t"], env.now), state["t"] - env.now)
 
         def one(_e):
             state["n"] -= 1

@@ -28,6 +28,13 @@ every ``min(tCL, tWL) + tBL`` memory cycles while requests are outstanding
 happens and the batch's event fires at exactly its completion tick. While
 nothing is outstanding the pump sleeps until the next ``access``.
 
+An ``access`` only submits: it does not advance the memory. Its requests arrive
+at or after ``env.now``, so they cannot complete before the pump step already
+armed (at most ``min(tCL, tWL) + tBL`` cycles after the frontier), and the
+controllers, which may lag the frontier, simulate the cycles before the arrival
+exactly as if they had run first (:meth:`MemorySystem.advance`). This saves one
+controller run per access at a distinct time.
+
 Enqueue hook timing: admissions are reported after each advance, with their
 own ticks (``EnqueueInfo.tick``), i.e. at most one pump step after they
 happened; a tracker that reacts should act at ``max(env.now, tick)``.
@@ -42,6 +49,7 @@ import numpy as np
 import simpy
 
 from t3sim.memory.system import MemorySystem
+from t3sim.sim.engine import succeed_later
 
 
 @dataclass(frozen=True)
@@ -54,33 +62,43 @@ class BatchResult:
 
 
 class MemoryPort:
-    """simpy front end of one GPU's memory (see module docstring)."""
+    """simpy front end of one GPU's memory (see module docstring).
+
+    The pump is a callback, not a process: at most one pump step (a simpy timeout) is
+    scheduled at a time, at the memory's :meth:`~MemorySystem.next_event_tick`; each step and
+    each :meth:`access` advances the memory to ``env.now``, fires the completions that became
+    known and re-arms the step. One heap entry per step and per completion.
+    """
 
     def __init__(self, env: simpy.Environment, memory: MemorySystem) -> None:
         self.env = env
         self.mem = memory
         self._events: Dict[int, simpy.Event] = {}
         self._reads: set = set()
-        self._wake = env.event()
+        self._step: Optional[simpy.Event] = None  # the scheduled pump step
+        self._step_at = -1  # its tick
         self.pump_steps = 0
-        env.process(self._pump())
 
     def access(self, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None) -> simpy.Event:
         """Submit a batch now; the returned event fires with a :class:`BatchResult` when it completes."""
-        self.mem.advance(self.env.now)
-        bid = self.mem.submit(self.env.now, addrs, kind, stream, source, wg_id=wg_id, wf_id=wf_id, data=data)
-        ev = self.env.event()
+        env, mem = self.env, self.mem
+        bid = mem.submit(env.now, addrs, kind, stream, source, wg_id=wg_id, wf_id=wf_id, data=data)
+        ev = env.event()
         self._events[bid] = ev
-        if self.mem.functional is not None and data is None:
+        if mem.functional is not None and data is None:
             self._reads.add(bid)
-        self._poke()
+        for b, done in mem.pop_completed():  # an empty batch completes on submission
+            self._fire(b, done)
+        if self._step is None and mem.outstanding:
+            # idle until now: the new requests arrive at or after the next cycle start
+            self._arm(mem.clock.cycle_to_tick(mem.clock.next_cycle_at_or_after(env.now) + mem.min_done_cycles()))
         return ev
 
     def kernel_boundary(self) -> None:
         """The producer kernel ended now (t3_mca drains communication)."""
         self.mem.advance(self.env.now)
         self.mem.kernel_boundary()
-        self._poke()
+        self._service()
 
     def begin_isolated_stage(self) -> None:
         self.mem.advance(self.env.now)
@@ -91,34 +109,38 @@ class MemoryPort:
         self.mem.advance(self.env.now)
         self.mem.end_isolated_stage()
 
-    def _poke(self) -> None:
-        if not self._wake.triggered:
-            self._wake.succeed()
-
     def _fire(self, bid: int, done: int) -> None:
         ev = self._events.pop(bid, None)
         if ev is None:
             return
         data = self.mem.read_data(bid) if bid in self._reads else None
         self._reads.discard(bid)
-        res = BatchResult(bid, done, data)
-        delay = done - self.env.now
-        if delay <= 0:
-            ev.succeed(res)
-        else:
-            self.env.timeout(delay).callbacks.append(lambda _e, ev=ev, res=res: ev.succeed(res))
+        succeed_later(self.env, ev, BatchResult(bid, done, data), done - self.env.now)
 
-    def _pump(self):
+    def _service(self) -> None:
+        """Advance the memory to now, fire what completed, and arm the next pump step."""
         env = self.env
-        while True:
-            self.pump_steps += 1
-            self.mem.advance(env.now)
-            for bid, done in self.mem.pop_completed():
-                self._fire(bid, done)
-            nxt = self.mem.next_event_tick()
-            if self._wake.triggered:
-                self._wake = env.event()
-            if nxt is None:
-                yield self._wake
-            else:
-                yield env.timeout(max(1, nxt - env.now)) | self._wake
+        mem = self.mem
+        mem.advance(env.now)
+        for bid, done in mem.pop_completed():
+            self._fire(bid, done)
+        nxt = mem.next_event_tick()
+        if nxt is not None:
+            self._arm(nxt)
+
+    def _arm(self, at: int) -> None:
+        """Make sure a pump step runs no later than tick ``at`` (and after now)."""
+        env = self.env
+        at = max(at, env.now + 1)
+        if self._step is not None and self._step_at <= at:
+            return
+        self._step_at = at
+        self._step = step = env.timeout(at - env.now)
+        step.callbacks.append(self._on_step)
+
+    def _on_step(self, ev: simpy.Event) -> None:
+        if ev is not self._step:
+            return  # superseded by an earlier step
+        self._step = None
+        self.pump_steps += 1
+        self._service()

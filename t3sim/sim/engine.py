@@ -28,6 +28,24 @@ from t3sim.errors import SimulationError
 from t3sim.sim.clock import TICKS_PER_US
 
 
+def succeed_later(env: simpy.Environment, event: simpy.Event, value, delay: int) -> simpy.Event:
+    """Trigger ``event`` with ``value`` ``delay`` ticks from now, as one heap entry.
+
+    Equivalent to ``env.timeout(delay)`` whose callback calls ``event.succeed(value)``, minus the
+    extra event: ``event`` takes the timeout's place in the schedule (simpy's own ``Timeout``
+    sets ``_ok``/``_value`` and schedules itself the same way). ``event.triggered`` is true from
+    now on, ``event.processed`` only once it has fired; callers wait on it as on any event.
+    """
+    if delay <= 0:
+        return event.succeed(value)
+    if event.triggered:
+        raise RuntimeError(f"{event} has already been triggered")
+    event._ok = True
+    event._value = value
+    env.schedule(event, simpy.events.NORMAL, int(delay))
+    return event
+
+
 class Component:
     """Base for simulated components: a name, a progress counter and a pending-work report.
 
