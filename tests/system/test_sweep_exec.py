@@ -68,7 +68,10 @@ def reference(tmp_path_factory):
 def stall_unless_first(point):
     """The first point simulates normally; every other one hangs (so a test can interrupt the sweep)."""
     if point.label != FIRST_LABEL:
-        time.sleep(120)
+        # short sleeps: a SIGINT that the OS delivers to another thread of the process does not
+        # interrupt a long sleep of the main thread, so Python would run its handler only afterwards
+        for _ in range(1200):
+            time.sleep(0.1)
     return simulate_point(point)
 
 
