@@ -35,6 +35,8 @@ class Source(IntEnum):
 
 def parse_enum(enum: type, value, where: str):
     """Accept an enum member, its int code or its (case-insensitive) name."""
+    if type(value) is enum:  # the hot path: already a member
+        return value
     from t3sim.errors import InputError
 
     if isinstance(value, enum):
