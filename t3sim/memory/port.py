@@ -65,9 +65,10 @@ class MemoryPort:
     """simpy front end of one GPU's memory (see module docstring).
 
     The pump is a callback, not a process: at most one pump step (a simpy timeout) is
-    scheduled at a time, at the memory's :meth:`~MemorySystem.next_event_tick`; each step and
-    each :meth:`access` advances the memory to ``env.now``, fires the completions that became
-    known and re-arms the step. One heap entry per step and per completion.
+    scheduled at a time, at the memory's :meth:`~MemorySystem.next_event_tick`; each step
+    advances the memory to ``env.now``, fires the completions that became known and re-arms
+    itself. :meth:`access` only submits (module docstring) and arms a step if none is armed.
+    One heap entry per step and per completion.
     """
 
     def __init__(self, env: simpy.Environment, memory: MemorySystem) -> None:

@@ -48,3 +48,22 @@ def test_events_fire_at_completion_ticks_and_match_pure_model():
     assert set(np.concatenate([i.wg_id for i in seen]).tolist()) == {0, 1, 2, 3}
     assert all(np.all(np.diff(i.tick) >= 0) for i in seen)  # each report is in admission order
     assert port.pump_steps < 20_000
+
+
+def test_writes_only_hook_sees_exactly_the_writes_and_updates():
+    """T3's tracker hook (``writes_only``): every write/update once, no read, no empty report."""
+    cfg = system(2)
+    env = simpy.Environment()
+    ms = MemorySystem(cfg)
+    port = MemoryPort(env, ms)
+    seen = []
+    ms.set_enqueue_hook(lambda info: seen.append(info), writes_only=True)
+    log = []
+    for wg in range(4):
+        env.process(_workload(env, port, log, np.random.default_rng(10 + wg), wg))
+    env.run()
+    kinds = {x[2] for x in log}
+    assert {"read"} < kinds  # the workload mixed reads with writes/updates
+    assert all(len(i.tick) for i in seen)
+    assert set(np.concatenate([i.kind for i in seen]).tolist()) <= {1, 2}
+    assert sum(len(i.tick) for i in seen) == sum(len(x[1]) for x in log if x[2] != "read")

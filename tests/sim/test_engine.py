@@ -6,7 +6,7 @@ import pytest
 import simpy
 
 from t3sim.errors import SimulationError
-from t3sim.sim.engine import Component, Engine
+from t3sim.sim.engine import Component, Engine, succeed_later
 
 
 class Worker(Component):
@@ -64,3 +64,25 @@ def test_stall_is_reported():
 
 def test_rng_is_seeded():
     assert Engine(seed=3).rng.integers(1 << 30) == Engine(seed=3).rng.integers(1 << 30)
+
+
+def test_succeed_later_fires_once_at_its_tick_with_its_value():
+    """One heap entry, same time and value as a timeout whose callback succeeds the event."""
+    env = simpy.Environment()
+    ev = env.event()
+    seen = []
+    ev.callbacks.append(lambda e: seen.append((env.now, e.value)))
+    succeed_later(env, ev, "v", 7)
+    assert ev.triggered and not ev.processed and len(env._queue) == 1
+    with pytest.raises(RuntimeError):
+        succeed_later(env, ev, "again", 3)
+    env.run()
+    assert seen == [(7, "v")] and ev.processed
+
+
+def test_succeed_later_without_delay_succeeds_now():
+    env = simpy.Environment()
+    ev = env.event()
+    succeed_later(env, ev, 1, 0)
+    env.run()
+    assert ev.processed and ev.value == 1 and env.now == 0
