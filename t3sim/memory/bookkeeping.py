@@ -118,3 +118,41 @@ def compact(RQ, n, f_head, f_tail, rq, wq, qn):  # pragma: no cover - compiled
         for j in range(qn[u, 1]):
             wq[u, j] = newidx[wq[u, j]]
     return k
+
+
+#: rows of :func:`admission_rows`' result
+AR_TICK, AR_CHANNEL, AR_KIND, AR_STREAM, AR_SOURCE, AR_WG, AR_WF, AR_BATCH, NAR = range(9)
+
+
+@nb.njit(cache=True)
+def admission_rows(admitted, RQ, writes_only, freq_kHz, pseudo_channels):  # pragma: no cover - compiled
+    """The enqueue hook's rows for ``admitted`` requests: ``int64[NAR, n]`` in admission order
+    (stable by admit cycle); ``writes_only`` drops reads. ``AR_TICK`` is the admit cycle's start
+    tick (exact ceil, as :meth:`Clock.cycle_to_tick`), ``AR_CHANNEL`` the unit's channel."""
+    sel = np.empty(admitted.size, dtype=np.int64)
+    n = 0
+    for j in range(admitted.size):
+        r = admitted[j]
+        if writes_only and RQ[F_KIND, r] == 0:
+            continue
+        sel[n] = r
+        n += 1
+    keys = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        keys[j] = RQ[F_ADMIT, sel[j]]
+    order = np.argsort(keys, kind="mergesort")
+    out = np.empty((NAR, n), dtype=np.int64)
+    for j in range(n):
+        r = sel[order[j]]
+        c = RQ[F_ADMIT, r]
+        q = c // freq_kHz
+        rem = c - q * freq_kHz
+        out[AR_TICK, j] = q * 10**9 + (-((-rem * 10**9) // freq_kHz))
+        out[AR_CHANNEL, j] = RQ[F_UNIT, r] // pseudo_channels
+        out[AR_KIND, j] = RQ[F_KIND, r]
+        out[AR_STREAM, j] = RQ[F_STREAM, r]
+        out[AR_SOURCE, j] = RQ[F_SOURCE, r]
+        out[AR_WG, j] = RQ[F_WG, r]
+        out[AR_WF, j] = RQ[F_WF, r]
+        out[AR_BATCH, j] = RQ[F_BATCH, r]
+    return out

@@ -31,7 +31,6 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 
 from t3sim.errors import InputError
-from t3sim.cache.common import cycles_to_ticks
 from t3sim.memory import address_map
 from t3sim.memory import bookkeeping as BK
 from t3sim.memory.fast_kernel import RQN, WQN
@@ -329,15 +328,14 @@ class MemorySystem:
         issued, admitted = self.engine.run(until, stop_when_idle)
         if not stop_when_idle:
             self._kernel_at = until
-        if admitted.size and self._enqueue_hook is not None and self._hook_writes_only:
-            admitted = admitted[self.r_kind[admitted] != int(Kind.READ)]
         if admitted.size and self._enqueue_hook is not None:
-            order = admitted[np.argsort(self.r_admit[admitted], kind="stable")]
-            ticks = cycles_to_ticks(self.clock, self.r_admit[order])
-            self._enqueue_hook(EnqueueInfo(
-                tick=ticks, channel=self.r_unit[order] // self.geom.pseudo_channels, kind=self.r_kind[order],
-                stream=self.r_stream[order], source=self.r_source[order], wg_id=self.r_wg[order],
-                wf_id=self.r_wf[order], batch=self.r_batch[order], bytes=self.access_B))
+            rows = BK.admission_rows(admitted, self.RQ, self._hook_writes_only, self.clock.freq_kHz,
+                                     self.geom.pseudo_channels)
+            if rows.shape[1]:
+                self._enqueue_hook(EnqueueInfo(
+                    tick=rows[BK.AR_TICK], channel=rows[BK.AR_CHANNEL], kind=rows[BK.AR_KIND],
+                    stream=rows[BK.AR_STREAM], source=rows[BK.AR_SOURCE], wg_id=rows[BK.AR_WG],
+                    wf_id=rows[BK.AR_WF], batch=rows[BK.AR_BATCH], bytes=self.access_B))
         if not issued.size:
             return
         if self.functional is not None:
