@@ -46,20 +46,33 @@ HASH_LEN = 12
 
 @functools.lru_cache(maxsize=1)
 def code_revision() -> str:
-    """The simulator's source revision: ``git`` short commit of the checkout holding this package, with
-    ``+dirty`` when ``t3sim/`` has uncommitted changes; ``""`` outside a git checkout. Results are reused
-    by config hash alone, so this (in ``meta.json``) is how a reuse from older code is noticed."""
-    root = Path(__file__).resolve().parents[2]
+    """The simulator's source revision (see :func:`source_revision`) for this installed package.
+    Results are reused by config hash alone, so this (in ``meta.json``) is how a reuse from older
+    code is noticed."""
+    return source_revision(Path(__file__).resolve().parents[2])
+
+
+def source_revision(root: Path) -> str:
+    """Revision of the checkout at ``root``: the ``git`` short commit, with ``+dirty`` when ``t3sim/``
+    has uncommitted changes; outside a git checkout (a copied tree, an unpacked archive, no ``git``)
+    ``src-`` and a short SHA-256 of the ``t3sim/**/*.py`` sources, so results still name their code;
+    ``""`` when neither is available."""
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                               text=True, timeout=10)
-        if head.returncode != 0:
-            return ""
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "-uno", "--", "t3sim"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        if head.returncode == 0:
+            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "-uno", "--", "t3sim"],
+                                   capture_output=True, text=True, timeout=10).stdout.strip()
+            return head.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
+        pass
+    files = sorted((root / "t3sim").rglob("*.py"))
+    if not files:
         return ""
-    return head.stdout.strip() + ("+dirty" if dirty else "")
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return "src-" + h.hexdigest()[:HASH_LEN]
 
 
 def canonical_json(obj: Any) -> str:

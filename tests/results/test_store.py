@@ -140,3 +140,19 @@ def test_replace_swaps_in_a_new_result(tmp_path):
     assert store.write(r, replace=True) == d
     assert json.loads((d / "meta.json").read_text())["wall_s"] == 9.9
     assert [p.name for p in (tmp_path / "exp").iterdir()] == [d.name]  # no leftovers
+
+
+def test_source_revision_outside_git_hashes_the_sources(tmp_path):
+    """A copied tree without git metadata still names its code (session 2's lent-host runs had none)."""
+    from t3sim.results.store import source_revision
+
+    pkg = tmp_path / "t3sim" / "sub"
+    pkg.mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (tmp_path / "t3sim" / "b.py").write_text("y = 2\n")
+    first = source_revision(tmp_path)
+    assert first.startswith("src-") and len(first) == 4 + 12
+    assert source_revision(tmp_path) == first  # deterministic
+    (pkg / "a.py").write_text("x = 3\n")
+    assert source_revision(tmp_path) != first  # any source change is a new revision
+    assert source_revision(tmp_path / "empty") == ""
