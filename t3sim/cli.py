@@ -15,6 +15,7 @@ from typing import List, Optional
 
 from t3sim import __version__
 from t3sim.errors import EXIT_INPUT_ERROR, InputError, SimulationError
+from t3sim.exec.executors import ExecutorError
 
 #: Modules providing ``add_parser(subparsers)``, in help order.
 COMMAND_MODULES = (
@@ -64,6 +65,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except SimulationError as exc:
         sys.stderr.write(f"t3sim: simulation failed: {exc}\n")
         return 3
+    except ExecutorError as exc:  # run, reproduce: a worker died or the cluster went away
+        sys.stderr.write(f"t3sim: error: {exc}; finished points are saved, run again to resume\n")
+        return 1
     except KeyboardInterrupt:
         sys.stderr.write("t3sim: interrupted\n")
         return 130

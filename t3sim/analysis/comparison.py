@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from t3sim.analysis.paper_numbers import BY_KEY, PaperNumber
+from t3sim.analysis.runs import f
 
 SCHEMES = ("sequential", "t3", "t3_mca", "ideal_gemm_rs_overlap", "ideal_rs_nmc")
 CaseKey = Tuple[str, str, int]
@@ -40,15 +41,10 @@ CaseKey = Tuple[str, str, int]
 FLAG_PTS = 5.0
 
 
-def _f(row: Mapping, key: str) -> float:
-    v = row.get(key, 0.0)
-    return float(v) if v not in ("", None) else 0.0
-
-
 def dram_bytes_MB(row: Mapping, cats: Sequence[str] = ("gemm", "rs", "ag"),
                   kinds: Sequence[str] = ("read", "write", "update")) -> float:
     """DRAM traffic of ``row`` summed over categories and kinds (MB)."""
-    return sum(_f(row, f"{c}_{k}_MB") for c in cats for k in kinds)
+    return sum(f(row, f"{c}_{k}_MB") for c in cats for k in kinds)
 
 
 def group_cases(summaries: Iterable[Mapping]) -> Dict[CaseKey, Dict[str, Mapping]]:
@@ -65,26 +61,26 @@ def case_metrics(runs: Mapping[str, Mapping]) -> Dict[str, Dict[str, float]]:
     seq = runs.get("sequential")
     if seq is None:
         return {}
-    t0 = _f(seq, "total_us")
+    t0 = f(seq, "total_us")
     b0 = dram_bytes_MB(seq)
     w0 = dram_bytes_MB(seq, ("gemm", "rs"), ("write", "update"))
     out: Dict[str, Dict[str, float]] = {}
     for name, r in runs.items():
-        m = {"total_us": _f(r, "total_us"), "speedup_pct": 100.0 * (t0 / _f(r, "total_us") - 1.0)}
+        m = {"total_us": f(r, "total_us"), "speedup_pct": 100.0 * (t0 / f(r, "total_us") - 1.0)}
         m["dram_red_pct"] = 100.0 * (1.0 - dram_bytes_MB(r) / b0) if b0 else 0.0
         w = dram_bytes_MB(r, ("gemm", "rs"), ("write", "update"))
         m["wr_red_pct"] = 100.0 * (1.0 - w / w0) if w0 else 0.0
         for cat, key in (("rs", "rs_read_x"), ("gemm", "gemm_read_x")):
-            rd = _f(r, f"{cat}_read_MB")
-            m[key] = _f(seq, f"{cat}_read_MB") / rd if rd > 0 else math.inf
-        if _f(r, "rs_us") > 0 and name.startswith("ideal"):
-            m["rs_nmc_pct"] = 100.0 * (_f(seq, "rs_us") / _f(r, "rs_us") - 1.0)
+            rd = f(r, f"{cat}_read_MB")
+            m[key] = f(seq, f"{cat}_read_MB") / rd if rd > 0 else math.inf
+        if f(r, "rs_us") > 0 and name.startswith("ideal"):
+            m["rs_nmc_pct"] = 100.0 * (f(seq, "rs_us") / f(r, "rs_us") - 1.0)
         out[name] = m
     if "t3" in runs and "t3_mca" in runs:
-        out["t3_mca"]["over_t3_pct"] = 100.0 * (_f(runs["t3"], "total_us") / _f(runs["t3_mca"], "total_us") - 1.0)
+        out["t3_mca"]["over_t3_pct"] = 100.0 * (f(runs["t3"], "total_us") / f(runs["t3_mca"], "total_us") - 1.0)
     if "ideal_gemm_rs_overlap" in runs and "ideal_rs_nmc" in runs:
         out["ideal_rs_nmc"]["over_ideal_pct"] = 100.0 * (
-            _f(runs["ideal_gemm_rs_overlap"], "total_us") / _f(runs["ideal_rs_nmc"], "total_us") - 1.0)
+            f(runs["ideal_gemm_rs_overlap"], "total_us") / f(runs["ideal_rs_nmc"], "total_us") - 1.0)
     return out
 
 
@@ -183,7 +179,7 @@ def aggregate(values: Sequence[float], metric: str, agg: str) -> float:
     return _from_ratio(metric, math.exp(sum(math.log(_as_ratio(metric, v)) for v in vals) / len(vals)))
 
 
-def _pts(metric: str, v: float) -> float:
+def metric_points(metric: str, v: float) -> float:
     """A metric value in points (ratios -> reduction percent) for differences."""
     return 100.0 * (1.0 - 1.0 / v) if metric.endswith("_x") else v
 
@@ -206,13 +202,13 @@ def compare(summaries: Iterable[Mapping]) -> Comparison:
     cases = {k: case_metrics(v) for k, v in sorted(group_cases(summaries).items())}
     cases = {k: v for k, v in cases.items() if v}
     rows: List[Dict[str, object]] = []
-    for f in PAPER:
-        vals = [m[f.scheme][f.metric] for (_, _, tp), m in cases.items()
-                if f.scheme in m and f.metric in m[f.scheme] and (f.tp is None or tp == f.tp)]
-        v = aggregate(vals, f.metric, f.agg)
-        diff = _pts(f.metric, v) - _pts(f.metric, f.paper) if math.isfinite(v) else ""
-        rows.append({"figure": f.label, "scheme": f.scheme, "metric": f.metric, "agg": f.agg, "unit": f.unit,
-                     "paper": f.paper, "t3sim": v, "diff_pts": diff, "cases": len(vals), "source": f.source})
+    for pf in PAPER:
+        vals = [m[pf.scheme][pf.metric] for (_, _, tp), m in cases.items()
+                if pf.scheme in m and pf.metric in m[pf.scheme] and (pf.tp is None or tp == pf.tp)]
+        v = aggregate(vals, pf.metric, pf.agg)
+        diff = metric_points(pf.metric, v) - metric_points(pf.metric, pf.paper) if math.isfinite(v) else ""
+        rows.append({"figure": pf.label, "scheme": pf.scheme, "metric": pf.metric, "agg": pf.agg, "unit": pf.unit,
+                     "paper": pf.paper, "t3sim": v, "diff_pts": diff, "cases": len(vals), "source": pf.source})
     return Comparison(cases, rows)
 
 

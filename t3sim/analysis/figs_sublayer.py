@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from t3sim.analysis.comparison import case_metrics, dram_bytes_MB
+from t3sim.analysis.comparison import aggregate, case_metrics, dram_bytes_MB
 from t3sim.analysis.plotting import PART_COLORS, SCHEME_COLORS, grouped_bars, pyplot, save
 from t3sim.analysis.runs import Run, case_label, case_sort_key, f, scheme_name
 
@@ -73,8 +73,8 @@ def fig16_rows(runs: Sequence[Run]) -> List[Dict]:
 
 
 def geomean_speedup_pct(vals: Sequence[float]) -> float:
-    v = [x for x in vals if math.isfinite(x)]
-    return 100 * (math.exp(sum(math.log1p(x / 100) for x in v) / len(v)) - 1) if v else math.nan
+    """Geomean of speedups in percent, over the finite values (NaN when none)."""
+    return aggregate(vals, "speedup_pct", "geomean")
 
 
 def fig16(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png",)) -> List[Path]:

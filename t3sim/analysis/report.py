@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from t3sim import __version__
 from t3sim.analysis import endtoend as e2e
-from t3sim.analysis.comparison import FLAG_PTS, PAPER, PAPER_CASE_KEYS, compare
+from t3sim.analysis.comparison import FLAG_PTS, PAPER, PAPER_CASE_KEYS, compare, metric_points
 from t3sim.analysis.explanations import EXPLANATIONS, NOT_REPRODUCIBLE
 from t3sim.analysis.figs_study import fig04_rows, fig06_rows, fig14_geomean_error_pct, fig14_rows, fig19_rows, geomean
 from t3sim.analysis.figs_sublayer import fig20_rows, geomean_speedup_pct, mean_by
@@ -116,10 +116,6 @@ def _layer_speedups(runs: Sequence[Run], scheme: str) -> List[float]:
             for v in by.values() if "sequential" in v and scheme in v]
 
 
-def _pts_red(x: float) -> float:
-    return 100 * (1 - 1 / x)
-
-
 def compare_number(n: PaperNumber, v) -> Tuple[str, str, Optional[float], bool]:
     """(t3sim text, difference text, difference in points or None, flagged)."""
     if n.key in NOT_REPRODUCIBLE:
@@ -138,7 +134,7 @@ def compare_number(n: PaperNumber, v) -> Tuple[str, str, Optional[float], bool]:
     elif n.kind == "speedup_x":
         txt, d = f"{v:.2f}x", 100 * (v - p)
     elif n.kind == "reduction_x":
-        txt, d = f"{v:.2f}x", _pts_red(v) - _pts_red(p)
+        txt, d = f"{v:.2f}x", metric_points("_x", v) - metric_points("_x", p)
     elif n.kind == "range_pct":
         txt = f"{v:.1f} %"
         d = 0.0 if p <= v <= float(n.hi) else (v - p if v < p else v - float(n.hi))

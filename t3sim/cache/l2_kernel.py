@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from t3sim.sim.clock import cycle_start_tick
 
 # outcome codes (mirrors t3sim.cache.common)
 HIT, SECTOR_MISS, MISS, BYPASS = 0, 1, 2, 3
@@ -47,14 +48,6 @@ def _popc(x):
         n += x & 1
         x >>= 1
     return n
-
-
-@numba.njit(cache=True, inline="always")
-def _c2t(c, f):
-    """Exact Clock.cycle_to_tick for a clock of ``f`` kHz."""
-    q = c // f
-    r = c - q * f
-    return q * 1000000000 + (r * 1000000000 + f - 1) // f
 
 
 @numba.njit(cache=True, inline="always")
@@ -216,8 +209,8 @@ def _ticks(R, n, G, now):
         d = R[R_DONE, i]
         if d > last:
             last = d
-        R[R_DONE_TICK, i] = _c2t(d, f)
-        R[R_READY_TICK, i] = _c2t(d + lat, f)
+        R[R_DONE_TICK, i] = cycle_start_tick(d, f)
+        R[R_READY_TICK, i] = cycle_start_tick(d + lat, f)
     return last - now
 
 

@@ -117,7 +117,8 @@ def run_case(name: str) -> Dict[str, object]:
     from t3sim.memory.memtest import warm_up
 
     case = CASES[name]
-    warm_up(SystemConfig())  # numba compile/cache load, outside the timing
+    if case["kind"] != "sweep":  # a sweep simulates in its own processes
+        warm_up(SystemConfig())  # numba compile/cache load, outside the timing
     out: Dict[str, object] = {"case": name, "what": case["what"]}
     if case["kind"] == "sweep":
         out.update(_run_sweep(case))
@@ -159,7 +160,7 @@ def run_case(name: str) -> Dict[str, object]:
     sim_s = out["simulated_us"] * 1e-6
     out["slowdown"] = out["wall_s"] / sim_s if sim_s > 0 else None
     out["dram_requests_per_s"] = out["dram_requests"] / out["wall_s"]
-    out["simpy_events_per_s"] = out["simpy_events"] / out["wall_s"]
+    out["simpy_events_per_s"] = out["simpy_events"] / out["wall_s"] if out["simpy_events"] is not None else None
     out["peak_rss_MB"] = _peak_rss_MB()
     return out
 
@@ -193,7 +194,7 @@ def _run_sweep(case: dict) -> Dict[str, object]:
             sim_us += float(flat.get("sim.end_us", flat.get("time.total_us", 0.0)))
             reqs += sum(int(v) for k, v in flat.items() if k.startswith("gpu") and k.endswith(".hbm.requests"))
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-    return dict(wall_s=wall, simulated_us=sim_us, dram_requests=reqs, simpy_events=0, points=points,
+    return dict(wall_s=wall, simulated_us=sim_us, dram_requests=reqs, simpy_events=None, points=points,
                 child_peak_rss_MB=peak)
 
 
@@ -223,7 +224,12 @@ def _fmt(r: Dict[str, object]) -> str:
         return f"{r['case']:<18} ERROR {r['error']}"
     return (f"{r['case']:<18} wall {r['wall_s']:8.2f} s  simulated {r['simulated_us']:9.2f} us  "
             f"slowdown {r['slowdown']:10.3g}  DRAM req/s {r['dram_requests_per_s']:10.3g}  "
-            f"events/s {r['simpy_events_per_s']:9.3g}  peak {r['peak_rss_MB']:7.0f} MB")
+            f"events/s {_g(r['simpy_events_per_s'])}  peak {r['peak_rss_MB']:7.0f} MB")
+
+
+def _g(x) -> str:
+    """A rate for the table ('-' where it is not measured, e.g. a sweep's events in its workers)."""
+    return f"{x:9.3g}" if x is not None else f"{'-':>9}"
 
 
 def _run(args: argparse.Namespace) -> int:

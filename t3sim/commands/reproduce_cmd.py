@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import inspect
+import io
 import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
+
+from t3sim.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 TNLG8 = {"workload.tp": 8, "system.interconnect.num_gpus": 8}
@@ -80,7 +82,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel points per experiment (0 = one per CPU)")
     p.add_argument("--formats", default="png", help="figure formats, comma-separated: png, pdf, svg")
     p.add_argument("--only", action="append", default=[], metavar="FOLDER",
-                   help="run only these experiment folders (repeatable; others are still read if present)")
+                   help="run only these experiment folders (repeatable; others are still read if present; "
+                        "fig04, fig15 and fig18 are drawn from fig16's and fig19's runs)")
     p.add_argument("--no-run", action="store_true", help="do not simulate: draw and report from the results present")
     p.set_defaults(func=_run)
 
@@ -88,16 +91,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _run_spec(spec: Spec, out: Path, quick: bool, jobs: int, log) -> Dict[str, object]:
     from t3sim.system.run import run_experiment
 
-    kw = {}
-    if "jobs" in inspect.signature(run_experiment).parameters:
-        kw["jobs"] = jobs
-    outcomes = run_experiment(spec.path, list(spec.quick) if quick else [], out=out, log=log, **kw)
-    bad = [o for o in outcomes if getattr(o, "error", None) is not None or o.path is None]
-    ok = [o for o in outcomes if o not in bad]
+    outcomes = run_experiment(spec.path, list(spec.quick) if quick else [], out=out, log=log, jobs=jobs)
+    bad = [o for o in outcomes if not o.ok]
+    ok = [o for o in outcomes if o.ok]
     tokens = sorted({o.point.config.workload.num_tokens for o in outcomes})
     return {"name": spec.folder, "results_name": spec.results, "answers": spec.answers, "points": len(outcomes),
             "new": sum(1 for o in ok if not o.reused), "failed": len(bad),
-            "errors": [f"{o.point.label}: {getattr(o, 'error', None)}" for o in bad],
+            "errors": [f"{o.point.label}: {o.error}" for o in bad],
             "tokens": ", ".join(map(str, tokens)), "results": str(out / spec.results),
             "hashes": [o.path.name for o in ok]}
 
@@ -105,29 +105,33 @@ def _run_spec(spec: Spec, out: Path, quick: bool, jobs: int, log) -> Dict[str, o
 def _run_validation(out: Path, quick: bool, jobs: int, log) -> Dict[str, object]:
     """``t3sim validate`` into ``<out>/validation/<system>/`` unless its CSV already covers the measured rows."""
     from t3sim.analysis.catalog import VALIDATION_STEM, VALIDATION_SYSTEM, validation_csv
+    from t3sim.analysis.comparison import write_csv_atomic
     from t3sim.cli import main as cli_main
 
     vin = _validation_inputs()
     measured = REPO / vin["measured"]
-    rows = list(csv.DictReader(measured.open()))
+    with measured.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
     if quick:
         rows = rows[:1]
     target = validation_csv(out)
     info = {"name": "fig14", "results_name": "validation", "answers": "Fig. 14 (RS validation, H200 4-GPU; Sec. 5.1.1)",
             "points": len(rows), "new": 0, "failed": 0, "errors": [], "tokens": "-", "results": str(target.parent)}
     if target.is_file():
-        done = {r.get("size_mb") for r in csv.DictReader(target.open())}
+        with target.open(newline="") as fh:
+            done = {r.get("size_mb") for r in csv.DictReader(fh)}
         if {r["size_mb"] for r in rows} <= done:
             log.write(f"validation: reusing {target}\n")
             return info
     src = measured
     if quick:
         src = out / "validation" / "quick-input" / f"{VALIDATION_STEM}.csv"
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
         src.parent.mkdir(parents=True, exist_ok=True)
-        with src.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
-            w.writeheader()
-            w.writerows(rows)
+        write_csv_atomic(src, buf.getvalue())  # an interrupt leaves no half-written input
     args = ["validate", "--system", str(REPO / vin["system"]), "--measured", str(src),
             "--out", str(out / "validation" / VALIDATION_SYSTEM), "--jobs", str(max(jobs, 1))]
     with contextlib.redirect_stdout(log):
@@ -149,6 +153,10 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     from t3sim.analysis.plotting import rows_csv
 
     out = Path(out)
+    known = {spec.folder for spec in SPECS} | {"fig14"}
+    unknown = [x for x in only if x not in known]
+    if unknown:
+        raise InputError("--only", repr(unknown[0]), ", ".join(sorted(known)))
     infos: List[Dict[str, object]] = []
     hashes: Dict[str, List[str]] = {}
     for spec in SPECS:

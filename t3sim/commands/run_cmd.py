@@ -21,7 +21,7 @@ import json
 import sys
 
 from t3sim.analysis.comparison import compare, format_tables, group_cases, to_csv, write_csv_atomic
-from t3sim.exec import ExecutorError, Progress
+from t3sim.exec import Progress
 from t3sim.system.run import run_experiment
 
 COLUMNS = [("label", "point", "{}"), ("scheme", "scheme", "{}"), ("gemm_us", "GEMM us", "{:.1f}"),
@@ -89,15 +89,11 @@ def _timeline(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.timeline:
         return _timeline(args)
-    if args.scheduler and args.executor != "dask":
+    if args.scheduler:
         args.executor = "dask"  # --scheduler alone means Dask
-    try:
-        outcomes = run_experiment(args.config, args.overrides, out=args.out, force=args.force, jobs=args.jobs,
-                                  executor=args.executor, scheduler=args.scheduler, fail_fast=args.fail_fast,
-                                  progress=Progress(sys.stderr))
-    except ExecutorError as exc:
-        sys.stderr.write(f"t3sim: error: {exc}; finished points are saved, run again to resume\n")
-        return 1
+    outcomes = run_experiment(args.config, args.overrides, out=args.out, force=args.force, jobs=args.jobs,
+                              executor=args.executor, scheduler=args.scheduler, fail_fast=args.fail_fast,
+                              progress=Progress(sys.stderr))
     failed = [o for o in outcomes if not o.ok]
     outcomes = [o for o in outcomes if o.ok]
     rows = [{"label": o.point.label, **o.result.summary, "result_dir": str(o.path), "reused": o.reused}

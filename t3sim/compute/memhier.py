@@ -49,6 +49,12 @@ CATEGORY_SOURCE = {"gemm": Source.GEMM, "rs": Source.COLLECTIVE, "ag": Source.CO
                    "other": Source.OTHER}
 
 
+@numba.njit(cache=True, inline="always")
+def _fill_slot(line, mask):  # pragma: no cover - compiled
+    """:class:`FillTable` slot of a 128 B line address (direct-mapped, XOR-folded)."""
+    return (line ^ (line >> 20)) & mask
+
+
 @numba.njit(cache=True)
 def _read_plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any_fills):  # pragma: no cover - compiled
     """One cached/uncached read batch after its L2 access (its L2Result's arrays).
@@ -69,7 +75,7 @@ def _read_plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any
                 ready = ready_tick[i]
             if any_fills:
                 ln = addrs[i] & ~np.int64(127)
-                s = (ln ^ (ln >> 20)) & mask
+                s = _fill_slot(ln, mask)
                 if fl_line[s] == ln:
                     tags[nt] = fl_tag[s]
                     nt += 1
@@ -94,10 +100,10 @@ def _sorted_unique(x):  # pragma: no cover - compiled
 
 @numba.njit(cache=True)
 def _record_fills(req, fl_line, fl_tag, mask, tag):  # pragma: no cover - compiled
-    """FillTable.record of the 128 B lines of sorted requests ``req``."""
+    """Point the fill-table slots of the 128 B lines of sorted requests ``req`` at ``tag``."""
     for i in range(req.shape[0]):
         ln = req[i] & ~np.int64(127)
-        s = (ln ^ (ln >> 20)) & mask
+        s = _fill_slot(ln, mask)
         fl_line[s] = ln
         fl_tag[s] = tag
 
@@ -105,7 +111,7 @@ def _record_fills(req, fl_line, fl_tag, mask, tag):  # pragma: no cover - compil
 class FillTable:
     """Fills in flight, for merging later hits with an outstanding miss (MSHR behaviour).
 
-    A direct-mapped table of ``2**bits`` slots keyed by 64 B line address: a
+    A direct-mapped table of ``2**bits`` slots keyed by 128 B L2 line address: a
     miss records ``(line, fill event)``; a later access that hits that line in
     the L2 while the event is pending waits for it. A slot collision forgets
     the older fill (its later hitters then see an ordinary hit): rare with the
@@ -119,15 +125,6 @@ class FillTable:
         self.events: Dict[int, simpy.Event] = {}
         self._next = 0
 
-    def _slot(self, lines: np.ndarray) -> np.ndarray:
-        return (lines ^ (lines >> 20)) & self.mask
-
-    def record(self, lines: np.ndarray, ev: simpy.Event) -> None:
-        tag = self._new(ev)
-        s = self._slot(lines)
-        self.line[s] = lines
-        self.tag[s] = tag
-
     def _new(self, ev: simpy.Event) -> int:
         tag = self._next
         self._next += 1
@@ -136,18 +133,8 @@ class FillTable:
         return tag
 
     def record_requests(self, req: np.ndarray, ev: simpy.Event) -> None:
-        """:meth:`record` of the 128 B lines of sorted 64 B requests ``req``."""
+        """Record ``ev`` as the fill of the 128 B lines of sorted 64 B requests ``req``."""
         _record_fills(req, self.line, self.tag, self.mask, self._new(ev))
-
-    def pending(self, lines: np.ndarray) -> List[simpy.Event]:
-        """Outstanding fill events covering any of ``lines``."""
-        if not self.events or not len(lines):
-            return []
-        s = self._slot(lines)
-        hit = self.line[s] == lines
-        if not hit.any():
-            return []
-        return [ev for t in np.unique(self.tag[s[hit]]) if (ev := self.events.get(int(t))) is not None]
 
 
 class MemoryHierarchy:

@@ -20,8 +20,10 @@ waits ``issue_latency_ns``, then streams it in batches of ``batch_requests``
 64 B requests, keeping at most ``max_outstanding_requests`` reads in flight:
 each batch is read from local DRAM uncached on the communication stream
 (category ``rs``, Fig. 18 "RS reads") and, when its data is back, sent to the
-peer as one payload (op from the ``dma_map`` call). Commands are pipelined, as
-a DMA engine walks a queue of pre-built descriptors: the outstanding-request
+peer as one payload (op from the ``dma_map`` call). Commands are pipelined (an
+assumption: the paper does not describe the engine; descriptor-queue engines such as
+AMD's SDMA process queued commands back to back), as a DMA engine walks a queue of
+pre-built descriptors: the outstanding-request
 credits are the engine's, not the block's, so an engine starts issuing its
 next block as soon as the last batch of this one is *issued* (credits
 permitting), not when its reads return; the issue latency is a delay from a

@@ -1,8 +1,9 @@
 """Compiled helpers for :class:`~t3sim.memory.system.MemorySystem`'s per-call bookkeeping.
 
-They replace numpy sequences (argsort + per-unit Python loop in ``submit``) whose fixed
-per-call cost dominated when a call touches only a few requests. Same results, same order.
-(Retirement lives in :mod:`t3sim.memory.accum`.)
+:func:`fill_requests` (a submission's request fields and FIFO links), :func:`compact`
+(reusing the slots of issued requests) and :func:`admission_rows` (the enqueue hook's rows)
+replace numpy sequences whose fixed per-call cost dominated when a call touches only a few
+requests. Same results, same order. (Retirement lives in :mod:`t3sim.memory.accum`.)
 """
 
 from __future__ import annotations
@@ -11,27 +12,7 @@ import numba as nb
 import numpy as np
 
 from t3sim.memory.address_map import map_line
-
-
-@nb.njit(cache=True)
-def link_fifo(s0, s1, st, r_unit, r_next, f_head, f_tail, touched):  # pragma: no cover - compiled
-    """Append requests ``s0..s1-1`` (submission order) to their unit's pending FIFO of stream ``st``.
-
-    Sets ``touched[u] = 1`` for every unit that received a request; returns how many units did.
-    """
-    n = 0
-    for i in range(s0, s1):
-        u = r_unit[i]
-        t = f_tail[u, st]
-        if t >= 0:
-            r_next[t] = i
-        else:
-            f_head[u, st] = i
-        f_tail[u, st] = i
-        if touched[u] == 0:
-            touched[u] = 1
-            n += 1
-    return n
+from t3sim.sim.clock import cycle_start_tick
 
 
 # rows of MemorySystem.RQ (one int64 row per request field)
@@ -144,10 +125,7 @@ def admission_rows(admitted, RQ, writes_only, freq_kHz, pseudo_channels):  # pra
     out = np.empty((NAR, n), dtype=np.int64)
     for j in range(n):
         r = sel[order[j]]
-        c = RQ[F_ADMIT, r]
-        q = c // freq_kHz
-        rem = c - q * freq_kHz
-        out[AR_TICK, j] = q * 10**9 + (-((-rem * 10**9) // freq_kHz))
+        out[AR_TICK, j] = cycle_start_tick(RQ[F_ADMIT, r], freq_kHz)
         out[AR_CHANNEL, j] = RQ[F_UNIT, r] // pseudo_channels
         out[AR_KIND, j] = RQ[F_KIND, r]
         out[AR_STREAM, j] = RQ[F_STREAM, r]

@@ -64,11 +64,11 @@ class BatchResult:
 class MemoryPort:
     """simpy front end of one GPU's memory (see module docstring).
 
-    The pump is a callback, not a process: at most one pump step (a simpy timeout) is
-    scheduled at a time, at the memory's :meth:`~MemorySystem.next_event_tick`; each step
-    advances the memory to ``env.now``, fires the completions that became known and re-arms
-    itself. :meth:`access` only submits (module docstring) and arms a step if none is armed.
-    One heap entry per step and per completion.
+    The pump is a callback, not a process: one pump step (a simpy timeout) is armed at a
+    time, at the memory's :meth:`~MemorySystem.next_event_tick`; each step advances the memory
+    to ``env.now``, fires the completions that became known and re-arms itself. :meth:`access`
+    only submits (module docstring) and arms a step if none is armed. A step superseded by an
+    earlier one stays in the heap and is ignored when it fires. One heap entry per completion.
     """
 
     def __init__(self, env: simpy.Environment, memory: MemorySystem) -> None:
@@ -97,7 +97,7 @@ class MemoryPort:
 
     def kernel_boundary(self) -> None:
         """The producer kernel ended now (t3_mca drains communication)."""
-        self.mem.advance(self.env.now)
+        self.mem.advance(self.env.now)  # the boundary applies from now on
         self.mem.kernel_boundary()
         self._service()
 

@@ -31,6 +31,7 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 
 from t3sim.errors import InputError
+from t3sim.cache.common import cycles_to_ticks
 from t3sim.memory import address_map
 from t3sim.memory import bookkeeping as BK
 from t3sim.memory.fast_kernel import RQN, WQN
@@ -289,8 +290,8 @@ class MemorySystem:
         """Simulate every memory cycle that starts before ``until_tick``.
 
         Lazily: with the fast controllers, no enqueue hook and no unit able to
-        act before ``until`` (a lower bound the controllers keep, reset by every
-        submission and arbitration-state change), nothing could issue, so there
+        act before ``until`` (a lower bound the controllers keep; a submission lowers
+        it to its arrival cycle, an arbitration-state change clears it), nothing could issue, so there
         is nothing to report and the controllers are left behind the frontier;
         the next advance that may issue (or :meth:`sync`) simulates the gap.
         Results are identical: the controllers are a function of the
@@ -377,7 +378,7 @@ class MemorySystem:
             raise RuntimeError("request_done_ticks: request arrays were compacted (set MemorySystem.compact_min = 0)")
         s = self.b_first[bid]
         cyc = self.r_done[s: s + self.b_count[bid]]
-        return np.where(cyc < 0, -1, (cyc * 10**9 + self.clock.freq_kHz - 1) // self.clock.freq_kHz)
+        return np.where(cyc < 0, -1, cycles_to_ticks(self.clock, np.maximum(cyc, 0)))
 
     def read_data(self, bid: int) -> np.ndarray:
         """Functional mode: values returned by the reads of batch ``bid``, ``(n, elems)``."""

@@ -284,7 +284,7 @@ def _writer_alive(tmp_name: str) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
+    except OSError:
         return True  # exists but is not ours (or cannot tell): leave it
     return True
 

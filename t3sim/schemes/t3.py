@@ -178,7 +178,7 @@ class T3Context:
         A region's threshold is its store requests x the rule's updates per element (tracker doc).
         """
         sp = self.spaces[g]
-        tracker = self.trackers[0] if self.trackers else Tracker(self.model.system.tracker)
+        tracker = next(iter(self.trackers.values()))  # region mapping: the same config on every GPU
         rq = self.table.reqs
         out = []
         by_rule: Dict[A.DmaRule, List[int]] = {}
@@ -227,8 +227,8 @@ class T3Context:
         if cfg.granularity != "wg" or m == 1:
             return
         for lo in range(0, self.W, m):
-            rules = {id(sp.dma[p]) for p in range(lo, min(lo + m, self.W))}
-            if len(rules) > 1 and any(sp.dma[p] is not None for p in range(lo, min(lo + m, self.W))):
+            rules = {sp.dma[p] for p in range(lo, min(lo + m, self.W))}  # frozen DmaRule or None
+            if len(rules) > 1:
                 raise InputError("system.tracker.granularity_multiple",
                                  f"{m} WGs per tracked region: region of WGs {lo}-{min(lo + m, self.W) - 1} on GPU "
                                  f"{sp.gpu} straddles WGs with different DMA mappings",

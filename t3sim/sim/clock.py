@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
+
 TICKS_PER_NS = 1000
 TICKS_PER_US = 1000 * TICKS_PER_NS
 _PS_PER_S_OVER_KHZ = 10**9  # (1e12 ps/s) / (1e3 Hz/kHz)
@@ -30,6 +32,15 @@ def ns_to_ticks(ns: float) -> int:
 def ticks_to_ns(ticks: int) -> float:
     """Ticks -> ns, for reporting only."""
     return ticks / TICKS_PER_NS
+
+
+@numba.njit(cache=True, inline="always")
+def cycle_start_tick(cycle, freq_kHz):  # pragma: no cover - compiled
+    """:meth:`Clock.cycle_to_tick` for compiled kernels (exact integer ceil, no int64 overflow for
+    any realistic cycle count): tick at which ``cycle`` of a ``freq_kHz`` clock begins."""
+    q = cycle // freq_kHz
+    r = cycle - q * freq_kHz
+    return q * 1000000000 + (r * 1000000000 + freq_kHz - 1) // freq_kHz
 
 
 @dataclass(frozen=True)

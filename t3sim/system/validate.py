@@ -161,10 +161,6 @@ def simulate_rows(system: SystemConfig, kind: str, rows: Sequence[dict], wheres:
 
 def default_jobs(n_rows: int, cpus: Optional[int] = None) -> int:
     """Processes to use for ``n_rows`` rows: at most the CPUs this process may use."""
-    import os
+    from t3sim.exec.executors import default_jobs as usable_cpus
 
-    try:
-        avail = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        avail = os.cpu_count() or 1
-    return max(1, min(n_rows, cpus or avail))
+    return max(1, min(n_rows, cpus or usable_cpus()))
