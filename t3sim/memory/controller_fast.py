@@ -27,6 +27,7 @@ from t3sim.memory.fast_kernel import (
     CYC, LAST_DIR, NEXT, NP, NQF, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_HI, P_LO, P_LOG, P_NB,
     P_OBSERVING, P_POLICY, P_REFRESH_ON, P_RQ, P_STARVE, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE,
     QF_REQ, RQN, WQN, run_kernel)
+from t3sim.memory.step_kernel import pump_step
 
 
 class FastController:
@@ -110,7 +111,8 @@ class FastController:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(parts_i), np.concatenate(parts_a)
 
-    def _run(self, until: int, stop_when_idle: bool, pending: int):
+    def _prepare(self, stop_when_idle: bool, pending: int) -> np.ndarray:
+        """Set the per-call parameters and size the output buffer for ``pending`` requests; return it."""
         ms = self.ms
         P = self.P
         P[P_OBSERVING] = int(ms.observing)
@@ -119,7 +121,32 @@ class FastController:
         cap = max(1, pending)
         if self._out.shape[1] < cap:
             self._out = np.empty((2, max(cap, 2 * self._out.shape[1])), dtype=np.int64)
-        out = self._out
+        self.counts[0] = self.counts[1] = self.counts[2] = 0
+        return self._out
+
+    def step(self, until: int, hook: bool, writes_only: bool):
+        """One fused pump step (:func:`~t3sim.memory.step_kernel.pump_step`): simulate up to ``until``
+        and retire; only without functional data or a command log. Returns ``pump_step``'s tuple
+        and the number of requests issued."""
+        ms = self.ms
+        out = self._prepare(False, ms.outstanding)
+        acc = ms.acc
+        counts = self.counts
+        res = pump_step(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US,
+                        self.ready, self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, ms.occ_hist,
+                        ms.bus_busy, ms.turnarounds, ms.cmd_count, out, self._no_log, counts, ms.b_done,
+                        ms.b_remaining, acc.cnt, acc.rowcls, acc.sc, acc.bw, acc.lat, acc.bin_cycles, hook,
+                        writes_only, ms.clock.freq_kHz, ms.geom.pseudo_channels)
+        self.next_lb = int(counts[3])
+        return res, int(counts[0])
+
+    def issued_view(self, n: int) -> np.ndarray:
+        """The request indices the last call issued (valid until the next call)."""
+        return self._out[0, :n]
+
+    def _run(self, until: int, stop_when_idle: bool, pending: int):
+        ms = self.ms
+        out = self._prepare(stop_when_idle, pending)
         if ms.record_commands:
             # column <= pending; ACT/PRE <= pending + NB per refresh + NB open banks; REF per tREFI
             span = until - int(self.US[:, CYC].min())
@@ -129,8 +156,7 @@ class FastController:
         else:
             log = self._no_log
         counts = self.counts
-        counts[0] = counts[1] = counts[2] = 0
-        run_kernel(until, P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US, self.ready,
+        run_kernel(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US, self.ready,
                    self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, ms.occ_hist, ms.bus_busy, ms.turnarounds,
                    ms.cmd_count, out, log, counts)
         ni, na, nl, self.next_lb = counts.tolist()

@@ -171,6 +171,8 @@ class MemorySystem:
         self._hook_writes_only = False
         self.functional = FunctionalStore(self.access_B, dtype) if functional else None
         self.mode = mode
+        #: pump steps take the fused compiled path (fast controller, no functional data, no command log)
+        self._fused = mode == "fast" and not functional and not record_commands
         if mode == "fast":
             from t3sim.memory.controller_fast import FastController
 
@@ -325,31 +327,54 @@ class MemorySystem:
         self._kernel_at = self.frontier
         return self.clock.cycle_to_tick(last)
 
-    def _run(self, until: int, stop_when_idle: bool) -> None:
-        issued, admitted = self.engine.run(until, stop_when_idle)
-        if not stop_when_idle:
-            self._kernel_at = until
-        if admitted.size and self._enqueue_hook is not None:
-            rows = BK.admission_rows(admitted, self.RQ, self._hook_writes_only, self.clock.freq_kHz,
-                                     self.geom.pseudo_channels)
-            if rows.shape[1]:
-                self._enqueue_hook(EnqueueInfo(
-                    tick=rows[BK.AR_TICK], channel=rows[BK.AR_CHANNEL], kind=rows[BK.AR_KIND],
-                    stream=rows[BK.AR_STREAM], source=rows[BK.AR_SOURCE], wg_id=rows[BK.AR_WG],
-                    wf_id=rows[BK.AR_WF], batch=rows[BK.AR_BATCH], bytes=self.access_B))
-        if not issued.size:
-            return
-        if self.functional is not None:
-            self.functional.apply(self, issued)
-        self.outstanding -= int(issued.size)
+    def _report(self, rows: np.ndarray) -> None:
+        """Hand the enqueue hook its rows (:func:`~t3sim.memory.bookkeeping.admission_rows`), if any."""
+        if rows.shape[1]:
+            self._enqueue_hook(EnqueueInfo(
+                tick=rows[BK.AR_TICK], channel=rows[BK.AR_CHANNEL], kind=rows[BK.AR_KIND],
+                stream=rows[BK.AR_STREAM], source=rows[BK.AR_SOURCE], wg_id=rows[BK.AR_WG],
+                wf_id=rows[BK.AR_WF], batch=rows[BK.AR_BATCH], bytes=self.access_B))
+
+    def _retire(self, issued: np.ndarray):
+        """Account issued requests (growing the statistics arrays as needed); return completed batches."""
         acc = self.acc
         while True:
             done, need_b, need_l = retire(issued, self.r_batch, self.r_done, self.r_arrive, self.r_kind, self.r_stream,
                                           self.r_source, self.r_class, self.b_done, self.b_remaining, acc.cnt,
                                           acc.rowcls, acc.sc, acc.bw, acc.lat, acc.bin_cycles)
             if not (need_b or need_l):
-                break
+                return done
             acc.grow(need_b, need_l)
+
+    def _run(self, until: int, stop_when_idle: bool) -> None:
+        eng = self.engine
+        hook = self._enqueue_hook
+        if not stop_when_idle and self._fused:
+            # one compiled call (step_kernel.pump_step): controllers, hook rows, retire, ticks
+            (done, ticks, rows, need_b, need_l), ni = eng.step(until, hook is not None, self._hook_writes_only)
+            self._kernel_at = until
+            if hook is not None:
+                self._report(rows)
+            if not ni:
+                return
+            self.outstanding -= ni
+            if need_b or need_l:  # the statistics arrays were too small: nothing was retired yet
+                done = self._retire(eng.issued_view(ni))
+                ticks = cycles_to_ticks(self.clock, self.b_done[done])
+            self._completed.extend(zip(done.tolist(), ticks.tolist()))
+            return
+        issued, admitted = eng.run(until, stop_when_idle)
+        if not stop_when_idle:
+            self._kernel_at = until
+        if admitted.size and hook is not None:
+            self._report(BK.admission_rows(admitted, self.RQ, self._hook_writes_only, self.clock.freq_kHz,
+                                           self.geom.pseudo_channels))
+        if not issued.size:
+            return
+        if self.functional is not None:
+            self.functional.apply(self, issued)
+        self.outstanding -= int(issued.size)
+        done = self._retire(issued)
         c2t = self.clock.cycle_to_tick
         b_done = self.b_done
         for bid in done.tolist():
