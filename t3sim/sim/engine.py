@@ -17,6 +17,7 @@ Time is integer ticks (1 tick = 1 ps; see :mod:`t3sim.sim.clock`).
 
 from __future__ import annotations
 
+import heapq
 import sys
 import time
 from typing import Callable, List, Optional
@@ -99,31 +100,48 @@ class Engine:
                 (long runs show progress).
         """
         env = self.env
+        queue = env._queue  # simpy's event heap: the loop below is Environment.step, inlined
+        pop = heapq.heappop
+        done = self.done
+        window = self.watchdog_idle_ticks
         last_print = time.monotonic()
         printed = False
         last_progress, last_progress_t = -1, env.now
-        while not self.done.triggered:
-            try:
-                env.step()
-            except simpy.core.EmptySchedule:
+        n = self.events_processed
+        while not done.triggered:
+            if not queue:
+                self.events_processed = n
                 raise SimulationError(
                     f"deadlock: no events left at t={env.now / TICKS_PER_US:.3f} us but the run is not done; "
-                    f"stuck: {self.stuck_report()}") from None
-            self.events_processed += 1
-            if (self.events_processed & 0x3FF) == 0 or env.peek() - last_progress_t > self.watchdog_idle_ticks:
+                    f"stuck: {self.stuck_report()}")
+            now, _, _, event = pop(queue)
+            env._now = now
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                # a failed event nobody handled: re-raise its exception, as simpy's step does
+                self.events_processed = n + 1
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
+            n += 1
+            if (n & 0x3FF) == 0 or (queue and queue[0][0] - last_progress_t > window):
                 total = sum(c.progress for c in self.components)
                 if total != last_progress:
-                    last_progress, last_progress_t = total, env.now
-                elif env.now - last_progress_t > self.watchdog_idle_ticks:
+                    last_progress, last_progress_t = total, now
+                elif now - last_progress_t > window:
+                    self.events_processed = n
                     raise SimulationError(
-                        f"stall: no progress for {(env.now - last_progress_t) / TICKS_PER_US:g} us of simulated time "
-                        f"at t={env.now / TICKS_PER_US:.3f} us; stuck: {self.stuck_report()}")
-            if progress is not None and (self.events_processed & 0x3FF) == 0:
-                now = time.monotonic()
-                if now - last_print >= progress_every_s:
-                    stream.write(f"\r{progress(env.now)}")
-                    stream.flush()
-                    last_print, printed = now, True
+                        f"stall: no progress for {(now - last_progress_t) / TICKS_PER_US:g} us of simulated time "
+                        f"at t={now / TICKS_PER_US:.3f} us; stuck: {self.stuck_report()}")
+                if progress is not None and (n & 0x3FF) == 0:
+                    wall = time.monotonic()
+                    if wall - last_print >= progress_every_s:
+                        stream.write(f"\r{progress(now)}")
+                        stream.flush()
+                        last_print, printed = wall, True
+        self.events_processed = n
         if printed:
             stream.write("\n")
         return int(self.done.value) if isinstance(self.done.value, int) else env.now
