@@ -17,6 +17,7 @@ Time is integer ticks (1 tick = 1 ps; see :mod:`t3sim.sim.clock`).
 
 from __future__ import annotations
 
+import gc
 import heapq
 import sys
 import time
@@ -27,6 +28,9 @@ import simpy
 
 from t3sim.errors import SimulationError
 from t3sim.sim.clock import TICKS_PER_US
+
+#: the cyclic GC's young-generation threshold while a run's event loop runs (Python's default: 700)
+GC_YOUNG_THRESHOLD = 100_000
 
 
 def succeed_later(env: simpy.Environment, event: simpy.Event, value, delay: int) -> simpy.Event:
@@ -99,8 +103,26 @@ class Engine:
                 to ``stream`` at most every ``progress_every_s`` wall seconds
                 (long runs show progress).
         """
+        # The run allocates millions of short-lived objects (events, callbacks) on top of a large,
+        # long-lived model: freeze the model out of the cyclic GC's scans and collect the young
+        # generation less often (the GC took ~7 % of a T3 run's CPU time; results are unaffected).
+        gc_threshold = gc.get_threshold()
+        gc.freeze()
+        gc.set_threshold(max(gc_threshold[0], GC_YOUNG_THRESHOLD), *gc_threshold[1:])
+        try:
+            printed = self._loop(progress, progress_every_s, stream)
+        finally:
+            gc.set_threshold(*gc_threshold)
+            gc.unfreeze()
+        if printed:
+            stream.write("\n")
+        return int(self.done.value) if isinstance(self.done.value, int) else self.env.now
+
+    def _loop(self, progress, progress_every_s: float, stream) -> bool:
+        """The event loop of :meth:`run` (simpy's ``Environment.step`` inlined, plus the watchdog);
+        returns whether progress was printed."""
         env = self.env
-        queue = env._queue  # simpy's event heap: the loop below is Environment.step, inlined
+        queue = env._queue  # simpy's event heap
         pop = heapq.heappop
         done = self.done
         window = self.watchdog_idle_ticks
@@ -108,43 +130,40 @@ class Engine:
         printed = False
         last_progress, last_progress_t = -1, env.now
         n = self.events_processed
-        while not done.triggered:
-            if not queue:
-                self.events_processed = n
-                raise SimulationError(
-                    f"deadlock: no events left at t={env.now / TICKS_PER_US:.3f} us but the run is not done; "
-                    f"stuck: {self.stuck_report()}")
-            now, _, _, event = pop(queue)
-            env._now = now
-            callbacks, event.callbacks = event.callbacks, None
-            for callback in callbacks:
-                callback(event)
-            if not event._ok and not hasattr(event, "_defused"):
-                # a failed event nobody handled: re-raise its exception, as simpy's step does
-                self.events_processed = n + 1
-                exc = type(event._value)(*event._value.args)
-                exc.__cause__ = event._value
-                raise exc
-            n += 1
-            if (n & 0x3FF) == 0 or (queue and queue[0][0] - last_progress_t > window):
-                total = sum(c.progress for c in self.components)
-                if total != last_progress:
-                    last_progress, last_progress_t = total, now
-                elif now - last_progress_t > window:
-                    self.events_processed = n
+        try:
+            while not done.triggered:
+                if not queue:
                     raise SimulationError(
-                        f"stall: no progress for {(now - last_progress_t) / TICKS_PER_US:g} us of simulated time "
-                        f"at t={now / TICKS_PER_US:.3f} us; stuck: {self.stuck_report()}")
-                if progress is not None and (n & 0x3FF) == 0:
-                    wall = time.monotonic()
-                    if wall - last_print >= progress_every_s:
-                        stream.write(f"\r{progress(now)}")
-                        stream.flush()
-                        last_print, printed = wall, True
-        self.events_processed = n
-        if printed:
-            stream.write("\n")
-        return int(self.done.value) if isinstance(self.done.value, int) else env.now
+                        f"deadlock: no events left at t={env.now / TICKS_PER_US:.3f} us but the run is not done; "
+                        f"stuck: {self.stuck_report()}")
+                now, _, _, event = pop(queue)
+                env._now = now
+                callbacks, event.callbacks = event.callbacks, None
+                n += 1
+                for callback in callbacks:
+                    callback(event)
+                if not event._ok and not hasattr(event, "_defused"):
+                    # a failed event nobody handled: re-raise its exception, as simpy's step does
+                    exc = type(event._value)(*event._value.args)
+                    exc.__cause__ = event._value
+                    raise exc
+                if (n & 0x3FF) == 0 or (queue and queue[0][0] - last_progress_t > window):
+                    total = sum(c.progress for c in self.components)
+                    if total != last_progress:
+                        last_progress, last_progress_t = total, now
+                    elif now - last_progress_t > window:
+                        raise SimulationError(
+                            f"stall: no progress for {(now - last_progress_t) / TICKS_PER_US:g} us of simulated time "
+                            f"at t={now / TICKS_PER_US:.3f} us; stuck: {self.stuck_report()}")
+                    if progress is not None and (n & 0x3FF) == 0:
+                        wall = time.monotonic()
+                        if wall - last_print >= progress_every_s:
+                            stream.write(f"\r{progress(now)}")
+                            stream.flush()
+                            last_print, printed = wall, True
+        finally:
+            self.events_processed = n
+        return printed
 
     def finish(self) -> None:
         """Fire the done event at the current time."""
