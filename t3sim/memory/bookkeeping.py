@@ -15,7 +15,7 @@ from t3sim.memory.address_map import map_line
 from t3sim.sim.clock import cycle_start_tick
 
 
-# rows of MemorySystem.RQ (one int64 row per request field)
+# rows of MemorySystem.RQ (one int64 row per request field; stored request-major, see MemorySystem._grow)
 (F_UNIT, F_BANK, F_ROW, F_LINE, F_KIND, F_STREAM, F_SOURCE, F_BATCH, F_WG, F_WF, F_ARRIVE, F_ADMIT, F_ISSUE, F_DONE,
  F_CLASS, F_NEXT, F_SEQ, F_NDEPS, NF) = range(19)
 

@@ -7,7 +7,7 @@ issue, request eligibility, stream arbitration and the per-unit cycle loop
 State layout (all int64, ``u`` a unit):
 
 * ``RQ``: ``MemorySystem.RQ``, one row per request field (``F_*`` of
-  :mod:`t3sim.memory.bookkeeping`), one column per request;
+  :mod:`t3sim.memory.bookkeeping`), one column per request (stored request-major);
 * ``ready[u, node, cmd]``: first cycle ``cmd`` may issue at a timing node:
   node 0 the channel, ``1 + g`` bank group ``g``, ``ready.shape[1] - NB + b``
   bank ``b``;
