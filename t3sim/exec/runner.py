@@ -6,22 +6,28 @@
 1. leftovers of interrupted writes are removed (``ResultStore.clean_partial``);
 2. every point whose result is already complete in the store is reused
    (unless ``force``);
-3. the rest run on the chosen executor -- in this process (``jobs=1``), on
-   ``jobs`` local worker processes, or on a Dask cluster -- and this process
-   writes each result atomically the moment it arrives, so an interruption
-   (Ctrl-C, SIGTERM, a killed process) loses only the points still running
-   and a re-run resumes from there;
+3. the rest are grouped by the simulation they need
+   (:func:`t3sim.system.run.shared_groups`: points whose schemes share a
+   simulation key and whose configs differ only in ``scheme.kind``, e.g.
+   Sequential and Ideal-GEMM-RS-Overlap of one sub-layer), and each group
+   runs as one task -- one simulation -- on the chosen executor: in this
+   process (``jobs=1``), on ``jobs`` local worker processes, or on a Dask
+   cluster; this process writes each result atomically the moment it
+   arrives, so an interruption (Ctrl-C, SIGTERM, a killed process) loses only
+   the points still running and a re-run resumes from there;
 4. outcomes come back in point order, whatever order points finished in.
 
-Results do not depend on the executor or ``jobs``: each point is simulated
-from its own resolved config and seed, and the statistics (``stats.json``)
-are byte-identical.
+Results do not depend on the executor or ``jobs``, nor on sharing: each
+simulation is run from its resolved config and seed, and the statistics
+(``stats.json``) are byte-identical to a standalone
+:func:`~t3sim.system.run.simulate` of each point.
 
 Failures: a point whose simulation raises :class:`~t3sim.errors.InputError`
 (kind ``input``) or :class:`~t3sim.errors.SimulationError` (kind
 ``simulation``) or anything else (kind ``internal``, a bug; its traceback is
 kept) becomes a failed :class:`PointOutcome` carrying a :class:`PointError`,
-reported with the point's label. The sweep goes on with the other points
+reported with the point's label; a failed shared simulation fails every point
+of its group with the same error. The sweep goes on with the other points
 unless ``fail_fast``, which stops at the first failure (points not started are
 marked ``skipped``). Executor failures (a worker process died, the cluster was
 lost) stop the sweep with :class:`~t3sim.exec.executors.ExecutorError`;
@@ -90,6 +96,19 @@ def simulate_point(point: Point) -> Union[RunResult, PointError]:
     return guarded(simulate, point.config)
 
 
+def simulate_group(points: Sequence[Point]) -> Union[RunResult, List[RunResult], PointError]:
+    """Simulate points that share one simulation (a group of :func:`t3sim.system.run.shared_groups`) once.
+
+    A group of one is :func:`simulate_point`; a larger group returns one result per point, in order, or
+    one :class:`PointError` for the whole group.
+    """
+    if len(points) == 1:
+        return simulate_point(points[0])
+    from t3sim.system.run import simulate_shared
+
+    return guarded(simulate_shared, [p.config for p in points])
+
+
 def guarded(fn: Callable, *args):
     """``fn(*args)``, with exceptions (not Ctrl-C) turned into a :class:`PointError` value."""
     try:
@@ -139,10 +158,16 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
         force: recompute points that already have results (and replace them).
         fail_fast: stop at the first failed point instead of running the rest.
         progress: where to report progress (default: nowhere).
-        simulate_fn: the per-point function (module-level, picklable; default
-            :func:`simulate_point`); for tests and fault injection.
+        simulate_fn: a per-point function (module-level, picklable), for tests
+            and fault injection: every point is then one task, ``simulate_fn(point)``.
+            By default points that share a simulation are grouped and each
+            group is one task (:func:`simulate_group`): the Fig. 16 sweep's
+            Sequential and Ideal-GEMM-RS-Overlap points of a sub-layer are
+            simulated once. A group runs only for its members not reused from
+            the store; progress is reported per point (``done in 12.3 s
+            (shared with sequential)``: the shared run's time), and a failed
+            group fails each of its members with the group's error.
     """
-    simulate_fn = simulate_fn or simulate_point
     if executor not in executors.EXECUTORS:
         raise InputError("--executor", repr(executor), " or ".join(executors.EXECUTORS))
     if executor == "dask":
@@ -167,32 +192,51 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
             todo.append(i)
 
     _note_stale(outcomes, progress)
-    workers = min(jobs, len(todo))
-    client = executors.dask_client(scheduler) if executor == "dask" and todo else None
+    if simulate_fn is None:  # one task per shared simulation
+        from t3sim.system.run import shared_groups  # lazy: t3sim.system.run imports this module
+
+        tasks = [[todo[k] for k in g] for g in shared_groups([points[i].config for i in todo])]
+        fn: Callable = simulate_group
+        items: list = [[points[i] for i in t] for t in tasks]
+    else:  # one task per point
+        tasks = [[i] for i in todo]
+        fn = simulate_fn
+        items = [points[i] for i in todo]
+    workers = min(jobs, len(tasks))
+    client = executors.dask_client(scheduler) if executor == "dask" and tasks else None
     if client is not None:
-        backend = executors.dask(simulate_fn, [points[i] for i in todo], client)
+        backend = executors.dask(fn, items, client)
     elif workers > 1:
-        backend = executors.local_pool(simulate_fn, [points[i] for i in todo], workers)
+        backend = executors.local_pool(fn, items, workers)
     else:
-        backend = executors.serial(simulate_fn, [points[i] for i in todo])
+        backend = executors.serial(fn, items)
     exp_name = points[0].config.name if points else "(no points)"
     progress.begin(exp_name, len(points), len(points) - len(todo), describe_executor(executor, workers, scheduler))
+    if len(tasks) < len(todo):
+        progress.note(f"{len(todo)} points to simulate in {len(tasks)} simulations "
+                      "(points whose schemes share a simulation are simulated once)")
 
     how = "stopped"
     try:
         with _sigterm_raises_interrupt():
             for j, value in backend:
-                i = todo[j]
-                p = points[i]
-                if isinstance(value, PointError):
-                    outcomes[i] = PointOutcome(p, None, False, None, value)
-                    progress.point_done(p.label, f"FAILED ({value.kind}): {_first_line(value.message)}", failed=True)
-                    if fail_fast:
-                        break
-                    continue
-                d = store.write(value, replace=force)
-                outcomes[i] = PointOutcome(p, value, False, d)
-                progress.point_done(p.label, f"done in {value.meta.get('wall_s', 0):.1f} s -> {d}")
+                members = tasks[j]
+                values = value if isinstance(value, list) else [value] * len(members)
+                failed = False
+                for i, v in zip(members, values):
+                    p = points[i]
+                    if isinstance(v, PointError):
+                        outcomes[i] = PointOutcome(p, None, False, None, v)
+                        progress.point_done(p.label, f"FAILED ({v.kind}): {_first_line(v.message)}", failed=True)
+                        failed = True
+                        continue
+                    d = store.write(v, replace=force)
+                    outcomes[i] = PointOutcome(p, v, False, d)
+                    others = [points[k].config.scheme.kind for k in members if k != i]
+                    shared = f" (shared with {', '.join(others)})" if others else ""
+                    progress.point_done(p.label, f"done in {v.meta.get('wall_s', 0):.1f} s{shared} -> {d}")
+                if failed and fail_fast:
+                    break
         how = "done"
     except KeyboardInterrupt:
         how = "interrupted"

@@ -7,25 +7,79 @@ A :class:`Scheme` is a declarative description consumed by the system builder:
 * ``nmc``: reductions use near-memory op-and-store (Sec. 4.3);
 * ``arbitration``: memory-controller arbitration policy name (Sec. 4.5), or
   ``None`` to keep the system config's;
-* ``ideal``: not simulated as one run but composed from isolated kernel times
-  (``max(GEMM, RS) + AG``, Sec. 5.3); ``rs_nmc`` picks the RS variant.
+* ``ideal``: not measured as one overlapped run but composed from isolated
+  kernel times (``max(GEMM, RS) + AG``, Sec. 5.3);
+* ``simulation``: the key of the simulation the scheme needs (an entry of
+  :data:`SIMULATIONS`, the function that runs it on a built
+  :class:`~t3sim.system.model.SystemModel` and returns its
+  :class:`~t3sim.schemes.sequential.Phases`);
+* ``compose``: how the scheme turns that simulation's phase times into its
+  result (identity for a scheme that reports the run as it is).
+
+Schemes with the same ``simulation`` key and otherwise identical configs run
+the identical simulation (the system model depends on the scheme only through
+``arbitration``, which :func:`_reg` checks is the same for every scheme of a
+key): Sequential and Ideal-GEMM-RS-Overlap both need ``sequential/baseline``
+and differ only in ``compose``. :func:`t3sim.system.run.simulate_shared` runs
+such a simulation once for all of them, and a sweep
+(:func:`t3sim.exec.run_points`) simulates it once per group of points.
+
+============================  ======================  =========================
+scheme                        simulation              compose
+============================  ======================  =========================
+``sequential``                ``sequential/baseline``  identity
+``ideal_gemm_rs_overlap``     ``sequential/baseline``  ``max(GEMM, RS) + AG``
+``ideal_rs_nmc``              ``sequential/nmc``       ``max(GEMM, RS) + AG``
+``t3``                        ``t3``                   identity
+``t3_mca``                    ``t3_mca``               identity
+============================  ======================  =========================
+
+(``t3`` and ``t3_mca`` run the same code, :func:`~t3sim.schemes.t3.run_t3`, on
+systems whose arbitration differs, so they are different simulations.)
 
 Schemes from other papers (FLUX, FiCCO, fused GPU-initiated kernels) register
-beside these with their own flags.
+beside these with their own flags, simulation (:func:`register_simulation`)
+and composition.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Dict, Optional
 
 from t3sim.errors import InputError
 from t3sim.registry import add, get
+from t3sim.schemes.sequential import Phases, compose_ideal, run_sequential
+
+
+def identity(phases: Phases) -> Phases:
+    """The scheme reports its simulation's phase times as they are."""
+    return phases
+
+
+#: simulation key -> the function that runs that simulation on a built SystemModel and returns its Phases
+SIMULATIONS: Dict[str, Callable] = {}
+
+
+def register_simulation(key: str, run: Callable) -> None:
+    """Make ``run(model) -> Phases`` the simulation named ``key`` (schemes refer to it by ``simulation=key``)."""
+    if key in SIMULATIONS and SIMULATIONS[key] is not run:
+        raise ValueError(f"simulation {key!r} registered twice")
+    SIMULATIONS[key] = run
 
 
 @dataclass(frozen=True)
 class Scheme:
-    """How one configuration runs the GEMM -> RS -> AG sub-layer."""
+    """How one configuration runs the GEMM -> RS -> AG sub-layer.
+
+    ``simulation`` names the simulation the scheme needs (:data:`SIMULATIONS`);
+    schemes with the same key and otherwise identical configs run the
+    identical simulation, so it is run once for all of them. ``compose`` turns
+    that simulation's phase times into the scheme's result. A scheme whose
+    simulation is not registered (``""``: its mechanism is not built) cannot
+    run; ``missing`` says why.
+    """
 
     name: str
     description: str
@@ -34,40 +88,59 @@ class Scheme:
     arbitration: Optional[str] = None
     ideal: bool = False
     paper_section: str = "5.3"
-    #: runs the scheme on a built :class:`~t3sim.system.model.SystemModel` and returns its
-    #: :class:`~t3sim.schemes.sequential.Phases`; None while the mechanism it needs is not built.
-    execute: Optional[Callable] = None
+    simulation: str = ""
+    compose: Callable[[Phases], Phases] = identity
     missing: str = ""
 
-    def run(self, model):
-        if self.execute is None:
+    @property
+    def runnable(self) -> bool:
+        return self.simulation in SIMULATIONS
+
+    def check_runnable(self) -> None:
+        """Raise InputError (listing the schemes that can run) unless this scheme's simulation exists."""
+        if not self.runnable:
             raise InputError("scheme.kind", f"{self.name!r}, which cannot run yet ({self.missing})",
-                             ", ".join(n for n, s in SCHEMES.items() if s.execute is not None))
-        return self.execute(model)
+                             ", ".join(n for n, s in SCHEMES.items() if s.runnable))
 
+    def simulate(self, model) -> Phases:
+        """Run this scheme's simulation on ``model``: the phase times before :attr:`compose`."""
+        self.check_runnable()
+        return SIMULATIONS[self.simulation](model)
 
-from t3sim.schemes.sequential import run_ideal, run_sequential_scheme  # noqa: E402
+    def run(self, model) -> Phases:
+        """Run the scheme on ``model``: its simulation, then its composition."""
+        return self.compose(self.simulate(model))
+
 
 SCHEMES: Dict[str, Scheme] = {}
 
 
 def _reg(s: Scheme) -> None:
+    for other in SCHEMES.values():
+        if other.simulation == s.simulation and s.simulation and other.arbitration != s.arbitration:
+            raise ValueError(f"schemes {other.name!r} and {s.name!r} share simulation {s.simulation!r} "
+                             "but build different systems (arbitration)")
     add("scheme", s.name, s)
     SCHEMES[s.name] = s
 
 
 from t3sim.schemes.t3 import run_t3  # noqa: E402
 
+register_simulation("sequential/baseline", run_sequential)
+register_simulation("sequential/nmc", partial(run_sequential, rs_variant="nmc"))
+register_simulation("t3", run_t3)
+register_simulation("t3_mca", run_t3)
+
 _reg(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline)",
-            execute=run_sequential_scheme))
+            simulation="sequential/baseline"))
 _reg(Scheme("t3", "fused GEMM-RS with tracker-triggered DMA and NMC reductions, round-robin MC arbitration; then AG",
-            fused_rs=True, nmc=True, arbitration="round_robin", paper_section="4.1-4.4, 5.3", execute=run_t3))
+            fused_rs=True, nmc=True, arbitration="round_robin", paper_section="4.1-4.4, 5.3", simulation="t3"))
 _reg(Scheme("t3_mca", "T3 plus communication-aware MC arbitration (Sec. 4.5); then AG",
-            fused_rs=True, nmc=True, arbitration="t3_mca", paper_section="4.5, 5.3", execute=run_t3))
+            fused_rs=True, nmc=True, arbitration="t3_mca", paper_section="4.5, 5.3", simulation="t3_mca"))
 _reg(Scheme("ideal_gemm_rs_overlap", "max(isolated GEMM, isolated RS) + AG: perfect software overlap, no contention",
-            ideal=True, execute=lambda m: run_ideal(m, "baseline")))
+            ideal=True, simulation="sequential/baseline", compose=compose_ideal))
 _reg(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", ideal=True, nmc=True,
-            execute=lambda m: run_ideal(m, "nmc")))
+            simulation="sequential/nmc", compose=compose_ideal))
 
 
 def scheme_for(name: str) -> Scheme:

@@ -1,12 +1,17 @@
 """Sequential (the baseline) and the two ideal configurations (paper Sec. 5.3).
 
 Sequential: the sliced GEMM, then the reduce-scatter, then the all-gather,
-each a separate kernel using all CUs (collectives as RCCL-style GPU kernels).
+each a separate kernel using all CUs (collectives as RCCL-style GPU kernels):
+:func:`run_sequential`, the simulation ``sequential/baseline``.
 
 Ideal-GEMM-RS-Overlap: ``max(GEMM, RS) + AG`` from the isolated kernel times
-(the kernels of a Sequential run execute one at a time, so its phase times
-are the isolated times). Ideal-RS+NMC: the same with an RS whose reductions
-use near-memory op-and-store (Fig. 10(b)).
+(:func:`compose_ideal`). The kernels of a Sequential run execute one at a
+time, so its phase times are the isolated times, and the ideal scheme needs no
+simulation of its own: it composes the phases of the very same
+``sequential/baseline`` simulation that Sequential reports, which a sweep runs
+once for both (:mod:`t3sim.schemes.base`). Ideal-RS+NMC: the same composition
+of a Sequential run whose RS reductions use near-memory op-and-store (Fig.
+10(b)), the simulation ``sequential/nmc``.
 """
 
 from __future__ import annotations
@@ -79,10 +84,6 @@ def run_sequential(model, rs_variant: str = "baseline") -> Phases:
     return run_phases(model, body)
 
 
-def run_sequential_scheme(model) -> Phases:
-    return run_sequential(model)
-
-
-def run_ideal(model, rs_variant: str) -> Phases:
-    p = run_sequential(model, rs_variant)
+def compose_ideal(p: Phases) -> Phases:
+    """The ideal schemes' result from a Sequential run's (isolated) phase times: ``max(GEMM, RS) + AG``."""
     return Phases(p.gemm, p.rs, p.ag, max(p.gemm, p.rs) + p.ag)

@@ -1,10 +1,14 @@
 """Run experiments: the Python API under ``t3sim run``.
 
 ``simulate(exp)`` runs one resolved point and returns a :class:`RunResult`;
+``simulate_shared(exps)`` runs points that need the same simulation (e.g.
+Sequential and Ideal-GEMM-RS-Overlap of one sub-layer) once and returns one
+result per point, each identical to its own ``simulate``;
 ``run_experiment(path, ...)`` expands an experiment file's sweep and hands
 the points to :func:`t3sim.exec.run_points`, which reuses finished points
 from the results store, simulates the rest (in this process, on a local
-process pool or on a Dask cluster) and writes each as soon as it finishes.
+process pool or on a Dask cluster; one simulation per group of points that
+share it) and writes each as soon as it finishes.
 """
 
 from __future__ import annotations
@@ -13,15 +17,36 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from t3sim.config.experiment import ExperimentConfig
 from t3sim.config.sweep import expand
 from t3sim.exec.progress import Progress
 from t3sim.exec.runner import PointOutcome, run_points  # noqa: F401  (PointOutcome: re-exported)
-from t3sim.results.store import RunResult
+from t3sim.results.store import RunResult, canonical_json
 from t3sim.schemes import scheme_for
 from t3sim.system.model import SystemModel
+
+
+def simulation_key(exp: ExperimentConfig) -> Tuple[str, str]:
+    """What decides the simulation a resolved point needs: its scheme's ``simulation`` key and its config
+    apart from ``scheme.kind`` (canonical JSON). Points with equal keys run the identical simulation
+    (:mod:`t3sim.schemes.base`); a scheme that cannot run keys on its own name, so it shares nothing."""
+    scheme = scheme_for(exp.scheme.kind)
+    cfg = exp.model_dump(mode="json")
+    cfg["scheme"].pop("kind")
+    return (scheme.simulation if scheme.runnable else f"(cannot run) {scheme.name}", canonical_json(cfg))
+
+
+def shared_groups(exps: Sequence[ExperimentConfig]) -> List[List[int]]:
+    """Indices of ``exps`` grouped by :func:`simulation_key`: each group is one simulation.
+
+    Groups are ordered by their first member, members in input order.
+    """
+    groups: Dict[Tuple[str, str], List[int]] = {}
+    for i, e in enumerate(exps):
+        groups.setdefault(simulation_key(e), []).append(i)
+    return list(groups.values())
 
 
 def simulate(exp: ExperimentConfig, timeline: bool = False) -> RunResult:
@@ -30,31 +55,68 @@ def simulate(exp: ExperimentConfig, timeline: bool = False) -> RunResult:
     ``timeline``: also record a Chrome/Perfetto trace of the run (:mod:`t3sim.system.timeline`) into
     ``result.timeline``; tracing only observes, so the statistics are the same either way.
     """
-    if exp.sweep.grid or exp.sweep.cases:
-        raise ValueError("simulate() takes one point; expand the sweep first (t3sim.config.sweep.expand)")
+    return simulate_shared([exp], timeline=timeline)[0]
+
+
+def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) -> List[RunResult]:
+    """Simulate resolved points that share one simulation once; one :class:`RunResult` per point, in order.
+
+    The points must have the same :func:`simulation_key` (the same scheme ``simulation`` key and the same
+    config apart from ``scheme.kind``), e.g. a ``sequential`` and an ``ideal_gemm_rs_overlap`` point of
+    one sub-layer; otherwise ValueError. One :class:`SystemModel` is built and simulated once; each point's
+    scheme then composes the phase times (:attr:`Scheme.compose`), so every result -- ``stats.json``,
+    ``summary.csv`` -- is exactly what :func:`simulate` of that point alone produces (the simulation is
+    deterministic). Only ``meta`` tells: ``wall_s`` is the shared run's, and with more than one point
+    ``meta["shared_simulation"]`` lists the schemes that shared it. ``timeline`` needs a single point.
+    """
+    exps = list(exps)
+    if not exps:
+        raise ValueError("simulate_shared() needs at least one point")
+    for exp in exps:
+        if exp.sweep.grid or exp.sweep.cases:
+            raise ValueError("simulate() takes one point; expand the sweep first (t3sim.config.sweep.expand)")
+    if timeline and len(exps) > 1:
+        raise ValueError("a timeline traces one point; simulate_shared() got several")
+    keys = [simulation_key(e) for e in exps]
+    if any(k != keys[0] for k in keys[1:]):
+        bad = next(i for i, k in enumerate(keys) if k != keys[0])
+        why = (f"simulation {keys[bad][0]!r} vs {keys[0][0]!r}" if keys[bad][0] != keys[0][0]
+               else "configs that differ apart from scheme.kind")
+        raise ValueError(f"points do not share one simulation: {exps[0].scheme.kind} and {exps[bad].scheme.kind} "
+                         f"need different ones ({why})")
     t0 = time.perf_counter()
-    scheme = scheme_for(exp.scheme.kind)
-    model = SystemModel(exp)
+    schemes = [scheme_for(e.scheme.kind) for e in exps]
+    schemes[0].check_runnable()
+    model = SystemModel(exps[0])
     samples = None
     if timeline:
         from t3sim.system import timeline as tl
 
         model.trace = True
         samples = tl.start_sampler(model)
-    phases = scheme.run(model)
+    raw = schemes[0].simulate(model)
     model.network.check_conserved()  # invariant: bytes sent == bytes received on every link
-    stats = phases.stats()
-    stats.merge("", model.stats())
-    w = exp.workload
-    summary = {"scheme": scheme.name, "model": w.model.name, "sublayer": w.sublayer, "tp": w.tp,
-               "mode": exp.simulation.mode, **phases.summary()}
-    for cat in ("gemm", "rs", "ag"):
-        for kind in ("read", "write", "update"):
-            name = f"gpu0.dram_traffic.{cat}.{kind}_bytes"
-            summary[f"{cat}_{kind}_MB"] = round(stats.value(name) / 1e6, 6) if name in stats else 0.0
-    meta = {"wall_s": round(time.perf_counter() - t0, 3), "host": platform.node(), "python": sys.version.split()[0]}
-    trace = tl.build(model, stats, samples) if timeline else None
-    return RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed, meta, trace)
+    model_stats = model.stats()
+    wall_s = round(time.perf_counter() - t0, 3)
+    results = []
+    for exp, scheme in zip(exps, schemes):
+        phases = scheme.compose(raw)
+        stats = phases.stats()
+        stats.merge("", model_stats)
+        w = exp.workload
+        summary = {"scheme": scheme.name, "model": w.model.name, "sublayer": w.sublayer, "tp": w.tp,
+                   "mode": exp.simulation.mode, **phases.summary()}
+        for cat in ("gemm", "rs", "ag"):
+            for kind in ("read", "write", "update"):
+                name = f"gpu0.dram_traffic.{cat}.{kind}_bytes"
+                summary[f"{cat}_{kind}_MB"] = round(stats.value(name) / 1e6, 6) if name in stats else 0.0
+        meta = {"wall_s": wall_s, "host": platform.node(), "python": sys.version.split()[0]}
+        if len(exps) > 1:
+            meta["shared_simulation"] = [s.name for s in schemes]
+        trace = tl.build(model, stats, samples) if timeline else None
+        results.append(RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed, meta,
+                                 trace))
+    return results
 
 
 def run_experiment(path: str | Path, overrides: Iterable[str] = (), out: str | Path = "results",
