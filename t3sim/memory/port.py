@@ -42,8 +42,7 @@ happened; a tracker that reacts should act at ``max(env.now, tick)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, NamedTuple, Optional
 
 import numpy as np
 import simpy
@@ -52,9 +51,8 @@ from t3sim.memory.system import MemorySystem
 from t3sim.sim.engine import succeed_later
 
 
-@dataclass(frozen=True)
-class BatchResult:
-    """Value of an access event."""
+class BatchResult(NamedTuple):
+    """Value of an access event (a NamedTuple: one is built per completed batch)."""
 
     batch_id: int
     done_tick: int

@@ -26,7 +26,7 @@ controllers (``mode="fast"``: numba, skips idle and blocked cycles;
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -52,6 +52,7 @@ assert len(_REQ_FIELDS) == BK.NF
 
 
 _NO_UNITS = np.zeros(0, dtype=np.int64)
+_NO_ID = np.array([-1], dtype=np.int64)  # wg/wf id of requests that carry none (read-only use)
 
 
 def _ids(x, n: int) -> np.ndarray:
@@ -85,9 +86,9 @@ class Geometry:
         return self.bank_groups * self.banks_per_group
 
 
-@dataclass(frozen=True)
-class EnqueueInfo:
-    """Requests that entered controller queues (arrays of equal length), for T3's tracker."""
+class EnqueueInfo(NamedTuple):
+    """Requests that entered controller queues (arrays of equal length), for T3's tracker.
+    (A NamedTuple, not a frozen dataclass: one is built per pump step that admitted writes.)"""
 
     tick: np.ndarray
     channel: np.ndarray
@@ -186,6 +187,8 @@ class MemorySystem:
             self.engine = ReferenceController(self)
         else:
             raise InputError("memory mode", repr(mode), "fast, reference")
+        self._unit_next = getattr(self.engine, "unit_next", _NO_UNITS)  # per-unit lower bounds (fast only)
+        self._has_lb = hasattr(self.engine, "next_lb")
 
     # ---------------------------------------------------------------- setup
     def _grow(self, need: int) -> None:
@@ -250,10 +253,13 @@ class MemorySystem:
         stream = parse_enum(Stream, stream, "memory request stream")
         source = parse_enum(Source, source, "memory request source")
         tick = int(tick)
-        if self.clock.next_cycle_at_or_after(tick) < self.frontier or tick < self._last_submit_tick:
+        arrive = self.clock.next_cycle_at_or_after(tick)
+        if arrive < self.frontier or tick < self._last_submit_tick:
             raise ValueError(f"submit at tick {tick} is in the past (memory frontier {self.now_tick}, last submit {self._last_submit_tick})")
         self._last_submit_tick = tick
-        a = np.atleast_1d(np.asarray(addrs, dtype=np.int64))
+        if type(addrs) is not np.ndarray or addrs.dtype != np.int64 or addrs.ndim != 1:
+            addrs = np.atleast_1d(np.asarray(addrs, dtype=np.int64))
+        a = addrs
         n = int(a.size)
         bid = len(self.b_first)
         self.b_first.append(self.n)
@@ -266,7 +272,6 @@ class MemorySystem:
                 new[: old.size] = old
                 setattr(self, name, new)
         self.b_remaining[bid] = n
-        arrive = self.clock.next_cycle_at_or_after(tick)
         self.b_done[bid] = arrive
         if self.functional is not None:
             self.functional.on_submit(bid, kind, n, data)
@@ -280,13 +285,13 @@ class MemorySystem:
         s0, s1 = self.n, self.n + n
         am = self.amap
         eng = self.engine
-        nxt = getattr(eng, "unit_next", _NO_UNITS)
-        BK.fill_requests(self.RQ, s0, a, self.access_B, int(kind), int(stream), int(source), bid, _ids(wg_id, n),
-                         _ids(wf_id, n), arrive, am.radix_arr, am.pos_arr, am.bpg, am.xor, am.chash, self.f_head,
-                         self.f_tail, nxt)
+        BK.fill_requests(self.RQ, s0, a, self.access_B, int(kind), int(stream), int(source), bid,
+                         _NO_ID if wg_id is None else _ids(wg_id, n), _NO_ID if wf_id is None else _ids(wf_id, n),
+                         arrive, am.radix_arr, am.pos_arr, am.bpg, am.xor, am.chash, self.f_head, self.f_tail,
+                         self._unit_next)
         self.n = s1
         self.outstanding += n
-        if arrive < getattr(eng, "next_lb", arrive):
+        if self._has_lb and arrive < eng.next_lb:
             eng.next_lb = arrive
         return bid
 
