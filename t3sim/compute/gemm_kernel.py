@@ -138,6 +138,7 @@ class GemmKernel(Component):
         self._next = 0
         self._live = 0
         self._addr_cache: dict = {}
+        self._math_cycles: dict = {}
         self.run: Optional[GemmRun] = None
         self.done = engine.env.event()
         self._writes_left = 0  # this kernel's stores not yet completed
@@ -185,6 +186,7 @@ class GemmKernel(Component):
         g = self.geom
         steps = g.k_steps
         G = self.k_group
+        memo = self._math_cycles  # (first k-step of the group, WGs sharing the CU) -> CU cycles
         while self._next < k.num_wgs:
             seq = self._next
             self._next += 1
@@ -198,8 +200,11 @@ class GemmKernel(Component):
                 s1 = min(s0 + G, steps)
                 pending = self._loads(tm, tn, s1, min(s1 + G, steps)) if s1 < steps else None
                 share = int(self.cu_active[cu])
-                cycles = sum(k_step_compute_cycles(k.tile_m, k.tile_n, k.tile_k, k.K, s, self.flops, share)
-                             for s in range(s0, s1))
+                cycles = memo.get((s0, share))
+                if cycles is None:
+                    cycles = memo[(s0, share)] = sum(
+                        k_step_compute_cycles(k.tile_m, k.tile_n, k.tile_k, k.K, s, self.flops, share)
+                        for s in range(s0, s1))
                 yield self.env.timeout(self._cycles_to_ticks(cycles))
                 if pending is not None:
                     yield pending
