@@ -33,8 +33,9 @@ import numba
 import numpy as np
 import simpy
 
-from t3sim.cache.common import HIT
-from t3sim.cache.l2 import make_l2
+from t3sim.cache import l2_kernel as L2K
+from t3sim.cache.common import HIT, WriteBacks
+from t3sim.cache.l2 import L2Cache, make_l2
 from t3sim.memory.port import MemoryPort
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.memory.system import MemorySystem
@@ -83,6 +84,16 @@ def _read_plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any
             req[nr] = addrs[i] & ~np.int64(REQ_B - 1)
             nr += 1
     return ready, _sorted_unique(tags[:nt]), _sorted_unique(req[:nr])
+
+
+@numba.njit(cache=True)
+def _l2_read(addrs, unc, sc, now, S, G, V, occ, counts, fl_line, fl_tag, mask, any_fills):  # pragma: no cover - compiled
+    """A 64 B read batch through the fast L2 (:func:`~t3sim.cache.l2_kernel.access_uniform`) and its
+    :func:`_read_plan`, in one call: ``(ready, tags, req, E)``, ``E`` the write-back rows."""
+    R, E, _cyc = L2K.access_uniform(addrs, False, unc, sc, REQ_B, now, S, G, V, occ, counts)
+    ready, tags, req = _read_plan(addrs, R[L2K.R_OUT], R[L2K.R_READY_TICK], R[L2K.R_FILL], fl_line, fl_tag, mask,
+                                  any_fills)
+    return ready, tags, req, E
 
 
 @numba.njit(cache=True)
@@ -155,6 +166,8 @@ class MemoryHierarchy:
         self.port = MemoryPort(env, self.mem)
         self.categories = tuple(categories)
         self.l2 = make_l2(system.l2, sources=self.categories)
+        self._fast_l2 = type(self.l2) is L2Cache
+        self._cat_index = {c: i for i, c in enumerate(self.categories)}
         self.l2_latency = Clock.from_GHz(system.l2.clock_GHz).cycle_to_tick(system.l2.hit_latency_cycles)
         self.fills = FillTable()
         self.traffic: Dict[str, Dict[str, int]] = defaultdict(lambda: {"read": 0, "write": 0, "update": 0})
@@ -164,8 +177,8 @@ class MemoryHierarchy:
     # ------------------------------------------------------------------ helpers
     def _cat(self, category: str) -> int:
         try:
-            return self.categories.index(category)
-        except ValueError:
+            return self._cat_index[category]
+        except KeyError:
             raise ValueError(f"unknown traffic category {category!r}; known: {self.categories}") from None
 
     def _dram(self, addrs: np.ndarray, kind: Kind, stream: Stream, category: str, wg_id=None, wf_id=None,
@@ -178,6 +191,17 @@ class MemoryHierarchy:
         """Event at ``max(at_least_tick, last(events) + extra_after_events)`` (callbacks, no process)."""
         env = self.env
         out = env.event()
+        if len(events) == 1:  # the common case (one DRAM batch), without the shared state
+            def last(_e):
+                t = max(at_least_tick, env.now + extra_after_events)
+                succeed_later(env, out, t, t - env.now)
+
+            ev = events[0]
+            if ev.processed:
+                last(ev)
+            else:
+                ev.callbacks.append(last)
+            return out
         state = {"n": len(events), "t": at_least_tick}
 
         def fire():
@@ -228,12 +252,21 @@ class MemoryHierarchy:
         if not len(addrs):
             return self._join([], self.env.now, 0)
         env = self.env
-        r = self.l2.access(env.now, addrs, False, self._cat(category), uncached=uncached)
-        if len(r.writebacks.line_addr):
-            self._writebacks(r.writebacks)
         fills = self.fills
-        ready, tags, req = _read_plan(addrs, r.outcome, r.ready_tick, r.fill_mask, fills.line, fills.tag, fills.mask,
-                                      bool(fills.events))
+        l2 = self.l2
+        if self._fast_l2:  # one compiled call: L2 accesses and the read plan
+            ready, tags, req, E = _l2_read(addrs, bool(uncached), self._cat(category),
+                                           l2.clock.next_cycle_at_or_after(env.now), l2._S, l2._G, l2._V, l2._occ,
+                                           l2.counts, fills.line, fills.tag, fills.mask, bool(fills.events))
+            if E.shape[1]:
+                self._writebacks(WriteBacks(E[L2K.E_LINE], E[L2K.E_MASK], E[L2K.E_SRC], E[L2K.E_ACC],
+                                            E[L2K.E_FLUSH]))
+        else:
+            r = l2.access(env.now, addrs, False, self._cat(category), uncached=uncached)
+            if len(r.writebacks.line_addr):
+                self._writebacks(r.writebacks)
+            ready, tags, req = _read_plan(addrs, r.outcome, r.ready_tick, r.fill_mask, fills.line, fills.tag,
+                                          fills.mask, bool(fills.events))
         waits: List[simpy.Event] = []
         if len(tags):
             ev_of = fills.events
