@@ -320,5 +320,8 @@ class MemoryHierarchy:
                 s.add(f"dram_traffic.{cat}.{kind}_bytes", t[kind], "B",
                       f"DRAM {kind} bytes issued by {cat} (paper Fig. 18 category)")
         s.merge("l2", self.l2.stats())
+        # the controllers' statistics cover the cycles up to now, not up to the last pump step
+        # (whose time depends on the pump cadence): queue occupancy and utilisation count idle cycles
+        self.mem.advance(self.env.now)
         s.merge("hbm", self.mem.stats())
         return s

@@ -22,33 +22,51 @@ simpy adapter::
 
 Exactness. A batch's completion tick is known once its last request's column
 command has issued (completion = command + tCL + tBL for reads, + tWL + tBL
-for writes/updates). The pump advances the memory to ``env.now`` at least
-every ``min(tCL, tWL) + tBL`` memory cycles while requests are outstanding
-(``next_event_tick``), so every completion becomes known no later than it
-happens and the batch's event fires at exactly its completion tick. While
-nothing is outstanding the pump sleeps until the next ``access``.
+for writes/updates). While requests are outstanding the pump advances the
+memory to ``env.now`` at the latest one tick before the frontier plus the
+shortest completion latency of the outstanding kinds (``tWL + tBL`` = 4 cycles
+while a write or update is outstanding, ``tCL + tBL`` = 16 while only reads are:
+:meth:`MemorySystem.next_event_tick`), so every completion becomes known
+strictly before it happens and the batch's event fires at exactly its
+completion tick. While nothing is outstanding the pump sleeps until the next
+``access``.
+
+Order. Completions are fired through the environment's
+:class:`~t3sim.sim.engine.Dispatcher`: all completions due at one tick fire
+together, in (port creation, batch id) order, before every other (normal
+priority) event of that tick. When a completion became known -- which depends on
+the pump cadence -- therefore changes nothing: a simulation's results do not
+depend on the cadence (``tests/memory/test_port.py`` holds a Sequential run at
+the default cadence and at one step per cycle to identical statistics), which
+makes the cadence a pure speed setting. The enqueue hook is the exception
+(below): its reports come at pump steps.
 
 An ``access`` only submits: it does not advance the memory. Its requests arrive
-at or after ``env.now``, so they cannot complete before the pump step already
-armed (at most ``min(tCL, tWL) + tBL`` cycles after the frontier), and the
-controllers, which may lag the frontier, simulate the cycles before the arrival
-exactly as if they had run first (:meth:`MemorySystem.advance`). This saves one
-controller run per access at a distinct time.
+at or after ``env.now``, so they cannot complete before
+:meth:`MemorySystem.discovery_tick` of their arrival (a write submitted while only
+reads are outstanding re-arms the pump that early), and the controllers, which
+may lag the frontier, simulate the cycles before the arrival exactly as if they
+had run first (:meth:`MemorySystem.advance`). This saves one controller run per
+access at a distinct time.
 
 Enqueue hook timing: admissions are reported after each advance, with their
 own ticks (``EnqueueInfo.tick``), i.e. at most one pump step after they
-happened; a tracker that reacts should act at ``max(env.now, tick)``.
+happened; a tracker that reacts should act at ``max(env.now, tick)``. T3's
+tracker hook counts writes and updates only, which are reported within
+``tWL + tBL`` cycles (the cadence while one is outstanding).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Dict, NamedTuple, Optional
 
 import numpy as np
 import simpy
 
 from t3sim.memory.system import MemorySystem
-from t3sim.sim.engine import succeed_later
+from t3sim.memory.request import Kind
+from t3sim.sim.engine import dispatcher
 
 
 class BatchResult(NamedTuple):
@@ -64,14 +82,19 @@ class MemoryPort:
 
     The pump is a callback, not a process: one pump step (a simpy timeout) is armed at a
     time, at the memory's :meth:`~MemorySystem.next_event_tick`; each step advances the memory
-    to ``env.now``, fires the completions that became known and re-arms itself. :meth:`access`
-    only submits (module docstring) and arms a step if none is armed. A step superseded by an
-    earlier one stays in the heap and is ignored when it fires. One heap entry per completion.
+    to ``env.now``, hands the completions that became known to the dispatcher and re-arms itself.
+    :meth:`access` only submits (module docstring) and arms an earlier step if its requests need
+    one. A step superseded by an earlier one stays in the heap and is ignored when it fires. One
+    heap entry per distinct completion tick (the dispatcher's).
     """
+
+    _ids = itertools.count()  # creation order: the first part of the completion order key
 
     def __init__(self, env: simpy.Environment, memory: MemorySystem) -> None:
         self.env = env
         self.mem = memory
+        self._id = next(MemoryPort._ids)
+        self._dispatch = dispatcher(env)
         self._events: Dict[int, simpy.Event] = {}
         self._reads: set = set()
         self._step: Optional[simpy.Event] = None  # the scheduled pump step
@@ -88,9 +111,8 @@ class MemoryPort:
             self._reads.add(bid)
         for b, done in mem.pop_completed():  # an empty batch completes on submission
             self._fire(b, done)
-        if self._step is None and mem.outstanding:
-            # idle until now: the new requests arrive at or after the next cycle start
-            self._arm(mem.clock.cycle_to_tick(mem.clock.next_cycle_at_or_after(env.now) + mem.min_done_cycles()))
+        if mem.outstanding:  # no-op unless the new requests could complete before the armed step
+            self._arm(mem.discovery_tick(env.now, kind != Kind.READ))
         return ev
 
     def kernel_boundary(self) -> None:
@@ -114,7 +136,7 @@ class MemoryPort:
             return
         data = self.mem.read_data(bid) if bid in self._reads else None
         self._reads.discard(bid)
-        succeed_later(self.env, ev, BatchResult(bid, done, data), done - self.env.now)
+        self._dispatch.at(done, (self._id, bid), ev, BatchResult(bid, done, data))
 
     def _service(self) -> None:
         """Advance the memory to now, fire what completed, and arm the next pump step."""

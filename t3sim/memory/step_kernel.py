@@ -30,11 +30,12 @@ def pump_step(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, 
               bin_cycles, hook, writes_only, freq_kHz, pseudo_channels):  # pragma: no cover - compiled
     """Simulate every unit up to cycle ``until`` and retire what issued.
 
-    Returns ``(done, done_tick, rows, need_bins, need_lat)``: the completed batches in
+    Returns ``(done, done_tick, rows, need_bins, need_lat, writes)``: the completed batches in
     :func:`retire`'s order and their completion ticks; the enqueue hook's rows of the
     admitted requests (only if ``hook``; else empty); and, if the statistics arrays were
     too small, the sizes to grow them to -- then nothing was retired (``done`` is empty) and
-    the caller grows them and calls :func:`retire` on ``out[0, :counts[0]]`` itself.
+    the caller grows them and calls :func:`retire` on ``out[0, :counts[0]]`` itself; and how many
+    of the issued requests were writes or updates.
     ``counts`` and ``out`` are as for :func:`run_kernel`.
     """
     run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, occ_hist,
@@ -44,11 +45,15 @@ def pump_step(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, 
     else:
         rows = np.empty((NAR, 0), dtype=np.int64)
     if counts[0] == 0:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), rows, 0, 0
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), rows, 0, 0, 0
+    nw = 0  # writes and updates among the issued requests
+    for j in range(counts[0]):
+        if RQ[F_KIND, out[0, j]] != 0:
+            nw += 1
     done, need_b, need_l = retire(out[0, : counts[0]], RQ[F_BATCH], RQ[F_DONE], RQ[F_ARRIVE], RQ[F_KIND],
                                   RQ[F_STREAM], RQ[F_SOURCE], RQ[F_CLASS], b_done, b_remaining, cnt, rowcls, sc, bw,
                                   lat, bin_cycles)
     ticks = np.empty(done.size, dtype=np.int64)
     for j in range(done.size):
         ticks[j] = cycle_start_tick(b_done[done[j]], freq_kHz)
-    return done, ticks, rows, need_b, need_l
+    return done, ticks, rows, need_b, need_l, nw

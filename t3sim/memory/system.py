@@ -136,6 +136,9 @@ class MemorySystem:
         self.write_lo = int(round(mc.write_low_watermark * mc.write_queue_entries))
         self.refresh_on = self.timing.values["tREFI"] > 0
         self._min_done = min(self.timing.done_offset(T.RD), self.timing.done_offset(T.WR))
+        self._read_done = self.timing.done_offset(T.RD)
+        if self.clock.cycle_to_tick(1) < 2:
+            raise InputError("hbm.clock_GHz", f"{hbm.clock_GHz} (a cycle shorter than 2 ps)", "at most 500 GHz")
         U = self.geom.units
         self._cap = 0
         self.n = 0
@@ -170,6 +173,7 @@ class MemorySystem:
         self.frontier = 0  # first unsimulated cycle
         self._last_submit_tick = 0
         self.outstanding = 0
+        self.outstanding_writes = 0  # of them, writes and updates (they set the pump cadence)
         self.compactions = 0  # times the request arrays were compacted (batch ranges no longer valid)
         self._enqueue_hook: Optional[Callable[[EnqueueInfo], None]] = None
         self._hook_writes_only = False
@@ -228,16 +232,24 @@ class MemorySystem:
         return self._min_done
 
     def next_event_tick(self) -> Optional[int]:
-        """When the memory next needs :meth:`advance` to report completions exactly.
+        """The latest tick at which :meth:`advance` still learns every completion strictly before it happens.
 
-        None when nothing is outstanding. Otherwise the frontier plus the
-        shortest command-to-completion latency: a request that issues at or
-        after the frontier cannot complete earlier, so advancing at least this
-        often learns every completion before it happens.
+        None when nothing is outstanding. Otherwise one tick before the frontier plus the shortest
+        command-to-completion latency of the outstanding kinds (``tWL + tBL`` while a write or
+        update is outstanding, else ``tCL + tBL``): a request that issues at or after the frontier
+        cannot complete earlier. A later submission of a write can need an earlier advance:
+        :meth:`discovery_tick` of its arrival.
         """
         if self.outstanding == 0:
             return None
-        return self.clock.cycle_to_tick(self.frontier + self.min_done_cycles())
+        return self.clock.cycle_to_tick(self.frontier + (self._min_done if self.outstanding_writes
+                                                         else self._read_done)) - 1
+
+    def discovery_tick(self, tick: int, write: bool) -> int:
+        """The latest tick at which :meth:`advance` learns, strictly before it happens, the completion of a
+        request submitted at ``tick`` (of a write/update if ``write``, else of a read)."""
+        return self.clock.cycle_to_tick(self.clock.next_cycle_at_or_after(tick)
+                                        + (self._min_done if write else self._read_done)) - 1
 
     # ---------------------------------------------------------------- submit
     def submit(self, tick: int, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None) -> int:
@@ -291,6 +303,8 @@ class MemorySystem:
                          self._unit_next)
         self.n = s1
         self.outstanding += n
+        if kind is not Kind.READ:
+            self.outstanding_writes += n
         if self._has_lb and arrive < eng.next_lb:
             eng.next_lb = arrive
         return bid
@@ -359,13 +373,14 @@ class MemorySystem:
         hook = self._enqueue_hook
         if not stop_when_idle and self._fused:
             # one compiled call (step_kernel.pump_step): controllers, hook rows, retire, ticks
-            (done, ticks, rows, need_b, need_l), ni = eng.step(until, hook is not None, self._hook_writes_only)
+            (done, ticks, rows, need_b, need_l, nw), ni = eng.step(until, hook is not None, self._hook_writes_only)
             self._kernel_at = until
             if hook is not None:
                 self._report(rows)
             if not ni:
                 return
             self.outstanding -= ni
+            self.outstanding_writes -= nw
             if need_b or need_l:  # the statistics arrays were too small: nothing was retired yet
                 done = self._retire(eng.issued_view(ni))
                 ticks = cycles_to_ticks(self.clock, self.b_done[done])
@@ -382,6 +397,7 @@ class MemorySystem:
         if self.functional is not None:
             self.functional.apply(self, issued)
         self.outstanding -= int(issued.size)
+        self.outstanding_writes -= int(np.count_nonzero(self.r_kind[issued] != int(Kind.READ)))
         done = self._retire(issued)
         c2t = self.clock.cycle_to_tick
         b_done = self.b_done

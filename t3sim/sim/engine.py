@@ -51,6 +51,58 @@ def succeed_later(env: simpy.Environment, event: simpy.Event, value, delay: int)
     return event
 
 
+class Dispatcher:
+    """Fires events due at a tick in a canonical order, before any normal-priority event of that tick.
+
+    ``at(tick, key, event, value)`` makes ``event`` succeed with ``value`` at ``tick``. All events due
+    at one tick are fired together by one URGENT-priority heap entry, in ascending ``key`` order, and
+    before every NORMAL-priority event of that tick. So the order in which their callbacks run
+    depends on the keys alone, not on when (or in which order) they were scheduled -- the memory
+    port uses this to make results independent of how often it polls the memory (its pump cadence).
+    One per environment: :func:`dispatcher`.
+    """
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self._due: dict = {}
+
+    def at(self, tick: int, key, event: simpy.Event, value) -> None:
+        env = self.env
+        if tick < env.now:
+            raise RuntimeError(f"dispatcher: event due at tick {tick}, before now ({env.now})")
+        due = self._due.get(tick)
+        if due is None:
+            due = self._due[tick] = []
+            d = simpy.Event(env)
+            d._ok = True
+            d._value = tick
+            d.callbacks.append(self._fire)
+            env.schedule(d, simpy.events.URGENT, tick - env.now)
+        due.append((key, event, value))
+
+    def _fire(self, d: simpy.Event) -> None:
+        items = self._due.pop(d._value)
+        items.sort(key=_first)
+        for _key, ev, value in items:  # as simpy's step would process each event, in key order
+            ev._ok = True
+            ev._value = value
+            callbacks, ev.callbacks = ev.callbacks, None
+            for callback in callbacks:
+                callback(ev)
+
+
+def _first(item):
+    return item[0]
+
+
+def dispatcher(env: simpy.Environment) -> Dispatcher:
+    """The environment's :class:`Dispatcher` (created on first use)."""
+    d = getattr(env, "_t3sim_dispatcher", None)
+    if d is None:
+        d = env._t3sim_dispatcher = Dispatcher(env)
+    return d
+
+
 class Component:
     """Base for simulated components: a name, a progress counter and a pending-work report.
 
