@@ -21,31 +21,15 @@ from t3sim.results.store import ResultStore
 from t3sim.schemes import SCHEMES, scheme_for
 from t3sim.system import simulate, simulate_shared
 from t3sim.system.run import shared_groups, simulation_key
+from tests.system.helpers import tiny_sweep
 
-# Two-GPU OP sub-layer of a 512-wide model (as in test_sweep_exec): well under a second a point.
-TINY = """\
-name: {name}
-system:
-  base: systems/t3-table1.yaml
-  interconnect: {{num_gpus: 2}}
-workload:
-  model: {{base: models/t-nlg.yaml, hidden_size: 512}}
-  sublayer: OP
-  tp: 2
-  tokens: 16
-scheme: {{kind: sequential}}
-sweep:
-  grid:
-    workload.tokens: [16, 32]
-    scheme.kind: [sequential, ideal_gemm_rs_overlap]
-"""
 NAME = "shared-sweep"
 
 
 @pytest.fixture
 def tiny(tmp_path) -> Path:
     path = tmp_path / f"{NAME}.yaml"
-    path.write_text(TINY.format(name=NAME))
+    path.write_text(tiny_sweep(NAME, ["sequential", "ideal_gemm_rs_overlap"]))
     return path
 
 

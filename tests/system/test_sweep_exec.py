@@ -20,31 +20,15 @@ from t3sim.exec import PointError, Progress, run_points, simulate_point
 from t3sim.exec.runner import guarded
 from t3sim.results.store import ResultStore, is_complete
 from tests.conftest import REPO, assert_one_line_error
+from tests.system.helpers import tiny_sweep
 
-# Two-GPU OP sub-layer of a 512-wide model: ~0.2 s a point once numba's cache is warm.
-TINY = """\
-name: {name}
-system:
-  base: systems/t3-table1.yaml
-  interconnect: {{num_gpus: 2}}
-workload:
-  model: {{base: models/t-nlg.yaml, hidden_size: 512}}
-  sublayer: OP
-  tp: 2
-  tokens: 16
-scheme: {{kind: sequential}}
-sweep:
-  grid:
-    workload.tokens: [16, 32]
-    scheme.kind: [sequential, ideal_rs_nmc]
-"""
 N_POINTS = 4
 FIRST_LABEL = "workload.tokens=16,scheme.kind=sequential"
 
 
 def tiny_experiment(directory: Path, name: str = "tiny-sweep") -> Path:
     path = Path(directory) / f"{name}.yaml"
-    path.write_text(TINY.format(name=name))
+    path.write_text(tiny_sweep(name, ["sequential", "ideal_rs_nmc"]))
     return path
 
 
