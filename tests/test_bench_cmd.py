@@ -21,3 +21,20 @@ def test_memtest_case_reports_every_metric():
 
 def test_unknown_case_is_an_input_error(capsys):
     assert main(["bench", "--case", "nope"]) == 2
+
+
+def test_sweep_counts_a_shared_simulation_once(tmp_path):
+    """A sweep case sums simulated time and DRAM requests over simulations, not points: Sequential and
+    Ideal-GEMM-RS-Overlap of one config share one simulation (t3sim.system.run.simulate_shared)."""
+    from t3sim.commands.bench_cmd import _run_sweep
+    from tests.system.helpers import tiny_sweep
+
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(tiny_sweep("bench-tiny", ["sequential", "ideal_gemm_rs_overlap"]))
+    shared = _run_sweep(dict(config=str(cfg), overrides=[], jobs=1))  # 2 token counts x 2 schemes
+    cfg.write_text(tiny_sweep("bench-tiny", ["sequential"]))
+    alone = _run_sweep(dict(config=str(cfg), overrides=[], jobs=1))
+    assert shared["points"] == 4 and shared["simulations"] == 2
+    assert alone["points"] == alone["simulations"] == 2
+    assert shared["simulated_us"] == alone["simulated_us"] > 0
+    assert shared["dram_requests"] == alone["dram_requests"] > 0

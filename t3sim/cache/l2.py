@@ -82,6 +82,10 @@ class L2Cache(L2Base):
         G[K.G_FREQ_KHZ], G[K.G_LINE_B], G[K.G_SECTOR_SHIFT] = self.clock.freq_kHz, g.line_B, g.sector_shift
         self._G = G
         self._nsrc = len(self.sources)
+        #: the compiled kernel's state, in its argument order after ``now``: callers that fuse an access
+        #: batch with their own compiled work (``compute.memhier``) pass ``*kernel_state`` to
+        #: :func:`~t3sim.cache.l2_kernel.access_uniform`
+        self.kernel_state = (self._S, self._G, self._V, self._occ, self.counts)
 
     def access(self, tick: int, addr, is_write, src=0, *, size_B=64, uncached=False) -> L2Result:
         """Process a batch of accesses arriving at ``tick`` (ps), in array order.

@@ -16,6 +16,7 @@ with the machine they ran on.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
@@ -172,7 +173,8 @@ def _repo_path(rel: str) -> Path:
 
 def _run_sweep(case: dict) -> Dict[str, object]:
     """``t3sim run CONFIG -j N --force`` into a temporary results root; simulated time and DRAM
-    requests summed over the points' stats; peak memory = the largest child process."""
+    requests summed over the simulations (one shared by several points counts once); peak memory =
+    the largest child process."""
     import resource
     import tempfile
 
@@ -186,16 +188,20 @@ def _run_sweep(case: dict) -> Dict[str, object]:
         wall = time.perf_counter() - t0
         if p.returncode != 0:
             raise RuntimeError((p.stderr or p.stdout).strip().splitlines()[-1:])
-        sim_us, reqs, points = 0.0, 0, 0
+        sim_us, reqs, points, sims = 0.0, 0, 0, 0
         for f in Path(tmp).rglob("stats.json"):
-            st = json.loads(f.read_text())
-            flat = _flatten(st)
             points += 1
+            # points that shared a simulation (meta "shared_simulation") count it once: at its first scheme
+            shared = json.loads((f.parent / "meta.json").read_text()).get("shared_simulation")
+            if shared and next(csv.DictReader((f.parent / "summary.csv").open()))["scheme"] != shared[0]:
+                continue
+            sims += 1
+            flat = _flatten(json.loads(f.read_text()))
             sim_us += float(flat.get("sim.end_us", flat.get("time.total_us", 0.0)))
             reqs += sum(int(v) for k, v in flat.items() if k.startswith("gpu") and k.endswith(".hbm.requests"))
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
     return dict(wall_s=wall, simulated_us=sim_us, dram_requests=reqs, simpy_events=None, points=points,
-                child_peak_rss_MB=peak)
+                simulations=sims, child_peak_rss_MB=peak)
 
 
 def _flatten(d, prefix: str = "") -> Dict[str, object]:

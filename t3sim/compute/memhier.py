@@ -35,7 +35,7 @@ import simpy
 
 from t3sim.cache import l2_kernel as L2K
 from t3sim.cache.common import HIT, WriteBacks
-from t3sim.cache.l2 import L2Cache, make_l2
+from t3sim.cache.l2 import L2Cache
 from t3sim.memory.port import MemoryPort
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.memory.system import MemorySystem
@@ -165,8 +165,7 @@ class MemoryHierarchy:
         self.mem = MemorySystem(system, mode=mode, functional=functional)
         self.port = MemoryPort(env, self.mem)
         self.categories = tuple(categories)
-        self.l2 = make_l2(system.l2, sources=self.categories)
-        self._fast_l2 = type(self.l2) is L2Cache
+        self.l2 = L2Cache(system.l2, sources=self.categories)  # the fast model (reads fuse with its kernel)
         self._cat_index = {c: i for i, c in enumerate(self.categories)}
         self.l2_latency = Clock.from_GHz(system.l2.clock_GHz).cycle_to_tick(system.l2.hit_latency_cycles)
         self.fills = FillTable()
@@ -254,19 +253,12 @@ class MemoryHierarchy:
         env = self.env
         fills = self.fills
         l2 = self.l2
-        if self._fast_l2:  # one compiled call: L2 accesses and the read plan
-            ready, tags, req, E = _l2_read(addrs, bool(uncached), self._cat(category),
-                                           l2.clock.next_cycle_at_or_after(env.now), l2._S, l2._G, l2._V, l2._occ,
-                                           l2.counts, fills.line, fills.tag, fills.mask, bool(fills.events))
-            if E.shape[1]:
-                self._writebacks(WriteBacks(E[L2K.E_LINE], E[L2K.E_MASK], E[L2K.E_SRC], E[L2K.E_ACC],
-                                            E[L2K.E_FLUSH]))
-        else:
-            r = l2.access(env.now, addrs, False, self._cat(category), uncached=uncached)
-            if len(r.writebacks.line_addr):
-                self._writebacks(r.writebacks)
-            ready, tags, req = _read_plan(addrs, r.outcome, r.ready_tick, r.fill_mask, fills.line, fills.tag,
-                                          fills.mask, bool(fills.events))
+        now = l2.clock.next_cycle_at_or_after(env.now)
+        # one compiled call: the L2 accesses and the read plan
+        ready, tags, req, E = _l2_read(addrs, bool(uncached), self._cat(category), now, *l2.kernel_state, fills.line,
+                                       fills.tag, fills.mask, bool(fills.events))
+        if E.shape[1]:
+            self._writebacks(WriteBacks(E[L2K.E_LINE], E[L2K.E_MASK], E[L2K.E_SRC], E[L2K.E_ACC], E[L2K.E_FLUSH]))
         waits: List[simpy.Event] = []
         if len(tags):
             ev_of = fills.events

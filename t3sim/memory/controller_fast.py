@@ -134,8 +134,8 @@ class FastController:
         counts = self.counts
         res = pump_step(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US,
                         self.ready, self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, ms.occ_hist,
-                        ms.bus_busy, ms.turnarounds, ms.cmd_count, out, self._no_log, counts, ms.b_done,
-                        ms.b_remaining, acc.cnt, acc.rowcls, acc.sc, acc.bw, acc.lat, acc.bin_cycles, hook,
+                        ms.bus_busy, ms.turnarounds, ms.cmd_count, out, self._no_log, counts, ms.batches.done,
+                        ms.batches.remaining, acc.cnt, acc.rowcls, acc.sc, acc.bw, acc.lat, acc.bin_cycles, hook,
                         writes_only, ms.clock.freq_kHz, ms.geom.pseudo_channels)
         self.next_lb = int(counts[3])
         return res, int(counts[0])

@@ -51,7 +51,7 @@ class FunctionalStore:
 
     def apply(self, ms, issued: np.ndarray) -> None:
         """Apply the column commands ``issued`` (request indices, in issue order per channel)."""
-        first = ms.b_first
+        first = ms.batches.first
         for r in issued.tolist():
             bid = int(ms.r_batch[r])
             i = r - first[bid]

@@ -65,7 +65,7 @@ import numpy as np
 import simpy
 
 from t3sim.memory.system import MemorySystem
-from t3sim.memory.request import Kind
+from t3sim.memory.request import Kind, parse_enum
 from t3sim.sim.engine import dispatcher
 
 
@@ -112,7 +112,7 @@ class MemoryPort:
         for b, done in mem.pop_completed():  # an empty batch completes on submission
             self._fire(b, done)
         if mem.outstanding:  # no-op unless the new requests could complete before the armed step
-            self._arm(mem.discovery_tick(env.now, kind != Kind.READ))
+            self._arm(mem.discovery_tick(env.now, parse_enum(Kind, kind, "memory request kind") is not Kind.READ))
         return ev
 
     def kernel_boundary(self) -> None:

@@ -36,6 +36,7 @@ from t3sim.memory import address_map
 from t3sim.memory import bookkeeping as BK
 from t3sim.memory.fast_kernel import RQN, WQN
 from t3sim.memory.accum import SC_A0, SC_LAST_DONE, Accum, retire
+from t3sim.memory.batches import Batches
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.policies import build as build_policy
@@ -135,6 +136,7 @@ class MemorySystem:
         self.write_hi = max(1, int(round(mc.write_high_watermark * mc.write_queue_entries)))
         self.write_lo = int(round(mc.write_low_watermark * mc.write_queue_entries))
         self.refresh_on = self.timing.values["tREFI"] > 0
+        # fewest cycles from a column command to its request's completion: any kind, and a read
         self._min_done = min(self.timing.done_offset(T.RD), self.timing.done_offset(T.WR))
         self._read_done = self.timing.done_offset(T.RD)
         if self.clock.cycle_to_tick(1) < 2:
@@ -161,14 +163,8 @@ class MemorySystem:
         self.record_commands = record_commands
         self._log: List[np.ndarray] = []
         self._pylog: List[Tuple[int, int, int, int, int]] = []
-        # batches
-        self.b_first: List[int] = []
-        self.b_count: List[int] = []
-        self._bcap = 1024
-        self.b_remaining = np.zeros(self._bcap, dtype=np.int64)
-        self.b_done = np.zeros(self._bcap, dtype=np.int64)
+        self.batches = Batches(self.clock)
         self._kernel_at = 0  # cycle the controllers have simulated to (<= frontier; see advance)
-        self._completed: List[Tuple[int, int]] = []
         self.acc = Accum(len(Stream), len(Kind), len(Source))
         self.frontier = 0  # first unsimulated cycle
         self._last_submit_tick = 0
@@ -227,10 +223,6 @@ class MemorySystem:
         """Tick of the frontier (first unsimulated cycle)."""
         return self.clock.cycle_to_tick(self.frontier)
 
-    def min_done_cycles(self) -> int:
-        """Fewest cycles from any column command to its request's completion."""
-        return self._min_done
-
     def next_event_tick(self) -> Optional[int]:
         """The latest tick at which :meth:`advance` still learns every completion strictly before it happens.
 
@@ -242,14 +234,17 @@ class MemorySystem:
         """
         if self.outstanding == 0:
             return None
-        return self.clock.cycle_to_tick(self.frontier + (self._min_done if self.outstanding_writes
-                                                         else self._read_done)) - 1
+        return self._last_tick_before_done(self.frontier, self.outstanding_writes > 0)
 
     def discovery_tick(self, tick: int, write: bool) -> int:
         """The latest tick at which :meth:`advance` learns, strictly before it happens, the completion of a
         request submitted at ``tick`` (of a write/update if ``write``, else of a read)."""
-        return self.clock.cycle_to_tick(self.clock.next_cycle_at_or_after(tick)
-                                        + (self._min_done if write else self._read_done)) - 1
+        return self._last_tick_before_done(self.clock.next_cycle_at_or_after(tick), write)
+
+    def _last_tick_before_done(self, cycle: int, write: bool) -> int:
+        """One tick before the earliest completion of a request (a write/update if ``write``) that issues
+        at or after ``cycle``."""
+        return self.clock.cycle_to_tick(cycle + (self._min_done if write else self._read_done)) - 1
 
     # ---------------------------------------------------------------- submit
     def submit(self, tick: int, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None) -> int:
@@ -273,22 +268,10 @@ class MemorySystem:
             addrs = np.atleast_1d(np.asarray(addrs, dtype=np.int64))
         a = addrs
         n = int(a.size)
-        bid = len(self.b_first)
-        self.b_first.append(self.n)
-        self.b_count.append(n)
-        if bid >= self._bcap:
-            self._bcap *= 2
-            for name in ("b_remaining", "b_done"):
-                old = getattr(self, name)
-                new = np.zeros(self._bcap, dtype=np.int64)
-                new[: old.size] = old
-                setattr(self, name, new)
-        self.b_remaining[bid] = n
-        self.b_done[bid] = arrive
+        bid = self.batches.add(self.n, n, arrive)
         if self.functional is not None:
             self.functional.on_submit(bid, kind, n, data)
         if n == 0:
-            self._completed.append((bid, self.clock.cycle_to_tick(arrive)))
             return bid
         if self.acc.sc[SC_A0] < 0:
             self.acc.sc[SC_A0] = arrive
@@ -361,9 +344,10 @@ class MemorySystem:
         """Account issued requests (growing the statistics arrays as needed); return completed batches."""
         acc = self.acc
         while True:
+            b = self.batches
             done, need_b, need_l = retire(issued, self.r_batch, self.r_done, self.r_arrive, self.r_kind, self.r_stream,
-                                          self.r_source, self.r_class, self.b_done, self.b_remaining, acc.cnt,
-                                          acc.rowcls, acc.sc, acc.bw, acc.lat, acc.bin_cycles)
+                                          self.r_source, self.r_class, b.done, b.remaining, acc.cnt, acc.rowcls,
+                                          acc.sc, acc.bw, acc.lat, acc.bin_cycles)
             if not (need_b or need_l):
                 return done
             acc.grow(need_b, need_l)
@@ -382,9 +366,9 @@ class MemorySystem:
             self.outstanding -= ni
             self.outstanding_writes -= nw
             if need_b or need_l:  # the statistics arrays were too small: nothing was retired yet
-                done = self._retire(eng.issued_view(ni))
-                ticks = cycles_to_ticks(self.clock, self.b_done[done])
-            self._completed.extend(zip(done.tolist(), ticks.tolist()))
+                self.batches.known(self._retire(eng.issued_view(ni)))
+            else:
+                self.batches.known(done, ticks)
             return
         issued, admitted = eng.run(until, stop_when_idle)
         if not stop_when_idle:
@@ -398,11 +382,7 @@ class MemorySystem:
             self.functional.apply(self, issued)
         self.outstanding -= int(issued.size)
         self.outstanding_writes -= int(np.count_nonzero(self.r_kind[issued] != int(Kind.READ)))
-        done = self._retire(issued)
-        c2t = self.clock.cycle_to_tick
-        b_done = self.b_done
-        for bid in done.tolist():
-            self._completed.append((bid, c2t(int(b_done[bid]))))
+        self.batches.known(self._retire(issued))
 
     # ---------------------------------------------------------------- results
     def pop_completed(self) -> List[Tuple[int, int]]:
@@ -412,21 +392,18 @@ class MemorySystem:
         but its data burst is still in flight); it never lies before the
         previous :meth:`next_event_tick` when the caller advances that often.
         """
-        out, self._completed = self._completed, []
-        return out
+        return self.batches.pop_known()
 
     def batch_done_tick(self, bid: int) -> Optional[int]:
         """Completion tick of batch ``bid`` or None while requests remain."""
-        if self.b_remaining[bid] > 0:
-            return None
-        return self.clock.cycle_to_tick(int(self.b_done[bid]))
+        return self.batches.done_tick(bid)
 
     def request_done_ticks(self, bid: int) -> np.ndarray:
         """Per-request completion ticks of batch ``bid`` (-1 while not issued), in submission order."""
         if self.compactions:
             raise RuntimeError("request_done_ticks: request arrays were compacted (set MemorySystem.compact_min = 0)")
-        s = self.b_first[bid]
-        cyc = self.r_done[s: s + self.b_count[bid]]
+        s = self.batches.first[bid]
+        cyc = self.r_done[s: s + self.batches.count[bid]]
         return np.where(cyc < 0, -1, cycles_to_ticks(self.clock, np.maximum(cyc, 0)))
 
     def read_data(self, bid: int) -> np.ndarray:
