@@ -37,6 +37,7 @@ import numpy as np
 import simpy
 
 from t3sim.compute.addresses import GemmGeometry, StoreRequests, a_requests, b_requests, wg_store_requests
+from t3sim.compute.dispatcher import CuDispatcher, Footprint
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.compute.occupancy import cu_flops_per_cycle, k_step_compute_cycles, occupancy
 from t3sim.config.gpu import GPUConfig
@@ -110,11 +111,14 @@ class GemmKernel(Component):
         num_cus: CUs given to the kernel (default all).
         k_group: k-steps per load batch (1 = exact CUTLASS double buffering).
         on_stage_done: called with the stage index when a stage's last WG retires.
+        dispatcher: the GPU's WG dispatcher, shared with the kernels that run beside this one
+            (:mod:`t3sim.compute.dispatcher`); default a private one (the kernel alone on the GPU).
     """
 
     def __init__(self, engine: Engine, name: str, hier: MemoryHierarchy, gpu: GPUConfig, kernel, tile_order: Sequence[int],
                  a_base_B: int, b_base_B: int, c_base_B: int, sink: OutputSink, num_cus: Optional[int] = None,
-                 k_group: int = 1, on_stage_done: Optional[Callable[[int], None]] = None, category: str = "gemm"):
+                 k_group: int = 1, on_stage_done: Optional[Callable[[int], None]] = None, category: str = "gemm",
+                 dispatcher: Optional[CuDispatcher] = None):
         super().__init__(engine, name)
         self.hier, self.gpu, self.kernel, self.sink = hier, gpu, kernel, sink
         self.order = np.asarray(tile_order, dtype=np.int64)
@@ -124,12 +128,14 @@ class GemmKernel(Component):
         self.k_group = max(1, int(k_group))
         self.category = category
         self.on_stage_done = on_stage_done
-        self.geom = GemmGeometry(kernel.M, kernel.N, kernel.K, kernel.tile_m, kernel.tile_n, kernel.tile_k,
-                                 DTYPE_BYTES[kernel.dtype], kernel.trans_a, kernel.trans_b, a_base_B, b_base_B, c_base_B,
-                                 kernel.wfs_per_wg, kernel.c_layout == "col_major", tuple(kernel.wf_grid))
-        self.occ = occupancy(gpu, wfs_per_wg=kernel.wfs_per_wg, registers_per_thread=kernel.registers_per_thread,
-                             lds_per_wg_B=kernel.lds_per_wg_B, threads_per_wf=kernel.threads_per_wf)
+        self.geom = gemm_geometry(kernel, a_base_B, b_base_B, c_base_B)
+        self.occ = gemm_occupancy(gpu, kernel)
         self.slots = self.occ.wgs_per_cu * self.num_cus
+        self.dispatcher = dispatcher or CuDispatcher(gpu, name)
+        self.footprint = Footprint.of(gpu, kernel.wfs_per_wg * kernel.threads_per_wf, kernel.registers_per_thread,
+                                      kernel.lds_per_wg_B)
+        self._h = -1  # dispatcher handle, from start()
+        self._starting = 0  # slot processes that have not taken their first WG
         self.clock = Clock.from_GHz(gpu.clock_GHz, "cu")
         self.flops = cu_flops_per_cycle(gpu, kernel.dtype)
         self.cu_active = np.zeros(self.num_cus, dtype=np.int64)
@@ -153,11 +159,23 @@ class GemmKernel(Component):
                            wgs_per_cu=self.occ.wgs_per_cu, occupancy_limiter=self.occ.limiter,
                            stage_end_ticks=[-1] * self.stages)
         n = min(self.slots, self.kernel.num_wgs)
-        self._live = n
+        self._live = self._starting = n
+        self._h = self.dispatcher.register(self.name, self.footprint, self._pending, self._on_cu,
+                                           None if self.num_cus == self.gpu.num_cus else range(self.num_cus))
         launch = ns_to_ticks(self.gpu.kernel_launch_overhead_ns)
-        for j in range(n):
-            self.env.process(self._slot(j % self.num_cus, launch))
+        for _ in range(n):
+            self.env.process(self._slot(None, launch))
         return self.done
+
+    def _pending(self) -> int:
+        """WGs no slot has claimed yet (the dispatcher's view)."""
+        return self.kernel.num_wgs - self._next - self._starting
+
+    def _on_cu(self, cu: int) -> None:
+        """The dispatcher placed one more of this kernel's WGs on ``cu`` (its footprint is taken)."""
+        self._live += 1
+        self._starting += 1
+        self.env.process(self._slot(cu))
 
     def _cycles_to_ticks(self, cycles: int) -> int:
         now_c = self.clock.next_cycle_at_or_after(self.env.now)
@@ -179,9 +197,19 @@ class GemmKernel(Component):
         self.run.load_requests += len(addrs)
         return self.hier.read(addrs, self.category)
 
-    def _slot(self, cu: int, launch_ticks: int = 0):
+    def _slot(self, cu: Optional[int], launch_ticks: int = 0):
+        """One WG slot: a CU's share held while WGs run back to back (dispatcher module doc)."""
         if launch_ticks:
             yield self.env.timeout(launch_ticks)
+        disp, h = self.dispatcher, self._h
+        if cu is None:
+            cu = disp.acquire(h) if self._next < self.kernel.num_wgs else None
+            if cu is None:  # no room (or nothing left): the dispatcher hands this kernel CUs as they free
+                self._starting -= 1
+                self._live -= 1
+                self._check_retired()
+                return
+        first = True
         k = self.kernel
         g = self.geom
         steps = g.k_steps
@@ -190,6 +218,9 @@ class GemmKernel(Component):
         while self._next < k.num_wgs:
             seq = self._next
             self._next += 1
+            if first:
+                self._starting -= 1
+                first = False
             tile = int(self.order[seq])
             tm, tn = divmod(tile, k.tiles_n)
             t0 = self.env.now
@@ -220,8 +251,16 @@ class GemmKernel(Component):
             if self.wg_spans is not None:
                 self.wg_spans.append((cu, seq, t0, self.env.now))
             self._wg_done(seq)
+            if self._next < k.num_wgs and disp.should_yield(h, cu):
+                break  # an earlier-launched kernel waits for this CU
+        if first:
+            self._starting -= 1
         self._live -= 1
-        if self._live == 0:
+        disp.release(h, cu)
+        self._check_retired()
+
+    def _check_retired(self) -> None:
+        if self._live == 0 and self._next >= self.kernel.num_wgs:
             self._all_retired = True
             self._maybe_end()
 
@@ -254,3 +293,22 @@ class GemmKernel(Component):
         if self.run is None or self.done.triggered:
             return ""
         return f"{self.kernel.num_wgs - self._next} WGs not started, {int(self.cu_active.sum())} running"
+
+
+def gemm_geometry(kernel, a_base_B: int, b_base_B: int, c_base_B: int) -> GemmGeometry:
+    """The address geometry of ``kernel`` (a :class:`~t3sim.workload.trace.KernelRecord`) with its operands at
+    the given byte addresses."""
+    return GemmGeometry(kernel.M, kernel.N, kernel.K, kernel.tile_m, kernel.tile_n, kernel.tile_k,
+                        DTYPE_BYTES[kernel.dtype], kernel.trans_a, kernel.trans_b, a_base_B, b_base_B, c_base_B,
+                        kernel.wfs_per_wg, kernel.c_layout == "col_major", tuple(kernel.wf_grid))
+
+
+def gemm_occupancy(gpu: GPUConfig, kernel):
+    """WGs of ``kernel`` resident per CU of ``gpu`` (:func:`~t3sim.compute.occupancy.occupancy`)."""
+    return occupancy(gpu, wfs_per_wg=kernel.wfs_per_wg, registers_per_thread=kernel.registers_per_thread,
+                     lds_per_wg_B=kernel.lds_per_wg_B, threads_per_wf=kernel.threads_per_wf)
+
+
+def stage_wgs(gpu: GPUConfig, kernel, num_cus: Optional[int] = None) -> int:
+    """WGs per stage of ``kernel`` on ``num_cus`` CUs (default all): the paper's Sec. 2.5 stage."""
+    return gemm_occupancy(gpu, kernel).wgs_per_cu * (num_cus or gpu.num_cus)

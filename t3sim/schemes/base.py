@@ -11,10 +11,13 @@ A :class:`Scheme` is a declarative description consumed by the system builder:
   kernel times (``max(GEMM, RS) + AG``, Sec. 5.3);
 * ``simulation``: the key of the simulation the scheme needs (an entry of
   :data:`SIMULATIONS`, the function that runs it on a built
-  :class:`~t3sim.system.model.SystemModel` and returns its
-  :class:`~t3sim.schemes.sequential.Phases`);
-* ``compose``: how the scheme turns that simulation's phase times into its
-  result (identity for a scheme that reports the run as it is).
+  :class:`~t3sim.system.model.SystemModel`: it builds the scheme's
+  :class:`~t3sim.schemes.program.Program` -- kernels on streams -- and returns
+  the :class:`~t3sim.schemes.program.ProgramRun`);
+* ``compose``: how the scheme turns that run's :class:`~t3sim.schemes.program.Phases`
+  into its result (identity for a scheme that reports the run as it is);
+* ``label``, ``color``: how analysis and plots show the scheme (results carry
+  them, so :mod:`t3sim.analysis` needs no list of schemes).
 
 Schemes with the same ``simulation`` key and otherwise identical configs run
 the identical simulation (the system model depends on the scheme only through
@@ -50,7 +53,8 @@ from typing import Callable, Dict, Optional
 
 from t3sim.errors import InputError
 from t3sim.registry import add, get
-from t3sim.schemes.sequential import Phases, compose_ideal, run_sequential
+from t3sim.schemes.sequential import compose_ideal, run_sequential
+from t3sim.schemes.program import Phases, ProgramRun
 
 
 def identity(phases: Phases) -> Phases:
@@ -58,12 +62,12 @@ def identity(phases: Phases) -> Phases:
     return phases
 
 
-#: simulation key -> the function that runs that simulation on a built SystemModel and returns its Phases
+#: simulation key -> the function that runs that simulation on a built SystemModel and returns its ProgramRun
 SIMULATIONS: Dict[str, Callable] = {}
 
 
 def register_simulation(key: str, run: Callable) -> None:
-    """Make ``run(model) -> Phases`` the simulation named ``key`` (schemes refer to it by ``simulation=key``)."""
+    """Make ``run(model) -> ProgramRun`` the simulation named ``key`` (schemes refer to it by ``simulation=key``)."""
     if key in SIMULATIONS and SIMULATIONS[key] is not run:
         raise ValueError(f"simulation {key!r} registered twice")
     SIMULATIONS[key] = run
@@ -83,6 +87,8 @@ class Scheme:
 
     name: str
     description: str
+    label: str = ""
+    color: str = "#7f7f7f"
     fused_rs: bool = False
     nmc: bool = False
     arbitration: Optional[str] = None
@@ -102,14 +108,14 @@ class Scheme:
             raise InputError("scheme.kind", f"{self.name!r}, which cannot run yet ({self.missing})",
                              ", ".join(n for n, s in SCHEMES.items() if s.runnable))
 
-    def simulate(self, model) -> Phases:
-        """Run this scheme's simulation on ``model``: the phase times before :attr:`compose`."""
+    def simulate(self, model) -> ProgramRun:
+        """Run this scheme's simulation on ``model``: its kernels' records, before :attr:`compose`."""
         self.check_runnable()
         return SIMULATIONS[self.simulation](model)
 
     def run(self, model) -> Phases:
-        """Run the scheme on ``model``: its simulation, then its composition."""
-        return self.compose(self.simulate(model))
+        """Run the scheme on ``model``: its simulation, then its composition of the phase times."""
+        return self.compose(self.simulate(model).phases())
 
 
 SCHEMES: Dict[str, Scheme] = {}
@@ -132,15 +138,18 @@ register_simulation("t3", run_t3)
 register_simulation("t3_mca", run_t3)
 
 _reg(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline)",
-            simulation="sequential/baseline"))
+            label="Sequential", color="#7f7f7f", simulation="sequential/baseline"))
 _reg(Scheme("t3", "fused GEMM-RS with tracker-triggered DMA and NMC reductions, round-robin MC arbitration; then AG",
-            fused_rs=True, nmc=True, arbitration="round_robin", paper_section="4.1-4.4, 5.3", simulation="t3"))
+            label="T3", color="#e6b800", fused_rs=True, nmc=True, arbitration="round_robin",
+            paper_section="4.1-4.4, 5.3", simulation="t3"))
 _reg(Scheme("t3_mca", "T3 plus communication-aware MC arbitration (Sec. 4.5); then AG",
-            fused_rs=True, nmc=True, arbitration="t3_mca", paper_section="4.5, 5.3", simulation="t3_mca"))
+            label="T3-MCA", color="#2ca02c", fused_rs=True, nmc=True, arbitration="t3_mca",
+            paper_section="4.5, 5.3", simulation="t3_mca"))
 _reg(Scheme("ideal_gemm_rs_overlap", "max(isolated GEMM, isolated RS) + AG: perfect software overlap, no contention",
-            ideal=True, simulation="sequential/baseline", compose=compose_ideal))
-_reg(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", ideal=True, nmc=True,
-            simulation="sequential/nmc", compose=compose_ideal))
+            label="Ideal-GEMM-RS-Overlap", color="#1f77b4", ideal=True, simulation="sequential/baseline",
+            compose=compose_ideal))
+_reg(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", label="Ideal-RS+NMC",
+            color="#9467bd", ideal=True, nmc=True, simulation="sequential/nmc", compose=compose_ideal))
 
 
 def scheme_for(name: str) -> Scheme:

@@ -54,15 +54,18 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from t3sim.compute.addresses import StoreRequests, wg_store_requests
-from t3sim.compute.gemm_kernel import GemmKernel, Stored
+from t3sim.compute.gemm_kernel import Stored, gemm_geometry, stage_wgs
 from t3sim.compute.memhier import REQ_B
 from t3sim.dma import addrspace as A
 from t3sim.dma.engine import Completion, DMAEngines, DmaBlock, Fabric, Payload
 from t3sim.dma.tracker import Tracker
 from t3sim.errors import InputError
 from t3sim.memory.request import Stream
-from t3sim.schemes.sequential import Phases, run_phases
+from t3sim.results.stats import Stats
+from t3sim.sim.clock import TICKS_PER_US
+from t3sim.schemes.sequential import boundary
 from t3sim.sim.engine import Component
+from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.workload.wg_order import base_order
 
 WORD_B = 4  # functional data: one value per 4 B word (float32 store, t3sim.memory.functional)
@@ -139,9 +142,8 @@ class T3Context:
         self.base = base_order(k.wg_order, k.tiles_m, k.tiles_n)
         self.pos_of_tile = np.empty(self.W, dtype=np.int64)
         self.pos_of_tile[np.asarray(self.base)] = np.arange(self.W)
-        probe = GemmKernel(eng, "t3.probe", model.hiers[model.sim_gpus[0]], sysc.gpu, k, self.base,
-                           model.a_base, model.b_base, model.c_base, sink=None)
-        self.geom, self.stage_wgs = probe.geom, probe.slots
+        self.geom = gemm_geometry(k, model.a_base, model.b_base, model.c_base)
+        self.stage_wgs = stage_wgs(sysc.gpu, k)
         if self.algorithm == "ring":
             # the same rule as the baseline RS plan (collectives.runner.plan_for_system): both ring
             # directions when the links run both ways and the collective is configured to use them
@@ -170,6 +172,32 @@ class T3Context:
             self._setup_gpu(g)
         if self.homogeneous:
             self._setup_shadows()
+
+    # ---------------------------------------------------------------- results
+    def stats(self) -> Stats:
+        """Tracker, DMA and fabric statistics of the fused RS (``gpu<g>.tracker``, ``gpu<g>.dma``, ``t3.fabric``)."""
+        s = Stats()
+        for g in self.model.hiers:
+            s.merge(f"gpu{g}.tracker", self.trackers[g].stats())
+            s.merge(f"gpu{g}.dma", self.dmas[g].stats())
+        s.add("t3.fabric.sent_B", self.fabric.sent_B, "B", "bytes of remote/DMA payloads sent by simulated and shadow GPUs")
+        s.add("t3.fabric.landed_B", self.fabric.landed_B, "B", "bytes of those payloads written at (or delivered to) their destination")
+        return s
+
+    def timeline(self, g: int, pid: int) -> list:
+        """Trace events of GPU ``g``'s DMA commands: each from its trigger (tracker threshold reached) to its
+        last batch read back and sent (async track "DMA", tid 3)."""
+        ev = []
+        for i, blk in enumerate(self.blocks.get(g, [])):
+            if blk.trigger_tick < 0 or blk.done_tick < 0:
+                continue
+            common = {"cat": "dma", "name": f"DMA to GPU {blk.peer}", "pid": pid, "tid": 3, "id": f"{g}.{i}"}
+            ev.append({**common, "ph": "b", "ts": blk.trigger_tick / TICKS_PER_US,
+                       "args": {"wg": int(blk.wg_id[0]), "wf": int(blk.wf_id[0]), "bytes": REQ_B * len(blk.addrs)}})
+            ev.append({**common, "ph": "e", "ts": blk.done_tick / TICKS_PER_US})
+        if ev:
+            ev.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": 3, "args": {"name": "DMA"}})
+        return ev
 
     # ---------------------------------------------------------------- setup
     def _blocks_for(self, g: int) -> List[Tuple[DmaBlock, List[Tuple[int, int]], List[int]]]:
@@ -351,43 +379,58 @@ class T3Output:
         return Stored(written=written)  # posted stores; the kernel's end waits for its own local writes
 
 
-def run_t3(model) -> Phases:
-    """Run the fused GEMM-RS then the all-gather on ``model`` (module doc); returns the phase times."""
-    ctx = T3Context(model)
-    model.t3 = ctx
+def t3_program(model, ctx: T3Context) -> Program:
+    """The fused GEMM (with its companion, the tracker/DMA-driven RS), then the all-gather (module doc)."""
     mca = model.system.memory_controller.arbitration.kind == "t3_mca"
 
     def stage_done(g, s):
         if s == 0 and mca:
             model.hiers[g].port.end_isolated_stage()
 
-    def body(mark):
+    def gemm():
         if mca:
             for h in model.hiers.values():
                 h.port.begin_isolated_stage()
         # the GEMM kernel ends when its last WG retired and its own local stores are written
         # (GemmKernel's per-kernel drain); incoming RS updates do not hold it
-        yield model.gemm("t3_gemm", sink_for=lambda g: T3Output(ctx, g),
-                         order_for=lambda g: ctx.spaces[g].order(ctx.base), on_stage_done=stage_done)
-        for h in model.hiers.values():
-            h.port.kernel_boundary()
-        mark("gemm")
+        return model.gemm("t3_gemm", sink_for=lambda g: T3Output(ctx, g),
+                          order_for=lambda g: ctx.spaces[g].order(ctx.base), on_stage_done=stage_done)
+
+    mc_boundary = boundary(model)
+
+    def gemm_end():
+        mc_boundary()
         ctx.gemm_done = True
         ctx._maybe_seal()
-        yield ctx.completion.done
-        mark("rs")
+
+    def rs_end():
         for g, tr in ctx.trackers.items():
             tr.check_done()
             model.hiers[g].mem.set_enqueue_hook(None)
+
+    def ag():
         if ctx.functional:
             # check the reduced chunks now; the all-gather kernel has no functional data path, so a
             # functional run stops after the reduce-scatter (ag = 0)
             ctx.words_checked = final_chunk_check(model)
-        else:
-            yield model.collective("all_gather").done
-        mark("ag")
+            return None
+        return model.collective("all_gather").done
 
-    return run_phases(model, body)
+    p = Program()
+    p.add("main", Kernel("t3_gemm", "fused", "gemm", gemm, on_end=gemm_end))
+    p.add("dma", Kernel("fused_rs", "dma", "rs", lambda: ctx.completion.done, comm=True, start_with="t3_gemm",
+                        on_end=rs_end))
+    p.add("main", Kernel("ag", "collective", "ag", ag, comm=True, after=("fused_rs",)))
+    return p
+
+
+def run_t3(model) -> ProgramRun:
+    """Run the fused GEMM-RS then the all-gather on ``model`` (module doc)."""
+    ctx = T3Context(model)
+    model.context = ctx
+    model.add_stats(ctx.stats)
+    model.add_timeline(ctx.timeline)
+    return run_program(model, t3_program(model, ctx))
 
 
 def final_chunk_check(model) -> int:
@@ -396,7 +439,7 @@ def final_chunk_check(model) -> int:
     Returns the number of 4 B words checked; raises AssertionError on the first mismatch.
     (A functional :func:`run_t3` calls this at the end of the reduce-scatter.)
     """
-    ctx: T3Context = model.t3
+    ctx: T3Context = model.context
     if ctx.words_checked:
         return ctx.words_checked
     checked = 0

@@ -15,13 +15,14 @@ slots. Identical on all GPUs.
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Callable, Dict, List
 
 import simpy
 
 from t3sim.collectives.gpu_hook import BufferLayout
 from t3sim.collectives.gpu_run import CollectiveKernel, run_collective
 from t3sim.collectives.runner import plan_for_system
+from t3sim.compute.dispatcher import CuDispatcher
 from t3sim.compute.gemm_kernel import CachedLocalOutput, GemmKernel, OutputSink
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config.experiment import ExperimentConfig
@@ -64,6 +65,8 @@ class SystemModel:
         self.hiers: Dict[int, MemoryHierarchy] = {
             g: MemoryHierarchy(self.env, exp.system, mode=sim.memory_model, functional=sim.functional_data)
             for g in self.sim_gpus}
+        #: each simulated GPU's WG dispatcher, shared by every kernel launched on it (CUs of concurrent kernels)
+        self.dispatchers: Dict[int, CuDispatcher] = {g: CuDispatcher(exp.system.gpu, f"gpu{g}") for g in self.sim_gpus}
         self.kernel = workload_kernel(exp.workload)
         k = self.kernel
         eb = DTYPE_BYTES[k.dtype]
@@ -77,6 +80,11 @@ class SystemModel:
         self.trace = False
         self.gemm_kernels: List[GemmKernel] = []
         self.marks: Dict[str, int] = {}
+        #: the running scheme's own state (opaque here; e.g. the fused GEMM-RS context of schemes/t3.py)
+        self.context = None
+        self._stats_sources: List[Callable[[], Stats]] = []
+        #: scheme-provided timeline tracks: ``fn(gpu, pid) -> [trace events]`` (t3sim.system.timeline)
+        self.timeline_sources: List[Callable[[int, int], list]] = []
 
     # ------------------------------------------------------------------ kernels
     def gemm(self, name: str = "gemm", sink_for=None, order=None, num_cus=None, on_stage_done=None,
@@ -93,7 +101,8 @@ class SystemModel:
             gk = GemmKernel(self.engine, f"gpu{g}.{name}", h, self.system.gpu, k,
                             order_for(g) if order_for else (order or wg_order(k)),
                             self.a_base, self.b_base, self.c_base, sink, num_cus=num_cus,
-                            on_stage_done=(lambda s, g=g: on_stage_done(g, s)) if on_stage_done else None)
+                            on_stage_done=(lambda s, g=g: on_stage_done(g, s)) if on_stage_done else None,
+                            dispatcher=self.dispatchers[g])
             gk.wg_spans = [] if self.trace else None
             self.gemm_kernels.append(gk)
             events[g] = gk.start()
@@ -108,18 +117,21 @@ class SystemModel:
                               variant=variant, layout=layout, cus=cus)
 
     # ------------------------------------------------------------------ stats
+    def add_stats(self, source: Callable[[], Stats]) -> None:
+        """Have :meth:`stats` include ``source()`` (a scheme's own components: trackers, DMA engines...)."""
+        self._stats_sources.append(source)
+
+    def add_timeline(self, source: Callable[[int, int], list]) -> None:
+        """Have timelines include ``source(gpu, pid)``'s trace events (:mod:`t3sim.system.timeline`)."""
+        self.timeline_sources.append(source)
+
     def stats(self) -> Stats:
         s = Stats()
         for g, h in self.hiers.items():
             s.merge(f"gpu{g}", h.stats())
         s.merge("network", self.network.stats(self.env.now))
-        t3 = getattr(self, "t3", None)  # the fused GEMM-RS context (schemes/t3.py), when a T3 scheme ran
-        if t3 is not None:
-            for g in self.hiers:
-                s.merge(f"gpu{g}.tracker", t3.trackers[g].stats())
-                s.merge(f"gpu{g}.dma", t3.dmas[g].stats())
-            s.add("t3.fabric.sent_B", t3.fabric.sent_B, "B", "bytes of remote/DMA payloads sent by simulated and shadow GPUs")
-            s.add("t3.fabric.landed_B", t3.fabric.landed_B, "B", "bytes of those payloads written at (or delivered to) their destination")
+        for source in self._stats_sources:
+            s.merge("", source())
         s.add("sim.events", self.engine.events_processed, "count", "simpy events processed")
         s.add("sim.end_us", self.env.now / TICKS_PER_US, "us", "simulated time at the end of the run")
         return s

@@ -94,7 +94,7 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
 
         model.trace = True
         samples = tl.start_sampler(model)
-    raw = schemes[0].simulate(model)
+    raw = schemes[0].simulate(model).phases()
     model.network.check_conserved()  # invariant: bytes sent == bytes received on every link
     model_stats = model.stats()
     wall_s = round(time.perf_counter() - t0, 3)

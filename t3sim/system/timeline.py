@@ -8,8 +8,8 @@ trace *process* each; homogeneous runs simulate GPU 0 only, the shadows mirror i
 * thread "GEMM stages": each stage of WGs, from the previous stage's end to the last of its WGs;
 * threads "CU n.l": every WG (``seq``, tile), on lane ``l`` of its CU (a CU runs up to
   ``wgs_per_cu`` WGs at once, so WGs of one CU are spread over lanes that never overlap);
-* async track "DMA" (T3 schemes): every DMA command, from its trigger (tracker threshold reached)
-  to its last batch read back and sent;
+* tracks a scheme adds (``SystemModel.add_timeline``), e.g. T3's async track "DMA": every DMA
+  command, from its trigger (tracker threshold reached) to its last batch read back and sent;
 * counters: DRAM bandwidth per stream and kind (GB/s, the ``bandwidth_over_time`` statistics),
   requests waiting in the memory controllers (sampled every ``bin_ns``; as of the controllers'
   last update, which lags simulated time by at most one memory-pump step), and the GB/s leaving
@@ -97,16 +97,8 @@ def build(model, stats, samples: Dict[int, List[Tuple[int, int]]]) -> Dict[str, 
                 names[tid] = f"CU {cu}.{lane}"
                 ev.append({"ph": "X", "name": f"WG {seq}", "cat": "wg", "pid": pid, "tid": tid, "ts": _us(t0),
                            "dur": _us(t1 - t0), "args": {"seq": seq, "tile": int(gk.order[seq])}})
-        t3 = getattr(model, "t3", None)
-        if t3 is not None and g in t3.blocks:
-            for i, blk in enumerate(t3.blocks[g]):
-                if blk.trigger_tick < 0 or blk.done_tick < 0:
-                    continue
-                common = {"cat": "dma", "name": f"DMA to GPU {blk.peer}", "pid": pid, "tid": 3, "id": f"{g}.{i}"}
-                ev.append({**common, "ph": "b", "ts": _us(blk.trigger_tick),
-                           "args": {"wg": int(blk.wg_id[0]), "wf": int(blk.wf_id[0]), "bytes": 64 * len(blk.addrs)}})
-                ev.append({**common, "ph": "e", "ts": _us(blk.done_tick)})
-            names[3] = "DMA"
+        for source in model.timeline_sources:  # scheme-provided tracks (e.g. T3's DMA commands)
+            ev += source(g, pid)
         for tid, name in sorted(names.items()):
             ev.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
         ev += _dram_counters(stats, g, pid) + _link_counters(stats, g, pid)

@@ -32,7 +32,7 @@ def test_functional_reduce_scatter_is_exact(algo, mode):
     """Every simulated GPU ends with exactly the sum of all GPUs' partials for its chunk (Sec. 4.1, 7.1)."""
     m, p = _run(4, mode, "t3", algo, "simulation.functional_data=true")
     assert final_chunk_check(m) > 0
-    ctx = m.t3
+    ctx = m.context
     for g, tr in ctx.trackers.items():
         tr.check_done()  # every programmed entry fired exactly once
         for blk in ctx.blocks[g]:
@@ -51,7 +51,7 @@ def test_functional_ring_other_gpu_counts(n, bidir):
     m, _ = _run(n, "explicit", "t3", "ring", "simulation.functional_data=true",
                 f"system.collective.ring_bidirectional={str(bidir).lower()}")
     assert final_chunk_check(m) > 0
-    assert m.t3.W % m.t3.stage_wgs != 0 or (m.t3.W // m.t3.stage_wgs) % n != 0
+    assert m.context.W % m.context.stage_wgs != 0 or (m.context.W // m.context.stage_wgs) % n != 0
 
 
 @pytest.mark.parametrize("n", [2, 8, pytest.param(16, marks=pytest.mark.slow)])
@@ -59,7 +59,7 @@ def test_functional_direct_other_gpu_counts(n):
     """Direct RS (Sec. 7.1): every stage sliced n ways and remote-updated; exact for any GPU count."""
     m, _ = _run(n, "explicit", "t3", "direct", "simulation.functional_data=true")
     assert final_chunk_check(m) > 0
-    assert not any(m.t3.blocks[g] for g in m.sim_gpus)  # no DMA: the GEMM's stores do all of it
+    assert not any(m.context.blocks[g] for g in m.sim_gpus)  # no DMA: the GEMM's stores do all of it
 
 
 def test_fused_ring_rs_uses_both_link_directions_like_the_baseline():
@@ -86,7 +86,7 @@ def test_tiny_tracker_stalls_but_completes():
     m, _ = _run(4, "explicit", "t3", "ring", "system.tracker.entries=2", "system.tracker.ways=1",
                 "simulation.functional_data=true")
     assert final_chunk_check(m) > 0
-    assert sum(t.stalled_accesses for t in m.t3.trackers.values()) > 0
+    assert sum(t.stalled_accesses for t in m.context.trackers.values()) > 0
 
 
 def test_t3_mca_uses_its_arbitration():
