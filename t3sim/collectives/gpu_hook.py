@@ -149,7 +149,7 @@ class CuPool:
     """
 
     def __init__(self, env: simpy.Environment, hier: MemoryHierarchy, cus: int, clock: Clock, adds_per_cycle: int,
-                 stream: Stream, on_progress: Callable[[], None]):
+                 stream: Stream, on_progress: Callable[[], None], dispatcher=None, footprint=None, name: str = "collective"):
         if cus <= 0 or adds_per_cycle <= 0:
             raise ValueError(f"CuPool needs cus > 0 and adds_per_cycle > 0 (got {cus}, {adds_per_cycle})")
         self.env, self.hier, self.cus, self.clock = env, hier, cus, clock
@@ -158,11 +158,44 @@ class CuPool:
         self.busy = 0
         self.pieces_done = 0
         self.math_ticks = 0
+        # CTAs placed on CUs: all of them at once without a dispatcher; else as the GPU's dispatcher places
+        # them (concurrent kernels may hold the CUs: t3sim.compute.dispatcher), from the kernel's launch on
+        self.placed: List[int] = []
+        self._disp = dispatcher
+        self._closed = False
+        if dispatcher is None:
+            self.ctas = cus
+        else:
+            self.ctas = 0
+            self._h = dispatcher.register(name, footprint, lambda: 0 if self._closed else self.cus - self.ctas,
+                                          self._on_cu)
+            while self.ctas < self.cus:
+                cu = dispatcher.acquire(self._h)
+                if cu is None:
+                    break
+                self.placed.append(cu)
+                self.ctas += 1
+
+    def _on_cu(self, cu: int) -> None:
+        self.placed.append(cu)
+        self.ctas += 1
+        self._run_queue()
+
+    def close(self) -> None:
+        """The collective kernel ended: its CTAs leave their CUs."""
+        self._closed = True
+        if self._disp is not None:
+            for cu in self.placed:
+                self._disp.release(self._h, cu)
+            self.placed = []
 
     def submit(self, pieces: Sequence[_Piece], category: str) -> None:
         for p in pieces:
             self.queue.append((p, category))
-        while self.busy < self.cus and self.queue:
+        self._run_queue()
+
+    def _run_queue(self) -> None:
+        while self.busy < self.ctas and self.queue:
             self._start(*self.queue.popleft())
 
     def _start(self, p: _Piece, cat: str) -> None:
@@ -210,8 +243,7 @@ class CuPool:
         self.pieces_done += 1
         self.on_progress()
         g.maybe_done()
-        while self.busy < self.cus and self.queue:
-            self._start(*self.queue.popleft())
+        self._run_queue()
 
 
 class GpuCollectiveHook(Component):
@@ -231,11 +263,15 @@ class GpuCollectiveHook(Component):
         variant: ``"baseline"`` or ``"nmc"``.
         layout: buffer addresses (default :meth:`BufferLayout.for_plan`).
         stream: arbitration class of all collective traffic (communication).
+        port: the network port its packets are addressed to (None: the GPUs' default receiver).
+        dispatchers: GPU id -> its WG dispatcher: the kernel's CTAs (``footprint`` each) then share CUs with
+            concurrent kernels (:mod:`t3sim.compute.dispatcher`); None: they own ``cus`` CUs.
     """
 
     def __init__(self, engine: Engine, network, plan: Plan, hiers: Dict[int, MemoryHierarchy], gpu, *,
                  cus: Optional[int] = None, inflight_per_cu_B: int = 8192, slices: int = 1,
-                 variant: str = "baseline", layout: Optional[BufferLayout] = None, stream: Stream = Stream.COMM):
+                 variant: str = "baseline", layout: Optional[BufferLayout] = None, stream: Stream = Stream.COMM,
+                 port: Optional[str] = None, dispatchers=None, footprint=None):
         super().__init__(engine, f"collective_kernel:{plan.name}")
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
@@ -251,7 +287,8 @@ class GpuCollectiveHook(Component):
         lanes = max(1, gpu.fp32_flops_per_cycle // 2)  # FMA = 2 FLOP per lane per cycle
         adds_per_cycle = lanes * max(1, 4 // eb)       # packed half2 math doubles fp16 throughput
         clock = Clock.from_GHz(gpu.clock_GHz, "cu")
-        self.pools = {g: CuPool(self.env, h, cus, clock, adds_per_cycle, stream, self.progressed)
+        self.pools = {g: CuPool(self.env, h, cus, clock, adds_per_cycle, stream, self.progressed,
+                                (dispatchers or {}).get(g), footprint, port or plan.name)
                       for g, h in self.hiers.items()}
         n = plan.n
         rels = sorted({(x.dst - x.src) % n for s in plan.steps for x in s.xfers if x.op == "reduce" and not x.is_local})
@@ -264,7 +301,7 @@ class GpuCollectiveHook(Component):
         self._open: Dict[int, _Group] = {}
         self._gid = 0
         for g in self.hiers:
-            network.set_receiver(g, self._packet)
+            network.set_receiver(g, self._packet, port)
 
     # ------------------------------------------------------------------ helpers
     def _slice(self, x: Xfer, j: int) -> Tuple[int, int]:

@@ -23,6 +23,7 @@ from t3sim.collectives.gpu_hook import BufferLayout, GpuCollectiveHook
 from t3sim.collectives.mirror import MirrorHook
 from t3sim.collectives.plan import Plan
 from t3sim.collectives.runner import CollectiveRun, CollectiveRunner, CostHook, plan_for_system
+from t3sim.compute.dispatcher import Footprint
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.interconnect.network import Network
 from t3sim.memory.request import Stream
@@ -46,7 +47,8 @@ class CollectiveKernel:
 
 def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int, MemoryHierarchy], *,
                    mode: str, system, variant: str = "baseline", layout: Optional[BufferLayout] = None,
-                   ref_gpu: int = 0, cus: Optional[int] = None, stream: Stream = Stream.COMM) -> CollectiveKernel:
+                   ref_gpu: int = 0, cus: Optional[int] = None, stream: Stream = Stream.COMM,
+                   dispatchers=None, port: Optional[str] = None) -> CollectiveKernel:
     """Launch ``plan`` now as a GPU collective kernel on ``network`` (module doc).
 
     Args:
@@ -60,6 +62,10 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
         layout: buffer addresses (default :meth:`BufferLayout.for_plan`: the reduced array at 0).
         ref_gpu: the fully simulated GPU in homogeneous mode.
         cus: CUs for the kernel (default ``system.collective.cus``; None = all).
+        dispatchers: GPU id -> WG dispatcher, when other kernels may run beside this one: the kernel's CTAs
+            then take CUs through it (``system.collective.cta_*`` footprint) and leave them when it ends.
+        port: the receivers' network port (default: a fresh one of ``network``, so concurrent kernels'
+            packets never mix).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -73,11 +79,19 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
         if ref_gpu not in hiers:
             raise ValueError(f"homogeneous mode needs the reference GPU {ref_gpu}'s memory hierarchy")
         real = {ref_gpu: hiers[ref_gpu]}
+    port = port or network.new_port(plan.name)
+    footprint = None
+    if dispatchers is not None:
+        footprint = Footprint.of(system.gpu, cc.cta_threads, cc.cta_registers_per_thread, cc.cta_lds_B)
     hook = GpuCollectiveHook(engine, network, plan, real, system.gpu, cus=cc.cus if cus is None else cus,
                              inflight_per_cu_B=cc.inflight_per_cu_B, slices=cc.pipeline_slices,
-                             variant=variant, layout=layout, stream=stream)
+                             variant=variant, layout=layout, stream=stream, port=port,
+                             dispatchers=dispatchers, footprint=footprint)
     cost: CostHook = hook if mode == "explicit" else MirrorHook(engine, plan, hook, ref_gpu)
-    runner = CollectiveRunner(engine, network, plan, cost, variant, cc.launch_overhead_ns, cc.pipeline_slices)
+    runner = CollectiveRunner(engine, network, plan, cost, variant, cc.launch_overhead_ns, cc.pipeline_slices,
+                              port=port)
+    if dispatchers is not None:
+        runner.done.callbacks.append(lambda _e: [p.close() for p in hook.pools.values()])
     return CollectiveKernel(runner.done, runner, hook, cost, mode)
 
 

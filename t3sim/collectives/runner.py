@@ -137,7 +137,8 @@ class CollectiveRunner(Component):
     """
 
     def __init__(self, engine: Engine, network: Network, plan: Plan, hook: Optional[CostHook] = None,
-                 variant: str = "baseline", launch_overhead_ns: float = 0.0, slices: int = 1):
+                 variant: str = "baseline", launch_overhead_ns: float = 0.0, slices: int = 1,
+                 port: Optional[str] = None):
         super().__init__(engine, f"collective:{plan.name}")
         if plan.n > len(network.gpus):
             raise ValueError(f"plan for {plan.n} GPUs on a network of {len(network.gpus)}")
@@ -145,6 +146,7 @@ class CollectiveRunner(Component):
             raise ValueError("slices must be >= 1")
         self.net, self.plan, self.hook = network, plan, hook or CostHook()
         self.variant, self.slices = variant, slices
+        self.port = port  # the receivers' network port (PacketMeta.port): this kernel's own when others run too
         self.traffic = account(plan, variant)
         self.launch_ticks = ns_to_ticks(launch_overhead_ns)
         n, S = plan.n, plan.num_steps
@@ -197,7 +199,8 @@ class CollectiveRunner(Component):
                         self._arrived(si, k, x, j, lo, hi)
                         continue
                     op = "update" if (x.op == "reduce" and self.variant == "nmc") else "store"
-                    meta = PacketMeta(op=op, addr=(x.dst_lo + lo) * eb, tag=XferTag(plan.name, si, k, j, x.dst_buf))
+                    meta = PacketMeta(op=op, addr=(x.dst_lo + lo) * eb, tag=XferTag(plan.name, si, k, j, x.dst_buf),
+                                      port=self.port)
                     net_batch.append(((x.src, x.dst, (hi - lo) * eb, meta), (si, k, x, j, lo, hi)))
                 if net_batch:
                     evs = self.net.send_group([s for s, _ in net_batch])
@@ -235,7 +238,8 @@ class CollectiveRunner(Component):
         op = "update" if (x.op == "reduce" and self.variant == "nmc") else "store"
         off = (x.dst_lo + lo) * eb
         for ev, nb in st.parts:
-            meta = PacketMeta(op=op, addr=off, tag=XferTag(self.plan.name, si, k, j, x.dst_buf))
+            meta = PacketMeta(op=op, addr=off, tag=XferTag(self.plan.name, si, k, j, x.dst_buf),
+                              port=self.port)
             off += nb
 
             def inject(_e, meta=meta, nb=nb):

@@ -122,7 +122,8 @@ class CuDispatcher:
 
     def _room(self, c: _Client) -> np.ndarray:
         """WGs of ``c`` that still fit on each CU (0 outside its mask)."""
-        r = (self.free // c.need).min(axis=1)
+        used = c.need > 0  # a resource the WG does not use (e.g. no LDS) never limits it
+        r = (self.free[:, used] // c.need[used]).min(axis=1)
         return np.where(c.mask, r, 0)
 
     def _take(self, c: _Client, cu: int) -> None:

@@ -14,7 +14,14 @@ from t3sim.config.workload import WorkloadConfig
 class SchemeConfig(Model):
     """Overlap scheme (paper Sec. 5.3): which kernels run, how outputs are mapped, which arbitration applies."""
 
-    kind: str = F("sequential", unit="name", desc="registered overlap scheme (sequential, t3, t3_mca, ideal_gemm_rs_overlap, ideal_rs_nmc, ...)", source="paper Sec. 5.3")
+    kind: str = F("sequential", unit="name", desc="registered overlap scheme (sequential, t3, t3_mca, ideal_gemm_rs_overlap, ideal_rs_nmc, concurrent, chunked, ...)", source="paper Sec. 5.3; issue 12")
+    chunks: int = F(4, unit="count", desc="chunked: GEMM chunks C; each chunk's reduce-scatter is issued when the chunk ends (rejected by schemes that do not chunk)",
+                    source="issue 12; shared/reference/h200/README.md (chunked_decomposition: 4 chunks of M/4 rows)", ge=1)
+    chunk_axis: Literal["M", "N"] = F("M", unit="enum", desc="chunked: split the GEMM along M (rows of A and C) or N (columns of B and C)",
+                                      source="issue 12 (CoCoNet / Transformer Engine split along the output's rows)")
+    launch_first: Literal["gemm", "comm"] = F(
+        "gemm", unit="enum", desc="concurrent: which of the two streams launches its kernel first (the GPU dispatches WGs in launch order, t3sim/compute/dispatcher.py)",
+        source="issue 12 (a host program issues one stream's work before the other's)")
 
     @field_validator("kind")
     @classmethod

@@ -75,6 +75,19 @@ class CollectiveConfig(Model):
              "only when the previous one returned, so throughput = CUs x this / load latency (Little's law)",
         source="RCCL ring kernels: one 256-thread block per CU (channel), 16 B (dwordx4) loads per thread, COLL_UNROLL = 2 "
                "(ROCm/rccl src/device/common.h): 256 x 16 B x 2 = 8 KiB per source", gt=0)
+    cta_threads: int = F(
+        256, unit="count", desc="threads of one collective CTA (one per channel/CU); with cta_registers_per_thread and "
+                                "cta_lds_B, what a CTA holds on its CU, so it shares CUs with concurrent kernels only as "
+                                "the occupancy rules allow (t3sim/compute/dispatcher.py)",
+        source="RCCL ring kernels: 256-thread blocks (ROCm/rccl src/device/common.h); NCCL Simple: NCCL_SIMPLE_MAX_NTHREADS = 512", gt=0)
+    cta_registers_per_thread: int = F(
+        96, unit="count", desc="32-bit registers per thread of a collective CTA",
+        source="assumption: NCCL/RCCL device kernels are built with __launch_bounds__(NCCL_MAX_NTHREADS=640, 1), which caps "
+               "them at 65536 / 640 = 102, i.e. 96 allocatable registers per thread", gt=0)
+    cta_lds_B: int = F(
+        16384, unit="B", desc="LDS (shared memory) bytes of one collective CTA",
+        source="assumption: NCCL keeps its per-CTA state (struct ncclShmemData: channel, work and group descriptors) in "
+               "static shared memory of the order of 10-20 KB", ge=0)
 
 
 class SystemConfig(Model):

@@ -48,6 +48,8 @@ class PacketMeta:
         wg_id, wf_id: producing workgroup/wavefront (T3 tracker key, Sec. 4.2.1); None if not tracked.
         addr: destination byte address of the transfer's first byte (None = not address-mapped).
         tag: free-form label (e.g. collective name, step, chunk) for the receiver.
+        port: which receiver at the destination gets the packet (:meth:`Network.set_receiver`); None =
+            the GPU's default receiver. Kernels that run at once each listen on their own port.
     """
 
     op: str = "store"
@@ -55,6 +57,7 @@ class PacketMeta:
     wf_id: Optional[int] = None
     addr: Optional[int] = None
     tag: Any = None
+    port: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -134,7 +137,8 @@ class Network(Component):
                 if s != d:
                     p = paths[s][d]
                     self.routes[(s, d)] = tuple(self.links[(p[i], p[i + 1])] for i in range(len(p) - 1))
-        self._receivers: Dict[int, Callable[[Packet], None]] = {}
+        self._receivers: Dict[Tuple[int, Optional[str]], Callable[[Packet], None]] = {}
+        self._ports = count()
         self._ids = count()
         self.transfers_open = 0
         self.bytes_injected = {g: 0 for g in self.gpus}
@@ -142,14 +146,19 @@ class Network(Component):
 
     # ------------------------------------------------------------------ API
 
-    def set_receiver(self, gpu: int, callback: Optional[Callable[[Packet], None]]) -> None:
-        """Call ``callback(packet)`` for every packet arriving at ``gpu`` (None = drop silently)."""
+    def set_receiver(self, gpu: int, callback: Optional[Callable[[Packet], None]], port: Optional[str] = None) -> None:
+        """Call ``callback(packet)`` for every packet arriving at ``gpu`` addressed to ``port`` (``PacketMeta.port``;
+        None = the default receiver). ``callback`` None: drop such packets silently."""
         if gpu not in self.bytes_injected:
             raise KeyError(f"no GPU {gpu} in the network")
         if callback is None:
-            self._receivers.pop(gpu, None)
+            self._receivers.pop((gpu, port), None)
         else:
-            self._receivers[gpu] = callback
+            self._receivers[(gpu, port)] = callback
+
+    def new_port(self, name: str) -> str:
+        """A receiver port name no other kernel of this network uses (``name#k``, in creation order)."""
+        return f"{name}#{next(self._ports)}"
 
     def route(self, src: int, dst: int) -> Tuple[Link, ...]:
         """The links a packet from ``src`` to ``dst`` crosses, in order."""
@@ -219,7 +228,7 @@ class Network(Component):
         self.bytes_delivered[packet.dst] += packet.nbytes
         t.arrived_packets += 1
         t.arrived_bytes += packet.nbytes
-        rcv = self._receivers.get(packet.dst)
+        rcv = self._receivers.get((packet.dst, packet.meta.port))
         if rcv is not None:
             rcv(packet)
         if t.arrived_packets == t.packets:

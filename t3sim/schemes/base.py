@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 from t3sim.errors import InputError
 from t3sim.registry import add, get
@@ -97,6 +97,9 @@ class Scheme:
     simulation: str = ""
     compose: Callable[[Phases], Phases] = identity
     missing: str = ""
+    #: the ``scheme.*`` config fields (besides ``kind``) this scheme reads; any other set to a non-default
+    #: value is rejected (:meth:`check_options`), so no option silently does nothing
+    options: Tuple[str, ...] = ()
 
     @property
     def runnable(self) -> bool:
@@ -107,6 +110,14 @@ class Scheme:
         if not self.runnable:
             raise InputError("scheme.kind", f"{self.name!r}, which cannot run yet ({self.missing})",
                              ", ".join(n for n, s in SCHEMES.items() if s.runnable))
+
+    def check_options(self, cfg) -> None:
+        """Raise InputError if ``cfg`` (a SchemeConfig) sets an option this scheme does not use."""
+        for name, field in type(cfg).model_fields.items():
+            if name != "kind" and name not in self.options and getattr(cfg, name) != field.default:
+                raise InputError(f"scheme.{name}", f"{getattr(cfg, name)!r} with scheme.kind={self.name}, which does not use it",
+                                 f"scheme.{name} only with " + (", ".join(
+                                     n for n, s in SCHEMES.items() if name in s.options) or "no scheme"))
 
     def simulate(self, model) -> ProgramRun:
         """Run this scheme's simulation on ``model``: its kernels' records, before :attr:`compose`."""
@@ -130,12 +141,16 @@ def _reg(s: Scheme) -> None:
     SCHEMES[s.name] = s
 
 
+from t3sim.schemes.chunked import run_chunked  # noqa: E402
+from t3sim.schemes.concurrent import run_concurrent  # noqa: E402
 from t3sim.schemes.t3 import run_t3  # noqa: E402
 
 register_simulation("sequential/baseline", run_sequential)
 register_simulation("sequential/nmc", partial(run_sequential, rs_variant="nmc"))
 register_simulation("t3", run_t3)
 register_simulation("t3_mca", run_t3)
+register_simulation("concurrent", run_concurrent)
+register_simulation("chunked", run_chunked)
 
 _reg(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline)",
             label="Sequential", color="#7f7f7f", simulation="sequential/baseline"))
@@ -150,6 +165,12 @@ _reg(Scheme("ideal_gemm_rs_overlap", "max(isolated GEMM, isolated RS) + AG: perf
             compose=compose_ideal))
 _reg(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", label="Ideal-RS+NMC",
             color="#9467bd", ideal=True, nmc=True, simulation="sequential/nmc", compose=compose_ideal))
+_reg(Scheme("concurrent", "the GEMM and an independent RS on two streams sharing CUs, L2, HBM and links; then AG",
+            label="Concurrent", color="#8c564b", paper_section="issue 12", simulation="concurrent",
+            options=("launch_first",)))
+_reg(Scheme("chunked", "GEMM in C chunks, each chunk's RS issued on a second stream when it ends (CoCoNet/TE style); then AG",
+            label="Chunked", color="#17becf", paper_section="issue 12", simulation="chunked",
+            options=("chunks", "chunk_axis")))
 
 
 def scheme_for(name: str) -> Scheme:

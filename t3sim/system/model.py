@@ -76,6 +76,9 @@ class SystemModel:
         self.c_base = _up(self.b_base + k.K * k.N * eb)
         self.c_elems = k.M * k.N
         self.scratch_base = _up(self.c_base + self.c_elems * eb)
+        # further buffers (independent arrays, per-kernel receive slots) are bump-allocated past the default
+        # collective's receive slots (at most N-1 of them: direct RS)
+        self._heap = self.scratch_base + max(1, self.n - 1) * _up(self.c_elems * eb)
         #: record what a timeline needs (t3sim.system.timeline); set before the scheme runs
         self.trace = False
         self.gemm_kernels: List[GemmKernel] = []
@@ -87,20 +90,32 @@ class SystemModel:
         self.timeline_sources: List[Callable[[int, int], list]] = []
 
     # ------------------------------------------------------------------ kernels
+    def alloc(self, nbytes: int) -> int:
+        """Base address of a fresh ``nbytes`` buffer on every GPU (2 MiB aligned, never reused)."""
+        base = self._heap
+        self._heap = _up(base + int(nbytes))
+        return base
+
     def gemm(self, name: str = "gemm", sink_for=None, order=None, num_cus=None, on_stage_done=None,
-             order_for=None) -> simpy.Event:
+             order_for=None, chunk=None) -> simpy.Event:
         """Launch the workload's GEMM on every simulated GPU; event fires with {gpu: GemmRun}.
 
         ``order_for(gpu)`` gives a per-GPU WG order (T3's staggering); else ``order`` for all.
+        ``chunk``: a :class:`~t3sim.workload.chunks.Chunk` -- run only that part of the GEMM (software
+        decomposition), on its own slices of A (or B) and C.
         """
         k = self.kernel
+        a, b, c = self.a_base, self.b_base, self.c_base
+        if chunk is not None:
+            k = chunk.kernel
+            a, b, c = a + chunk.a_offset_B, b + chunk.b_offset_B, c + chunk.c_offset_B
         events = {}
         for g in self.sim_gpus:
             h = self.hiers[g]
             sink: OutputSink = sink_for(g) if sink_for else CachedLocalOutput(h)
             gk = GemmKernel(self.engine, f"gpu{g}.{name}", h, self.system.gpu, k,
                             order_for(g) if order_for else (order or wg_order(k)),
-                            self.a_base, self.b_base, self.c_base, sink, num_cus=num_cus,
+                            a, b, c, sink, num_cus=num_cus,
                             on_stage_done=(lambda s, g=g: on_stage_done(g, s)) if on_stage_done else None,
                             dispatcher=self.dispatchers[g])
             gk.wg_spans = [] if self.trace else None
@@ -108,13 +123,20 @@ class SystemModel:
             events[g] = gk.start()
         return self.env.all_of(list(events.values()))
 
-    def collective(self, collective: str, variant: str = "baseline", cus=None) -> CollectiveKernel:
-        """Launch ``collective`` over the GEMM output C (as a GPU kernel, RCCL style)."""
-        plan = plan_for_system(self.system, collective, self.c_elems, self.elem_B)
-        layout = BufferLayout(bases={"buf": self.c_base}, recv_base_B=self.scratch_base,
-                              recv_slot_B=_up(self.c_elems * self.elem_B))
+    def collective(self, collective: str, variant: str = "baseline", cus=None, base_B=None,
+                   elems=None) -> CollectiveKernel:
+        """Launch ``collective`` (as a GPU kernel, RCCL style) over the GEMM output C, or over the ``elems``
+        elements at ``base_B`` (a chunk of C, an independent array) with receive slots of its own. Its CTAs
+        take CUs through the GPUs' dispatchers, beside whatever else runs."""
+        if base_B is None:
+            base_B, elems = self.c_base, self.c_elems
+            recv = self.scratch_base
+        else:
+            recv = self.alloc(max(1, self.n - 1) * _up(elems * self.elem_B))
+        plan = plan_for_system(self.system, collective, elems, self.elem_B)
+        layout = BufferLayout(bases={"buf": base_B}, recv_base_B=recv, recv_slot_B=_up(elems * self.elem_B))
         return run_collective(self.engine, self.network, plan, self.hiers, mode=self.mode, system=self.system,
-                              variant=variant, layout=layout, cus=cus)
+                              variant=variant, layout=layout, cus=cus, dispatchers=self.dispatchers)
 
     # ------------------------------------------------------------------ stats
     def add_stats(self, source: Callable[[], Stats]) -> None:

@@ -87,6 +87,8 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
     t0 = time.perf_counter()
     schemes = [scheme_for(e.scheme.kind) for e in exps]
     schemes[0].check_runnable()
+    for exp, scheme in zip(exps, schemes):
+        scheme.check_options(exp.scheme)
     model = SystemModel(exps[0])
     samples = None
     if timeline:

@@ -1,0 +1,58 @@
+"""``chunked``: software decomposition of the GEMM with per-chunk reduce-scatters (issue 12).
+
+As CoCoNet, Transformer Engine's userbuffers and PyTorch AsyncTP do it: the
+GEMM runs as ``scheme.chunks`` kernels, each over a slice of its rows (or
+columns, ``scheme.chunk_axis``; :mod:`t3sim.workload.chunks`), back to back on
+stream ``compute``; when chunk ``i`` ends, the reduce-scatter of chunk ``i``'s
+output is issued on stream ``comm`` (waiting on an event recorded after chunk
+``i``), while chunk ``i + 1`` computes. The chunk RSs run one after another on
+``comm`` (one NCCL stream), each a CU-driven collective whose CTAs take CUs
+beside the GEMM chunks as the dispatcher allows. The all-gather of the whole
+output follows the last RS.
+
+Decomposition costs what it costs on real GPUs: smaller GEMMs with more
+partial waves, smaller collectives further from the link rate, and every
+chunk's RS contending with the next chunk's GEMM. So ``chunked`` can be slower
+than ``sequential`` (measured so on H200 for small K,
+shared/reference/h200/overlap_4gpu.csv).
+
+Invariant (tests): the chunks' outputs partition C, so the chunk RSs reduce
+every element of C exactly once, and their DRAM and link bytes add up to one
+RS of C.
+"""
+
+from __future__ import annotations
+
+from t3sim.errors import InputError
+from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
+from t3sim.schemes.sequential import boundary
+from t3sim.workload.chunks import chunks
+
+
+def chunked_program(model, with_ag: bool = True) -> Program:
+    """The chunk GEMMs on ``compute``, each chunk's RS on ``comm`` after it (module doc); then the AG."""
+    sc = model.exp.scheme
+    k = model.kernel
+    tiles = k.tiles_m if sc.chunk_axis == "M" else k.tiles_n
+    if sc.chunks > tiles:
+        raise InputError("scheme.chunks", f"{sc.chunks} chunks of a GEMM with {tiles} tile "
+                         f"{'rows' if sc.chunk_axis == 'M' else 'columns'} ({k.M} x {k.N}, {k.tile_m} x {k.tile_n} tiles)",
+                         f"1..{tiles}, or scheme.chunk_axis={'N' if sc.chunk_axis == 'M' else 'M'}")
+    parts = chunks(k, sc.chunks, sc.chunk_axis)
+    p = Program()
+    for c in parts:
+        on_end = boundary(model) if c.index == len(parts) - 1 else None
+        p.add("compute", Kernel(f"gemm.c{c.index}", "gemm", "gemm", lambda c=c: model.gemm(f"gemm.c{c.index}", chunk=c),
+                                on_end=on_end))
+        p.add("comm", Kernel(f"rs.c{c.index}", "collective", "rs",
+                             lambda c=c: model.collective("reduce_scatter", base_B=model.c_base + c.c_offset_B,
+                                                          elems=c.c_elems).done,
+                             comm=True, after=(f"gemm.c{c.index}",)))
+    if with_ag:
+        p.add("compute", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
+                                after=(f"rs.c{len(parts) - 1}",)))
+    return p
+
+
+def run_chunked(model) -> ProgramRun:
+    return run_program(model, chunked_program(model))

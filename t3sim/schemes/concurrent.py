@@ -1,0 +1,41 @@
+"""``concurrent``: the GEMM and an independent reduce-scatter on two streams (issue 12).
+
+What NCCL on a side stream does when the collective does not depend on the GEMM
+beside it (e.g. the previous layer's gradients): stream ``compute`` runs the
+sub-layer's GEMM, stream ``comm`` a reduce-scatter of an independent array of
+the GEMM output's size (its own buffer and receive slots); both are launched at
+the start, ``scheme.launch_first`` first. Their WGs/CTAs share the CUs as the
+GPU's dispatcher allows (:mod:`t3sim.compute.dispatcher`: launch order,
+occupancy), and their traffic shares the L2, the memory controllers and HBM,
+and the links. The all-gather of the sub-layer follows once both have ended.
+
+Phases (:class:`~t3sim.schemes.program.ProgramRun`): ``gemm`` = GEMM end,
+``rs`` = the RS that outlives the GEMM, ``ag``. Bounds (tests): never faster
+than the longer of the two alone, never slower than both in sequence plus a
+launch.
+"""
+
+from __future__ import annotations
+
+from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
+from t3sim.schemes.sequential import boundary
+
+
+def concurrent_program(model, with_ag: bool = True) -> Program:
+    """GEMM on ``compute`` beside an independent RS on ``comm`` (module doc); then the AG."""
+    indep = model.alloc(model.c_elems * model.elem_B)
+    gemm = Kernel("gemm", "gemm", "gemm", model.gemm, on_end=boundary(model))
+    rs = Kernel("rs", "collective", "rs",
+                lambda: model.collective("reduce_scatter", base_B=indep, elems=model.c_elems).done, comm=True)
+    p = Program()
+    first, second = (("compute", gemm), ("comm", rs))[:: 1 if model.exp.scheme.launch_first == "gemm" else -1]
+    p.add(*first)
+    p.add(*second)
+    if with_ag:
+        p.add("compute", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
+                                after=("rs",)))
+    return p
+
+
+def run_concurrent(model) -> ProgramRun:
+    return run_program(model, concurrent_program(model))

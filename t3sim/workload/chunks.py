@@ -1,0 +1,78 @@
+"""Software decomposition of a GEMM into chunks (CoCoNet, Transformer Engine, PyTorch AsyncTP; issue 12).
+
+A GEMM ``C[M, N] = A[M, K] B[K, N]`` split into ``C`` chunks along ``M``
+(rows of A and C) or ``N`` (columns of B and C). Splits fall on tile
+boundaries: the ``tiles`` tile rows (columns) are dealt out as evenly as
+possible, the first chunks getting the extra tile, so every chunk is itself a
+tiled GEMM kernel and the chunks' output tiles partition C's tiles exactly.
+
+Each chunk's operand slices are contiguous regions, as for PyTorch tensors
+sliced along their outer dimension (``A[r0:r1]`` of a row-major ``A``,
+``C[r0:r1]``; along ``N``, the column blocks of ``B`` and ``C`` stored one
+after another): :attr:`Chunk.a_offset_B`, :attr:`Chunk.b_offset_B` and
+:attr:`Chunk.c_offset_B` are byte offsets from the whole arrays' bases, and
+:attr:`Chunk.c_elems` elements of C start at ``c_offset_B``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import List
+
+from t3sim.config.workload import DTYPE_BYTES
+
+AXES = ("M", "N")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Chunk ``index`` of ``count``: its own kernel record and where its slices start (bytes)."""
+
+    index: int
+    count: int
+    axis: str
+    kernel: object  # KernelRecord of the chunk
+    a_offset_B: int
+    b_offset_B: int
+    c_offset_B: int
+
+    @property
+    def c_elems(self) -> int:
+        return self.kernel.M * self.kernel.N
+
+
+def split(n_tiles: int, count: int) -> List[range]:
+    """``n_tiles`` tiles dealt into ``count`` contiguous ranges, sizes differing by at most one (first ones larger)."""
+    if not 1 <= count <= n_tiles:
+        raise ValueError(f"cannot split {n_tiles} tiles into {count} chunks (need 1 <= chunks <= tiles)")
+    q, r = divmod(n_tiles, count)
+    out, lo = [], 0
+    for i in range(count):
+        hi = lo + q + (1 if i < r else 0)
+        out.append(range(lo, hi))
+        lo = hi
+    return out
+
+
+def chunks(kernel, count: int, axis: str = "M") -> List[Chunk]:
+    """``kernel`` (a :class:`~t3sim.workload.trace.KernelRecord`) as ``count`` chunks along ``axis`` (module doc)."""
+    if axis not in AXES:
+        raise ValueError(f"chunk axis must be one of {AXES}, got {axis!r}")
+    eb = DTYPE_BYTES[kernel.dtype]
+    tiles = kernel.tiles_m if axis == "M" else kernel.tiles_n
+    tile = kernel.tile_m if axis == "M" else kernel.tile_n
+    whole = kernel.M if axis == "M" else kernel.N
+    order = kernel.wg_order if kernel.wg_order.get("kind") != "explicit" else {"kind": "row_major"}
+    out = []
+    for i, r in enumerate(split(tiles, count)):
+        lo, hi = r.start * tile, min(whole, r.stop * tile)
+        if axis == "M":
+            k = dataclasses.replace(kernel, M=hi - lo, tiles_m=len(r), num_wgs=len(r) * kernel.tiles_n,
+                                    wg_order=order)
+            out.append(Chunk(i, count, axis, k, lo * kernel.K * eb, 0, lo * kernel.N * eb))
+        else:
+            k = dataclasses.replace(kernel, N=hi - lo, tiles_n=len(r), num_wgs=kernel.tiles_m * len(r),
+                                    wg_order=order)
+            out.append(Chunk(i, count, axis, k, 0, lo * kernel.K * eb, lo * kernel.M * eb))
+    return out
