@@ -7,7 +7,7 @@ from typing import Literal, Optional
 from pydantic import field_validator, model_validator
 
 from t3sim.config.base import F, Model, check_kind
-from t3sim.config.gpu import GPUConfig, L2Config
+from t3sim.config.gpu import GemmKernelConfig, GPUConfig, L2Config
 from t3sim.config.memory import AddressMapConfig, HBMConfig, MemoryControllerConfig
 
 
@@ -96,6 +96,9 @@ class SystemConfig(Model):
     name: str = F("system", unit="name", desc="short name used in results and plots", source="user")
     description: str = F("", unit="text", desc="free text describing the system and its sources", source="user")
     gpu: GPUConfig = F(GPUConfig, unit="mapping", desc="per-GPU compute", source="paper Table 1")
+    gemm_kernel: Optional[GemmKernelConfig] = F(
+        None, unit="mapping", desc="the GEMM kernel this system's BLAS runs; None = the workload's (trace or generator default tile)",
+        source="issue 12 (h200-4gpu: the cuBLAS sm90 kernel that t3sim validate validated)")
     l2: L2Config = F(L2Config, unit="mapping", desc="L2 cache", source="paper Table 1")
     hbm: HBMConfig = F(HBMConfig, unit="mapping", desc="HBM device", source="paper Table 1")
     address_map: AddressMapConfig = F(AddressMapConfig, unit="mapping", desc="address interleaving", source="issue 3")

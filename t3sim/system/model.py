@@ -31,7 +31,8 @@ from t3sim.interconnect.network import Network
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_US, ns_to_ticks
 from t3sim.sim.engine import Engine
-from t3sim.workload import workload_kernel, wg_order
+from t3sim.workload import wg_order
+from t3sim.workload.generate import system_kernel
 
 ALIGN_B = 2 << 20
 
@@ -67,7 +68,7 @@ class SystemModel:
             for g in self.sim_gpus}
         #: each simulated GPU's WG dispatcher, shared by every kernel launched on it (CUs of concurrent kernels)
         self.dispatchers: Dict[int, CuDispatcher] = {g: CuDispatcher(exp.system.gpu, f"gpu{g}") for g in self.sim_gpus}
-        self.kernel = workload_kernel(exp.workload)
+        self.kernel = system_kernel(exp.workload, exp.system)
         k = self.kernel
         eb = DTYPE_BYTES[k.dtype]
         self.elem_B = eb

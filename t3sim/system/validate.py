@@ -92,13 +92,19 @@ def simulate_collective_row(system: SystemConfig, collective: str, gpus: int, si
 
 
 def gemm_kernel_record(system: SystemConfig, M: int, N: int, K: int, dtype: str, name: str = "gemm") -> KernelRecord:
-    """The kernel record of an ``M x K`` by ``K x N`` GEMM with the :data:`GEMM_TILES` shape of ``system``'s GPU.
+    """The kernel record of an ``M x K`` by ``K x N`` GEMM with ``system.gemm_kernel`` (the kernel experiments
+    on the system run, :func:`t3sim.workload.generate.system_kernel`), or the :data:`GEMM_TILES` shape of its
+    GPU family when the system names none.
 
     Both inputs non-transposed (``torch.matmul`` of row-major tensors, seen by
     column-major cuBLAS as ``C^T = B^T A^T``: both operands contiguous along K
     for one of them); output column-major, as the repo's traces.
     """
-    p = GEMM_TILES.get(system.gpu.threads_per_wf, GEMM_TILES[32])
+    gk = system.gemm_kernel
+    p = (GEMM_TILES.get(system.gpu.threads_per_wf, GEMM_TILES[32]) if gk is None else
+         dict(tile_m=gk.tile_m, tile_n=gk.tile_n, tile_k=gk.tile_k, wf_grid=tuple(gk.wf_grid),
+              wfs_per_wg=gk.wf_grid[0] * gk.wf_grid[1], registers_per_thread=gk.registers_per_thread,
+              lds_stages=gk.lds_stages))
     tm, tn = tile_grid(M, N, p["tile_m"], p["tile_n"])
     lds = (p["tile_m"] + p["tile_n"]) * p["tile_k"] * DTYPE_BYTES[dtype] * p["lds_stages"]
     return KernelRecord(name=name, model="validate", sublayer="gemm", pass_="fwd", tp=1, M=M, N=N, K=K,

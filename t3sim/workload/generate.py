@@ -38,6 +38,8 @@ Kernel shape defaults (:class:`TileParams`; each a ``t3sim trace gen`` flag):
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -182,6 +184,29 @@ def _asdict(params: TileParams) -> Dict[str, object]:
 def with_params(params: TileParams, **changes) -> TileParams:
     """``params`` with some fields replaced (``None`` values are ignored)."""
     return replace(params, **{k: v for k, v in changes.items() if v is not None})
+
+
+def tile_params(gemm_kernel, dtype: str, threads_per_wf: int) -> TileParams:
+    """The :class:`TileParams` of a system's :class:`~t3sim.config.gpu.GemmKernelConfig` for ``dtype``."""
+    return TileParams(tile_m=gemm_kernel.tile_m, tile_n=gemm_kernel.tile_n, tile_k=gemm_kernel.tile_k,
+                      wf_grid=tuple(gemm_kernel.wf_grid), threads_per_wf=threads_per_wf,
+                      registers_per_thread=gemm_kernel.registers_per_thread, lds_stages=gemm_kernel.lds_stages,
+                      dtype=dtype)
+
+
+def system_kernel(workload, system) -> KernelRecord:
+    """The GEMM an experiment runs on ``system``: :func:`workload_kernel`, re-tiled with the system's
+    ``gemm_kernel`` when it names one (the kernel its BLAS picks, the one ``t3sim validate`` validated)."""
+    k = workload_kernel(workload)
+    gk = system.gemm_kernel
+    if gk is None:
+        return k
+    p = tile_params(gk, k.dtype, system.gpu.threads_per_wf)
+    tm, tn = tile_grid(k.M, k.N, p.tile_m, p.tile_n)
+    return dataclasses.replace(k, tile_m=p.tile_m, tile_n=p.tile_n, tile_k=p.tile_k, tiles_m=tm, tiles_n=tn,
+                               num_wgs=tm * tn, wfs_per_wg=p.wfs_per_wg, wf_grid=tuple(p.wf_grid),
+                               threads_per_wf=p.threads_per_wf, registers_per_thread=p.registers_per_thread,
+                               lds_per_wg_B=p.lds_per_wg_B)
 
 
 def workload_kernel(workload) -> KernelRecord:
