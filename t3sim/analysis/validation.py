@@ -12,6 +12,11 @@ Measured CSV kinds (detected from the header):
   time in microseconds.
 * ``gemm``: ``model,sublayer,tp,M,N,K,dtype,median_us`` -- one ``M x K`` by
   ``K x N`` GEMM on one GPU; measured median time in microseconds.
+* ``overlap``: ``model,sublayer,tp,M,N,K,gemm_us,rs_us,sequential_us,concurrent_independent_us,
+  chunked_decomposition_us`` -- a GEMM and a ``tp``-GPU reduce-scatter of its output, alone, in sequence,
+  concurrently and chunked (shared/reference/h200/README.md; bf16, or a ``dtype`` column). Each measured
+  column becomes one row (``what`` = gemm, rs, sequential, concurrent, chunked), so every column is compared
+  and :meth:`Comparison.summary_by` gives the errors per column.
 
 Error definitions (all dimensionless; ``s`` simulated, ``m`` measured):
 
@@ -43,7 +48,12 @@ from t3sim.errors import InputError
 
 COLLECTIVE_COLUMNS = ("collective", "gpus", "size_mb", "dtype", "median_us")
 GEMM_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "dtype", "median_us")
-KINDS = {"collective": COLLECTIVE_COLUMNS, "gemm": GEMM_COLUMNS}
+OVERLAP_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "gemm_us", "rs_us", "sequential_us",
+                   "concurrent_independent_us", "chunked_decomposition_us")
+#: overlap row ``what`` -> its measured column (t3sim.system.validate_overlap simulates each)
+OVERLAP_MEASURED = {"gemm": "gemm_us", "rs": "rs_us", "sequential": "sequential_us",
+                    "concurrent": "concurrent_independent_us", "chunked": "chunked_decomposition_us"}
+KINDS = {"collective": COLLECTIVE_COLUMNS, "gemm": GEMM_COLUMNS, "overlap": OVERLAP_COLUMNS}
 COLLECTIVES = ("reduce_scatter", "all_reduce", "all_gather")
 
 
@@ -57,6 +67,8 @@ class MeasuredRow:
 
     def label(self) -> str:
         f = self.fields
+        if "what" in f:
+            return f"{f['model']} {f['sublayer']} TP{f['tp']} {f['M']}x{f['N']}x{f['K']} {f['what']}"
         if "collective" in f:
             return f"{f['collective']} {f['gpus']}x {f['size_mb']:g} MB {f['dtype']}"
         return f"{f['model']} {f['sublayer']} TP{f['tp']} {f['M']}x{f['N']}x{f['K']} {f['dtype']}"
@@ -65,7 +77,8 @@ class MeasuredRow:
 def detect_kind(header: Sequence[str], where: str) -> str:
     """``collective`` or ``gemm`` from a CSV header; :class:`InputError` naming the missing columns."""
     cols = [c.strip() for c in header]
-    for kind, need in KINDS.items():
+    for kind in ("overlap", "collective", "gemm"):  # overlap first: its header also holds the GEMM's columns
+        need = KINDS[kind]
         if all(c in cols for c in need):
             return kind
     best = min(KINDS.values(), key=lambda need: sum(c not in cols for c in need))
@@ -95,6 +108,19 @@ def _positive(value: str, name: str, where: str) -> float:
     return v
 
 
+def _parse_overlap(r: Dict[str, str], where: str) -> List[MeasuredRow]:
+    """One overlap CSV row as one :class:`MeasuredRow` per measured column (module doc)."""
+    dtype = (r.get("dtype") or "bf16").strip()
+    if dtype not in DTYPE_BYTES:
+        raise InputError(where, f"dtype={dtype!r}", ", ".join(DTYPE_BYTES))
+    f: Dict[str, object] = {"model": r["model"].strip(), "sublayer": r["sublayer"].strip(),
+                            "tp": _typed(r["tp"], int, "tp", where, 2), "dtype": dtype}
+    for dim in ("M", "N", "K"):
+        f[dim] = _typed(r[dim], int, dim, where, 1)
+    return [MeasuredRow(where, {**f, "what": what}, _positive(r[col], col, where))
+            for what, col in OVERLAP_MEASURED.items()]
+
+
 def _parse_row(kind: str, r: Dict[str, str], where: str) -> MeasuredRow:
     dtype = r["dtype"].strip()
     if dtype not in DTYPE_BYTES:
@@ -116,7 +142,8 @@ def _parse_row(kind: str, r: Dict[str, str], where: str) -> MeasuredRow:
 def read_measured(path: str | Path, kind: Optional[str] = None) -> Tuple[str, List[MeasuredRow]]:
     """Read a measured CSV; returns ``(kind, rows)``. Every problem is an :class:`InputError` at ``file:line``.
 
-    ``kind`` (``collective`` / ``gemm``) forces the expected columns; default: detected from the header.
+    ``kind`` (``collective`` / ``gemm`` / ``overlap``) forces the expected columns; default: detected from the
+    header. An overlap CSV row gives one row per measured column.
     """
     path = Path(path)
     try:
@@ -142,7 +169,10 @@ def read_measured(path: str | Path, kind: Optional[str] = None) -> Tuple[str, Li
             continue
         if len(r) != len(header):
             raise InputError(where, f"{len(r)} fields", f"{len(header)} fields ({', '.join(header)})")
-        rows.append(_parse_row(kind, dict(zip(header, r)), where))
+        if kind == "overlap":
+            rows.extend(_parse_overlap(dict(zip(header, r)), where))
+        else:
+            rows.append(_parse_row(kind, dict(zip(header, r)), where))
     if not rows:
         raise InputError(str(path), "no data rows", "at least one measured row after the header")
     return kind, rows
@@ -240,6 +270,17 @@ class Comparison:
                 "log_ratio_error": round(self.log_ratio_error, 5), "geomean_bias": round(self.geomean_bias, 5),
                 "max_abs_error": round(max(abs(e) for e in self.errors), 5)}
 
+    def summary_by(self) -> Dict[str, Dict[str, object]]:
+        """Errors per overlap column (``what``: gemm, rs, sequential, concurrent, chunked); empty for other kinds."""
+        out: Dict[str, Dict[str, object]] = {}
+        for what in dict.fromkeys(str(r.fields["what"]) for r in self.rows if "what" in r.fields):
+            idx = [i for i, r in enumerate(self.rows) if r.fields.get("what") == what]
+            sims, meas = [self.sim_us[i] for i in idx], [self.rows[i].measured_us for i in idx]
+            out[what] = {"rows": len(idx), "geomean_error": round(geomean_error(sims, meas), 5),
+                         "max_abs_error": round(max(abs(s / m - 1) for s, m in zip(sims, meas)), 5),
+                         "geomean_bias": round(geomean_bias(sims, meas), 5)}
+        return out
+
     def table(self) -> str:
         """Plain-text table: one line per row, then the geomean error."""
         head = ["row", "measured us", "simulated us", "error"]
@@ -250,7 +291,9 @@ class Comparison:
         s = self.summary()
         return "\n".join([line(head), "  ".join("-" * x for x in w), *map(line, cells),
                           f"geomean error {s['geomean_error']:.1%} (log-ratio {s['log_ratio_error']:.1%}, "
-                          f"bias {s['geomean_bias']:+.1%}, max |error| {s['max_abs_error']:.1%}) over {s['rows']} rows on {self.system}"]) + "\n"
+                          f"bias {s['geomean_bias']:+.1%}, max |error| {s['max_abs_error']:.1%}) over {s['rows']} rows on {self.system}",
+                          *[f"  {w}: geomean error {v['geomean_error']:.1%}, max |error| {v['max_abs_error']:.1%}, "
+                            f"bias {v['geomean_bias']:+.1%} over {v['rows']} rows" for w, v in self.summary_by().items()]]) + "\n"
 
     def write_csv(self, path: str | Path) -> Path:
         recs = self.records()
@@ -276,7 +319,8 @@ def plot_comparison(cmp: Comparison, path: str | Path, title: Optional[str] = No
     ax.plot([lo, hi], [lo, hi], ":", color="k", lw=1.2, label="ideal (simulated = measured)")
     ax.scatter(meas, cmp.sim_us, s=30, color="tab:blue", zorder=3, label="simulated")
     for r, s in zip(cmp.rows, cmp.sim_us):
-        tag = f"{r.fields['size_mb']:g} MB" if cmp.kind == "collective" else str(r.fields["sublayer"])
+        tag = (f"{r.fields['size_mb']:g} MB" if cmp.kind == "collective" else
+               f"{r.fields['sublayer']} {r.fields['what']}" if cmp.kind == "overlap" else str(r.fields["sublayer"]))
         ax.annotate(tag, (r.measured_us, s), textcoords="offset points", xytext=(5, -10), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -290,7 +334,7 @@ def plot_comparison(cmp: Comparison, path: str | Path, title: Optional[str] = No
         axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("measured time (us)")
     ax.set_ylabel("simulated time (us)")
-    what = "reduce-scatter" if cmp.kind == "collective" else "GEMM"
+    what = {"collective": "reduce-scatter", "overlap": "GEMM + RS overlap"}.get(cmp.kind, "GEMM")
     ax.set_title(title or f"{what} on {cmp.system}: geomean error {cmp.geomean_error:.1%}", fontsize=9)
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(True, which="both", alpha=0.25)

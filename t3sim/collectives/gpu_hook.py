@@ -163,18 +163,23 @@ class CuPool:
         self.placed: List[int] = []
         self._disp = dispatcher
         self._closed = False
-        if dispatcher is None:
-            self.ctas = cus
-        else:
-            self.ctas = 0
+        self.ctas = cus if dispatcher is None else 0
+        if dispatcher is not None:
             self._h = dispatcher.register(name, footprint, lambda: 0 if self._closed else self.cus - self.ctas,
                                           self._on_cu)
-            while self.ctas < self.cus:
-                cu = dispatcher.acquire(self._h)
-                if cu is None:
-                    break
-                self.placed.append(cu)
-                self.ctas += 1
+
+    def place(self) -> None:
+        """The GPU starts the kernel: its CTAs take CUs now, as many as the dispatcher has room for; the rest
+        follow as CUs free up (launch order)."""
+        if self._disp is None:
+            return
+        while self.ctas < self.cus:
+            cu = self._disp.acquire(self._h)
+            if cu is None:
+                break
+            self.placed.append(cu)
+            self.ctas += 1
+        self._run_queue()
 
     def _on_cu(self, cu: int) -> None:
         self.placed.append(cu)

@@ -28,7 +28,7 @@ from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.interconnect.network import Network
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
-from t3sim.sim.clock import TICKS_PER_NS
+from t3sim.sim.clock import TICKS_PER_NS, ns_to_ticks
 from t3sim.sim.engine import Engine
 
 MODES = ("homogeneous", "explicit")
@@ -91,6 +91,10 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
     runner = CollectiveRunner(engine, network, plan, cost, variant, cc.launch_overhead_ns, cc.pipeline_slices,
                               port=port)
     if dispatchers is not None:
+        # the GPU starts the kernel after its launch latency: then its CTAs take CUs (and hold them, waiting
+        # for peers, through the rest of the collective's launch/synchronisation overhead)
+        engine.env.timeout(ns_to_ticks(system.gpu.kernel_launch_overhead_ns)).callbacks.append(
+            lambda _e: [p.place() for p in hook.pools.values()])
         runner.done.callbacks.append(lambda _e: [p.close() for p in hook.pools.values()])
     return CollectiveKernel(runner.done, runner, hook, cost, mode)
 

@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
         if not args.json:
             sys.stdout.write(f"{path} ({kind}):\n{cmp.table()}wrote {csv_path} and {png_path}\n\n")
     if args.json:
-        json.dump([{"file": str(p), **c.summary(), "rows": c.records()} for (p, _, _), c in zip(loaded, comparisons)],
+        json.dump([{"file": str(p), **c.summary(), "by_column": c.summary_by(), "rows": c.records()} for (p, _, _), c in zip(loaded, comparisons)],
                   sys.stdout, indent=1)
         sys.stdout.write("\n")
     return 0

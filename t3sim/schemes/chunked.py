@@ -42,15 +42,15 @@ def chunked_program(model, with_ag: bool = True) -> Program:
     p = Program()
     for c in parts:
         on_end = boundary(model) if c.index == len(parts) - 1 else None
-        p.add("compute", Kernel(f"gemm.c{c.index}", "gemm", "gemm", lambda c=c: model.gemm(f"gemm.c{c.index}", chunk=c),
+        p.add("compute", Kernel(f"gemm_c{c.index}", "gemm", "gemm", lambda c=c: model.gemm(f"gemm_c{c.index}", chunk=c),
                                 on_end=on_end))
-        p.add("comm", Kernel(f"rs.c{c.index}", "collective", "rs",
+        p.add("comm", Kernel(f"rs_c{c.index}", "collective", "rs",
                              lambda c=c: model.collective("reduce_scatter", base_B=model.c_base + c.c_offset_B,
                                                           elems=c.c_elems).done,
-                             comm=True, after=(f"gemm.c{c.index}",)))
+                             comm=True, after=(f"gemm_c{c.index}",)))
     if with_ag:
         p.add("compute", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
-                                after=(f"rs.c{len(parts) - 1}",)))
+                                after=(f"rs_c{len(parts) - 1}",)))
     return p
 
 

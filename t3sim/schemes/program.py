@@ -272,4 +272,5 @@ def run_program(model, program: Program) -> ProgramRun:
     eng.run(progress=lambda t: f"[{model.exp.name}] simulated {t / TICKS_PER_US:,.1f} us", progress_every_s=5.0)
     run = ProgramRun(start, order)
     model.marks = {"start": start, **run.phase_marks()}  # phase boundaries (ticks), for timelines
+    model.kernel_records = order
     return run

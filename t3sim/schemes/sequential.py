@@ -29,13 +29,15 @@ def boundary(model):
     return on_end
 
 
-def sequential_program(model, rs_variant: str = "baseline") -> Program:
-    """GEMM -> RS -> AG back to back on one stream."""
+def sequential_program(model, rs_variant: str = "baseline", with_ag: bool = True) -> Program:
+    """GEMM -> RS -> AG back to back on one stream (``with_ag=False``: GEMM -> RS, as measured in
+    shared/reference/h200/overlap_4gpu.csv)."""
     p = Program()
     p.add("main", Kernel("gemm", "gemm", "gemm", model.gemm, on_end=boundary(model)))
     p.add("main", Kernel("rs", "collective", "rs", lambda: model.collective("reduce_scatter", variant=rs_variant).done,
                          comm=True))
-    p.add("main", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True))
+    if with_ag:
+        p.add("main", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True))
     return p
 
 

@@ -44,7 +44,8 @@ def _up(x: int) -> int:
 class SystemModel:
     """Everything one run simulates, wired from an :class:`ExperimentConfig`."""
 
-    def __init__(self, exp: ExperimentConfig):
+    def __init__(self, exp: ExperimentConfig, kernel=None):
+        """``kernel``: the GEMM to run instead of the workload's (a KernelRecord; e.g. a measured shape)."""
         self.exp = exp
         # the overlap scheme may fix the memory-controller arbitration (paper Sec. 5.3: T3 vs T3-MCA)
         from t3sim.schemes import scheme_for
@@ -68,7 +69,7 @@ class SystemModel:
             for g in self.sim_gpus}
         #: each simulated GPU's WG dispatcher, shared by every kernel launched on it (CUs of concurrent kernels)
         self.dispatchers: Dict[int, CuDispatcher] = {g: CuDispatcher(exp.system.gpu, f"gpu{g}") for g in self.sim_gpus}
-        self.kernel = system_kernel(exp.workload, exp.system)
+        self.kernel = kernel if kernel is not None else system_kernel(exp.workload, exp.system)
         k = self.kernel
         eb = DTYPE_BYTES[k.dtype]
         self.elem_B = eb
@@ -84,6 +85,8 @@ class SystemModel:
         self.trace = False
         self.gemm_kernels: List[GemmKernel] = []
         self.marks: Dict[str, int] = {}
+        #: the scheme program's kernel records (schemes.program.Record: name, kind, stream, start, end), for timelines
+        self.kernel_records: list = []
         #: the running scheme's own state (opaque here; e.g. the fused GEMM-RS context of schemes/t3.py)
         self.context = None
         self._stats_sources: List[Callable[[], Stats]] = []

@@ -96,14 +96,17 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
 
         model.trace = True
         samples = tl.start_sampler(model)
-    raw = schemes[0].simulate(model).phases()
+    run = schemes[0].simulate(model)
+    raw = run.phases()
     model.network.check_conserved()  # invariant: bytes sent == bytes received on every link
     model_stats = model.stats()
+    kernel_stats = run.stats()  # every kernel's launch and end, exposed communication, critical path
     wall_s = round(time.perf_counter() - t0, 3)
     results = []
     for exp, scheme in zip(exps, schemes):
         phases = scheme.compose(raw)
         stats = phases.stats()
+        stats.merge("", kernel_stats)
         stats.merge("", model_stats)
         w = exp.workload
         summary = {"scheme": scheme.name, "model": w.model.name, "sublayer": w.sublayer, "tp": w.tp,

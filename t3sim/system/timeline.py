@@ -5,6 +5,7 @@
 trace *process* each; homogeneous runs simulate GPU 0 only, the shadows mirror it):
 
 * thread "phases": the sub-layer's GEMM / RS / AG phases (the scheme's phase marks);
+* threads "stream <name>": every kernel of the scheme's program on its stream, launch to end;
 * thread "GEMM stages": each stage of WGs, from the previous stage's end to the last of its WGs;
 * threads "CU n.l": every WG (``seq``, tile), on lane ``l`` of its CU (a CU runs up to
   ``wgs_per_cu`` WGs at once, so WGs of one CU are spread over lanes that never overlap);
@@ -97,6 +98,14 @@ def build(model, stats, samples: Dict[int, List[Tuple[int, int]]]) -> Dict[str, 
                 names[tid] = f"CU {cu}.{lane}"
                 ev.append({"ph": "X", "name": f"WG {seq}", "cat": "wg", "pid": pid, "tid": tid, "ts": _us(t0),
                            "dur": _us(t1 - t0), "args": {"seq": seq, "tile": int(gk.order[seq])}})
+        streams = sorted({r.stream for r in model.kernel_records})
+        for r in model.kernel_records:  # every kernel of the scheme's program, one thread per stream
+            if r.end >= r.start >= 0:
+                tid = 500 + streams.index(r.stream)
+                names[tid] = f"stream {r.stream}"
+                ev.append({"ph": "X", "name": r.name, "cat": f"kernel.{r.kind}", "pid": pid, "tid": tid,
+                           "ts": _us(r.start), "dur": _us(r.end - r.start),
+                           "args": {"phase": r.phase, "comm": r.comm}})
         for source in model.timeline_sources:  # scheme-provided tracks (e.g. T3's DMA commands)
             ev += source(g, pid)
         for tid, name in sorted(names.items()):

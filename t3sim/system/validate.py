@@ -79,9 +79,15 @@ def system_for_gpus(system: SystemConfig, gpus: int, where: str) -> SystemConfig
 def simulate_collective_row(system: SystemConfig, collective: str, gpus: int, size_mb: float, dtype: str,
                             where: str = "row") -> SimOutcome:
     """Simulated time of one collective row (module doc); ``size_mb`` in decimal MB per GPU."""
+    return simulate_collective_elems(system, collective, gpus, int(round(size_mb * MB / DTYPE_BYTES[dtype])), dtype,
+                                     where)
+
+
+def simulate_collective_elems(system: SystemConfig, collective: str, gpus: int, elems: int, dtype: str,
+                              where: str = "row") -> SimOutcome:
+    """Simulated time of ``collective`` over ``elems`` elements of ``dtype`` per GPU on ``gpus`` GPUs."""
     sysg = system_for_gpus(system, gpus, where)
     eb = DTYPE_BYTES[dtype]
-    elems = int(round(size_mb * MB / eb))
     t0 = time.perf_counter()
     run, st = simulate_collective_on_gpus(sysg, collective, elems, eb)
     wall = time.perf_counter() - t0
@@ -143,6 +149,10 @@ def simulate_gemm_row(system: SystemConfig, M: int, N: int, K: int, dtype: str, 
 
 def _one(args) -> SimOutcome:
     kind, system, row, where = args
+    if kind == "overlap":
+        from t3sim.system.validate_overlap import simulate_overlap_row
+
+        return simulate_overlap_row(system, row, where)
     if kind == "collective":
         return simulate_collective_row(system, row["collective"], row["gpus"], row["size_mb"], row["dtype"], where)
     return simulate_gemm_row(system, row["M"], row["N"], row["K"], row["dtype"], where)
@@ -155,7 +165,8 @@ def simulate_rows(system: SystemConfig, kind: str, rows: Sequence[dict], wheres:
     if jobs <= 1 or len(tasks) <= 1:
         return [_one(t) for t in tasks]
     # Largest rows first so the pool stays busy; results go back in row order.
-    cost = [float(r.get("size_mb", 0)) or float(r.get("M", 1)) * r.get("N", 1) * r.get("K", 1) for r in rows]
+    cost = [float(r.get("size_mb", 0)) or float(r.get("M", 1)) * r.get("N", 1) * r.get("K", 1)
+            * (3 if r.get("what") in ("sequential", "concurrent", "chunked") else 1) for r in rows]
     order = sorted(range(len(tasks)), key=lambda i: -cost[i])
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         done = list(pool.map(_one, [tasks[i] for i in order]))

@@ -103,14 +103,14 @@ def test_chunked_conserves_link_bytes_and_ends_after_every_chunk():
     assert sum(m.network.bytes_injected.values()) == sum(seq_m.network.bytes_injected.values())
     recs = {r.name: r for r in run.records}
     for i in range(4):
-        assert recs[f"rs.c{i}"].start >= recs[f"gemm.c{i}"].end  # an RS never starts before its chunk ends
+        assert recs[f"rs_c{i}"].start >= recs[f"gemm_c{i}"].end  # an RS never starts before its chunk ends
         if i:
-            assert recs[f"gemm.c{i}"].start == recs[f"gemm.c{i - 1}"].end  # chunks back to back
-            assert recs[f"rs.c{i}"].start >= recs[f"rs.c{i - 1}"].end  # one comm stream
-    assert recs["ag"].start == recs["rs.c3"].end
+            assert recs[f"gemm_c{i}"].start == recs[f"gemm_c{i - 1}"].end  # chunks back to back
+            assert recs[f"rs_c{i}"].start >= recs[f"rs_c{i - 1}"].end  # one comm stream
+    assert recs["ag"].start == recs["rs_c3"].end
     # never faster than its GEMM chunks alone back to back (they run first to last on one stream)
     ph = run.phases()
-    assert ph.total >= sum(recs[f"gemm.c{i}"].end - recs[f"gemm.c{i}"].start for i in range(4))
+    assert ph.total >= sum(recs[f"gemm_c{i}"].end - recs[f"gemm_c{i}"].start for i in range(4))
 
 
 def test_options_are_rejected_by_schemes_that_do_not_use_them():
