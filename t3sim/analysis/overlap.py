@@ -1,0 +1,89 @@
+"""Every overlap scheme side by side (issue 12): speedups and FLUX's overlap metrics (pure; reads results only).
+
+For each case (model, sub-layer, TP, system) and scheme, from the runs of ``overlap-schemes`` experiments:
+
+* ``speedup_pct`` = ``100 (T_sequential / T_scheme - 1)``;
+* FLUX Sec. 2.3's **effective communication time** ``ECT = T_scheme - T_GEMM``, where ``T_GEMM`` is the best
+  non-split GEMM time: the GEMM of the Sequential run of the same case, alone on the GPU;
+* **overlap efficiency** ``E = 1 - ECT / ECT_sequential`` (0: no better than Sequential; 1: all communication
+  hidden; negative: worse than Sequential, e.g. decomposition costs). ``ECT_sequential`` is Sequential's
+  ``RS + AG``.
+
+Scheme labels and colours come from the results (``summary.csv``'s ``scheme_label``/``scheme_color``, written
+from each scheme's registration), never from a list here.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+from t3sim.analysis.plotting import grouped_bars, pyplot, save
+from t3sim.analysis.runs import Run, case_label, case_sort_key, f
+
+COLUMNS = ("system", "model", "sublayer", "tp", "scheme", "total_us", "gemm_us", "rs_us", "ag_us",
+           "gemm_alone_us", "ect_us", "overlap_efficiency", "speedup_pct")
+
+
+def scheme_styles(runs: Sequence[Run]) -> Dict[str, Tuple[str, str]]:
+    """scheme kind -> (label, colour), as the results recorded them (kind and grey when they did not)."""
+    out: Dict[str, Tuple[str, str]] = {}
+    for r in runs:
+        out.setdefault(r.scheme, (str(r.summary.get("scheme_label") or r.scheme),
+                                  str(r.summary.get("scheme_color") or "#7f7f7f")))
+    return out
+
+
+def overlap_rows(runs: Sequence[Run]) -> List[Dict]:
+    """One row per (case, scheme) whose case has a Sequential run (module doc); cases in paper order."""
+    cases: Dict[tuple, Dict[str, Run]] = {}
+    for r in runs:
+        key = (str(r.cfg("system.name", "")), r.model, r.sublayer, r.tp)
+        cases.setdefault(key, {})[r.scheme] = r
+    rows = []
+    for key in sorted(cases, key=lambda k: (k[0], *case_sort_key(k[1], k[2], k[3]))):
+        by = cases[key]
+        seq = by.get("sequential")
+        if seq is None:
+            continue
+        t_seq, g = f(seq.summary, "total_us"), f(seq.summary, "gemm_us")
+        ect_seq = t_seq - g
+        for scheme, r in by.items():
+            t = f(r.summary, "total_us")
+            ect = t - g
+            rows.append({"system": key[0], "model": key[1], "sublayer": key[2], "tp": key[3], "scheme": scheme,
+                         "total_us": t, "gemm_us": f(r.summary, "gemm_us"), "rs_us": f(r.summary, "rs_us"),
+                         "ag_us": f(r.summary, "ag_us"), "gemm_alone_us": g, "ect_us": ect,
+                         "overlap_efficiency": 1.0 - ect / ect_seq if ect_seq > 0 else math.nan,
+                         "speedup_pct": 100.0 * (t_seq / t - 1.0)})
+    return rows
+
+
+def overlap_figure(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png",),
+                   stem: str = "overlap-schemes") -> List[Path]:
+    """Per system: speedup over Sequential and overlap efficiency E per case and scheme; CSV of every row."""
+    rows = overlap_rows(runs)
+    styles = scheme_styles(runs)
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    plt = pyplot()
+    fig, axes = plt.subplots(2, len(systems), figsize=(max(7.0, 5.5 * len(systems)), 6.4), squeeze=False)
+    for j, system in enumerate(systems):
+        sr = [r for r in rows if r["system"] == system]
+        cases = list(dict.fromkeys((r["model"], r["sublayer"], r["tp"]) for r in sr))
+        schemes = [s for s in styles if s != "sequential" and any(r["scheme"] == s for r in sr)]
+        groups = [case_label(m, s, tp, short=True) for m, s, tp in cases]
+        for i, (col, ylabel) in enumerate((("speedup_pct", "speedup over Sequential (%)"),
+                                           ("overlap_efficiency", "overlap efficiency E (FLUX)"))):
+            ax = axes[i][j]
+            series = {s: [next((r[col] for r in sr if (r["model"], r["sublayer"], r["tp"]) == c and r["scheme"] == s),
+                               math.nan) for c in cases] for s in schemes}
+            grouped_bars(ax, groups, series, {s: styles[s][1] for s in schemes}, {s: styles[s][0] for s in schemes})
+            ax.axhline(0, color="k", lw=0.6)
+            ax.set_ylabel(ylabel, fontsize=8)
+            ax.grid(True, axis="y", alpha=0.3)
+            if i == 0:
+                ax.set_title(system, fontsize=9)
+                ax.legend(fontsize=6, ncol=3)
+    fig.tight_layout()
+    return save(fig, rows, out, stem, formats, COLUMNS)
