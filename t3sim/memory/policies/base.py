@@ -16,7 +16,9 @@ A policy is a :class:`Policy` subclass registered under ``arbitration``; it defi
   the arrival cycle of the stream's oldest pending request if it has arrived, else -1; ``occ`` the
   requests in the read + write queues; ``last_stream`` .. ``threshold`` the channel's arbitration
   state (below); ``pp`` the policy's parameters (int64 array, :meth:`Policy.params`). It must return
-  an eligible stream or -1, and depend on nothing but its arguments.
+  an eligible stream or -1, and depend on nothing but its arguments (and module constants). A
+  function it calls must be numba-compiled and live in the same module: the compiled kernels are
+  cached on disk per policy and recompiled when the policy's module changes, not other modules.
 * :attr:`Policy.wake`, the decision's time dependence (same arguments less ``e0``/``e1``): the
   earliest cycle after ``c`` at which ``choose`` could answer differently with every other argument
   unchanged, for any eligibility; :data:`NEVER` if none; a value ``<= c`` promises nothing. The fast
