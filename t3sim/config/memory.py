@@ -93,7 +93,7 @@ class AddressMapConfig(Model):
 class ArbitrationConfig(Model):
     """Compute vs. communication stream arbitration at the memory controller (paper Sec. 4.5)."""
 
-    kind: str = F("round_robin", unit="name", desc="arbitration policy: round_robin, compute_first or t3_mca", source="paper Sec. 4.5, 6.1")
+    kind: str = F("round_robin", unit="name", desc="registered arbitration policy (round_robin, compute_first, t3_mca, ...; t3sim/memory/policies)", source="paper Sec. 4.5, 6.1")
     occupancy_threshold: Optional[int] = F(
         None, unit="count", desc="t3_mca: issue communication only while queue occupancy is below this (None = unlimited)",
         source="paper Sec. 6.1.3 (thresholds 5, 10, 30 or no limit)", ge=1)

@@ -9,25 +9,49 @@ the per-cycle order), with two differences that do not change results:
 * a cycle in which nothing happens ends with the earliest cycle at which
   anything *could* happen (a command's timing becomes satisfied, a pending
   request arrives, a refresh falls due, a write ages past the starvation
-  limit, t3_mca's communication starvation limit expires), and the unit jumps
+  limit, the arbitration policy's wake-up time passes), and the unit jumps
   there, crediting the skipped cycles to the occupancy statistics. A woken
   cycle that turns out idle is harmless; the jump is never past a possible
   action because every time-dependent condition contributes its time.
 
 The inner loop does not allocate; ``t3sim.memory.system`` sizes the output
 buffers before each call.
+
+The kernels are compiled per arbitration policy class (:func:`kernels`): the cycle
+loop inlines the policy's own decision and wake-up functions, the ones the reference
+controller calls as Python.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from t3sim.memory import accum, bookkeeping, step_kernel
+from t3sim.memory import fast_kernel as K
 from t3sim.memory import timing as T
 from t3sim.memory.fast_kernel import (
     CYC, LAST_DIR, NEXT, NP, NQF, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_HI, P_LO, P_LOG, P_NB,
-    P_OBSERVING, P_POLICY, P_REFRESH_ON, P_RQ, P_STARVE, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE,
-    QF_REQ, RQN, WQN, run_kernel)
-from t3sim.memory.step_kernel import pump_step
+    P_OBSERVING, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, QF_REQ, RQN, WQN)
+from t3sim.memory.specialise import specialise
+
+
+@functools.lru_cache(maxsize=None)
+def kernels(policy_cls):
+    """``(run_kernel, pump_step)`` compiled for arbitration policy class ``policy_cls``: the templates
+    of :mod:`~t3sim.memory.fast_kernel` and :mod:`~t3sim.memory.step_kernel` with the policy's
+    ``choose`` and ``wake`` inlined (:func:`~t3sim.memory.specialise.specialise`; cached on disk per
+    policy). Compiled on first call."""
+    if policy_cls.choose is None:
+        raise TypeError(f"arbitration policy {policy_cls.__name__} defines no choose function")
+    tag = policy_cls.__name__
+    policy_fns = (policy_cls.choose, policy_cls.wake)
+    run = specialise(K.run_kernel, tag, {"policy_choose": policy_cls.choose, "policy_wake": policy_cls.wake},
+                     _nrt=False)
+    step = specialise(step_kernel.pump_step, tag, {"run_kernel": run},
+                      depends=(*policy_fns, accum.retire, bookkeeping.admission_rows))
+    return run, step
 
 
 class FastController:
@@ -53,16 +77,16 @@ class FastController:
         self.hits = np.zeros((U, 2, g.banks), dtype=np.int64)
         # qcnt[u, q, b]: requests of queue q that go to bank b
         self.qcnt = np.zeros((U, 2, g.banks), dtype=np.int64)
-        self.P = np.zeros(NP, dtype=np.int64)
+        pp = np.asarray(ms.policy.params(), dtype=np.int64).reshape(-1)
+        self.P = np.zeros(NP + pp.size, dtype=np.int64)
+        self.P[NP:] = pp  # the policy's parameters
         P = self.P
         P[P_NB], P[P_BPG] = g.banks, g.banks_per_group
         P[P_RQ], P[P_WQ] = mc.read_queue_entries, mc.write_queue_entries
         P[P_HI], P[P_LO] = ms.write_hi, ms.write_lo
         P[P_WLIM], P[P_ADM] = mc.write_starvation_limit_cycles, mc.admissions_per_cycle
         P[P_TREFI] = tm.values["tREFI"]
-        if ms.policy.fast_code is None:
-            raise ValueError(f"arbitration policy {mc.arbitration.kind!r} has no fast implementation; use mode='reference'")
-        P[P_POLICY], P[P_STARVE] = ms.policy.fast_code, ms.policy.starvation_limit()
+        self._run_kernel, self._pump_step = kernels(type(ms.policy))
         P[P_TBL], P[P_DONE_RD], P[P_DONE_WR] = tm.tBL, tm.done_offset(T.RD), tm.done_offset(T.WR)
         P[P_FAW], P[P_FAWN] = tm.faw, tm.faw_count
         P[P_REFRESH_ON] = int(ms.refresh_on)
@@ -132,7 +156,7 @@ class FastController:
         out = self._prepare(False, ms.outstanding)
         acc = ms.acc
         counts = self.counts
-        res = pump_step(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US,
+        res = self._pump_step(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US,
                         self.ready, self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, ms.occ_hist,
                         ms.bus_busy, ms.turnarounds, ms.cmd_count, out, self._no_log, counts, ms.batches.done,
                         ms.batches.remaining, acc.cnt, acc.rowcls, acc.sc, acc.bw, acc.lat, acc.bin_cycles, hook,
@@ -156,7 +180,7 @@ class FastController:
         else:
             log = self._no_log
         counts = self.counts
-        run_kernel(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US, self.ready,
+        self._run_kernel(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US, self.ready,
                    self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, ms.occ_hist, ms.bus_busy, ms.turnarounds,
                    ms.cmd_count, out, log, counts)
         ni, na, nl, self.next_lb = counts.tolist()

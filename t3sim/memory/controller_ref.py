@@ -12,7 +12,8 @@ Per unit and memory cycle ``c``, in this order:
 1. refresh becomes pending once ``c >= ref_due``;
 2. the communication drain flag clears when no communication request waits;
 3. up to ``admissions_per_cycle`` requests enter the queues, the stream chosen
-   by the arbitration policy among the *eligible* ones (oldest pending request
+   by the arbitration policy's ``choose`` (the function the fast kernel compiles,
+   called here as Python) among the *eligible* ones (oldest pending request
    arrived, room in its queue, and no request to the same 64 B line in the
    *other* queue: a read waits for queued writes to its line and vice versa);
    an entering request counts the older queued requests to its line it must
@@ -37,7 +38,7 @@ from typing import List
 import numpy as np
 
 from t3sim.memory import timing as T
-from t3sim.memory.policies.base import COMM, COMPUTE, ArbView
+from t3sim.memory.policies.base import COMM, COMPUTE, DRAIN, LAST_COMM, LAST_STREAM, THRESHOLD
 from t3sim.memory.request import Kind
 
 HIT, MISS, CONFLICT = 0, 1, 2
@@ -67,6 +68,9 @@ class ReferenceController:
     def __init__(self, ms) -> None:
         self.ms = ms
         self.units = [_Unit(u, ms) for u in range(ms.geom.units)]
+        #: the policy's decision, the same function the fast kernel compiles, run as Python
+        self._choose = getattr(ms.policy.choose, "py_func", ms.policy.choose)
+        self._pp = np.asarray(ms.policy.params(), dtype=np.int64).reshape(-1)
 
     # ------------------------------------------------------------ queries
     def unit_cycle(self, u: int) -> int:
@@ -134,8 +138,8 @@ class ReferenceController:
                 if ms.refresh_on:
                     nxt = min(nxt, s.ref_due)
                 ms.record_occupancy(u, 0, nxt - c)
-                if ms.arb[u, 2] and self._fifo_head_arrived(u, COMM, c) < 0:
-                    ms.arb[u, 2] = 0
+                if ms.arb[u, DRAIN] and self._fifo_head_arrived(u, COMM, c) < 0:
+                    ms.arb[u, DRAIN] = 0
                 s.cycle = nxt
                 continue
             self._cycle(u, s, c, issued, admitted)
@@ -145,8 +149,8 @@ class ReferenceController:
         ms, g = self.ms, self.ms.geom
         if ms.refresh_on and not s.ref_pending and c >= s.ref_due:
             s.ref_pending = True
-        if ms.arb[u, 2] and self._fifo_head_arrived(u, COMM, c) < 0:
-            ms.arb[u, 2] = 0
+        if ms.arb[u, DRAIN] and self._fifo_head_arrived(u, COMM, c) < 0:
+            ms.arb[u, DRAIN] = 0
         for _ in range(ms.mc.admissions_per_cycle):
             if not self._admit(u, s, c, admitted):
                 break
@@ -221,15 +225,13 @@ class ReferenceController:
                 elig.append(len(s.rq) < ms.mc.read_queue_entries and all(ms.r_line[x] != ms.r_line[h] for x in s.wq))
             else:
                 elig.append(len(s.wq) < ms.mc.write_queue_entries and all(ms.r_line[x] != ms.r_line[h] for x in s.rq))
-        view = ArbView(
-            cycle=c, eligible_compute=elig[0], eligible_comm=elig[1],
-            comm_head_arrival=int(ms.r_arrive[heads[1]]) if heads[1] >= 0 else -1,
-            occupancy=len(s.rq) + len(s.wq), last_stream=int(ms.arb[u, 0]), last_comm_admit=int(ms.arb[u, 1]),
-            drain=bool(ms.arb[u, 2]), threshold=int(ms.arb[u, 3]))
-        st = ms.policy.choose(view)
+        arrival = [int(ms.r_arrive[h]) if h >= 0 else -1 for h in heads]
+        arb = ms.arb[u]
+        st = self._choose(c, elig[0], elig[1], arrival[0], arrival[1], len(s.rq) + len(s.wq), int(arb[LAST_STREAM]),
+                          int(arb[LAST_COMM]), int(arb[DRAIN]), int(arb[THRESHOLD]), self._pp)
         if st < 0:
             return False
-        if not elig[st]:
+        if st not in (COMPUTE, COMM) or not elig[st]:
             raise RuntimeError(f"policy {ms.policy!r} chose an ineligible stream")
         r = heads[st]
         ms.f_head[u, st] = ms.r_next[r]
@@ -241,9 +243,9 @@ class ReferenceController:
         line, rd = ms.r_line[r], ms.r_kind[r] == Kind.READ
         ms.r_ndeps[r] = sum(1 for x in s.rq + s.wq if ms.r_line[x] == line and not (rd and ms.r_kind[x] == Kind.READ))
         (s.rq if rd else s.wq).append(r)
-        ms.arb[u, 0] = st
+        ms.arb[u, LAST_STREAM] = st
         if st == COMM:
-            ms.arb[u, 1] = c
+            ms.arb[u, LAST_COMM] = c
         admitted.append(r)
         return True
 

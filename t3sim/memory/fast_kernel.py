@@ -1,8 +1,15 @@
 """The numba kernel of the fast memory controller (see :mod:`t3sim.memory.controller_fast`).
 
 Pure compiled functions over flat numpy state: timing readiness, command
-issue, request eligibility, stream arbitration and the per-unit cycle loop
-:func:`run_kernel`. Split from the Python wrapper so each module stays small.
+issue, request eligibility and the per-unit cycle loop :func:`run_kernel`.
+Split from the Python wrapper so each module stays small.
+
+Arbitration. :func:`run_kernel` is a template: it calls ``policy_choose`` and
+``policy_wake``, the arbitration policy's decision and wake-up functions
+(:mod:`t3sim.memory.policies.base`), and is compiled once per policy with those
+names bound to the policy's own functions, inlined
+(:func:`t3sim.memory.controller_fast.kernels`). The policy's parameters are
+``P[NP:]``; its per-channel state is ``arb[u, LAST_STREAM..THRESHOLD]``.
 
 State layout (all int64, ``u`` a unit):
 
@@ -33,16 +40,17 @@ import numpy as np
 from t3sim.memory import timing as T
 from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_BANK, F_CLASS, F_DONE, F_ISSUE, F_KIND, F_LINE, F_NDEPS,
                                       F_NEXT, F_ROW, F_SEQ)
+from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, NEVER, THRESHOLD
 
 # unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
 CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NUS = range(11)
-# parameters
-(P_NB, P_BPG, P_RQ, P_WQ, P_HI, P_LO, P_WLIM, P_ADM, P_TREFI, P_POLICY, P_STARVE, P_TBL, P_DONE_RD,
- P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, NP) = range(21)
+# parameters (P[NP:]: the arbitration policy's)
+(P_NB, P_BPG, P_RQ, P_WQ, P_HI, P_LO, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
+ P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, NP) = range(19)
 ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
 # queue entry fields (Q[u, q, j, field])
 QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_KIND, QF_NDEPS, NQF = range(7)
-BIG = np.int64(1) << 60
+BIG = np.int64(NEVER)
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")
@@ -154,38 +162,20 @@ def _dequeue(u, qi, j, US, Q, qcnt):
     US[u, RQN + qi] = n
 
 
-@nb.njit(cache=True, _nrt=False, inline="always")
-def _choose(code, c, e0, e1, comm_arrival, occ, last_stream, last_comm, drain, thr, starve):
-    if code == 0:  # round_robin
-        if e0 and e1:
-            return 0 if last_stream == 1 else (1 if last_stream == 0 else 0)
-        if e0:
-            return 0
-        if e1:
-            return 1
-        return -1
-    if code == 1:  # compute_first
-        if e0:
-            return 0
-        if e1:
-            return 1
-        return -1
-    # t3_mca
-    if e1:
-        since = last_comm if last_comm > comm_arrival else comm_arrival
-        if drain != 0 or c - since >= starve:
-            return 1
-    if e0:
-        return 0
-    if e1 and (thr < 0 or occ < thr):
-        return 1
-    return -1
+def policy_choose(c, e0, e1, a0, a1, occ, last_stream, last_comm, drain, threshold, pp):  # pragma: no cover
+    """Placeholder: bound to the policy's decision per specialisation of :func:`run_kernel`."""
+    raise NotImplementedError("run_kernel is a template: use t3sim.memory.controller_fast.kernels(policy)")
 
 
-@nb.njit(cache=True, _nrt=False)
+def policy_wake(c, a0, a1, occ, last_stream, last_comm, drain, threshold, pp):  # pragma: no cover
+    """Placeholder: bound to the policy's wake-up per specialisation of :func:`run_kernel`."""
+    raise NotImplementedError("run_kernel is a template: use t3sim.memory.controller_fast.kernels(policy)")
+
+
 def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, occ_hist,
                bus_busy, turnarounds, cmd_count, out, out_log, counts):  # pragma: no cover - compiled
-    """Simulate every unit up to cycle ``until`` (exclusive).
+    """Simulate every unit up to cycle ``until`` (exclusive). A template (module docstring): compile it
+    with ``_nrt=False`` and ``policy_choose``/``policy_wake`` bound, as ``controller_fast.kernels`` does.
 
     Writes the indices of the requests issued to ``out[0, :counts[0]]`` and of those admitted to
     ``out[1, :counts[1]]``, the command log (with ``P[P_LOG]``) to ``out_log[:counts[2]]`` and the
@@ -202,8 +192,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
     tBL = P[P_TBL]
     refresh_on = P[P_REFRESH_ON] != 0
     observing = P[P_OBSERVING] != 0
-    code = P[P_POLICY]
-    starve = P[P_STARVE]
+    pp = P[NP:]  # the policy's parameters
     for u in range(U):
         c = US[u, CYC]
         if c >= until:
@@ -233,8 +222,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                 occ_hist[u, 0] += nxt - c
                 if observing:
                     obs[u, 1] += nxt - c
-                if arb[u, 2] != 0:
-                    arb[u, 2] = 0
+                if arb[u, DRAIN] != 0:
+                    arb[u, DRAIN] = 0
                 c = nxt
                 continue
             acted = False
@@ -243,18 +232,18 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
             if refresh_on and US[u, REF_PENDING] == 0 and c >= US[u, REF_DUE]:
                 US[u, REF_PENDING] = 1
             # 2. drain flag
-            if arb[u, 2] != 0 and not a1:
-                arb[u, 2] = 0
+            if arb[u, DRAIN] != 0 and not a1:
+                arb[u, DRAIN] = 0
             # 3. admissions
             for _k in range(P[P_ADM]):
                 h0 = f_head[u, 0]
                 h1 = f_head[u, 1]
-                a0 = h0 >= 0 and r_arrive[h0] <= c
-                a1 = h1 >= 0 and r_arrive[h1] <= c
-                e0 = a0 and _eligible(u, h0, RQ, US, Q, P)
-                e1 = a1 and _eligible(u, h1, RQ, US, Q, P)
-                st = _choose(code, c, e0, e1, r_arrive[h1] if h1 >= 0 else -1, US[u, RQN] + US[u, WQN],
-                             arb[u, 0], arb[u, 1], arb[u, 2], arb[u, 3], starve)
+                t0 = r_arrive[h0] if h0 >= 0 and r_arrive[h0] <= c else -1  # arrival of the arrived head
+                t1 = r_arrive[h1] if h1 >= 0 and r_arrive[h1] <= c else -1
+                e0 = t0 >= 0 and _eligible(u, h0, RQ, US, Q, P)
+                e1 = t1 >= 0 and _eligible(u, h1, RQ, US, Q, P)
+                st = policy_choose(c, e0, e1, t0, t1, US[u, RQN] + US[u, WQN], arb[u, LAST_STREAM],
+                                   arb[u, LAST_COMM], arb[u, DRAIN], arb[u, THRESHOLD], pp)
                 if st < 0:
                     break
                 r = f_head[u, st]
@@ -277,25 +266,33 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                 b = RQ[F_BANK, r]
                 if open_row[u, b] == RQ[F_ROW, r]:
                     hits[u, qi, b] += 1
-                arb[u, 0] = st
+                arb[u, LAST_STREAM] = st
                 if st == 1:
-                    arb[u, 1] = c
+                    arb[u, LAST_COMM] = c
                 out[1, counts[1]] = r
                 counts[1] += 1
                 acted = True
-            # wake-ups of admission
+            # wake-ups of admission: the next arrival at a FIFO head, and the policy's
             h0 = f_head[u, 0]
             h1 = f_head[u, 1]
-            if h0 >= 0 and r_arrive[h0] > c and r_arrive[h0] < wake:
-                wake = r_arrive[h0]
+            t0 = -1
+            t1 = -1
+            if h0 >= 0:
+                if r_arrive[h0] > c:
+                    if r_arrive[h0] < wake:
+                        wake = r_arrive[h0]
+                else:
+                    t0 = r_arrive[h0]
             if h1 >= 0:
                 if r_arrive[h1] > c:
                     if r_arrive[h1] < wake:
                         wake = r_arrive[h1]
-                elif code == 2:
-                    since = arb[u, 1] if arb[u, 1] > r_arrive[h1] else r_arrive[h1]
-                    if since + starve < wake:
-                        wake = since + starve
+                else:
+                    t1 = r_arrive[h1]
+            t = policy_wake(c, t0, t1, US[u, RQN] + US[u, WQN], arb[u, LAST_STREAM], arb[u, LAST_COMM],
+                            arb[u, DRAIN], arb[u, THRESHOLD], pp)
+            if t < wake:
+                wake = t
             # 4. write drain mode
             rqn = US[u, RQN]
             wqn = US[u, WQN]

@@ -10,8 +10,9 @@ Core API (pure, no simpy; all times are integer ticks, 1 tick = 1 ps)::
     ms.request_done_ticks(bid)      # per-request completion ticks (reads: data returned)
     ms.read_data(bid)               # functional mode: values the reads returned
     ms.set_enqueue_hook(fn)         # fn(EnqueueInfo): requests entering controller queues
-    ms.kernel_boundary()            # t3_mca: drain the communication stream
-    ms.begin_isolated_stage(); ms.end_isolated_stage()   # t3_mca dynamic threshold
+    ms.begin_isolated_stage()       # producer kernel events, for the arbitration policy:
+    ms.end_isolated_stage()         #   starts, its first (isolated) stage ends,
+    ms.kernel_boundary()            #   it ends (e.g. t3_mca: drain, dynamic threshold)
     ms.stats(prefix)                # Stats with units
 
 simpy adapter::
@@ -116,17 +117,18 @@ class MemoryPort:
         return ev
 
     def kernel_boundary(self) -> None:
-        """The producer kernel ended now (t3_mca drains communication)."""
+        """The producer kernel ended now (for the arbitration policy: ``Policy.producer_end``)."""
         self.mem.advance(self.env.now)  # the boundary applies from now on
         self.mem.kernel_boundary()
         self._service()
 
     def begin_isolated_stage(self) -> None:
+        """A producer kernel starts now (``Policy.producer_start``)."""
         self.mem.advance(self.env.now)
         self.mem.begin_isolated_stage()
 
     def end_isolated_stage(self) -> None:
-        """The producer's first, isolated stage ended now (t3_mca dynamic threshold)."""
+        """The producer's first, isolated stage ended now (``Policy.first_stage_end``)."""
         self.mem.advance(self.env.now)
         self.mem.end_isolated_stage()
 

@@ -10,11 +10,13 @@ it only saves the per-call dispatch and the Python glue (about 10 us per pump st
 
 Used when the run keeps no functional data and no command log (both need the issued
 request indices in Python); ``MemorySystem._run`` takes the general path otherwise.
+
+Like ``run_kernel``, :func:`pump_step` is a template, compiled per arbitration policy with
+``run_kernel`` bound to that policy's specialisation (:func:`t3sim.memory.controller_fast.kernels`).
 """
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
 from t3sim.memory.accum import retire
@@ -24,7 +26,6 @@ from t3sim.memory.fast_kernel import run_kernel
 from t3sim.sim.clock import cycle_start_tick
 
 
-@nb.njit(cache=True)
 def pump_step(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, occ_hist,
               bus_busy, turnarounds, cmd_count, out, out_log, counts, b_done, b_remaining, cnt, rowcls, sc, bw, lat,
               bin_cycles, hook, writes_only, freq_kHz, pseudo_channels):  # pragma: no cover - compiled

@@ -40,6 +40,7 @@ from t3sim.memory.batches import Batches
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.policies import build as build_policy
+from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, THRESHOLD, ArbState
 from t3sim.memory.request import Kind, Source, Stream, parse_enum
 from t3sim.sim.clock import Clock
 
@@ -148,13 +149,13 @@ class MemorySystem:
         self._grow(1024)
         self.f_head = np.full((U, 2), -1, dtype=np.int64)
         self.f_tail = np.full((U, 2), -1, dtype=np.int64)
-        # arbitration state: last_stream, last_comm_admit, drain, threshold
-        self.arb = np.zeros((U, 4), dtype=np.int64)
-        self.arb[:, 0] = -1
-        self.arb[:, 1] = -1
-        self.arb[:, 3] = self.policy.initial_threshold()
-        self.observing = bool(self.policy.dynamic)
-        self.obs = np.zeros((U, 2), dtype=np.int64)  # occupancy-cycles, cycles
+        # arbitration state (columns LAST_STREAM, LAST_COMM, DRAIN, THRESHOLD of policies.base)
+        self.arb = np.zeros((U, NARB), dtype=np.int64)
+        self.arb[:, [LAST_STREAM, LAST_COMM, THRESHOLD]] = -1
+        self.obs = np.zeros((U, 2), dtype=np.int64)  # occupancy-cycles, cycles (while observing)
+        #: what the policy's hooks may change (views of arb and obs, and whether to observe)
+        self.arb_state = ArbState(self.arb, self.obs)
+        self.policy.init(self.arb_state)
         # statistics accumulated by the controllers
         self.occ_hist = np.zeros((U, mc.read_queue_entries + mc.write_queue_entries + 1), dtype=np.int64)
         self.bus_busy = np.zeros(U, dtype=np.int64)
@@ -421,35 +422,29 @@ class MemorySystem:
         self._enqueue_hook = fn
         self._hook_writes_only = bool(writes_only)
 
+    # The producer kernel's events, for the arbitration policy (its hooks decide what they change;
+    # see t3sim.memory.policies.base): each applies from the frontier on.
     def kernel_boundary(self) -> None:
-        """The producer kernel ended: t3_mca drains the communication stream (Sec. 4.5) and, with no
-        producer left to keep queue room for, lifts the occupancy threshold until the next producer
-        kernel starts (:meth:`begin_isolated_stage` restores it). Without the lift, communication
-        that arrives after the boundary (a fused RS outliving its GEMM) would stay throttled to a
-        few queue entries per channel with nothing to protect."""
-        self.sync()
-        self.arb[:, 2] = 1
-        self.arb[:, 3] = -1
-        self._invalidate()
+        """The producer kernel ended (:meth:`Policy.producer_end <t3sim.memory.policies.base.Policy.producer_end>`)."""
+        self._policy_event(self.policy.producer_end)
 
     def begin_isolated_stage(self) -> None:
-        """A producer kernel starts: restore the policy's initial threshold and start (restart)
-        observing queue occupancy for the dynamic threshold."""
-        self.sync()
-        self.arb[:, 3] = self.policy.initial_threshold()
-        self.obs[:] = 0
-        self.observing = True
-        self._invalidate()
+        """A producer kernel starts; its first stage runs alone (``Policy.producer_start``)."""
+        self._policy_event(self.policy.producer_start)
 
     def end_isolated_stage(self) -> None:
-        """The producer's first, isolated stage ended: set dynamic thresholds from what was observed."""
+        """The producer's first, isolated stage ended (``Policy.first_stage_end``)."""
+        self._policy_event(self.policy.first_stage_end)
+
+    def _policy_event(self, hook: Callable[[ArbState], None]) -> None:
         self.sync()
-        self.observing = False
+        hook(self.arb_state)
         self._invalidate()
-        mean = self.obs[:, 0] / np.maximum(self.obs[:, 1], 1)
-        thr = self.policy.thresholds_from_observation(mean)
-        if thr is not None:
-            self.arb[:, 3] = thr
+
+    @property
+    def observing(self) -> bool:
+        """Whether the controllers accumulate queue occupancy into ``obs`` (the policy's choice)."""
+        return self.arb_state.observing
 
     # ---------------------------------------------------------------- controllers' callbacks
     def record_occupancy(self, u: int, occ: int, dt: int) -> None:

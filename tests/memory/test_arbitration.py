@@ -6,7 +6,7 @@ from pydantic import ValidationError
 
 from t3sim import registry
 from t3sim.memory import MemorySystem
-from t3sim.memory.policies.base import ArbView, build
+from t3sim.memory.policies.base import build
 
 from .helpers import system
 
@@ -54,24 +54,26 @@ def test_policies_registered_and_config_validates_kind():
         system(1, address_map={"kind": "nope"})
 
 
-def _view(**kw):
-    base = dict(cycle=100, eligible_compute=True, eligible_comm=True, comm_head_arrival=90, occupancy=3,
-                last_stream=-1, last_comm_admit=-1, drain=False, threshold=5)
-    base.update(kw)
-    return ArbView(**base)
+def _decide(policy, **kw):
+    """``policy.choose`` on a default view with ``kw`` changed (the arguments by name)."""
+    v = dict(c=100, e0=True, e1=True, a0=95, a1=90, occ=3, last_stream=-1, last_comm=-1, drain=0, threshold=5)
+    v.update(kw)
+    return policy.choose(*v.values(), np.asarray(policy.params(), dtype=np.int64))
 
 
 def test_policy_decisions():
     arb = system(1, memory_controller={"arbitration": {"kind": "t3_mca", "starvation_limit_cycles": 50}}).memory_controller.arbitration
     mca = build(arb)
-    assert mca.choose(_view()) == 0  # compute first
-    assert mca.choose(_view(eligible_compute=False)) == 1  # occupancy 3 < 5
-    assert mca.choose(_view(eligible_compute=False, occupancy=5)) == -1  # at the threshold
-    assert mca.choose(_view(cycle=140, comm_head_arrival=90)) == 1  # starved for 50 cycles
-    assert mca.choose(_view(drain=True)) == 1  # kernel boundary drain
+    assert _decide(mca) == 0  # compute first
+    assert _decide(mca, e0=False) == 1  # occupancy 3 < 5
+    assert _decide(mca, e0=False, occ=5) == -1  # at the threshold
+    assert _decide(mca, c=140, a1=90) == 1  # starved for 50 cycles
+    assert _decide(mca, c=140, a1=90, last_comm=100) == 0  # ... counted from the last comm admission
+    assert _decide(mca, drain=1) == 1  # producer-end drain
+    assert mca.wake(100, -1, 90, 3, -1, 100, 0, 5, np.array(mca.params())) == 150
     rr = build(arb.model_copy(update={"kind": "round_robin"}))
-    assert [rr.choose(_view(last_stream=s)) for s in (-1, 0, 1)] == [0, 1, 0]
-    assert rr.choose(_view(eligible_compute=False, last_stream=1)) == 1
+    assert [_decide(rr, last_stream=s) for s in (-1, 0, 1)] == [0, 1, 0]
+    assert _decide(rr, e0=False, last_stream=1) == 1
 
 
 def test_dynamic_threshold_from_isolated_stage():
