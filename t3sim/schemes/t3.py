@@ -381,16 +381,15 @@ class T3Output:
 
 def t3_program(model, ctx: T3Context) -> Program:
     """The fused GEMM (with its companion, the tracker/DMA-driven RS), then the all-gather (module doc)."""
-    mca = model.system.memory_controller.arbitration.kind == "t3_mca"
-
+    # the producer's events go to the memory controllers' arbitration policy, which decides what they mean
+    # (t3_mca: observe the first, isolated stage's queue occupancy for its dynamic threshold, Sec. 4.5)
     def stage_done(g, s):
-        if s == 0 and mca:
+        if s == 0:
             model.hiers[g].port.end_isolated_stage()
 
     def gemm():
-        if mca:
-            for h in model.hiers.values():
-                h.port.begin_isolated_stage()
+        for h in model.hiers.values():
+            h.port.begin_isolated_stage()
         # the GEMM kernel ends when its last WG retired and its own local stores are written
         # (GemmKernel's per-kernel drain); incoming RS updates do not hold it
         return model.gemm("t3_gemm", sink_for=lambda g: T3Output(ctx, g),

@@ -177,7 +177,7 @@ def test_explicit_mode_sees_a_slow_gpu():
     plan = plan_for_system(system, "reduce_scatter", _aligned_elems(4, 512), 2)
     hiers = {g: MemoryHierarchy(eng.env, system) for g in range(4)}
     k = run_collective(eng, net, plan, hiers, mode="explicit", system=system)
-    k.hook.pools[2].cus = 2  # GPU 2 gets only 2 CUs
+    k.hook.pools[2].cus = k.hook.pools[2].ctas = 2  # GPU 2 gets only 2 CUs (2 CTAs placed)
     k.done.callbacks.append(lambda _e: eng.finish())
     eng.run()
     slow = k.done.value.duration_ns
