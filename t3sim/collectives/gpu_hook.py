@@ -179,6 +179,7 @@ class CuPool:
                 break
             self.placed.append(cu)
             self.ctas += 1
+        self._disp.settled(self._h)
         self._run_queue()
 
     def _on_cu(self, cu: int) -> None:

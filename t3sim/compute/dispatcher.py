@@ -23,9 +23,13 @@ Policy (the hardware's, as measured and described in the literature):
 * **Persistence.** A kernel's WG slot that retires a WG while no earlier kernel
   waits keeps its CU and takes the kernel's next WG at once (no re-placement).
 
-A kernel talks to the dispatcher through three calls: :meth:`acquire` (a CU
-for one more WG now, or ``None``: the kernel is queued and will be offered
-CUs through its ``on_cu(cu)`` callback as they free up), :meth:`should_yield`
+A kernel is in line from its launch (:meth:`register`), so a kernel launched
+later never gets ahead of it while it waits out its launch latency. It talks
+to the dispatcher through :meth:`acquire` (a CU for one more WG now, or
+``None``: the kernel is queued and will be offered CUs through its
+``on_cu(cu)`` callback as they free up; its first call marks it started),
+:meth:`settled` (it holds CUs for all its WGs: leftovers go to later
+kernels), :meth:`should_yield`
 (after a WG retires: must this slot hand its CU to an earlier kernel?) and
 :meth:`release` (the slot's WG left the CU). Invariants (tested): the summed
 footprints on a CU never exceed its capacity; every WG a kernel asks for is
@@ -79,13 +83,14 @@ def cu_capacity(gpu: GPUConfig) -> np.ndarray:
 class _Client:
     """One launched kernel as the dispatcher sees it."""
 
-    __slots__ = ("name", "seq", "need", "mask", "pending", "on_cu", "resident")
+    __slots__ = ("name", "seq", "need", "mask", "pending", "on_cu", "resident", "started")
 
     def __init__(self, name: str, seq: int, need: np.ndarray, mask: np.ndarray, pending: Callable[[], int],
                  on_cu: Callable[[int], None]):
         self.name, self.seq, self.need, self.mask = name, seq, need, mask
         self.pending, self.on_cu = pending, on_cu
         self.resident = 0
+        self.started = False  # the GPU has started it (after its launch latency): its WGs may be placed
 
 
 class CuDispatcher:
@@ -117,7 +122,9 @@ class CuDispatcher:
         mask[list(range(self.num_cus)) if cus is None else list(cus)] = True
         h = self._seq
         self._seq += 1
-        self._clients[h] = _Client(name, h, need, mask, pending, on_cu)
+        c = self._clients[h] = _Client(name, h, need, mask, pending, on_cu)
+        if pending() > 0:  # in line from its launch: no later kernel gets ahead while it waits for its start
+            self._waiting.append(c)
         return h
 
     def _room(self, c: _Client) -> np.ndarray:
@@ -140,6 +147,7 @@ class CuDispatcher:
         """A CU for one more WG of kernel ``h`` now, its footprint taken; ``None`` if an earlier kernel still
         waits or no CU has room (the kernel then waits and gets CUs through ``on_cu``)."""
         c = self._clients[h]
+        c.started = True
         if not any(w.seq < c.seq for w in self._prune()):
             room = self._room(c)
             cu = int(np.argmax(room))
@@ -174,6 +182,8 @@ class CuDispatcher:
             if c.pending() <= 0:
                 self._waiting.pop(0)
                 continue
+            if not c.started:  # launched but not started yet: it keeps its place in line
+                return
             room = self._room(c)
             cu = int(np.argmax(room))
             if room[cu] <= 0:
@@ -181,6 +191,11 @@ class CuDispatcher:
             self._take(c, cu)
             self.handoffs += 1
             c.on_cu(cu)
+
+    def settled(self, h: int) -> None:
+        """Kernel ``h`` holds CUs for all its WGs now: what is left over goes to the kernels after it."""
+        if self._waiting and self._clients[h].pending() <= 0:
+            self._fill()
 
     # ---------------------------------------------------------------- introspection
     def resident(self, h: int) -> int:

@@ -135,7 +135,7 @@ class GemmKernel(Component):
         self.footprint = Footprint.of(gpu, kernel.wfs_per_wg * kernel.threads_per_wf, kernel.registers_per_thread,
                                       kernel.lds_per_wg_B)
         self._h = -1  # dispatcher handle, from start()
-        self._starting = 0  # slot processes that have not taken their first WG
+        self._held = 0  # slots holding a CU that have not taken their first WG yet
         self.clock = Clock.from_GHz(gpu.clock_GHz, "cu")
         self.flops = cu_flops_per_cycle(gpu, kernel.dtype)
         self.cu_active = np.zeros(self.num_cus, dtype=np.int64)
@@ -159,7 +159,7 @@ class GemmKernel(Component):
                            wgs_per_cu=self.occ.wgs_per_cu, occupancy_limiter=self.occ.limiter,
                            stage_end_ticks=[-1] * self.stages)
         n = min(self.slots, self.kernel.num_wgs)
-        self._live = self._starting = n
+        self._live = n
         self._h = self.dispatcher.register(self.name, self.footprint, self._pending, self._on_cu,
                                            None if self.num_cus == self.gpu.num_cus else range(self.num_cus))
         launch = ns_to_ticks(self.gpu.kernel_launch_overhead_ns)
@@ -168,13 +168,14 @@ class GemmKernel(Component):
         return self.done
 
     def _pending(self) -> int:
-        """WGs no slot has claimed yet (the dispatcher's view)."""
-        return self.kernel.num_wgs - self._next - self._starting
+        """WGs that no slot holding a CU will take: from its launch on, the kernel waits for CUs for all of
+        them, so kernels launched after it never get ahead (the dispatcher's view)."""
+        return self.kernel.num_wgs - self._next - self._held
 
     def _on_cu(self, cu: int) -> None:
         """The dispatcher placed one more of this kernel's WGs on ``cu`` (its footprint is taken)."""
         self._live += 1
-        self._starting += 1
+        self._held += 1
         self.env.process(self._slot(cu))
 
     def _cycles_to_ticks(self, cycles: int) -> int:
@@ -205,10 +206,12 @@ class GemmKernel(Component):
         if cu is None:
             cu = disp.acquire(h) if self._next < self.kernel.num_wgs else None
             if cu is None:  # no room (or nothing left): the dispatcher hands this kernel CUs as they free
-                self._starting -= 1
                 self._live -= 1
                 self._check_retired()
                 return
+            self._held += 1
+            if self._held + self._next >= self.kernel.num_wgs:
+                disp.settled(h)  # every WG has a slot: leftover CUs go to kernels launched after this one
         first = True
         k = self.kernel
         g = self.geom
@@ -219,7 +222,7 @@ class GemmKernel(Component):
             seq = self._next
             self._next += 1
             if first:
-                self._starting -= 1
+                self._held -= 1
                 first = False
             tile = int(self.order[seq])
             tm, tn = divmod(tile, k.tiles_n)
@@ -254,7 +257,7 @@ class GemmKernel(Component):
             if self._next < k.num_wgs and disp.should_yield(h, cu):
                 break  # an earlier-launched kernel waits for this CU
         if first:
-            self._starting -= 1
+            self._held -= 1
         self._live -= 1
         disp.release(h, cu)
         self._check_retired()

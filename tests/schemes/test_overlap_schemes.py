@@ -70,13 +70,13 @@ def test_concurrent_bounds(alone, first):
 
 
 def test_launch_order_decides_who_gets_the_cus(alone):
-    """The dispatcher serves kernels in launch order: the kernel launched first ends no later than when it is
-    launched second (module doc of t3sim.compute.dispatcher)."""
+    """The dispatcher serves kernels in launch order: the RS ends earlier when it is launched first, and the GEMM
+    ends no later (to 0.1 %: memory interference is not monotone) when it is (t3sim.compute.dispatcher)."""
     runs = {f: _run(lambda m: concurrent_program(m, with_ag=False), "scheme.kind=concurrent",
                     f"scheme.launch_first={f}")[1] for f in ("gemm", "comm")}
     end = {f: {r.name: r.end for r in run.records} for f, run in runs.items()}
-    assert end["gemm"]["gemm"] <= end["comm"]["gemm"]
-    assert end["comm"]["rs"] <= end["gemm"]["rs"]
+    assert end["gemm"]["gemm"] <= end["comm"]["gemm"] * 1.001
+    assert end["comm"]["rs"] < end["gemm"]["rs"]
 
 
 def test_chunks_partition_the_output_and_each_chunk_rs_is_exact():
