@@ -21,7 +21,7 @@ from typing import List
 
 from t3sim.analysis.validation import Comparison, plot_comparison, read_measured
 from t3sim.config import load_system
-from t3sim.errors import InputError
+from t3sim.errors import InputError, check_writable_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,6 +54,7 @@ def _run(args: argparse.Namespace) -> int:
                 system_for_gpus(system, int(r.fields["gpus"]), r.where)
         loaded.append((path, kind, rows))
     out = Path(args.out) if args.out else Path("results") / "validation" / system.name
+    check_writable_dir(out, "--out")
     comparisons: List[Comparison] = []
     for path, kind, rows in loaded:
         jobs = args.jobs if args.jobs > 0 else default_jobs(len(rows))

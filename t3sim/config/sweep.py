@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Tuple
 
 from t3sim.config.experiment import ExperimentConfig
+from t3sim.config.kinds import expect_kind
 from t3sim.config.loader import apply_overrides, build, load_raw, set_path
 
 
@@ -39,6 +40,7 @@ def _assignments(sweep: Dict[str, Any]) -> List[List[Tuple[str, Any]]]:
 def expand(path: str | Path, overrides: Iterable[str] = ()) -> List[Point]:
     """Load an experiment file and return its validated points (one if it has no sweep)."""
     data, prov = load_raw(path)
+    expect_kind(data, "experiment", str(path))
     data, prov = apply_overrides(data, prov, overrides)
     base = build(ExperimentConfig, data, prov, str(path))  # validates the sweep section too
     sweep = base.sweep.model_dump()

@@ -30,6 +30,7 @@ from t3sim.interconnect.network import Network
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_US, ns_to_ticks
 from t3sim.sim.engine import Engine
+from t3sim.system.workmeter import WorkMeter
 from t3sim.workload import workload_kernel, wg_order
 
 ALIGN_B = 2 << 20
@@ -77,6 +78,7 @@ class SystemModel:
         self.trace = False
         self.gemm_kernels: List[GemmKernel] = []
         self.marks: Dict[str, int] = {}
+        self.engine.work = WorkMeter(self)  # percent done for progress reports (observes counters only)
 
     # ------------------------------------------------------------------ kernels
     def gemm(self, name: str = "gemm", sink_for=None, order=None, num_cus=None, on_stage_done=None,
