@@ -38,10 +38,11 @@ class Progress:
         interval: seconds between bar redraws on a terminal.
         log_every_s: without a terminal, at most one progress line per this many seconds.
         unit: what the sweep's items are called (``points``, ``rows``).
+        resumable: whether an interrupted run resumes when run again (finished items are saved).
     """
 
     def __init__(self, stream: Optional[IO[str]] = None, tty: Optional[bool] = None, interval: float = 0.5,
-                 log_every_s: float = LOG_EVERY_S, unit: str = "points"):
+                 log_every_s: float = LOG_EVERY_S, unit: str = "points", resumable: bool = True):
         self.stream = stream if stream is not None else sys.stderr
         if tty is None:
             isatty = getattr(self.stream, "isatty", None)
@@ -50,6 +51,7 @@ class Progress:
         self.interval = interval
         self.log_every_s = log_every_s
         self.unit = unit
+        self.resumable = resumable
         self.total = self.done = self.reused = self.to_run = self.simulated = self.failed = 0
         self.weight_total = self.weight_done = self.weight_run = 0.0
         self.running: Dict[object, Tuple[float, RunStatus, str]] = {}  # task -> (weight, status, label)
@@ -124,9 +126,11 @@ class Progress:
         counts = f"{self.reused} reused, {self.simulated} simulated, {self.failed} failed"
         if how == "done":
             msg = f"done in {took}: {self.total} {self._unit(self.total)} ({counts})"
-        else:
+        elif self.resumable:
             msg = (f"{how} after {took}: {saved} of {self.total} {self.unit} have results ({counts}); "
                    f"run the same command again to resume")
+        else:
+            msg = f"{how} after {took}: {saved} of {self.total} {self.unit} simulated ({counts})"
         self._line(msg, bar=False)
 
     # -- numbers --------------------------------------------------------------

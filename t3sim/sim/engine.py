@@ -33,6 +33,29 @@ from t3sim.sim.clock import TICKS_PER_US
 #: the cyclic GC's young-generation threshold while a run's event loop runs (Python's default: 700)
 GC_YOUNG_THRESHOLD = 100_000
 
+#: simpy versions whose internals the engine uses (``Environment._queue``/``_now``/``schedule``, ``Event._ok``/
+#: ``_value``/``_defused``, the 4-tuple heap entries): pyproject.toml pins ``simpy>=4.0,<4.2`` and
+#: tests/sim/test_simpy_internals.py fails loudly when an installed simpy no longer matches.
+SIMPY_VERSIONS = ">=4.0,<4.2"
+
+
+def check_simpy() -> None:
+    """Raise RuntimeError, naming the installed simpy, if it lacks the internals the engine relies on."""
+    try:
+        env = simpy.Environment()
+        ev = env.timeout(3, value="v")
+        t, prio, _eid, queued = env._queue[0]
+        ok = (queued is ev and t == 3 and prio == simpy.events.NORMAL and ev._ok is True and ev._value == "v"
+              and env._now == 0 and not hasattr(ev, "_defused"))
+    except (AttributeError, ValueError, TypeError, IndexError):
+        ok = False
+    if not ok:
+        raise RuntimeError(f"t3sim's engine needs simpy{SIMPY_VERSIONS} (it steps simpy's event heap itself); "
+                           f"installed: simpy {getattr(simpy, '__version__', '?')}. pip install 'simpy{SIMPY_VERSIONS}'")
+
+
+check_simpy()
+
 
 def succeed_later(env: simpy.Environment, event: simpy.Event, value, delay: int) -> simpy.Event:
     """Trigger ``event`` with ``value`` ``delay`` ticks from now, as one heap entry.

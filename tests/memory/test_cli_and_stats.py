@@ -48,10 +48,27 @@ def test_stats_have_units_and_add_up():
     assert d["by_kind"]["read"]["bytes"]["value"] + d["by_kind"]["write"]["bytes"]["value"] == 5000 * 64
     assert d["row"]["hits"]["value"] + d["row"]["misses"]["value"] + d["row"]["conflicts"]["value"] == 5000
     hist = np.array(d["queue"]["occupancy_histogram"]["value"])
-    assert hist.sum() == ms.occ_hist.sum() and d["queue"]["occupancy_histogram"]["unit"] == "cycles"
+    assert d["queue"]["occupancy_histogram"]["unit"] == "cycles"
+    # each channel's every cycle up to its last command falls in one bin: at most channels x the span
+    span_cycles = d["span_ns"]["value"] * cfg.hbm.clock_GHz
+    assert 0.95 * 4 * span_cycles <= hist.sum() <= 4 * span_cycles
+    # the reported time-weighted mean occupancy is the histogram's mean
+    assert d["queue"]["occupancy_mean"]["value"] == pytest.approx((hist * np.arange(len(hist))).sum() / hist.sum())
     bw = d["bandwidth_over_time"]
     series = np.array(bw["compute_read_GBps"]["value"]) + np.array(bw["compute_write_GBps"]["value"])
     assert series.sum() * bw["bin_ns"]["value"] == pytest.approx(5000 * 64)  # GB/s x ns = bytes
     assert all(0 <= u <= 1 for u in d["channel_utilisation"]["value"])
     for name, stat in st.items():
         assert stat.unit and stat.description, name
+
+
+def test_one_read_occupies_the_queue_for_trcd():
+    """One read on one channel: one cycle in the pending FIFO, then queued from its ACT until its RD can
+    issue, tRCD cycles later (timing from the config, not from the statistics code)."""
+    cfg = system(1)
+    ms, _ = simulate(cfg, "stream-read", 1)
+    d = ms.stats("gpu0.hbm").to_dict()["gpu0"]["hbm"]
+    hist = d["queue"]["occupancy_histogram"]["value"]
+    assert hist[:2] == [1, cfg.hbm.timing.tRCD_nCK] and not any(hist[2:])
+    assert d["row"]["misses"]["value"] == 1
+    assert (d["commands"]["ACT"]["value"], d["commands"]["RD"]["value"], d["commands"]["PRE"]["value"]) == (1, 1, 0)

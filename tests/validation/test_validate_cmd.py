@@ -68,6 +68,15 @@ def test_rs_two_smallest_rows(run_cli, tmp_path):
     assert res["geomean_error"] <= 0.10
     assert (out_dir / "rs_small.png").stat().st_size > 5000
     assert len((out_dir / "rs_small.csv").read_text().splitlines()) == 3
+    # the committed results (experiments/validation/results, which its README quotes) are what the code produces
+    assert [r["simulated_us"] for r in res["rows"]] == committed_sim_us("reduce_scatter_4gpu")[:2]
+    page = (out_dir / "rs_small.md").read_text()
+    assert "| reduce_scatter 4x 6 MB bf16 | 50.6 | " in page and f"geomean error {res['geomean_error']:.1%}" in page
+
+
+def committed_sim_us(stem):
+    with open(REPO / "experiments/validation/results" / f"{stem}.csv") as f:
+        return [float(r["simulated_us"]) for r in csv.DictReader(f)]
 
 
 @pytest.mark.slow
@@ -79,6 +88,7 @@ def test_gemm_op_row(run_cli, tmp_path):
     assert rc == 0, err
     (res,) = json.loads(out)
     assert abs(res["rows"][0]["error"]) <= 0.15
+    assert res["rows"][0]["simulated_us"] == committed_sim_us("gemm_calibration")[0]
 
 
 @pytest.mark.slow
@@ -91,6 +101,8 @@ def test_h200_full_reduce_scatter_and_gemm(run_cli, tmp_path):
     assert rs["geomean_error"] <= 0.10, rs
     assert gemm["geomean_error"] <= 0.15, gemm
     assert rs["log_ratio_error"] <= 0.11  # the stricter metric sits at 10.0 % (experiments/validation/README.md)
+    assert [r["simulated_us"] for r in rs["rows"]] == committed_sim_us("reduce_scatter_4gpu")
+    assert [r["simulated_us"] for r in gemm["rows"]] == committed_sim_us("gemm_calibration")
 
 
 @pytest.mark.slow
