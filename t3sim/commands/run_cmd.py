@@ -20,9 +20,9 @@ import argparse
 import json
 import sys
 
-from t3sim.analysis.comparison import compare, format_tables, group_cases, to_csv, write_csv_atomic
 from t3sim.exec import Progress
-from t3sim.system.run import run_experiment
+
+# (the simulator itself is imported when a command runs, so `t3sim --help` and bad input answer fast)
 
 COLUMNS = [("label", "point", "{}"), ("scheme", "scheme", "{}"), ("gemm_us", "GEMM us", "{:.1f}"),
            ("rs_us", "RS us", "{:.1f}"), ("ag_us", "AG us", "{:.1f}"), ("total_us", "total us", "{:.1f}"),
@@ -85,7 +85,7 @@ def _timeline(args: argparse.Namespace) -> int:
         raise InputError(args.config, f"{len(points)} sweep points with --timeline",
                          "one point: --timeline traces one run (narrow the sweep with --set sweep.grid=... / sweep.cases=...)")
     cfg = points[0].config
-    check_experiment(cfg)
+    check_experiment(cfg, args.config)
     store = ResultStore(args.out)
     check_writable_dir(store.root, "--out")
     found = None if args.force else store.find(cfg.name, cfg.model_dump(mode="json"))
@@ -131,6 +131,9 @@ def simulate_with_progress(simulate, cfg, label: str = "base", **kwargs):
 
 
 def _run(args: argparse.Namespace) -> int:
+    from t3sim.analysis.comparison import compare, format_tables, group_cases, to_csv, write_csv_atomic
+    from t3sim.system.run import run_experiment
+
     if args.timeline:
         return _timeline(args)
     if args.scheduler:

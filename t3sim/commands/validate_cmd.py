@@ -91,6 +91,9 @@ def check_row(system, kind: str, f: dict, where: str) -> None:
     cap = hbm_capacity_B(system.hbm)
     if kind == "collective":
         elems = int(round(f["size_mb"] * MB / eb))
+        if elems < f["gpus"]:
+            raise InputError(where, f"size_mb={f['size_mb']:g}: {elems} {f['dtype']} elements for {f['gpus']} GPUs",
+                             "at least one element per GPU")
         need = 2 * elems * eb  # the array and a receive buffer of its size
         if need > cap:
             raise InputError(where, f"size_mb={f['size_mb']:g}: the array and its receive buffer ({need / 2**30:.3g} GiB) "

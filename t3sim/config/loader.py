@@ -110,6 +110,8 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(problem).split())
 
 
+_PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
 #: values one YAML file may expand to (aliases can make a small file expand exponentially)
 MAX_YAML_VALUES = 100_000
 
@@ -119,6 +121,9 @@ def _walk(loader: yaml.SafeLoader, node: yaml.Node, path: Path_, prov: Prov, nam
     if len(prov) > MAX_YAML_VALUES:
         raise InputError(name, f"YAML that expands to more than {MAX_YAML_VALUES} values (aliases?)",
                          "a config of a few hundred values")
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+        raise InputError(f"{name}:{node.start_mark.line + 1}", f"unsupported YAML (tag {node.tag!r})",
+                         "plain YAML mappings, lists and scalars")
     if isinstance(node, yaml.MappingNode):
         out: Dict[Any, Any] = {}
         for k_node, v_node in node.value:

@@ -23,10 +23,11 @@ from t3sim.config.loader import apply_overrides, build, load_raw, set_path
 
 @dataclass(frozen=True)
 class Point:
-    """One run of an experiment: its label (the axis assignments) and its config."""
+    """One run of an experiment: its label (the axis assignments), its config and the file it came from."""
 
     label: str
     config: ExperimentConfig
+    source: str = ""
 
 
 def _assignments(sweep: Dict[str, Any]) -> List[List[Tuple[str, Any]]]:
@@ -54,5 +55,5 @@ def expand(path: str | Path, overrides: Iterable[str] = ()) -> List[Point]:
             set_path(d, tuple(key.split(".")), value, f"{where}: sweep {key}")
             p[tuple(key.split("."))] = f"{where}: sweep {key}={value!r}"
         label = ",".join(f"{k}={v}" for k, v in assign) or "base"
-        points.append(Point(label, build(ExperimentConfig, d, p, str(path))))
+        points.append(Point(label, build(ExperimentConfig, d, p, str(path)), str(path)))
     return points

@@ -185,7 +185,8 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
         from t3sim.system.checks import check_experiment  # lazy: t3sim.system imports this module
 
         for p in points:
-            check_experiment(p.config, f"point {p.label}" if len(points) > 1 else "")
+            where = [p.source] if p.source else []
+            check_experiment(p.config, ": ".join(where + ([f"point {p.label}"] if len(points) > 1 else [])))
     for name in sorted({p.config.name for p in points}):
         store.clean_partial(name)
     outcomes: List[Optional[PointOutcome]] = [None] * len(points)

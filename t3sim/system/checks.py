@@ -41,7 +41,12 @@ def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
     resolved point ``exp`` cannot be simulated meaningfully (module doc)."""
     pre = f"{where}: " if where else ""
     w = exp.workload
-    k = workload_kernel(w)
+    try:
+        k = workload_kernel(w)
+    except InputError as exc:
+        if not w.trace:
+            raise
+        raise InputError(f"{pre}workload.trace: {exc.where}", exc.found, exc.allowed) from None
     src = f"trace {w.trace}" if w.trace else "workload"
     field = "workload.tokens" if not w.trace else f"{w.trace} kernel {k.name}"
     if k.M < k.tile_m:
