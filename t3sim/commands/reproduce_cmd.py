@@ -3,8 +3,9 @@ draw every figure and write ``<out>/REPRODUCTION.md`` (paper value, t3sim value,
 
 Full mode runs the experiments under ``experiments/`` at the paper's sizes into ``results/`` (finished
 points are reused by config hash, so a re-run only draws and writes). ``--quick`` runs a reduced set
-(64 tokens; T-NLG TP=8 only for the sixteen-case sweep, GPT-3 OP/FC-2 only at TP=32; one validation row) into ``results/quick/`` in a few
-minutes: it checks the pipeline end to end, its numbers are not the paper's sizes.
+(128 tokens, one GEMM tile row; T-NLG TP=8 only for the sixteen-case sweep, GPT-3 OP/FC-2 only at TP=32;
+one validation row) into ``results/quick/`` in a few minutes: it checks the pipeline end to end, its
+numbers are not the paper's sizes.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
         notes.append(f"figures without results (not drawn): {', '.join(missing)}")
     if quick:
         notes.append("quick mode: fewer cases (T-NLG TP=8 sub-layers; GPT-3 OP and FC-2 at TP=32, so no TP=32 training "
-                     "point), 64 tokens, one validation row.")
+                     "point), 128 tokens, one validation row.")
     md = render(values, quick=quick, experiments=infos,
                 figures=[str(p) for ps in figs.values() for p in ps if p.suffix != ".csv"], notes=notes)
     path = write_csv_atomic(out / "REPRODUCTION.md", md)

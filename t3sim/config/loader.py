@@ -116,8 +116,15 @@ _PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 MAX_YAML_VALUES = 100_000
 
 
+#: deepest nesting of mappings and lists a config may have (the deepest real one has 5 levels)
+MAX_YAML_DEPTH = 32
+
+
 def _walk(loader: yaml.SafeLoader, node: yaml.Node, path: Path_, prov: Prov, name: str) -> Any:
     prov[path] = f"{name}:{node.start_mark.line + 1}"
+    if len(path) > MAX_YAML_DEPTH:
+        raise InputError(f"{name}:{node.start_mark.line + 1}", f"YAML nested too deeply (more than {MAX_YAML_DEPTH} levels)",
+                         "a config a few levels deep")
     if len(prov) > MAX_YAML_VALUES:
         raise InputError(name, f"YAML that expands to more than {MAX_YAML_VALUES} values (aliases?)",
                          "a config of a few hundred values")

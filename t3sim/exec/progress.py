@@ -24,7 +24,8 @@ import threading
 import time
 from typing import IO, Dict, Optional, Sequence, Tuple
 
-from t3sim.sim.report import LOG_EVERY_S, RunStatus, fmt_duration  # noqa: F401  (fmt_duration: re-exported)
+from t3sim.sim import report
+from t3sim.sim.report import RunStatus, fmt_duration  # noqa: F401  (fmt_duration: re-exported)
 
 BAR_WIDTH = 20
 
@@ -35,21 +36,22 @@ class Progress:
     Args:
         stream: where to write.
         tty: draw a live bar (default: ``stream.isatty()``).
-        interval: seconds between bar redraws on a terminal.
-        log_every_s: without a terminal, at most one progress line per this many seconds.
+        interval: seconds between bar redraws on a terminal (default :data:`t3sim.sim.report.POLL_S`).
+        log_every_s: without a terminal, at most one progress line per this many seconds
+            (default :data:`t3sim.sim.report.LOG_EVERY_S`, 10 s).
         unit: what the sweep's items are called (``points``, ``rows``).
         resumable: whether an interrupted run resumes when run again (finished items are saved).
     """
 
-    def __init__(self, stream: Optional[IO[str]] = None, tty: Optional[bool] = None, interval: float = 0.5,
-                 log_every_s: float = LOG_EVERY_S, unit: str = "points", resumable: bool = True):
+    def __init__(self, stream: Optional[IO[str]] = None, tty: Optional[bool] = None, interval: Optional[float] = None,
+                 log_every_s: Optional[float] = None, unit: str = "points", resumable: bool = True):
         self.stream = stream if stream is not None else sys.stderr
         if tty is None:
             isatty = getattr(self.stream, "isatty", None)
             tty = bool(isatty and isatty())
         self.tty = tty
-        self.interval = interval
-        self.log_every_s = log_every_s
+        self.interval = max(0.01, report.POLL_S) if interval is None else interval
+        self.log_every_s = report.LOG_EVERY_S if log_every_s is None else log_every_s
         self.unit = unit
         self.resumable = resumable
         self.total = self.done = self.reused = self.to_run = self.simulated = self.failed = 0

@@ -146,7 +146,7 @@ class ResultStore:
         meta = {"t3sim_version": __version__, "code_revision": code_revision(), "config_hash": chash,
                 "seed": result.seed, **result.meta}
         _write(tmp / "config.yaml", yaml.safe_dump(result.config, sort_keys=False))
-        _write(tmp / "stats.json", json.dumps(result.stats.to_dict(), indent=1) + "\n")
+        _write(tmp / "stats.json", stats_json(result.stats))
         _write(tmp / "summary.csv", summary_csv(result))
         _write(tmp / "meta.json", json.dumps(meta, indent=1, sort_keys=True) + "\n")
         if result.timeline is not None:
@@ -201,6 +201,11 @@ class ResultStore:
             for p in sorted(d.iterdir()):
                 if not p.name.startswith(".") and is_complete(p):
                     yield p
+
+
+def stats_json(stats: Stats) -> str:
+    """The text of ``stats.json``: byte-identical for identical statistics."""
+    return json.dumps(stats.to_dict(), indent=1) + "\n"
 
 
 def summary_csv(result: RunResult) -> str:

@@ -173,7 +173,7 @@ class Engine:
         busy = [f"{c.name}: {p}" for c in self.components if (p := c.pending())]
         return "; ".join(busy) if busy else "no component reports pending work"
 
-    def run(self, progress: Optional[Callable[[int], str]] = None, progress_every_s: float = report.TTY_EVERY_S,
+    def run(self, progress: Optional[Callable[[int], str]] = None, progress_every_s: Optional[float] = None,
             stream=sys.stderr) -> int:
         """Run until ``done`` fires; return the final time in ticks.
 
@@ -224,6 +224,7 @@ class Engine:
         done = self.done
         window = self.watchdog_idle_ticks
         t_start = last_report = time.monotonic()
+        poll_s = report.POLL_S
         last_progress, last_progress_t = -1, env.now
         n = self.events_processed
         try:
@@ -253,7 +254,7 @@ class Engine:
                             f"at t={now / TICKS_PER_US:.3f} us; stuck: {self.stuck_report()}")
                     if reporter is not None and (n & 0x3FF) == 0:
                         wall = time.monotonic()
-                        if wall - last_report >= report.POLL_S:
+                        if wall - last_report >= poll_s:
                             reporter(self.status(now, label, wall - t_start))
                             last_report = wall
         finally:

@@ -107,14 +107,17 @@ class StreamReporter:
     at most every ``log_every_s`` seconds. :meth:`close` ends a redrawn line."""
 
     def __init__(self, stream: Optional[IO[str]] = None, tty: Optional[bool] = None,
-                 log_every_s: float = LOG_EVERY_S, tty_every_s: float = TTY_EVERY_S,
+                 log_every_s: Optional[float] = None, tty_every_s: Optional[float] = None,
                  clock: Callable[[], float] = time.monotonic):
         self.stream = stream if stream is not None else sys.stderr
         if tty is None:
             isatty = getattr(self.stream, "isatty", None)
             tty = bool(isatty and isatty())
         self.tty = tty
-        self.every = tty_every_s if tty else log_every_s
+        if tty:
+            self.every = TTY_EVERY_S if tty_every_s is None else tty_every_s
+        else:
+            self.every = LOG_EVERY_S if log_every_s is None else log_every_s
         self.clock = clock
         self._last: Optional[float] = None
         self._open = False
