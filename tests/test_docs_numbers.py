@@ -62,3 +62,13 @@ def test_validation_readme_quotes_the_generated_geomeans():
         cmp = read_comparison(d / f"{stem}.csv", "h200-4gpu")
         assert f"results/{stem}.md" in readme
         assert f"geomean error {cmp.summary()['geomean_error']:.1%}" in readme, stem
+
+
+def test_readme_command_table_lists_every_command():
+    """Every ``t3sim`` command (the CLI's subcommands) has a row in the README's command table."""
+    from t3sim.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    rows = [ln for ln in (REPO / "README.md").read_text().splitlines() if ln.startswith("| `t3sim ")]
+    for name in sub.choices:
+        assert any(ln.startswith(f"| `t3sim {name} ") or ln.startswith(f"| `t3sim {name}`") for ln in rows), name

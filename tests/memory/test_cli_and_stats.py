@@ -72,3 +72,22 @@ def test_one_read_occupies_the_queue_for_trcd():
     assert hist[:2] == [1, cfg.hbm.timing.tRCD_nCK] and not any(hist[2:])
     assert d["row"]["misses"]["value"] == 1
     assert (d["commands"]["ACT"]["value"], d["commands"]["RD"]["value"], d["commands"]["PRE"]["value"]) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("mix,reads", [((1, 1), 1536), ((2, 1), 2048), ((3, 1), 2304), ((1, 0), 3072)])
+def test_mixed_pattern_read_write_ratio(mix, reads):
+    """--mix R:W: R chunks of 256 reads, then W chunks of 256 writes, repeated; 3072 requests = 12 chunks."""
+    ms, _ = simulate(system(2), "mixed", 3072, mix=mix)
+    kinds = ms.stats("g").to_dict()["g"]["by_kind"]
+    got_w = kinds["write"]["requests"]["value"] if "write" in kinds else 0
+    assert (kinds["read"]["requests"]["value"], got_w) == (reads, 3072 - reads)
+
+
+def test_memtest_mix_flag(run_cli):
+    rc, out, err = run_cli("memtest", "--pattern", "mixed", "--mix", "2:1", "--requests", "768", "--set", "hbm.channels=2",
+                           "--compare-requests", "0", "--no-check", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["mix"] == "2:1"
+    rc, out, _ = run_cli("memtest", "--pattern", "mixed", "--requests", "768", "--set", "hbm.channels=2",
+                         "--compare-requests", "0", "--no-check")
+    assert rc == 0 and out.startswith("pattern            mixed 1:1 (768 requests")
