@@ -40,3 +40,24 @@ class SimulationError(RuntimeError):
 
     Not an input problem: reported with the stuck components, exit code 3.
     """
+
+
+def check_writable_dir(path, flag: str = "--out") -> None:
+    """Create directory ``path`` if needed and check that files can be written in it; otherwise raise
+    :class:`InputError` naming ``flag`` -- before any work whose results would then be lost."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".t3sim-write-check-", dir=p)
+        os.close(fd)
+        os.unlink(probe)
+    except FileExistsError:
+        raise InputError(f"{flag} {path}", "a file (or a path through one)", "a directory t3sim can create and write in") from None
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise InputError(f"{flag} {path}", f"a directory that cannot be created or written ({why})",
+                         "a directory t3sim can create and write in") from None

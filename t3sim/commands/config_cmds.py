@@ -1,13 +1,23 @@
-"""``t3sim config show|check``."""
+"""``t3sim config show|check``.
+
+``check`` validates every file it is given and reports every error it finds (one line each on stderr):
+all pydantic errors of a file, and for an experiment every sweep point that cannot be simulated
+(:func:`t3sim.system.checks.check_experiment`). Exit 0 when every file is good, else 2.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-import yaml
+from typing import List
 
-from t3sim.config import load_config
+import yaml
+from pydantic import ValidationError
+
+from t3sim.config import ROOT_MODELS, detect_kind, load_config, load_raw
+from t3sim.config.loader import validation_errors
+from t3sim.errors import EXIT_INPUT_ERROR, InputError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       help="override one field, e.g. --set system.interconnect.num_gpus=16 (repeatable)")
     show.set_defaults(func=_show)
 
-    check = csub.add_parser("check", help="validate config files; exit 2 at the first bad one")
+    check = csub.add_parser("check", help="validate config files; report every error of every file (exit 2 if any)")
     check.add_argument("files", nargs="+", help="YAML config files")
     check.set_defaults(func=_check)
 
@@ -33,13 +43,58 @@ def resolved_yaml(model) -> str:
 
 def _show(args: argparse.Namespace) -> int:
     kind, model = load_config(args.config, args.overrides)
+    if kind == "experiment":
+        _check_points(args.config, args.overrides)
     sys.stdout.write(f"# {kind}: {args.config} (resolved)\n")
     sys.stdout.write(resolved_yaml(model))
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
+    bad = 0
     for f in args.files:
-        kind, _ = load_config(f)
-        print(f"ok  {kind:<10} {f}")
-    return 0
+        errors = file_errors(f)
+        for e in errors:
+            sys.stderr.write(f"t3sim: error: {e.one_line()}\n")
+        if errors:
+            bad += 1
+        else:
+            print(f"ok  {detect_kind(load_raw(f)[0]):<10} {f}")
+    if bad and len(args.files) > 1:
+        sys.stderr.write(f"t3sim: {bad} of {len(args.files)} files have errors\n")
+    return EXIT_INPUT_ERROR if bad else 0
+
+
+def file_errors(path: str) -> List[InputError]:
+    """Every error of one config file: its validation errors, or (an experiment) its points' check errors."""
+    try:
+        data, prov = load_raw(path)
+        kind = detect_kind(data)
+        model = ROOT_MODELS[kind]
+        try:
+            model.model_validate(data)
+        except ValidationError as exc:
+            return validation_errors(exc, model, prov, path)
+        if kind != "experiment":
+            return []
+        return _check_points(path, (), collect=True)
+    except InputError as exc:
+        return [exc]
+
+
+def _check_points(path: str, overrides, collect: bool = False) -> List[InputError]:
+    """Check every point of an experiment (:func:`t3sim.system.checks.check_experiment`); raise the first
+    error, or return them all with ``collect``."""
+    from t3sim.config.sweep import expand
+    from t3sim.system.checks import check_experiment
+
+    points = expand(path, overrides)
+    errors = []
+    for p in points:
+        try:
+            check_experiment(p.config, f"{path}: point {p.label}" if len(points) > 1 else path)
+        except InputError as exc:
+            if not collect:
+                raise
+            errors.append(exc)
+    return errors

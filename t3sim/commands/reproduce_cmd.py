@@ -3,8 +3,9 @@ draw every figure and write ``<out>/REPRODUCTION.md`` (paper value, t3sim value,
 
 Full mode runs the experiments under ``experiments/`` at the paper's sizes into ``results/`` (finished
 points are reused by config hash, so a re-run only draws and writes). ``--quick`` runs a reduced set
-(64 tokens; T-NLG TP=8 only for the sixteen-case sweep, GPT-3 OP/FC-2 only at TP=32; one validation row) into ``results/quick/`` in a few
-minutes: it checks the pipeline end to end, its numbers are not the paper's sizes.
+(128 tokens, one GEMM tile row; T-NLG TP=8 only for the sixteen-case sweep, GPT-3 OP/FC-2 only at TP=32;
+one validation row) into ``results/quick/`` in a few minutes: it checks the pipeline end to end, its
+numbers are not the paper's sizes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from t3sim.errors import InputError
+from t3sim.errors import InputError, check_writable_dir
 
 REPO = Path(__file__).resolve().parents[2]
 TNLG8 = {"workload.tp": 8, "system.interconnect.num_gpus": 8}
@@ -45,24 +46,24 @@ class Spec:
 
 SPECS = (
     Spec("fig16", "t3-sublayers", "Figs. 4, 15, 16, 18, 19 (16 sub-layers x 5 schemes; Secs. 2.4, 6.1-6.3)",
-         ("workload.tokens=64", _set("sweep.cases", [TNLG8]))),
+         ("workload.tokens=128", _set("sweep.cases", [TNLG8]))),
     Spec("fig06", "fig06", "Fig. 6 (CU sharing; Sec. 3.2.1)",
-         ("workload.tokens=64", _set("sweep.grid", {"workload.model": [
+         ("workload.tokens=128", _set("sweep.grid", {"workload.model": [
              {"name": "t-nlg", "hidden_size": 4256, "layers": 78, "seq_len": 1024, "batch": 8, "tp_degrees": [8, 16],
               "attention_heads": 28}], "workload.sublayer": ["OP", "FC-2"]}))),
-    Spec("fig17", "fig17", "Fig. 17 (DRAM bandwidth over time; Sec. 6.1.2)", ("workload.tokens=64",)),
+    Spec("fig17", "fig17", "Fig. 17 (DRAM bandwidth over time; Sec. 6.1.2)", ("workload.tokens=128",)),
     Spec("fig19", "fig19", "Figs. 4, 19 (GPT-3, PALM, MT-NLG at TP=32; Secs. 2.4, 6.4)",
-         ("workload.tokens=64", _set("sweep.cases", [{"workload.model.name": "gpt-3"}]),
+         ("workload.tokens=128", _set("sweep.cases", [{"workload.model.name": "gpt-3"}]),
           _set("sweep.grid", {"workload.sublayer": ["OP", "FC-2"], "scheme.kind": ["sequential", "t3_mca"]}))),
     Spec("fig20", "fig20", "Fig. 20 (2x CUs; Sec. 7.5)",
-         ("workload.tokens=64", _set("sweep.cases", [TNLG8]),
+         ("workload.tokens=128", _set("sweep.cases", [TNLG8]),
           _set("sweep.grid", {"workload.sublayer": ["OP", "FC-2"], "scheme.kind": ["sequential", "t3_mca"]}))),
     Spec("sweep-tracker", "sweep-tracker", "tracker entries / ways / granularity",
-         ("workload.tokens=64", _set("sweep.cases", [{"scheme.kind": "sequential"}, {}, {"system.tracker.entries": 16},
+         ("workload.tokens=128", _set("sweep.cases", [{"scheme.kind": "sequential"}, {}, {"system.tracker.entries": 16},
                                                       {"system.tracker.granularity": "wg"}]),
           _set("sweep.grid", {"workload.sublayer": ["FC-2"]}))),
     Spec("sweep-mca", "sweep-mca", "MCA thresholds and starvation limit",
-         ("workload.tokens=64", _set("sweep.cases", [
+         ("workload.tokens=128", _set("sweep.cases", [
              {"scheme.kind": "sequential"}, {"scheme.kind": "t3"}, {},
              {"system.memory_controller.arbitration.threshold_mode": "static",
               "system.memory_controller.arbitration.occupancy_threshold": 5}]),
@@ -180,7 +181,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
         notes.append(f"figures without results (not drawn): {', '.join(missing)}")
     if quick:
         notes.append("quick mode: fewer cases (T-NLG TP=8 sub-layers; GPT-3 OP and FC-2 at TP=32, so no TP=32 training "
-                     "point), 64 tokens, one validation row.")
+                     "point), 128 tokens, one validation row.")
     md = render(values, quick=quick, experiments=infos,
                 figures=[str(p) for ps in figs.values() for p in ps if p.suffix != ".csv"], notes=notes)
     path = write_csv_atomic(out / "REPRODUCTION.md", md)
@@ -190,6 +191,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
 
 def _run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / ("quick" if args.quick else "")
+    check_writable_dir(out, "--out")
     formats = [x.strip() for x in args.formats.split(",") if x.strip()]
     failures: list = []
     path = reproduce(out, quick=args.quick, jobs=args.jobs, formats=formats, only=args.only, run=not args.no_run,

@@ -20,9 +20,9 @@ import argparse
 import json
 import sys
 
-from t3sim.analysis.comparison import compare, format_tables, group_cases, to_csv, write_csv_atomic
 from t3sim.exec import Progress
-from t3sim.system.run import run_experiment
+
+# (the simulator itself is imported when a command runs, so `t3sim --help` and bad input answer fast)
 
 COLUMNS = [("label", "point", "{}"), ("scheme", "scheme", "{}"), ("gemm_us", "GEMM us", "{:.1f}"),
            ("rs_us", "RS us", "{:.1f}"), ("ag_us", "AG us", "{:.1f}"), ("total_us", "total us", "{:.1f}"),
@@ -70,23 +70,71 @@ def _num(v):
 
 
 def _timeline(args: argparse.Namespace) -> int:
+    """Trace one point. A point that already has a result is re-simulated (a timeline is recorded only
+    while simulating) and ``timeline.json`` is added beside the cached result, whose files stay untouched
+    (``--force`` replaces them with the new run's)."""
     from t3sim.config.sweep import expand
-    from t3sim.errors import InputError
-    from t3sim.results.store import ResultStore
+    from t3sim.errors import InputError, check_writable_dir
+    from t3sim.exec.runner import load_cached
+    from t3sim.results.store import ResultStore, summary_csv
+    from t3sim.system.checks import check_experiment
     from t3sim.system.run import simulate
 
     points = expand(args.config, args.overrides)
     if len(points) != 1:
         raise InputError(args.config, f"{len(points)} sweep points with --timeline",
                          "one point: --timeline traces one run (narrow the sweep with --set sweep.grid=... / sweep.cases=...)")
-    result = simulate(points[0].config, timeline=True)
-    path = ResultStore(args.out).write(result, replace=True)
+    cfg = points[0].config
+    check_experiment(cfg, args.config)
+    store = ResultStore(args.out)
+    check_writable_dir(store.root, "--out")
+    found = None if args.force else store.find(cfg.name, cfg.model_dump(mode="json"))
+    cached = load_cached(found) if found is not None else None
+    if found is not None:
+        sys.stderr.write(f"t3sim: {found} already has this point's results; re-simulating it to record the timeline "
+                         "(the cached results are kept; --force replaces them)\n")
+    result = simulate_with_progress(simulate, cfg, points[0].label, timeline=True)
+    if cached is None:
+        path = store.write(result, replace=True)
+    else:
+        path = found
+        store.add_timeline(path, result.timeline)
+        # (stats.json itself differs: sim.events counts the timeline sampler's events too)
+        if (path / "summary.csv").read_text() != summary_csv(result):
+            sys.stderr.write(f"t3sim: note: the re-simulated results differ from the cached ones (simulated by code "
+                             f"revision {cached.meta.get('code_revision') or '?'}); the table shows the cached ones; "
+                             "--force replaces them\n")
+        result = cached
     sys.stdout.write(table([{"label": points[0].label, **result.summary}]))
     sys.stdout.write(f"results: {path}\ntimeline: {path / 'timeline.json'} (open in https://ui.perfetto.dev)\n")
     return 0
 
 
+def simulate_with_progress(simulate, cfg, label: str = "base", **kwargs):
+    """``simulate(cfg, **kwargs)`` in this process with its progress (percent, ETA) on stderr."""
+    from t3sim.sim import report
+
+    progress = Progress(sys.stderr)
+    progress.begin(cfg.name, 1, 0, "this process")
+    how = "stopped"
+    try:
+        with report.reporting(lambda status: progress.update(0, status)):
+            result = simulate(cfg, **kwargs)
+        progress.task_done(0)
+        progress.point_done(label, f"done in {result.meta.get('wall_s', 0):.1f} s")
+        how = "done"
+    except KeyboardInterrupt:
+        how = "interrupted"
+        raise
+    finally:
+        progress.end(how)
+    return result
+
+
 def _run(args: argparse.Namespace) -> int:
+    from t3sim.analysis.comparison import compare, format_tables, group_cases, to_csv, write_csv_atomic
+    from t3sim.system.run import run_experiment
+
     if args.timeline:
         return _timeline(args)
     if args.scheduler:

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from t3sim.config.base import F, Model
 from t3sim.config.experiment import ExperimentConfig, SchemeConfig, SimulationConfig, SweepConfig
+from t3sim.config.kinds import detect_kind
 from t3sim.config.gpu import GPUConfig, L2Config
 from t3sim.config.loader import apply_overrides, build, load, load_raw
 from t3sim.config.memory import AddressMapConfig, ArbitrationConfig, HBMConfig, HBMTimingConfig, MemoryControllerConfig
@@ -35,19 +36,6 @@ ROOT_MODELS: dict[str, Type[BaseModel]] = {
     "system": SystemConfig,
     "model": ModelConfig,
 }
-
-
-def detect_kind(data: dict) -> str:
-    """Which root model a raw (composed) config mapping is.
-
-    An experiment has ``workload``; a model preset has ``hidden_size``;
-    anything else is a system.
-    """
-    if "workload" in data:
-        return "experiment"
-    if "hidden_size" in data:
-        return "model"
-    return "system"
 
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Tuple[str, BaseModel]:

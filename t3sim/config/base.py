@@ -13,9 +13,9 @@ Rules (enforced here and by ``tests/config/test_params.py``):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 #: unit -> suffix the field name must end with. Units not listed here are
 #: dimensionless (``count``, ``bool``, ``name``, ``ratio``, ``enum``, ``path``)
@@ -63,8 +63,16 @@ def F(default: Any = ..., *, unit: str, desc: str, source: str, **constraints: A
     )
 
 
+#: the largest integer a config field may hold: the simulator computes in 64-bit integers (numpy, numba)
+MAX_INT = 2**62
+
+
 class Model(BaseModel):
-    """Frozen, strict base for all config models."""
+    """Frozen, strict base for all config models.
+
+    Numbers must be finite (no NaN or infinity), integers must fit the simulator's 64-bit arithmetic
+    (:data:`MAX_INT`), and ``true``/``false`` is not a number.
+    """
 
     model_config = ConfigDict(
         extra="forbid",
@@ -72,7 +80,21 @@ class Model(BaseModel):
         validate_default=True,
         strict=False,
         populate_by_name=False,
+        allow_inf_nan=False,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _plain_numbers(cls, v: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if field is None:
+            return v
+        kinds = set(get_args(field.annotation) or (field.annotation,))
+        if isinstance(v, bool) and bool not in kinds and kinds & {int, float}:
+            raise ValueError(f"{str(v).lower()}, a boolean where a number is expected")
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
+            raise ValueError(f"an integer of {len(str(abs(v)))} digits; at most {MAX_INT} (64-bit arithmetic)")
+        return v
 
 
 def check_kind(category: str, value: str) -> str:

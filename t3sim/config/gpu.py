@@ -84,3 +84,27 @@ class L2Config(Model):
         "xor", unit="enum", desc="line -> bank and set index function: xor-folded line bits (xor) or plain modulo (linear)",
         source="assumption: xor-based hashed indexing as in Accel-Sim's L2 (IPOLY-style set/partition hashing) so power-of-two strides spread over banks")
     replacement: Literal["lru"] = F("lru", unit="enum", desc="replacement policy", source="issue 4 (LRU)")
+
+    @model_validator(mode="after")
+    def _geometry(self) -> "L2Config":
+        """The cache must split into whole sets: size = banks x sets per bank x ways x line (t3sim/cache/common.py)."""
+        line, sector = self.line_size_B, self.sector_size_B
+        if not (is_pow2(line) and is_pow2(sector) and line % sector == 0 and line // sector <= 8):
+            raise ValueError(f"l2.line_size_B={line} / sector_size_B={sector}: both must be powers of two, "
+                             "the sector dividing the line, with at most 8 sectors per line")
+        size_B = self.size_MiB * 2**20
+        per_set_row = self.banks * self.associativity * line
+        if size_B != int(size_B) or int(size_B) % per_set_row or int(size_B) < per_set_row:
+            raise ValueError(f"L2 of {size_B:.0f} B (size_MiB={self.size_MiB:g}) does not split into banks={self.banks} "
+                             f"x associativity={self.associativity} ways of {line} B lines; the size must be a whole "
+                             f"multiple of {per_set_row} B (banks x ways x line)")
+        sets = int(size_B) // per_set_row
+        if self.index_hash == "xor" and not (is_pow2(self.banks) and is_pow2(sets)):
+            raise ValueError(f"l2.index_hash='xor' needs power-of-two banks ({self.banks}) and sets per bank ({sets}); "
+                             "use index_hash: linear")
+        return self
+
+
+def is_pow2(x: int) -> bool:
+    """Whether ``x`` is a positive power of two."""
+    return x > 0 and x & (x - 1) == 0

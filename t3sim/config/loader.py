@@ -49,40 +49,95 @@ def config_roots() -> List[Path]:
 
 
 def _read_yaml(path: Path) -> Tuple[Any, Prov]:
+    return parse_yaml(read_text(path, "YAML file"), str(path))
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of ``path``; a missing, unreadable or non-UTF-8 file is an :class:`InputError`.
+
+    ``what`` names the kind of file expected (``"YAML file"``, ``"CSV file"``) in the message.
+    """
+    path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except FileNotFoundError:
-        raise InputError(str(path), "no such file", "an existing YAML file") from None
+        raise InputError(str(path), "no such file", f"an existing {what}") from None
+    except IsADirectoryError:
+        raise InputError(str(path), "a directory", f"a {what}") from None
     except OSError as exc:
-        raise InputError(str(path), f"unreadable file ({exc.strerror})", "a readable YAML file") from None
-    return parse_yaml(text, str(path))
+        raise InputError(str(path), f"unreadable file ({exc.strerror})", f"a readable {what}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"{path}:{line}", f"bytes that are not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                         f"a {what} in UTF-8 text") from None
 
 
 def parse_yaml(text: str, name: str) -> Tuple[Any, Prov]:
     """Parse YAML text; return (data, provenance). Duplicate keys are errors."""
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)  # checks for unprintable characters here
         node = loader.get_single_node()
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{name}:{mark.line + 1}" if mark else name
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(where, f"malformed YAML ({problem})", "valid YAML") from None
+        raise InputError(_yaml_where(exc, name), f"malformed YAML ({_yaml_problem(exc)})", "valid YAML") from None
+    except RecursionError:
+        raise InputError(name, "YAML nested too deeply", "a config a few levels deep") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     prov: Prov = {}
     if node is None:
         return {}, prov
-    data = _walk(loader, node, (), prov, name)
+    try:
+        data = _walk(loader, node, (), prov, name)
+    except yaml.YAMLError as exc:  # e.g. a tag SafeLoader does not construct (!!python/object)
+        raise InputError(_yaml_where(exc, name), f"unsupported YAML ({_yaml_problem(exc)})",
+                         "plain YAML mappings, lists and scalars") from None
+    except RecursionError:
+        raise InputError(name, "YAML nested too deeply", "a config a few levels deep") from None
     return data, prov
+
+
+def _yaml_where(exc: yaml.YAMLError, name: str) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return f"{name}:{mark.line + 1}" if mark else name
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc).splitlines()[0]
+    return " ".join(str(problem).split())
+
+
+_PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+#: values one YAML file may expand to (aliases can make a small file expand exponentially)
+MAX_YAML_VALUES = 100_000
+
+
+#: deepest nesting of mappings and lists a config may have (the deepest real one has 5 levels)
+MAX_YAML_DEPTH = 32
 
 
 def _walk(loader: yaml.SafeLoader, node: yaml.Node, path: Path_, prov: Prov, name: str) -> Any:
     prov[path] = f"{name}:{node.start_mark.line + 1}"
+    if len(path) > MAX_YAML_DEPTH:
+        raise InputError(f"{name}:{node.start_mark.line + 1}", f"YAML nested too deeply (more than {MAX_YAML_DEPTH} levels)",
+                         "a config a few levels deep")
+    if len(prov) > MAX_YAML_VALUES:
+        raise InputError(name, f"YAML that expands to more than {MAX_YAML_VALUES} values (aliases?)",
+                         "a config of a few hundred values")
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+        raise InputError(f"{name}:{node.start_mark.line + 1}", f"unsupported YAML (tag {node.tag!r})",
+                         "plain YAML mappings, lists and scalars")
     if isinstance(node, yaml.MappingNode):
         out: Dict[Any, Any] = {}
         for k_node, v_node in node.value:
             key = loader.construct_object(k_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise InputError(f"{name}:{k_node.start_mark.line + 1}", f"a {type(key).__name__} as a mapping key",
+                                 "a plain (string) key")
             if key in out:
                 raise InputError(f"{name}:{k_node.start_mark.line + 1}", f"duplicate key {key!r}", "each key once per mapping")
             out[key] = _walk(loader, v_node, path + (key,), prov, name)
@@ -192,10 +247,22 @@ def apply_overrides(data: Dict[str, Any], prov: Prov, overrides: Iterable[str]) 
     prov = dict(prov)
     for text in overrides:
         path, value = parse_override(text)
+        # mappings the override creates (``--set new.key=1``) are the override's too, so an error about them names it
+        created = [path[:i] for i in range(1, len(path)) if _get(data, path[:i]) is None]
         set_path(data, path, value, f"--set {text}")
         prov = {p: s for p, s in prov.items() if p[: len(path)] != path}
-        prov[path] = f"--set {'.'.join(path)}"
+        for p in created + [path]:
+            prov[p] = f"--set {'.'.join(path)}"
     return data, prov
+
+
+def _get(data: Any, path: Tuple[str, ...]) -> Any:
+    cur = data
+    for part in path:
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
 
 
 def set_path(data: Dict[str, Any], path: Tuple[str, ...], value: Any, where: str) -> None:
@@ -244,7 +311,15 @@ def _fields_at(model: Type[BaseModel], loc: Tuple[Any, ...]) -> Optional[List[st
 
 def validation_error(exc: ValidationError, model: Type[BaseModel], prov: Prov, default: str) -> InputError:
     """Turn the first pydantic error into a one-line :class:`InputError`."""
-    err = exc.errors()[0]
+    return _one_error(exc.errors()[0], model, prov, default)
+
+
+def validation_errors(exc: ValidationError, model: Type[BaseModel], prov: Prov, default: str) -> List[InputError]:
+    """Every pydantic error of ``exc`` as a one-line :class:`InputError` (``t3sim config check``)."""
+    return [_one_error(err, model, prov, default) for err in exc.errors()]
+
+
+def _one_error(err, model: Type[BaseModel], prov: Prov, default: str) -> InputError:
     loc = tuple(err["loc"])
     typ = err["type"]
     where = _loc_where(loc, prov, default)
@@ -254,6 +329,11 @@ def validation_error(exc: ValidationError, model: Type[BaseModel], prov: Prov, d
     if typ == "missing":
         return InputError(where, "nothing (required field missing)", "a value for this required field")
     if typ == "value_error":
+        # a section's validator: blame the --set overrides that changed the section, if any did
+        # (a whole-file validator names the file: its message names the fields)
+        sets = sorted({src for p, src in prov.items() if loc and p[: len(loc)] == loc and src.startswith("--set ")})
+        if sets:
+            where = f"{', '.join(sets)}: {'.'.join(str(p) for p in loc)}"
         return InputError(where, err["msg"].removeprefix("Value error, "))
     found = repr(err.get("input"))
     if len(found) > 60:
@@ -271,6 +351,9 @@ def build(model: Type[M], data: Dict[str, Any], prov: Prov, default_where: str) 
 
 def load(model: Type[M], path: str | Path, overrides: Iterable[str] = ()) -> M:
     """Load, compose, override and validate a config file as ``model``."""
+    from t3sim.config.kinds import expect_kind, kind_of_model
+
     data, prov = load_raw(path)
+    expect_kind(data, kind_of_model(model), str(path))
     data, prov = apply_overrides(data, prov, overrides)
     return build(model, data, prov, str(path))

@@ -14,6 +14,10 @@ from typing import List, Literal, Optional
 from pydantic import field_validator, model_validator
 
 from t3sim.config.base import F, Model, check_kind
+from t3sim.config.gpu import is_pow2
+
+#: the digits of a physical address (t3sim/memory/address_map.py FIELDS)
+ADDRESS_FIELDS = ("col_low", "channel", "col_high", "bankgroup", "bank", "row")
 
 REF11 = "paper Table 1 via ref. [11] (Accel-Sim QV100 HBM2 dram_timing_opt)"
 
@@ -58,6 +62,22 @@ class HBMConfig(Model):
     burst_length: int = F(4, unit="count", desc="data beats per column command", source="assumption: BL4 moves one 64 B request over a 16 B DDR bus in 2 clocks", gt=0)
     timing: HBMTimingConfig = F(HBMTimingConfig, unit="mapping", desc="timing constraints by JEDEC name", source=REF11)
 
+    @model_validator(mode="after")
+    def _decodable(self) -> "HBMConfig":
+        """Geometry the address map can decode and the timing model can run (t3sim/memory/address_map.py, timing.py)."""
+        for name in ("bank_groups", "banks_per_group"):
+            v = getattr(self, name)
+            if not is_pow2(v):
+                raise ValueError(f"hbm.{name}={v} is not a power of two: a DRAM command addresses bank groups and banks "
+                                 "with binary BG/BA fields (JEDEC), so the address map cannot decode it; allowed: 1, 2, 4, 8, 16")
+        if self.burst_length % self.transfers_per_clock:
+            raise ValueError(f"hbm.burst_length={self.burst_length} is not a multiple of transfers_per_clock="
+                             f"{self.transfers_per_clock}: a burst must last whole clock cycles")
+        if self.row_size_B % self.access_size_B:
+            raise ValueError(f"hbm.row_size_B={self.row_size_B} is not a multiple of the {self.access_size_B} B column "
+                             "access (bus_width_B x burst_length): a row must hold whole columns")
+        return self
+
     @property
     def peak_bandwidth_GBps(self) -> float:
         """Peak data bandwidth of all channels (GB/s, 1e9 B/s)."""
@@ -88,6 +108,14 @@ class AddressMapConfig(Model):
     @classmethod
     def _kind(cls, v: str) -> str:
         return check_kind("address_map", v)
+
+    @field_validator("field_order")
+    @classmethod
+    def _order(cls, v: str) -> str:
+        names = [f.strip() for f in v.split(",")]
+        if sorted(names) != sorted(ADDRESS_FIELDS):
+            raise ValueError(f"field_order {v!r} must name each of {', '.join(ADDRESS_FIELDS)} exactly once")
+        return v
 
 
 class ArbitrationConfig(Model):

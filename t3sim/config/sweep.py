@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Tuple
 
 from t3sim.config.experiment import ExperimentConfig
+from t3sim.config.kinds import expect_kind
 from t3sim.config.loader import apply_overrides, build, load_raw, set_path
 
 
 @dataclass(frozen=True)
 class Point:
-    """One run of an experiment: its label (the axis assignments) and its config."""
+    """One run of an experiment: its label (the axis assignments), its config and the file it came from."""
 
     label: str
     config: ExperimentConfig
+    source: str = ""
 
 
 def _assignments(sweep: Dict[str, Any]) -> List[List[Tuple[str, Any]]]:
@@ -39,6 +41,7 @@ def _assignments(sweep: Dict[str, Any]) -> List[List[Tuple[str, Any]]]:
 def expand(path: str | Path, overrides: Iterable[str] = ()) -> List[Point]:
     """Load an experiment file and return its validated points (one if it has no sweep)."""
     data, prov = load_raw(path)
+    expect_kind(data, "experiment", str(path))
     data, prov = apply_overrides(data, prov, overrides)
     base = build(ExperimentConfig, data, prov, str(path))  # validates the sweep section too
     sweep = base.sweep.model_dump()
@@ -52,5 +55,5 @@ def expand(path: str | Path, overrides: Iterable[str] = ()) -> List[Point]:
             set_path(d, tuple(key.split(".")), value, f"{where}: sweep {key}")
             p[tuple(key.split("."))] = f"{where}: sweep {key}={value!r}"
         label = ",".join(f"{k}={v}" for k, v in assign) or "base"
-        points.append(Point(label, build(ExperimentConfig, d, p, str(path))))
+        points.append(Point(label, build(ExperimentConfig, d, p, str(path)), str(path)))
     return points

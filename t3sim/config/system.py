@@ -11,6 +11,10 @@ from t3sim.config.gpu import GemmKernelConfig, GPUConfig, L2Config
 from t3sim.config.memory import AddressMapConfig, HBMConfig, MemoryControllerConfig
 
 
+#: bytes of one memory request between CUs, L2, DMA and DRAM (t3sim/compute/memhier.py REQ_B)
+REQUEST_B = 64
+
+
 class InterconnectConfig(Model):
     """Inter-GPU network (paper Table 1: ring, 150 GB/s bi-directional, 500 ns links)."""
 
@@ -119,6 +123,14 @@ class SystemConfig(Model):
                 f"(needs {need} links per GPU)")
         if ic.kind == "switch" and n > ic.switch_ports:
             raise ValueError(f"interconnect.num_gpus={n} does not fit a switch with switch_ports={ic.switch_ports}")
+        gran, row, access = self.address_map.interleave_granularity_B, self.hbm.row_size_B, self.hbm.access_size_B
+        cols, gran_cols = row // access, max(1, gran // access)
+        if gran_cols < cols and cols % gran_cols:
+            raise ValueError(f"address_map.interleave_granularity_B={gran} does not divide hbm.row_size_B={row} into whole "
+                             f"chunks of {access} B columns: the address map cannot decode it")
+        if ic.packet_size_B % REQUEST_B:
+            raise ValueError(f"interconnect.packet_size_B={ic.packet_size_B} is not a multiple of the {REQUEST_B} B memory "
+                             "request: packets are written into memory as whole requests")
         if self.collective.cus is not None and self.collective.cus > self.gpu.num_cus:
             raise ValueError(f"collective.cus={self.collective.cus} exceeds gpu.num_cus={self.gpu.num_cus}")
         return self

@@ -12,15 +12,20 @@ exception out of a backend means the executor itself failed
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import signal
 import uuid
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable, Iterator, Sequence, Tuple
+from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
 
 from t3sim.errors import InputError
+from t3sim.sim import report
+
+#: ``on_progress(task index, status)``: a running simulation's progress report
+OnProgress = Callable[[int, "report.RunStatus"], None]
 
 EXECUTORS = ("local", "dask")
 DASK_CONNECT_TIMEOUT_S = 10
@@ -38,10 +43,16 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def serial(fn: Callable, items: Sequence[Any]) -> Iterator[Tuple[int, Any]]:
-    """Run the items one after another in this process (``-j 1``)."""
+def serial(fn: Callable, items: Sequence[Any], on_progress: Optional[OnProgress] = None) -> Iterator[Tuple[int, Any]]:
+    """Run the items one after another in this process (``-j 1``); the progress of each simulation goes
+    to ``on_progress(index, status)``."""
     for i, item in enumerate(items):
-        yield i, fn(item)
+        if on_progress is None:
+            yield i, fn(item)
+            continue
+        with report.reporting(functools.partial(on_progress, i)):
+            value = fn(item)
+        yield i, value
 
 
 def _pool_context():
@@ -54,20 +65,49 @@ def _pool_context():
     return multiprocessing.get_context("spawn")  # pragma: no cover - not POSIX
 
 
-def _worker_init() -> None:
+#: in a worker process: where the progress of its simulations goes (set by _worker_init)
+_progress_queue = None
+_task = -1
+
+
+def _worker_init(queue=None) -> None:
     # Ctrl-C reaches the whole process group; only the parent handles it (and stops the workers).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    global _progress_queue
+    _progress_queue = queue
+    # a worker's simulations report to the parent (or to nobody), never to the shared stderr themselves
+    report.install(_send_progress if queue is not None else None)
 
 
-def local_pool(fn: Callable, items: Sequence[Any], jobs: int) -> Iterator[Tuple[int, Any]]:
-    """Run the items on ``jobs`` local worker processes."""
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_worker_init)
+def _send_progress(status: report.RunStatus) -> None:
+    try:
+        _progress_queue.put_nowait((_task, status))
+    except Exception:  # progress is best effort: a full or closed queue must not fail a simulation
+        pass
+
+
+def _tagged(fn: Callable, index: int, item: Any) -> Any:
+    """``fn(item)`` in a worker, its progress reports tagged with the task ``index``."""
+    global _task
+    _task = index
+    return fn(item)
+
+
+def local_pool(fn: Callable, items: Sequence[Any], jobs: int,
+               on_progress: Optional[OnProgress] = None) -> Iterator[Tuple[int, Any]]:
+    """Run the items on ``jobs`` local worker processes; their simulations' progress comes back to
+    ``on_progress(index, status)`` (polled every :data:`~t3sim.sim.report.POLL_S` seconds)."""
+    ctx = _pool_context()
+    queue = ctx.Queue() if on_progress is not None else None
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(queue,))
     clean = False
     try:
-        futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+        futures = {pool.submit(_tagged, fn, i, item): i for i, item in enumerate(items)}
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            done, pending = wait(pending, timeout=report.POLL_S if queue is not None else None,
+                                 return_when=FIRST_COMPLETED)
+            _drain(queue, on_progress)
             for f in sorted(done, key=futures.__getitem__):
                 try:
                     value = f.result()
@@ -80,6 +120,21 @@ def local_pool(fn: Callable, items: Sequence[Any], jobs: int) -> Iterator[Tuple[
             pool.shutdown(wait=True)
         else:
             _stop_pool(pool)
+        if queue is not None:
+            queue.close()
+            queue.cancel_join_thread()
+
+
+def _drain(queue, on_progress: Optional[OnProgress]) -> None:
+    """Hand every progress report waiting in ``queue`` to ``on_progress``."""
+    if queue is None or on_progress is None:
+        return
+    while True:
+        try:
+            index, status = queue.get_nowait()
+        except Exception:  # queue.Empty (or a queue closed under us)
+            return
+        on_progress(index, status)
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:

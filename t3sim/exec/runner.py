@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Sequence, Union
 
 from t3sim.config.sweep import Point
-from t3sim.errors import InputError, SimulationError
+from t3sim.errors import InputError, SimulationError, check_writable_dir
 from t3sim.exec import executors
 from t3sim.exec.progress import Progress, Silent
 from t3sim.results.store import ResultStore, RunResult, code_revision, load_run
@@ -179,7 +179,14 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
     jobs = executors.default_jobs() if jobs == 0 else jobs
     progress = progress or Silent()
     store = store or ResultStore(out)
+    check_writable_dir(store.root, "--out")  # before simulating anything whose result could not be saved
 
+    if simulate_fn is None:  # points we simulate ourselves: absurd ones are bad input before anything runs
+        from t3sim.system.checks import check_experiment  # lazy: t3sim.system imports this module
+
+        for p in points:
+            where = [p.source] if p.source else []
+            check_experiment(p.config, ": ".join(where + ([f"point {p.label}"] if len(points) > 1 else [])))
     for name in sorted({p.config.name for p in points}):
         store.clean_partial(name)
     outcomes: List[Optional[PointOutcome]] = [None] * len(points)
@@ -187,7 +194,7 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
     for i, p in enumerate(points):
         found = None if force else store.find(p.config.name, p.config.model_dump(mode="json"))
         if found is not None:
-            outcomes[i] = PointOutcome(p, load_run(found), True, found)
+            outcomes[i] = PointOutcome(p, load_cached(found), True, found)
         else:
             todo.append(i)
 
@@ -202,16 +209,33 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
         tasks = [[i] for i in todo]
         fn = simulate_fn
         items = [points[i] for i in todo]
+    # each point's weight: the bytes its workload moves; points sharing a simulation share its weight
+    weights = [1.0] * len(points)
+    if simulate_fn is None:
+        from t3sim.system.workmeter import workload_bytes
+
+        weights = [workload_bytes(p.config) for p in points]
+        for t in tasks:
+            for i in t:
+                weights[i] /= len(t)
+    task_weight = [sum(weights[i] for i in t) for t in tasks]
+    task_label = [",".join(points[i].label for i in t) if len(t) < 3 else f"{points[t[0]].label} (+{len(t) - 1})"
+                  for t in tasks]
+
+    def on_progress(j: int, status) -> None:
+        progress.update(j, status, task_weight[j], task_label[j] if len(points) > 1 else "")
+
     workers = min(jobs, len(tasks))
     client = executors.dask_client(scheduler) if executor == "dask" and tasks else None
     if client is not None:
         backend = executors.dask(fn, items, client)
     elif workers > 1:
-        backend = executors.local_pool(fn, items, workers)
+        backend = executors.local_pool(fn, items, workers, on_progress=on_progress)
     else:
-        backend = executors.serial(fn, items)
+        backend = executors.serial(fn, items, on_progress=on_progress)
     exp_name = points[0].config.name if points else "(no points)"
-    progress.begin(exp_name, len(points), len(points) - len(todo), describe_executor(executor, workers, scheduler))
+    progress.begin(exp_name, len(points), len(points) - len(todo), describe_executor(executor, workers, scheduler),
+                   weights=weights, reused_weight=sum(w for i, w in enumerate(weights) if outcomes[i] is not None))
     if len(tasks) < len(todo):
         progress.note(f"{len(todo)} points to simulate in {len(tasks)} simulations "
                       "(points whose schemes share a simulation are simulated once)")
@@ -220,6 +244,7 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
     try:
         with _sigterm_raises_interrupt():
             for j, value in backend:
+                progress.task_done(j)
                 members = tasks[j]
                 values = value if isinstance(value, list) else [value] * len(members)
                 failed = False
@@ -227,14 +252,16 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
                     p = points[i]
                     if isinstance(v, PointError):
                         outcomes[i] = PointOutcome(p, None, False, None, v)
-                        progress.point_done(p.label, f"FAILED ({v.kind}): {_first_line(v.message)}", failed=True)
+                        progress.point_done(p.label, f"FAILED ({v.kind}): {_first_line(v.message)}", failed=True,
+                                            weight=weights[i])
                         failed = True
                         continue
                     d = store.write(v, replace=force)
                     outcomes[i] = PointOutcome(p, v, False, d)
                     others = [points[k].config.scheme.kind for k in members if k != i]
                     shared = f" (shared with {', '.join(others)})" if others else ""
-                    progress.point_done(p.label, f"done in {v.meta.get('wall_s', 0):.1f} s{shared} -> {d}")
+                    progress.point_done(p.label, f"done in {v.meta.get('wall_s', 0):.1f} s{shared} -> {d}",
+                                        weight=weights[i])
                 if failed and fail_fast:
                     break
         how = "done"
@@ -248,6 +275,15 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
         progress.end(how)
     skipped = PointError("skipped", "not run: the sweep stopped at the first failure (fail_fast)")
     return [o if o is not None else PointOutcome(points[i], None, False, None, skipped) for i, o in enumerate(outcomes)]
+
+
+def load_cached(d: Path) -> RunResult:
+    """A stored result to reuse; a corrupt one is bad input whose message says how to recompute it."""
+    try:
+        return load_run(d)
+    except InputError as exc:
+        raise InputError(exc.where, f"a corrupt cached result: {exc.found}" + (f" (expected {exc.allowed})" if exc.allowed else ""),
+                         "--force to recompute this point and replace it (or delete the directory)") from None
 
 
 def _first_line(text: str) -> str:

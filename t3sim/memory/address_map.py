@@ -31,9 +31,9 @@ from typing import Tuple
 import numba as nb
 import numpy as np
 
+from t3sim.config.memory import ADDRESS_FIELDS as FIELDS  # the digits; field_order is validated against them
 from t3sim.registry import register
 
-FIELDS = ("col_low", "channel", "col_high", "bankgroup", "bank", "row")
 
 
 @dataclass(frozen=True)

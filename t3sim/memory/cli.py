@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from t3sim.errors import InputError
@@ -14,6 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("memtest", help="run a synthetic memory pattern through the cycle-level HBM model")
     p.add_argument("--pattern", required=True, choices=PATTERNS, help="traffic pattern")
+    p.add_argument("--mix", metavar="R:W", default=None,
+                   help="read:write ratio of --pattern mixed, in chunks of 256 requests (default 1:1; e.g. 2:1)")
     p.add_argument("--requests", type=int, default=200_000, metavar="N", help="64 B requests to simulate (default 200000)")
     p.add_argument("--system", metavar="FILE", default=None, help="system config YAML (default: built-in Table 1 defaults)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
@@ -37,21 +40,45 @@ def _system(args):
     return build(SystemConfig, data, prov, "memtest defaults")
 
 
+def strict_json(value):
+    """``value`` with every non-finite float (NaN: no reads, so no read latency; inf) as None, and numpy
+    scalars as Python numbers, so ``json.dump(..., allow_nan=False)`` writes strict JSON."""
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def _run(args: argparse.Namespace) -> int:
-    from t3sim.memory.memtest import run_memtest
+    from t3sim.memory.memtest import DEFAULT_MIX, parse_mix, run_memtest
 
     if args.requests <= 0:
         raise InputError("--requests", str(args.requests), "a positive number of requests")
     if args.compare_requests < 0:
         raise InputError("--compare-requests", str(args.compare_requests), "0 or more")
+    mix = DEFAULT_MIX
+    if args.mix is not None:
+        if args.pattern != "mixed":
+            raise InputError("--mix", f"{args.mix!r} with --pattern {args.pattern}", "--mix only with --pattern mixed")
+        try:
+            mix = parse_mix(args.mix)
+        except ValueError as exc:
+            raise InputError("--mix", str(exc), "R:W, two whole numbers of read and write chunks such as 2:1") from None
     system = _system(args)
-    r = run_memtest(system, args.pattern, args.requests, args.mode, args.seed, not args.no_check, args.compare_requests)
+    r = run_memtest(system, args.pattern, args.requests, args.mode, args.seed, not args.no_check, args.compare_requests,
+                    mix=mix)
     if args.json:
-        json.dump(r, sys.stdout, indent=2, default=float)
+        json.dump(strict_json(r), sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
         return 0
     w = sys.stdout.write
-    w(f"pattern            {r['pattern']} ({r['requests']} requests, {r['bytes'] / 1e6:.1f} MB, {r['mode']} mode)\n")
+    name = f"{r['pattern']} {r['mix']}" if "mix" in r else r["pattern"]
+    w(f"pattern            {name} ({r['requests']} requests, {r['bytes'] / 1e6:.1f} MB, {r['mode']} mode)\n")
     w(f"achieved bandwidth {r['achieved_GBps']:.1f} GB/s\n")
     w(f"peak bandwidth     {r['peak_GBps']:.1f} GB/s\n")
     w(f"efficiency         {100 * r['efficiency']:.1f} %\n")

@@ -146,7 +146,7 @@ class ResultStore:
         meta = {"t3sim_version": __version__, "code_revision": code_revision(), "config_hash": chash,
                 "seed": result.seed, **result.meta}
         _write(tmp / "config.yaml", yaml.safe_dump(result.config, sort_keys=False))
-        _write(tmp / "stats.json", json.dumps(result.stats.to_dict(), indent=1) + "\n")
+        _write(tmp / "stats.json", stats_json(result.stats))
         _write(tmp / "summary.csv", summary_csv(result))
         _write(tmp / "meta.json", json.dumps(meta, indent=1, sort_keys=True) + "\n")
         if result.timeline is not None:
@@ -165,6 +165,16 @@ class ResultStore:
         _fsync_dir(final.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def add_timeline(self, d: Path, timeline: Dict[str, Any]) -> Path:
+        """Write ``timeline.json`` into the complete result directory ``d`` (atomically: a temporary file renamed
+        into place), leaving its other files as they are; returns the file's path."""
+        final = Path(d) / "timeline.json"
+        tmp = Path(d) / f".timeline.json.tmp-{os.getpid()}"
+        _write(tmp, json.dumps(timeline, separators=(",", ":")) + "\n")
+        os.replace(tmp, final)
+        _fsync_dir(Path(d))
         return final
 
     def clean_partial(self, experiment: str) -> int:
@@ -193,6 +203,11 @@ class ResultStore:
                     yield p
 
 
+def stats_json(stats: Stats) -> str:
+    """The text of ``stats.json``: byte-identical for identical statistics."""
+    return json.dumps(stats.to_dict(), indent=1) + "\n"
+
+
 def summary_csv(result: RunResult) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -207,38 +222,55 @@ def is_complete(d: Path) -> bool:
 
 
 def load_run(d: str | Path) -> RunResult:
-    """Read a run directory back (raises InputError naming the bad file)."""
+    """Read a run directory back (raises InputError naming the bad file and what is wrong with it)."""
     d = Path(d)
     if not is_complete(d):
         missing = [f for f in FILES if not (d / f).is_file()]
         raise InputError(str(d), f"an incomplete result directory (missing {', '.join(missing)})", f"a directory holding {', '.join(FILES)}")
     meta = _read_json(d / "meta.json")
+    if not isinstance(meta, dict):
+        raise InputError(str(d / "meta.json"), f"a JSON {type(meta).__name__}", "a JSON object")
     stats_raw = _read_json(d / "stats.json")
     try:
+        if not isinstance(stats_raw, dict):
+            raise ValueError(f"a JSON {type(stats_raw).__name__} at top level")
         stats = Stats.from_dict(stats_raw)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise InputError(str(d / "stats.json"), str(exc), "{group: {stat: {value, unit, description}}}") from None
     try:
-        config = yaml.safe_load((d / "config.yaml").read_text())
+        config = yaml.safe_load(_read_text(d / "config.yaml"))
     except yaml.YAMLError:
         raise InputError(str(d / "config.yaml"), "malformed YAML", "the resolved config written by t3sim") from None
-    rows = read_csv(d / "summary.csv")
+    if not isinstance(config, dict):
+        raise InputError(str(d / "config.yaml"), f"a YAML {type(config).__name__}", "the resolved config written by t3sim")
+    rows = read_csv(d / "summary.csv", required=["experiment", "config_hash", "seed"])
     if len(rows) != 1:
         raise InputError(str(d / "summary.csv"), f"{len(rows)} data rows", "exactly one data row")
     row = rows[0]
     experiment = row.pop("experiment")
     row.pop("config_hash")
-    seed = int(row.pop("seed"))
+    try:
+        seed = int(row.pop("seed"))
+    except ValueError:
+        raise InputError(f"{d / 'summary.csv'}:2: seed", "a value that is not an integer", "the integer seed") from None
     return RunResult(experiment, config, stats, row, seed, meta)
+
+
+def _read_text(p: Path) -> str:
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(str(p), f"bytes that are not UTF-8 (offset {exc.start})", "the UTF-8 text t3sim writes") from None
+    except OSError as exc:
+        raise InputError(str(p), f"an unreadable file ({exc.strerror})", "a readable file") from None
 
 
 def read_csv(path: str | Path, required: Optional[List[str]] = None) -> List[Dict[str, str]]:
     """Read a CSV with a header; check required columns and row widths (errors name file:line)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file", "an existing CSV file") from None
+    if not path.exists():
+        raise InputError(str(path), "no such file", "an existing CSV file")
+    text = _read_text(path)
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader)
@@ -260,7 +292,7 @@ def read_csv(path: str | Path, required: Optional[List[str]] = None) -> List[Dic
 
 def _read_json(p: Path) -> Any:
     try:
-        return json.loads(p.read_text())
+        return json.loads(_read_text(p))
     except json.JSONDecodeError as exc:
         raise InputError(f"{p}:{exc.lineno}", f"malformed JSON ({exc.msg})", "valid JSON") from None
 

@@ -21,16 +21,40 @@ import gc
 import heapq
 import sys
 import time
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import simpy
 
 from t3sim.errors import SimulationError
+from t3sim.sim import report
 from t3sim.sim.clock import TICKS_PER_US
 
 #: the cyclic GC's young-generation threshold while a run's event loop runs (Python's default: 700)
 GC_YOUNG_THRESHOLD = 100_000
+
+#: simpy versions whose internals the engine uses (``Environment._queue``/``_now``/``schedule``, ``Event._ok``/
+#: ``_value``/``_defused``, the 4-tuple heap entries): pyproject.toml pins ``simpy>=4.0,<4.2`` and
+#: tests/sim/test_simpy_internals.py fails loudly when an installed simpy no longer matches.
+SIMPY_VERSIONS = ">=4.0,<4.2"
+
+
+def check_simpy() -> None:
+    """Raise RuntimeError, naming the installed simpy, if it lacks the internals the engine relies on."""
+    try:
+        env = simpy.Environment()
+        ev = env.timeout(3, value="v")
+        t, prio, _eid, queued = env._queue[0]
+        ok = (queued is ev and t == 3 and prio == simpy.events.NORMAL and ev._ok is True and ev._value == "v"
+              and env._now == 0 and not hasattr(ev, "_defused"))
+    except (AttributeError, ValueError, TypeError, IndexError):
+        ok = False
+    if not ok:
+        raise RuntimeError(f"t3sim's engine needs simpy{SIMPY_VERSIONS} (it steps simpy's event heap itself); "
+                           f"installed: simpy {getattr(simpy, '__version__', '?')}. pip install 'simpy{SIMPY_VERSIONS}'")
+
+
+check_simpy()
 
 
 def succeed_later(env: simpy.Environment, event: simpy.Event, value, delay: int) -> simpy.Event:
@@ -139,6 +163,9 @@ class Engine:
         self.watchdog_idle_ticks = int(watchdog_idle_ticks)
         self.done = self.env.event()
         self.events_processed = 0
+        #: the workload meter: () -> (fraction of the workload retired, 0..1; a short description), set by
+        #: the model that knows the workload (t3sim.system.workmeter); None: progress shows simulated time only
+        self.work: Optional[Callable[[], Tuple[float, str]]] = None
 
     # ------------------------------------------------------------------ run
 
@@ -146,15 +173,23 @@ class Engine:
         busy = [f"{c.name}: {p}" for c in self.components if (p := c.pending())]
         return "; ".join(busy) if busy else "no component reports pending work"
 
-    def run(self, progress: Optional[Callable[[int], str]] = None, progress_every_s: float = 2.0,
+    def run(self, progress: Optional[Callable[[int], str]] = None, progress_every_s: Optional[float] = None,
             stream=sys.stderr) -> int:
         """Run until ``done`` fires; return the final time in ticks.
 
+        Progress (:mod:`t3sim.sim.report`): about every :data:`~t3sim.sim.report.POLL_S` wall seconds the
+        reporter set by :func:`~t3sim.sim.report.reporting` gets a :class:`~t3sim.sim.report.RunStatus`
+        (simulated time, the fraction of the workload retired from :attr:`work`, and a description). With
+        no reporter set, a run given ``progress`` writes to ``stream`` itself (a terminal line redrawn at
+        most every ``progress_every_s`` seconds; elsewhere one line at most every 10 s).
+
         Args:
-            progress: optional callable(now_ticks) -> status string, printed
-                to ``stream`` at most every ``progress_every_s`` wall seconds
-                (long runs show progress).
+            progress: optional callable(now_ticks) -> what the run is doing (``[exp] simulated 12.3 us``).
         """
+        reporter = report.current()
+        own = None
+        if reporter is None and progress is not None:
+            own = reporter = report.StreamReporter(stream, tty_every_s=progress_every_s)
         # The run allocates millions of short-lived objects (events, callbacks) on top of a large,
         # long-lived model: freeze the model out of the cyclic GC's scans and collect the young
         # generation less often (the GC took ~7 % of a T3 run's CPU time; results are unaffected).
@@ -162,24 +197,34 @@ class Engine:
         gc.freeze()
         gc.set_threshold(max(gc_threshold[0], GC_YOUNG_THRESHOLD), *gc_threshold[1:])
         try:
-            printed = self._loop(progress, progress_every_s, stream)
+            self._loop(reporter, progress)
         finally:
             gc.set_threshold(*gc_threshold)
             gc.unfreeze()
-        if printed:
-            stream.write("\n")
+            if own is not None:
+                own.close()
         return int(self.done.value) if isinstance(self.done.value, int) else self.env.now
 
-    def _loop(self, progress, progress_every_s: float, stream) -> bool:
-        """The event loop of :meth:`run` (simpy's ``Environment.step`` inlined, plus the watchdog);
-        returns whether progress was printed."""
+    def status(self, now: int, label: Optional[Callable[[int], str]], wall_s: float) -> report.RunStatus:
+        """This run's :class:`~t3sim.sim.report.RunStatus` at simulated time ``now``."""
+        text = label(now) if label is not None else f"simulated {now / TICKS_PER_US:,.1f} us"
+        fraction = None
+        if self.work is not None:
+            fraction, detail = self.work()
+            fraction = min(1.0, max(0.0, fraction))
+            if detail:
+                text += f"; {detail}"
+        return report.RunStatus(now, fraction, text, wall_s)
+
+    def _loop(self, reporter, label) -> None:
+        """The event loop of :meth:`run` (simpy's ``Environment.step`` inlined, plus the watchdog)."""
         env = self.env
         queue = env._queue  # simpy's event heap
         pop = heapq.heappop
         done = self.done
         window = self.watchdog_idle_ticks
-        last_print = time.monotonic()
-        printed = False
+        t_start = last_report = time.monotonic()
+        poll_s = report.POLL_S
         last_progress, last_progress_t = -1, env.now
         n = self.events_processed
         try:
@@ -207,15 +252,13 @@ class Engine:
                         raise SimulationError(
                             f"stall: no progress for {(now - last_progress_t) / TICKS_PER_US:g} us of simulated time "
                             f"at t={now / TICKS_PER_US:.3f} us; stuck: {self.stuck_report()}")
-                    if progress is not None and (n & 0x3FF) == 0:
+                    if reporter is not None and (n & 0x3FF) == 0:
                         wall = time.monotonic()
-                        if wall - last_print >= progress_every_s:
-                            stream.write(f"\r{progress(now)}")
-                            stream.flush()
-                            last_print, printed = wall, True
+                        if wall - last_report >= poll_s:
+                            reporter(self.status(now, label, wall - t_start))
+                            last_report = wall
         finally:
             self.events_processed = n
-        return printed
 
     def finish(self) -> None:
         """Fire the done event at the current time."""

@@ -31,6 +31,7 @@ from t3sim.interconnect.network import Network
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_US, ns_to_ticks
 from t3sim.sim.engine import Engine
+from t3sim.system.workmeter import WorkMeter
 from t3sim.workload import wg_order
 from t3sim.workload.generate import system_kernel
 
@@ -92,6 +93,7 @@ class SystemModel:
         self._stats_sources: List[Callable[[], Stats]] = []
         #: scheme-provided timeline tracks: ``fn(gpu, pid) -> [trace events]`` (t3sim.system.timeline)
         self.timeline_sources: List[Callable[[int, int], list]] = []
+        self.engine.work = WorkMeter(self)  # percent done for progress reports (observes counters only)
 
     # ------------------------------------------------------------------ kernels
     def alloc(self, nbytes: int) -> int:

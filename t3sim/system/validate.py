@@ -132,6 +132,7 @@ def simulate_gemm_row(system: SystemConfig, M: int, N: int, K: int, dtype: str, 
     a, b = 0, up(M * K * eb)
     c = up(b + K * N * eb)
     gk = GemmKernel(eng, "gpu0.gemm", hier, system.gpu, k, row_major(k.tiles_m, k.tiles_n), a, b, c, CachedLocalOutput(hier))
+    eng.work = lambda: (gk.progress / k.num_wgs, f"{gk.progress}/{k.num_wgs} WGs")  # progress display only
     t0 = time.perf_counter()
     done = gk.start()
     done.callbacks.append(lambda _e: eng.finish())

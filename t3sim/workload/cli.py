@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import List, Tuple
 
-from t3sim.errors import InputError
+from t3sim.errors import InputError, check_writable_dir
 from t3sim.workload.gemm import num_stages, occupancy
 from t3sim.workload.generate import SUBLAYERS, kernel_for, TILE_PARAM_SOURCES, TileParams, write_traces
 from t3sim.workload.trace import load_trace
@@ -117,6 +117,7 @@ def _gen(args: argparse.Namespace) -> int:
     for model, tokens, tps in jobs:  # validate every request before writing anything
         for tp in tps:
             kernel_for(model, tp, (args.sublayer or SUBLAYERS)[0], params, tokens)
+    check_writable_dir(args.out, "--out")
     written: List[Path] = []
     for model, tokens, tps in jobs:
         written += write_traces(model, tps, args.out, args.sublayer, params, tokens)

@@ -34,6 +34,13 @@ FORMAT_VERSION = 1
 MAX_THREADS_PER_WG = 1024
 #: Most registers one thread may use (CUDA limit for compute capability 7.0).
 MAX_REGISTERS_PER_THREAD = 255
+#: Most WGs one kernel may have: the simulator keeps per-WG state and spends ~20-40 ms of wall time per WG
+#: of a full-size run (benchmarks/RESULTS.md), so 2**20 WGs (340x the largest Table 2 kernel, 3072 WGs) is
+#: already ~10 hours. Assumption: a bound on what one machine simulates, not a property of GPUs.
+MAX_WGS = 2**20
+#: Most WG main-loop steps (``num_wgs * ceil(K / tile_k)``) one kernel may have: 2**28 is ~1300x the largest
+#: Table 2 kernel (MT-NLG FC-1/FC-2 at TP=32: 204800); the same wall-time bound as :data:`MAX_WGS`.
+MAX_WG_STEPS = 2**28
 ROLES = ("producer", "none")
 COLLECTIVES = ("all-reduce", "reduce-scatter")
 PASSES = ("fwd", "bwd")
@@ -253,6 +260,7 @@ def _consistency(d: Dict[str, Any], where: str) -> None:
         raise bad("tiles_n", f"ceil(N / tile_n) = ceil({d['N']} / {d['tile_n']}) = {tn}")
     if d["num_wgs"] != tm * tn:
         raise bad("num_wgs", f"tiles_m * tiles_n = {tm * tn} (one WG per output tile)")
+    check_size(d["num_wgs"], d["K"], d["tile_k"], where)
     wf_m, wf_n = d["wf_grid"]
     if wf_m * wf_n != d["wfs_per_wg"]:
         raise bad("wf_grid", f"a grid of wfs_per_wg = {d['wfs_per_wg']} WFs")
@@ -269,6 +277,19 @@ def _consistency(d: Dict[str, Any], where: str) -> None:
     if order["kind"] == "explicit" and sorted(order["tiles"]) != list(range(d["num_wgs"])):
         raise InputError(f"{where}: field 'wg_order'", f"an explicit list of {len(order['tiles'])} tiles that is not a permutation",
                          f"a permutation of 0..{d['num_wgs'] - 1} (each output tile exactly once)")
+
+
+def check_size(num_wgs: int, K: int, tile_k: int, where: str) -> None:
+    """Raise :class:`InputError` for a kernel too large for the simulator to run (:data:`MAX_WGS`,
+    :data:`MAX_WG_STEPS`); ``where`` names the trace record or config field."""
+    if num_wgs > MAX_WGS:
+        raise InputError(where, f"a GEMM of {num_wgs:,} WGs, too many to simulate",
+                         f"at most {MAX_WGS:,} WGs per kernel (the largest paper kernel has 3,072)")
+    steps = num_wgs * ceil_div(K, tile_k)
+    if steps > MAX_WG_STEPS:
+        raise InputError(where, f"a GEMM of {num_wgs:,} WGs x {ceil_div(K, tile_k):,} K steps = {steps:,} WG steps, "
+                                "too many to simulate",
+                         f"at most {MAX_WG_STEPS:,} WG steps (num_wgs x ceil(K / tile_k)) per kernel")
 
 
 def kernel_from_json(obj: Dict[str, Any], where: str) -> KernelRecord:

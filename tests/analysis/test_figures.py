@@ -29,6 +29,20 @@ def fake_root(tmp_path_factory):
     return root
 
 
+def _ink(png):
+    """Fraction of non-white pixels and the number of distinct colours of a PNG (decoded, not its file size)."""
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    img = mpimg.imread(png)
+    assert img.ndim == 3 and img.shape[2] in (3, 4), png
+    rgb = (img[:, :, :3] * 255).round().astype(int)
+    ink = float((rgb < 250).any(axis=2).mean())
+    q = rgb // 16  # 16 levels per channel: antialiasing aside
+    colours = int(np.count_nonzero(np.bincount((q[:, :, 0] * 256 + q[:, :, 1] * 16 + q[:, :, 2]).ravel(), minlength=4096)))
+    return ink, colours
+
+
 def test_every_figure_writes_csv_and_png(fake_root, tmp_path):
     inp = catalog.load_inputs(fake_root)
     drawn = catalog.draw_all(inp, tmp_path)
@@ -37,7 +51,39 @@ def test_every_figure_writes_csv_and_png(fake_root, tmp_path):
         assert suffixes == [".csv", ".png"], (fig, drawn[fig])
         rows = list(csv.DictReader((tmp_path / f"{fig}.csv").open()))
         assert rows, fig
-        assert (tmp_path / f"{fig}.png").stat().st_size > 5000
+        # a drawn chart: axes, text and coloured data on a white page (neither blank nor a solid block)
+        ink, colours = _ink(tmp_path / f"{fig}.png")
+        assert 0.02 < ink < 0.6 and colours >= 4, (fig, ink, colours)
+
+
+def test_fig16_and_fig14_values_are_the_inputs(fake_root, tmp_path):
+    """The figure CSVs hold the speedups and errors computed independently here from the synthetic inputs."""
+    from t3sim.commands.reproduce_cmd import SPECS
+    from t3sim.config.sweep import expand
+    from tests.analysis.fakes import fake_summary
+
+    spec = next(s for s in SPECS if s.results == "t3-sublayers")
+    totals = {}
+    for p in expand(spec.path, list(spec.quick)):
+        w = p.config.workload
+        totals[(w.model.name, w.sublayer, str(w.tp), p.config.scheme.kind)] = fake_summary(p.config)["total_us"]
+    catalog.draw("fig16", catalog.load_inputs(fake_root), tmp_path)
+    rows = list(csv.DictReader((tmp_path / "fig16.csv").open()))
+    cases = {k[:3] for k in totals}
+    assert sorted((r["model"], r["sublayer"], r["tp"]) for r in rows) == sorted(cases)
+    for r in rows:
+        key = (r["model"], r["sublayer"], r["tp"])
+        seq = totals[key + ("sequential",)]
+        assert float(r["sequential_us"]) == pytest.approx(seq, abs=5.1e-5)  # the CSV keeps 4 decimals
+        for scheme in ("t3", "t3_mca", "ideal_gemm_rs_overlap", "ideal_rs_nmc"):
+            want = 100 * (seq / totals[key + (scheme,)] - 1)
+            assert float(r[f"{scheme}_speedup_pct"]) == pytest.approx(want, abs=5.1e-5), scheme
+    catalog.draw("fig14", catalog.load_inputs(fake_root), tmp_path)
+    rows = list(csv.DictReader((tmp_path / "fig14.csv").open()))
+    expected = [(6, 50.6, 52.9), (12, 60.1, 65.6), (24, 93.4, 91.2)]  # fakes.write_fake_results
+    assert [(float(r["size_mb"]), float(r["measured_us"]), float(r["simulated_us"])) for r in rows] == expected
+    for r, (_, meas, sim) in zip(rows, expected):
+        assert float(r["error_pct"]) == pytest.approx(100 * (sim / meas - 1), abs=5.1e-5)
 
 
 def test_pdf_and_svg_on_request(fake_root, tmp_path):
@@ -71,10 +117,15 @@ def test_report_lists_every_stated_number(fake_root):
     assert len(table) == len(NUMBERS)
     for n in NUMBERS:
         assert n.quote.replace("|", "\\|") in text
-    for row in table:
+    from t3sim.analysis.explanations import EXPLANATIONS, NOT_REPRODUCIBLE
+
+    for n, row in zip(NUMBERS, table):  # the table lists the numbers in order
         cells = [c.strip() for c in row.split("|")]
-        if "(!)" in cells[6]:
-            assert cells[7], row  # flagged -> an explanation or "not yet explained"
+        assert cells[3] == '"' + n.quote.replace("|", "\\|") + '"', row
+        if "(!)" in cells[6] or n.key in NOT_REPRODUCIBLE:  # flagged: its own cause, or exactly "not yet explained"
+            assert cells[7] == EXPLANATIONS.get(n.key, "not yet explained").replace("|", "\\|").replace("\n", " "), row
+        else:
+            assert cells[7] == "", row
     assert (fake_root / "figures" / "fig16.png").is_file()
     assert "Quick mode" in text
 

@@ -58,7 +58,7 @@ def test_tiny_real_run_feeds_fig17(tmp_path):
 
     grid = json.dumps({"scheme.kind": ["t3"]})  # the real stats.json keys, smallest T3 point
     outs = run_experiment(REPO / "experiments/fig17/experiment.yaml",
-                          ["workload.tokens=64", "workload.sublayer=OP", f"sweep.grid={grid}"], out=tmp_path)
+                          ["workload.tokens=128", "workload.sublayer=OP", f"sweep.grid={grid}"], out=tmp_path)
     assert len(outs) == 1
     paths = catalog.draw("fig17", catalog.load_inputs(tmp_path), tmp_path / "figs")
     assert sorted(p.suffix for p in paths) == [".csv", ".png"]

@@ -48,10 +48,46 @@ def test_stats_have_units_and_add_up():
     assert d["by_kind"]["read"]["bytes"]["value"] + d["by_kind"]["write"]["bytes"]["value"] == 5000 * 64
     assert d["row"]["hits"]["value"] + d["row"]["misses"]["value"] + d["row"]["conflicts"]["value"] == 5000
     hist = np.array(d["queue"]["occupancy_histogram"]["value"])
-    assert hist.sum() == ms.occ_hist.sum() and d["queue"]["occupancy_histogram"]["unit"] == "cycles"
+    assert d["queue"]["occupancy_histogram"]["unit"] == "cycles"
+    # each channel's every cycle up to its last command falls in one bin: at most channels x the span
+    span_cycles = d["span_ns"]["value"] * cfg.hbm.clock_GHz
+    assert 0.95 * 4 * span_cycles <= hist.sum() <= 4 * span_cycles
+    # the reported time-weighted mean occupancy is the histogram's mean
+    assert d["queue"]["occupancy_mean"]["value"] == pytest.approx((hist * np.arange(len(hist))).sum() / hist.sum())
     bw = d["bandwidth_over_time"]
     series = np.array(bw["compute_read_GBps"]["value"]) + np.array(bw["compute_write_GBps"]["value"])
     assert series.sum() * bw["bin_ns"]["value"] == pytest.approx(5000 * 64)  # GB/s x ns = bytes
     assert all(0 <= u <= 1 for u in d["channel_utilisation"]["value"])
     for name, stat in st.items():
         assert stat.unit and stat.description, name
+
+
+def test_one_read_occupies_the_queue_for_trcd():
+    """One read on one channel: one cycle in the pending FIFO, then queued from its ACT until its RD can
+    issue, tRCD cycles later (timing from the config, not from the statistics code)."""
+    cfg = system(1)
+    ms, _ = simulate(cfg, "stream-read", 1)
+    d = ms.stats("gpu0.hbm").to_dict()["gpu0"]["hbm"]
+    hist = d["queue"]["occupancy_histogram"]["value"]
+    assert hist[:2] == [1, cfg.hbm.timing.tRCD_nCK] and not any(hist[2:])
+    assert d["row"]["misses"]["value"] == 1
+    assert (d["commands"]["ACT"]["value"], d["commands"]["RD"]["value"], d["commands"]["PRE"]["value"]) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("mix,reads", [((1, 1), 1536), ((2, 1), 2048), ((3, 1), 2304), ((1, 0), 3072)])
+def test_mixed_pattern_read_write_ratio(mix, reads):
+    """--mix R:W: R chunks of 256 reads, then W chunks of 256 writes, repeated; 3072 requests = 12 chunks."""
+    ms, _ = simulate(system(2), "mixed", 3072, mix=mix)
+    kinds = ms.stats("g").to_dict()["g"]["by_kind"]
+    got_w = kinds["write"]["requests"]["value"] if "write" in kinds else 0
+    assert (kinds["read"]["requests"]["value"], got_w) == (reads, 3072 - reads)
+
+
+def test_memtest_mix_flag(run_cli):
+    rc, out, err = run_cli("memtest", "--pattern", "mixed", "--mix", "2:1", "--requests", "768", "--set", "hbm.channels=2",
+                           "--compare-requests", "0", "--no-check", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["mix"] == "2:1"
+    rc, out, _ = run_cli("memtest", "--pattern", "mixed", "--requests", "768", "--set", "hbm.channels=2",
+                         "--compare-requests", "0", "--no-check")
+    assert rc == 0 and out.startswith("pattern            mixed 1:1 (768 requests")

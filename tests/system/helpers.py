@@ -19,17 +19,17 @@ workload:
   model: {{base: models/t-nlg.yaml, hidden_size: 512}}
   sublayer: OP
   tp: 2
-  tokens: 16
+  tokens: 128
 scheme: {{kind: sequential}}
 sweep:
   grid:
-    workload.tokens: [16, 32]
+    workload.tokens: [128, 256]
     scheme.kind: [{schemes}]
 """
 
 
 def tiny_sweep(name: str, schemes) -> str:
-    """Experiment-file text: the tiny sub-layer above at 16 and 32 tokens under each of ``schemes``."""
+    """Experiment-file text: the tiny sub-layer above at 128 and 256 tokens (one and two GEMM tile rows) under each of ``schemes``."""
     return _TINY_SWEEP.format(name=name, schemes=", ".join(schemes))
 
 

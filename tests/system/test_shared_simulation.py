@@ -57,7 +57,7 @@ def test_schemes_name_their_simulation():
 def test_grouping(tiny):
     schemes = ["sequential", "t3", "t3_mca", "ideal_gemm_rs_overlap", "ideal_rs_nmc"]
     exps = [point(tiny, s) for s in schemes]
-    exps += [point(tiny, "sequential", "workload.tokens=32"), point(tiny, "ideal_gemm_rs_overlap", "workload.tokens=32")]
+    exps += [point(tiny, "sequential", "workload.tokens=256"), point(tiny, "ideal_gemm_rs_overlap", "workload.tokens=256")]
     exps.append(point(tiny, "ideal_gemm_rs_overlap", "simulation.seed=1"))  # a differing non-scheme field
     # sequential + ideal_gemm_rs_overlap share (per config); ideal_rs_nmc, t3, t3_mca do not
     assert shared_groups(exps) == [[0, 3], [1], [2], [4], [5, 6], [7]]
@@ -85,7 +85,7 @@ def test_points_that_do_not_share_are_refused(tiny):
     with pytest.raises(ValueError, match="do not share one simulation"):
         simulate_shared([seq, point(tiny, "ideal_rs_nmc")])  # another simulation key
     with pytest.raises(ValueError, match="differ apart from scheme.kind"):
-        simulate_shared([seq, point(tiny, "ideal_gemm_rs_overlap", "workload.tokens=32")])
+        simulate_shared([seq, point(tiny, "ideal_gemm_rs_overlap", "workload.tokens=256")])
     with pytest.raises(ValueError, match="do not share one simulation"):
         simulate_shared([point(tiny, "t3"), point(tiny, "t3_mca")])  # same code, different arbitration
     with pytest.raises(ValueError, match="one point"):
@@ -143,7 +143,7 @@ def test_sweep_simulates_each_shared_simulation_once(tiny, tmp_path, monkeypatch
 
 
 def test_failed_shared_simulation_fails_every_member(tiny, tmp_path, monkeypatch):
-    points = expand(tiny)[:2]  # tokens=16: sequential, ideal_gemm_rs_overlap
+    points = expand(tiny)[:2]  # tokens=128: sequential, ideal_gemm_rs_overlap
 
     def deadlock(exp):
         raise SimulationError("deadlock at 1 ps")

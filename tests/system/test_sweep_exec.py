@@ -23,7 +23,7 @@ from tests.conftest import REPO, assert_one_line_error
 from tests.system.helpers import tiny_sweep
 
 N_POINTS = 4
-FIRST_LABEL = "workload.tokens=16,scheme.kind=sequential"
+FIRST_LABEL = "workload.tokens=128,scheme.kind=sequential"
 
 
 def tiny_experiment(directory: Path, name: str = "tiny-sweep") -> Path:
@@ -60,10 +60,10 @@ def stall_unless_first(point):
 
 
 def fail_some(point):
-    """Bad input on tokens=32 sequential, a simulation failure on tokens=32 ideal_rs_nmc."""
-    if point.label == "workload.tokens=32,scheme.kind=sequential":
-        return _as_error(InputError("workload.tokens", "32", "a size this scheme accepts"))
-    if point.label == "workload.tokens=32,scheme.kind=ideal_rs_nmc":
+    """Bad input on tokens=256 sequential, a simulation failure on tokens=256 ideal_rs_nmc."""
+    if point.label == "workload.tokens=256,scheme.kind=sequential":
+        return _as_error(InputError("workload.tokens", "256", "a size this scheme accepts"))
+    if point.label == "workload.tokens=256,scheme.kind=ideal_rs_nmc":
         return _as_error(SimulationError("deadlock at 1234 ps\nstuck: gpu0.mc0 (queue full)"))
     return simulate_point(point)
 
@@ -213,9 +213,9 @@ def test_cli_reports_failures_with_labels(tmp_path, run_cli, monkeypatch):
     rc, out, err = run_cli("run", str(path), "--out", str(tmp_path / "r"))
     assert rc == 3, err  # a simulation failure outranks bad input
     assert "Traceback" not in err
-    assert "t3sim: error: point workload.tokens=32,scheme.kind=sequential: workload.tokens: found 32" in err
-    assert "t3sim: simulation failed: point workload.tokens=32,scheme.kind=ideal_rs_nmc: deadlock" in err
-    assert "workload.tokens=16,scheme.kind=sequential" in out and "tokens=32" not in out  # the table: successes
+    assert "t3sim: error: point workload.tokens=256,scheme.kind=sequential: workload.tokens: found 256" in err
+    assert "t3sim: simulation failed: point workload.tokens=256,scheme.kind=ideal_rs_nmc: deadlock" in err
+    assert "workload.tokens=128,scheme.kind=sequential" in out and "tokens=256" not in out  # the table: successes
     rc, out, err = run_cli("run", str(path), "--out", str(tmp_path / "r"), "--json")  # successes reused, failures retried
     rows = json.loads(out)
     assert rc == 3 and [r.get("reused") for r in rows] == [True, True, None, None]
@@ -228,11 +228,13 @@ def test_cli_progress_and_rerun(tmp_path, run_cli):
     assert rc == 0, err
     rows = json.loads(out)
     assert [r["label"] for r in rows] == [p.label for p in expand(path)] and not any(r["reused"] for r in rows)
-    lines = err.splitlines()  # stderr is not a TTY here: plain lines, one per point, with elapsed and ETA
+    lines = err.splitlines()  # stderr is not a TTY here: plain lines, one per point, with percent, elapsed and ETA
     assert lines[0] == "tiny-sweep: 4 points, 4 to simulate on 2 local worker processes"
-    assert sorted(l.split("]")[0] for l in lines[1:5]) == ["[1/4", "[2/4", "[3/4", "[4/4"]
-    assert all("done in" in l and "(elapsed " in l and "ETA " in l for l in lines[1:5])
-    assert lines[5].startswith("done in ") and "(0 reused, 4 simulated, 0 failed)" in lines[5]
+    points = [l for l in lines if l.startswith("[")]  # (a status line every 10 s may come between them)
+    assert sorted(l.split("]")[0] for l in points) == ["[1/4", "[2/4", "[3/4", "[4/4"]
+    assert all("done in" in l and "% done, elapsed " in l and "ETA " in l for l in points)
+    assert "(100.0% done, " in points[-1]
+    assert lines[-1].startswith("done in ") and "(0 reused, 4 simulated, 0 failed)" in lines[-1]
     rc, out, err = run_cli("run", str(path), "--out", str(tmp_path / "r"), "--json")
     assert rc == 0 and all(r["reused"] for r in json.loads(out))
     assert "4 already simulated (reused; --force recomputes)" in err

@@ -63,11 +63,28 @@ def test_rs_two_smallest_rows(run_cli, tmp_path):
     assert rc == 0, err
     (res,) = json.loads(out)
     assert res["kind"] == "collective" and len(res["rows"]) == 2
+    # progress (stderr is not a terminal here): one line per row with the percent of the rows' bytes and an ETA;
+    # the 12 MB row goes first (largest first) and is 2/3 of the 18 MB
+    lines = err.splitlines()
+    assert lines[0].endswith("rs_small.csv: 2 rows, 2 to simulate on this process")
+    rows = [ln for ln in lines if ln.startswith("[")]
+    assert rows[0].startswith("[1/2] reduce_scatter 4x 12 MB bf16: simulated ") and "(66.7% done, elapsed " in rows[0]
+    assert rows[1].startswith("[2/2] reduce_scatter 4x 6 MB bf16: ") and "(100.0% done, " in rows[1]
+    assert lines[-1].startswith("done in ") and "2 rows" in lines[-1]
     for r in res["rows"]:
         assert abs(r["error"]) <= 0.10, r
     assert res["geomean_error"] <= 0.10
     assert (out_dir / "rs_small.png").stat().st_size > 5000
     assert len((out_dir / "rs_small.csv").read_text().splitlines()) == 3
+    # the committed results (experiments/validation/results, which its README quotes) are what the code produces
+    assert [r["simulated_us"] for r in res["rows"]] == committed_sim_us("reduce_scatter_4gpu")[:2]
+    page = (out_dir / "rs_small.md").read_text()
+    assert "| reduce_scatter 4x 6 MB bf16 | 50.6 | " in page and f"geomean error {res['geomean_error']:.1%}" in page
+
+
+def committed_sim_us(stem):
+    with open(REPO / "experiments/validation/results" / f"{stem}.csv") as f:
+        return [float(r["simulated_us"]) for r in csv.DictReader(f)]
 
 
 @pytest.mark.slow
@@ -79,6 +96,7 @@ def test_gemm_op_row(run_cli, tmp_path):
     assert rc == 0, err
     (res,) = json.loads(out)
     assert abs(res["rows"][0]["error"]) <= 0.15
+    assert res["rows"][0]["simulated_us"] == committed_sim_us("gemm_calibration")[0]
 
 
 @pytest.mark.slow
@@ -91,6 +109,8 @@ def test_h200_full_reduce_scatter_and_gemm(run_cli, tmp_path):
     assert rs["geomean_error"] <= 0.10, rs
     assert gemm["geomean_error"] <= 0.15, gemm
     assert rs["log_ratio_error"] <= 0.11  # the stricter metric sits at 10.0 % (experiments/validation/README.md)
+    assert [r["simulated_us"] for r in rs["rows"]] == committed_sim_us("reduce_scatter_4gpu")
+    assert [r["simulated_us"] for r in gemm["rows"]] == committed_sim_us("gemm_calibration")
 
 
 @pytest.mark.slow

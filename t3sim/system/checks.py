@@ -1,0 +1,80 @@
+"""Checks of a resolved experiment point that need more than one config section: is it a system and
+workload the simulator can run, physically and on this machine? (issue 18)
+
+Each config section validates itself (:mod:`t3sim.config`); these checks combine sections with the
+workload's GEMM (generated or from a trace) and run before anything is simulated -- by
+:func:`t3sim.exec.run_points` for every point of a sweep, by ``t3sim config check`` and by
+``t3sim run --timeline`` -- so an absurd point is one line of bad input (exit 2), not a crash or a
+meaningless result minutes later:
+
+* the GEMM covers at least one output tile in each dimension (``M >= tile_m``, ``N >= tile_n``):
+  a GEMM smaller than one WG's tile is below what the tiled kernel model describes;
+* its size is one the simulator can run (:func:`t3sim.workload.trace.check_size`);
+* a WG fits on a CU of the configured GPU (registers, LDS, threads);
+* the footprint -- A, B, C and one receive buffer the size of C, as the system model lays them out
+  (:mod:`t3sim.system.model`) -- fits the HBM capacity (``channels x pseudo_channels x bank_groups x
+  banks_per_group x rows x row_size_B``); addresses beyond it would wrap onto other arrays;
+* a fused GEMM-RS (T3) has at least one WG per GPU (its reduce-scatter cuts the WGs into one chunk per GPU).
+"""
+
+from __future__ import annotations
+
+from t3sim.config.experiment import ExperimentConfig
+from t3sim.config.workload import DTYPE_BYTES
+from t3sim.errors import InputError
+from t3sim.workload import occupancy, workload_kernel
+from t3sim.workload.trace import check_size
+
+
+def hbm_capacity_B(hbm) -> int:
+    """Bytes the address map decodes on one GPU (:attr:`t3sim.memory.address_map.DigitMap.capacity_B`)."""
+    return hbm.channels * hbm.pseudo_channels * hbm.bank_groups * hbm.banks_per_group * hbm.rows * hbm.row_size_B
+
+
+def footprint_B(kernel) -> int:
+    """Bytes the run keeps in one GPU's HBM: A (M x K), B (K x N), C (M x N) and a receive buffer of C's size."""
+    return (kernel.M * kernel.K + kernel.K * kernel.N + 2 * kernel.M * kernel.N) * DTYPE_BYTES[kernel.dtype]
+
+
+def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
+    """Raise :class:`InputError` (one line; ``where`` prefixes it, e.g. the file and point label) if the
+    resolved point ``exp`` cannot be simulated meaningfully (module doc)."""
+    pre = f"{where}: " if where else ""
+    w = exp.workload
+    try:
+        k = workload_kernel(w)
+    except InputError as exc:
+        if not w.trace:
+            raise
+        raise InputError(f"{pre}workload.trace: {exc.where}", exc.found, exc.allowed) from None
+    src = f"trace {w.trace}" if w.trace else "workload"
+    field = "workload.tokens" if not w.trace else f"{w.trace} kernel {k.name}"
+    if k.M < k.tile_m:
+        raise InputError(f"{pre}{field}", f"M = {k.M} tokens, below one GEMM tile of tile_m = {k.tile_m} rows",
+                         f"at least {k.tile_m} tokens")
+    if k.N < k.tile_n:
+        raise InputError(f"{pre}{src}", f"N = {k.N} (hidden size), below one GEMM tile of tile_n = {k.tile_n} columns",
+                         f"N >= {k.tile_n}")
+    check_size(k.num_wgs, k.K, k.tile_k, f"{pre}{src}")
+    try:
+        occupancy(k, exp.system.gpu)
+    except ValueError as exc:
+        raise InputError(f"{pre}{src} on system.gpu", str(exc), "a WG whose threads, registers and LDS fit one CU") from None
+    need, have = footprint_B(k), hbm_capacity_B(exp.system.hbm)
+    if need > have:
+        raise InputError(f"{pre}system.hbm", f"{_size(have)} of HBM per GPU, less than the workload's footprint of "
+                         f"{_size(need)} (A {k.M}x{k.K}, B {k.K}x{k.N}, C and a receive buffer {k.M}x{k.N}, {k.dtype})",
+                         "channels x pseudo_channels x bank_groups x banks_per_group x rows x row_size_B >= the footprint")
+    from t3sim.schemes import scheme_for
+
+    n = exp.system.interconnect.num_gpus
+    if getattr(scheme_for(exp.scheme.kind), "fused_rs", False) and k.num_wgs < n:
+        raise InputError(f"{pre}scheme.kind", f"{exp.scheme.kind!r} with a GEMM of {k.num_wgs} WGs on {n} GPUs",
+                         f"a fused GEMM-RS needs at least one WG per GPU ({n}); a larger workload or scheme.kind: sequential")
+
+
+def _size(b: int) -> str:
+    for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= f:
+            return f"{b / f:.4g} {unit}"
+    return f"{b} B"

@@ -1,0 +1,96 @@
+"""How much of a run's workload is done: the meter behind the percent and ETA of ``t3sim run`` (issue 18).
+
+The workload of a sub-layer run is the GEMM and its collectives, each weighted by the bytes it moves:
+
+* the GEMM, ``tiles_n x M x K + tiles_m x K x N`` elements loaded (each WG loads its rows of A and
+  its columns of B over the whole K loop) plus ``M x N`` stored: done are the bytes its WGs have
+  requested through the L2 (64 B reads of the ``gemm`` category, counted as they are issued) plus the
+  C tiles of retired WGs (the GEMM kernels' progress counters, one kernel per simulated GPU); the
+  GEMM counts as complete once every WG retired, whatever the load estimate said;
+* each collective kernel (the reduce-scatter and the all-gather; only the all-gather when the scheme
+  fuses the reduce-scatter into the GEMM, whose share then follows the GEMM's WGs), ``(n - 1) x C``
+  bytes over its ``n`` GPUs: done is the fraction of its plan's receive slices and steps retired
+  (the runner's progress counter against the count its plan implies).
+
+The fraction is bytes retired over the total. The meter only reads counters the simulation keeps
+anyway, so it never changes a result. It estimates *progress*, not wall time: the ETA that
+:mod:`t3sim.sim.report` derives from it assumes the rest goes at the rate so far.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+from t3sim.cache.common import C_READ_HIT, C_READ_MISS, C_READ_SMISS
+from t3sim.collectives.plan import split_ranges
+from t3sim.collectives.runner import CollectiveRunner
+from t3sim.config.system import REQUEST_B
+from t3sim.config.workload import DTYPE_BYTES
+
+
+def _fused(scheme_kind: str) -> bool:
+    from t3sim.schemes import scheme_for
+
+    return bool(getattr(scheme_for(scheme_kind), "fused_rs", False))
+
+
+class WorkMeter:
+    """``meter() -> (fraction, description)`` for a :class:`~t3sim.system.model.SystemModel` (module doc)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        k = model.kernel
+        eb = DTYPE_BYTES[k.dtype]
+        self.gpus = len(model.sim_gpus)
+        self.wgs = k.num_wgs * self.gpus
+        self.load_B = (k.tiles_n * k.M * k.K + k.tiles_m * k.K * k.N) * eb * self.gpus
+        self.store_B = k.M * k.N * eb * self.gpus
+        coll_B = (model.n - 1) * k.M * k.N * eb
+        fused = _fused(model.exp.scheme.kind)
+        self.fused_B = coll_B if fused else 0  # a fused reduce-scatter advances with the GEMM's WGs
+        self.collectives = 1 if fused else 2  # kernels of (n - 1) x C bytes each
+        self.coll_B = coll_B
+        self.total_B = self.load_B + self.store_B + self.fused_B + self.collectives * coll_B
+        self._expected: Dict[int, int] = {}
+
+    def loaded_B(self) -> int:
+        """Bytes the GEMM has requested through the L2 so far (every simulated GPU)."""
+        n = 0
+        for h in self.model.hiers.values():
+            row = h.l2.counts[h.categories.index("gemm")]
+            n += int(row[C_READ_HIT] + row[C_READ_MISS] + row[C_READ_SMISS])
+        return n * REQUEST_B
+
+    def expected(self, r: CollectiveRunner) -> int:
+        """Progress units a collective runner retires in all: one per receive slice, one per GPU and step."""
+        key = id(r)
+        if key not in self._expected:
+            p = r.plan
+            slices = sum(sum(1 for lo, hi in split_ranges(x.count, r.slices) if hi > lo)
+                         for step in p.steps for x in step.xfers)
+            self._expected[key] = slices + p.n * p.num_steps
+        return self._expected[key]
+
+    def __call__(self) -> Tuple[float, str]:
+        m = self.model
+        wgs = min(self.wgs, sum(g.progress for g in m.gemm_kernels))
+        f_wgs = wgs / self.wgs if self.wgs else 1.0
+        loads = self.load_B if wgs == self.wgs else min(self.load_B, self.loaded_B())
+        runners = [c for c in m.engine.components if isinstance(c, CollectiveRunner)]
+        colls = sum(min(1.0, r.progress / max(1, self.expected(r))) for r in runners[: self.collectives])
+        done = loads + f_wgs * (self.store_B + self.fused_B) + colls * self.coll_B
+        fraction = done / self.total_B if self.total_B else 1.0
+        return fraction, f"GEMM {wgs}/{self.wgs} WGs, collectives {colls:.2f}/{self.collectives}"
+
+
+def workload_bytes(exp) -> float:
+    """The total a :class:`WorkMeter` measures for the resolved point ``exp``, without building its model:
+    a sweep's weight for the point (:mod:`t3sim.exec.progress`)."""
+    from t3sim.workload import workload_kernel
+
+    k = workload_kernel(exp.workload)
+    eb = DTYPE_BYTES[k.dtype]
+    n = exp.system.interconnect.num_gpus
+    gpus = n if exp.simulation.mode == "explicit" else 1
+    gemm = (k.tiles_n * k.M * k.K + k.tiles_m * k.K * k.N + k.M * k.N) * eb * gpus
+    return float(gemm + 2 * (n - 1) * k.M * k.N * eb)

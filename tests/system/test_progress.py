@@ -1,0 +1,174 @@
+"""Progress with percent and ETA (issue 18): the workload meter, the run reporter, the sweep display, and what
+``t3sim run`` / ``t3sim validate`` print on a terminal and into a log."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from t3sim.config.sweep import expand
+from t3sim.exec import executors
+from t3sim.exec.progress import Progress
+from t3sim.schemes import scheme_for
+from t3sim.sim import report
+from t3sim.sim.report import RunStatus, StreamReporter
+from t3sim.system.model import SystemModel
+from t3sim.system.workmeter import workload_bytes
+from tests.system.helpers import tiny_sweep
+
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def _tiny(tmp_path, schemes=("sequential",)):
+    p = tmp_path / "tiny.yaml"
+    p.write_text(tiny_sweep("tiny-progress", list(schemes)))
+    return p
+
+
+# ------------------------------------------------------------------------------ the workload meter
+
+
+@pytest.mark.parametrize("scheme", ["sequential", "t3"])
+def test_meter_rises_to_exactly_one(tmp_path, monkeypatch, scheme):
+    """Reports every 1024 events: fractions never fall, start below 1, and the meter reads exactly 1 once the
+    GEMM's WGs retired and every collective's slices arrived."""
+    monkeypatch.setattr(report, "POLL_S", 0.0)
+    cfg = expand(_tiny(tmp_path, [scheme]))[1].config  # 256 tokens
+    model = SystemModel(cfg)
+    seen = []
+    with report.reporting(seen.append):
+        scheme_for(cfg.scheme.kind).run(model)
+    fractions = [s.fraction for s in seen]
+    assert fractions and fractions == sorted(fractions) and 0 <= fractions[0] < 1
+    assert all("GEMM" in s.text and "simulated" in s.text for s in seen)
+    done, text = model.engine.work()
+    k = model.kernel
+    assert done == pytest.approx(1.0) and f"GEMM {k.num_wgs}/{k.num_wgs} WGs" in text
+    assert text.endswith("collectives 1.00/1" if scheme == "t3" else "collectives 2.00/2")
+
+
+def test_workload_bytes_is_the_meters_total(tmp_path):
+    """A sweep weighs points by the same bytes the meter counts (no model built)."""
+    for p in expand(_tiny(tmp_path, ["sequential", "t3"])):
+        m = SystemModel(p.config)
+        assert workload_bytes(p.config) == pytest.approx(m.engine.work.total_B)  # a fused RS is still an RS
+        k = m.kernel
+        assert workload_bytes(p.config) == pytest.approx(
+            2 * (k.tiles_n * k.M * k.K + k.tiles_m * k.K * k.N + k.M * k.N) + 2 * (2 - 1) * k.M * k.N * 2)
+
+
+# ------------------------------------------------------------------------------- reporters
+
+
+def test_stream_reporter_without_a_terminal_writes_at_most_one_line_per_10_s():
+    now = [0.0]
+    out = io.StringIO()
+    r = StreamReporter(out, tty=False, clock=lambda: now[0])
+    for i in range(121):  # 60 s of reports every 0.5 s
+        now[0] = i * 0.5
+        r(RunStatus(0, i / 120, f"step {i}", wall_s=now[0]))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 6  # at 10, 20, ..., 60 s
+    assert [re.match(r"([\d.]+)%", ln).group(1) for ln in lines] == ["16.7", "33.3", "50.0", "66.7", "83.3", "100.0"]
+    assert "step 20 | elapsed 0:10 | ETA 0:50" in lines[0]
+    assert "\r" not in out.getvalue()
+
+
+def test_stream_reporter_on_a_terminal_redraws_one_line():
+    now = [0.0]
+    out = Tty()
+    r = StreamReporter(out, clock=lambda: now[0])
+    for i in range(5):
+        now[0] = float(i)
+        r(RunStatus(0, None, f"simulated {i} us", wall_s=now[0]))
+    r.close()
+    text = out.getvalue()
+    assert text.count("\r\033[K") == 5 and text.count("\n") == 1 and text.endswith("simulated 4 us | elapsed 0:04\n")
+    assert "%" not in text and "ETA" not in text  # no meter: no percent, no made-up ETA
+
+
+def test_sweep_percent_weighs_points_and_running_fractions():
+    p = Progress(io.StringIO(), tty=False)
+    p.begin("x", 3, 1, "this process", weights=[2.0, 1.0, 1.0], reused_weight=2.0)
+    assert p.percent() == pytest.approx(50.0) and p.eta() is None  # reused work is free: no rate yet
+    p.update(0, RunStatus(0, 0.5, "half", wall_s=1.0), weight=1.0)
+    assert p.percent() == pytest.approx(62.5)
+    p.task_done(0)
+    p.point_done("a", "done", weight=1.0)
+    assert p.percent() == pytest.approx(75.0)
+    eta = p.eta()
+    assert eta == pytest.approx(p.elapsed(), rel=0.05)  # one point's weight retired, one left
+    p.end()
+
+
+def test_sweep_log_lines_at_most_every_interval():
+    out = io.StringIO()
+    p = Progress(out, tty=False, interval=0.01, log_every_s=0.15)
+    p.begin("x", 1, 0, "this process")
+    import time
+
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.5:
+        p.update(0, RunStatus(0, (time.monotonic() - t0) / 0.5, "running", wall_s=time.monotonic() - t0))
+        time.sleep(0.01)
+    p.end()
+    status = [ln for ln in out.getvalue().splitlines() if "| running" in ln]
+    assert 2 <= len(status) <= 4, status
+    assert all(re.match(r"[\d.]+% \| running \| elapsed \d+:\d\d \| ETA \d+:\d\d$", ln) for ln in status), status
+
+
+def _report_twice(item):
+    """A task in a worker process: two progress reports through whatever reporter the worker has."""
+    rep = report.current()
+    rep(RunStatus(1, 0.25, f"item {item}", 1.0))
+    rep(RunStatus(2, 0.75, f"item {item}", 2.0))
+    return item * 10
+
+
+def test_worker_processes_send_their_progress_back():
+    got = []
+    results = dict(executors.local_pool(_report_twice, [1, 2], 2, on_progress=lambda j, s: got.append((j, s))))
+    assert results == {0: 10, 1: 20}
+    assert sorted((j, s.fraction, s.text) for j, s in got) == [(0, 0.25, "item 1"), (0, 0.75, "item 1"),
+                                                              (1, 0.25, "item 2"), (1, 0.75, "item 2")]
+
+
+# ------------------------------------------------------------------------------- the CLI
+
+
+def test_single_run_log_shows_percent_and_eta(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setattr(report, "POLL_S", 0.0)
+    monkeypatch.setattr(report, "LOG_EVERY_S", 0.0)
+    cfg = _tiny(tmp_path)
+    rc, out, err = run_cli("run", str(cfg), "--out", str(tmp_path / "r"), "--set", "sweep.grid={}", "--set",
+                           "workload.tokens=256")
+    assert rc == 0, err
+    lines = err.splitlines()
+    assert lines[0] == "tiny-progress: 1 point, 1 to simulate on this process"
+    status = lines[1:-2]  # before the first report from the simulation: "0.0% | 0/1 points | ... | ETA ?"
+    assert all(re.match(r"[\d.]+% \| .* \| elapsed \d+:\d\d \| ETA (\d+:\d\d|\?)$", ln) for ln in status), status
+    running = [ln for ln in status if "simulated" in ln]
+    assert running and all(re.match(r"[\d.]+% \| \[tiny-progress\] simulated [\d.,]+ us; GEMM \d+/8 WGs, "
+                                     r"collectives [\d.]+/2 \| elapsed \d+:\d\d \| ETA \d+:\d\d$", ln)
+                           for ln in running), running
+    assert re.match(r"\[1/1\] base: done in .* \(100\.0% done, elapsed \d+:\d\d, ETA 0:00\)$", lines[-2])
+
+
+def test_timeline_on_a_cached_point_keeps_its_results(tmp_path, run_cli):
+    cfg = _tiny(tmp_path)
+    sets = ["--set", "sweep.grid={}", "--set", "workload.tokens=256"]
+    rc, _, err = run_cli("run", str(cfg), "--out", str(tmp_path / "r"), *sets)
+    assert rc == 0, err
+    (d,) = list((tmp_path / "r" / "tiny-progress").iterdir())
+    before = {f.name: f.read_bytes() for f in d.iterdir()}
+    rc, out, err = run_cli("run", str(cfg), "--out", str(tmp_path / "r"), "--timeline", *sets)
+    assert rc == 0, err
+    assert f"{d} already has this point's results; re-simulating it to record the timeline" in err
+    assert {f.name: f.read_bytes() for f in d.iterdir() if f.name != "timeline.json"} == before
+    assert (d / "timeline.json").stat().st_size > 0 and f"timeline: {d / 'timeline.json'}" in out
+    assert "differ" not in err  # the same code re-simulated the same statistics
