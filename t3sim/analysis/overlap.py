@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 from t3sim.analysis.plotting import grouped_bars, pyplot, save
-from t3sim.analysis.runs import Run, case_label, case_sort_key, f
+from t3sim.analysis.runs import Run, case_sort_key, f
+
+#: short model names for crowded axes
+SHORT = {"mega-gpt-2": "MG2", "t-nlg": "TNLG", "gpt-3": "GPT3", "palm": "PALM", "mt-nlg": "MTNLG"}
 
 COLUMNS = ("system", "model", "sublayer", "tp", "scheme", "total_us", "gemm_us", "rs_us", "ag_us",
            "gemm_alone_us", "ect_us", "overlap_efficiency", "speedup_pct")
@@ -72,18 +75,23 @@ def overlap_figure(runs: Sequence[Run], out: str | Path, formats: Sequence[str] 
         sr = [r for r in rows if r["system"] == system]
         cases = list(dict.fromkeys((r["model"], r["sublayer"], r["tp"]) for r in sr))
         schemes = [s for s in styles if s != "sequential" and any(r["scheme"] == s for r in sr)]
-        groups = [case_label(m, s, tp, short=True) for m, s, tp in cases]
+        groups = [f"{SHORT.get(m, m)} {s} {tp}" for m, s, tp in cases]
         for i, (col, ylabel) in enumerate((("speedup_pct", "speedup over Sequential (%)"),
                                            ("overlap_efficiency", "overlap efficiency E (FLUX)"))):
             ax = axes[i][j]
             series = {s: [next((r[col] for r in sr if (r["model"], r["sublayer"], r["tp"]) == c and r["scheme"] == s),
                                math.nan) for c in cases] for s in schemes}
             grouped_bars(ax, groups, series, {s: styles[s][1] for s in schemes}, {s: styles[s][0] for s in schemes})
+            for t in ax.get_xticklabels():
+                t.set_rotation(35)
+                t.set_ha("right")
+                t.set_rotation_mode("anchor")
             ax.axhline(0, color="k", lw=0.6)
             ax.set_ylabel(ylabel, fontsize=8)
             ax.grid(True, axis="y", alpha=0.3)
             if i == 0:
                 ax.set_title(system, fontsize=9)
-                ax.legend(fontsize=6, ncol=3)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return save(fig, rows, out, stem, formats, COLUMNS)
