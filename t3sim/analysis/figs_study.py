@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from t3sim.analysis import endtoend as e2e
 from t3sim.analysis.figs_sublayer import geomean_speedup_pct
 from t3sim.analysis.plotting import PART_COLORS, SCHEME_COLORS, grouped_bars, pyplot, save
+from t3sim.analysis.runs import scheme_name
 from t3sim.analysis.runs import Run, case_sort_key, f, model_name
 from t3sim.results.store import read_csv
 from t3sim.analysis.validation import geomean_error
@@ -90,7 +91,7 @@ def fig19(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png",
         groups = [f"{model_name(m)}\nTP={tp}" for m, tp in keys]
         series = {s: [next((1 + r["end_to_end_speedup_pct"] / 100 for r in sel if (r["model"], r["tp"]) == kk
                             and r["scheme"] == s), math.nan) for kk in keys] for s in ("t3", "t3_mca")}
-        grouped_bars(ax, groups, series, SCHEME_COLORS, {"t3": "T3", "t3_mca": "T3-MCA"})
+        grouped_bars(ax, groups, series, SCHEME_COLORS, {s: scheme_name(s) for s in series})
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_title("training" if phase == "training" else "inference (prompt phase)", fontsize=9)
     axes[0].set_ylabel("end-to-end speedup over Sequential (x)")

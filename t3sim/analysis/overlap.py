@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 from t3sim.analysis.plotting import grouped_bars, pyplot, save
-from t3sim.analysis.runs import Run, case_sort_key, f
+from t3sim.analysis.runs import Run, case_sort_key, f, scheme_color, scheme_name
 
 #: short model names for crowded axes
 SHORT = {"mega-gpt-2": "MG2", "t-nlg": "TNLG", "gpt-3": "GPT3", "palm": "PALM", "mt-nlg": "MTNLG"}
@@ -31,11 +31,7 @@ COLUMNS = ("system", "model", "sublayer", "tp", "scheme", "total_us", "gemm_us",
 
 def scheme_styles(runs: Sequence[Run]) -> Dict[str, Tuple[str, str]]:
     """scheme kind -> (label, colour), as the results recorded them (kind and grey when they did not)."""
-    out: Dict[str, Tuple[str, str]] = {}
-    for r in runs:
-        out.setdefault(r.scheme, (str(r.summary.get("scheme_label") or r.scheme),
-                                  str(r.summary.get("scheme_color") or "#7f7f7f")))
-    return out
+    return {r.scheme: (scheme_name(r.scheme), scheme_color(r.scheme)) for r in runs}
 
 
 def overlap_rows(runs: Sequence[Run]) -> List[Dict]:

@@ -8,11 +8,27 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Sequence
 
 from t3sim.analysis.comparison import write_csv_atomic
+from t3sim.analysis.runs import SCHEME_STYLES, scheme_color
 
 FORMATS = ("png", "pdf", "svg")
-#: one colour per scheme, kept across figures
-SCHEME_COLORS = {"sequential": "#7f7f7f", "t3": "#e6b800", "t3_mca": "#2ca02c",
-                 "ideal_gemm_rs_overlap": "#1f77b4", "ideal_rs_nmc": "#9467bd"}
+class _SchemeColors(Mapping):
+    """One colour per scheme, kept across figures: each scheme's registered colour as its results recorded
+    it (:data:`t3sim.analysis.runs.SCHEME_STYLES`); grey for a kind no result named."""
+
+    def __getitem__(self, kind: str) -> str:
+        return scheme_color(kind)
+
+    def __iter__(self):
+        return iter(SCHEME_STYLES)
+
+    def __len__(self) -> int:
+        return len(SCHEME_STYLES)
+
+    def get(self, kind, default=None):
+        return scheme_color(kind)
+
+
+SCHEME_COLORS = _SchemeColors()
 PART_COLORS = {"GEMM": "#1f77b4", "RS": "#d62728", "AG": "#ff7f0e", "Other": "#bdbdbd"}
 
 

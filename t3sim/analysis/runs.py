@@ -14,14 +14,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from t3sim.results.store import ResultStore, is_complete, load_run, read_csv
 
 #: the paper's names (Table 2, Sec. 5.3, Sec. 6.1)
 MODEL_NAMES = {"mega-gpt-2": "Mega-GPT-2", "t-nlg": "T-NLG", "gpt-3": "GPT-3", "palm": "PALM", "mt-nlg": "MT-NLG"}
-SCHEME_NAMES = {"sequential": "Sequential", "t3": "T3", "t3_mca": "T3-MCA",
-                "ideal_gemm_rs_overlap": "Ideal-GEMM-RS-Overlap", "ideal_rs_nmc": "Ideal-RS+NMC"}
+#: scheme kind -> (display name, colour), learned from the results read: every run's summary.csv carries its
+#: scheme's ``scheme_label`` and ``scheme_color``, written from the scheme's registration (t3sim.schemes), so
+#: analysis keeps no list of schemes; a kind never seen in a result shows as itself, in grey
+SCHEME_STYLES: Dict[str, Tuple[str, str]] = {}
+GREY = "#7f7f7f"
 SUBLAYER_ORDER = ("OP", "FC-2", "FC-1", "IP")
 MODEL_ORDER = tuple(MODEL_NAMES)
 
@@ -31,7 +34,18 @@ def model_name(m: str) -> str:
 
 
 def scheme_name(s: str) -> str:
-    return SCHEME_NAMES.get(s, s)
+    return SCHEME_STYLES.get(s, (s, GREY))[0]
+
+
+def scheme_color(s: str) -> str:
+    return SCHEME_STYLES.get(s, (s, GREY))[1]
+
+
+def remember_scheme(summary: Mapping[str, Any]) -> None:
+    """Learn a scheme's display name and colour from a run summary that carries them."""
+    kind, label = summary.get("scheme"), summary.get("scheme_label")
+    if kind and label:
+        SCHEME_STYLES[str(kind)] = (str(label), str(summary.get("scheme_color") or GREY))
 
 
 def case_label(model: str, sublayer: str, tp: int, short: bool = False) -> str:
@@ -121,6 +135,7 @@ def read_run(d: str | Path) -> Run:
     config = yaml.safe_load((d / "config.yaml").read_text())
     row = read_csv(d / "summary.csv")[0]
     summary = {k: _num(v) for k, v in row.items()}
+    remember_scheme(summary)
     return Run(d, str(summary.pop("experiment")), config, summary)
 
 

@@ -42,7 +42,10 @@ def fake_summary(cfg) -> dict:
                    gemm_update_MB=mb if fused else 0.0, rs_read_MB=mb * (0.9 if fused else 2.2),
                    rs_write_MB=0.0 if fused else mb * 0.9, rs_update_MB=mb * 0.8 if fused else 0.0,
                    ag_read_MB=mb * 0.9, ag_write_MB=mb * 0.9, ag_update_MB=0.0)
-    return {"scheme": kind, "model": w.model.name, "sublayer": w.sublayer, "tp": tp, "mode": "homogeneous",
+    from t3sim.schemes import scheme_for
+
+    s = scheme_for(kind)
+    return {"scheme": kind, "scheme_label": s.label, "scheme_color": s.color, "model": w.model.name, "sublayer": w.sublayer, "tp": tp, "mode": "homogeneous",
             **{k: round(v, 3) for k, v in t.items()}, **{k: round(v, 6) for k, v in traffic.items()}}
 
 
