@@ -8,7 +8,7 @@ Measured CSV kinds (detected from the header):
 
 * ``collective``: ``collective,gpus,size_mb,dtype,median_us`` -- one collective
   (``reduce_scatter``, ``all_reduce``, ``all_gather``) over ``gpus`` GPUs of an
-  array of ``size_mb`` decimal MB (1e6 B) per GPU in ``dtype``; measured median
+  array of ``size_mb`` MiB (2^20 B) per GPU in ``dtype``; measured median
   time in microseconds.
 * ``gemm``: ``model,sublayer,tp,M,N,K,dtype,median_us`` -- one ``M x K`` by
   ``K x N`` GEMM on one GPU; measured median time in microseconds.
@@ -58,7 +58,7 @@ class MeasuredRow:
     def label(self) -> str:
         f = self.fields
         if "collective" in f:
-            return f"{f['collective']} {f['gpus']}x {f['size_mb']:g} MB {f['dtype']}"
+            return f"{f['collective']} {f['gpus']}x {f['size_mb']:g} MiB {f['dtype']}"
         return f"{f['model']} {f['sublayer']} TP{f['tp']} {f['M']}x{f['N']}x{f['K']} {f['dtype']}"
 
 

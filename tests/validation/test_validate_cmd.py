@@ -56,7 +56,7 @@ def _small_rs(tmp_path, n=2):
 
 
 def test_rs_two_smallest_rows(run_cli, tmp_path):
-    """6 and 12 MB rows: each within 10 % (sim 52.9 vs 50.6 us, 65.6 vs 60.1 us at the fitted launch overhead)."""
+    """6 and 12 MiB rows: each within 10 % of the measured time at the fitted launch overhead."""
     out_dir = tmp_path / "o"
     rc, out, err = run_cli("validate", "--system", SYS, "--measured", str(_small_rs(tmp_path)), "--out", str(out_dir),
                            "--json", "--jobs", "1")
