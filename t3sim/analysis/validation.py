@@ -276,7 +276,7 @@ def plot_comparison(cmp: Comparison, path: str | Path, title: Optional[str] = No
     ax.plot([lo, hi], [lo, hi], ":", color="k", lw=1.2, label="ideal (simulated = measured)")
     ax.scatter(meas, cmp.sim_us, s=30, color="tab:blue", zorder=3, label="simulated")
     for r, s in zip(cmp.rows, cmp.sim_us):
-        tag = f"{r.fields['size_mb']:g} MB" if cmp.kind == "collective" else str(r.fields["sublayer"])
+        tag = f"{r.fields['size_mb']:g} MiB" if cmp.kind == "collective" else str(r.fields["sublayer"])
         ax.annotate(tag, (r.measured_us, s), textcoords="offset points", xytext=(5, -10), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")

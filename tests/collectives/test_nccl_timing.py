@@ -142,3 +142,29 @@ def test_small_reduce_scatter_with_memory_within_closed_form_envelope():
     # homogeneous mode mirrors GPU 0: every GPU ends within 1 % of the others
     ends = [e - run.start for e in run.gpu_end]
     assert max(ends) <= min(ends) * 1.01
+
+
+@pytest.mark.parametrize("coll", ["reduce_scatter", pytest.param("all_gather", marks=pytest.mark.slow),
+                                  pytest.param("all_reduce", marks=pytest.mark.slow)])
+def test_homogeneous_mode_matches_explicit(coll):
+    """Mirroring GPU 0 (paper Sec. 5.1.1) gives the time of simulating every GPU's memory, within 2 %."""
+    from t3sim.collectives.gpu_run import simulate_collective_on_gpus
+
+    sysc = load_system(H200, ["collective.launch_overhead_ns=0"])
+    t = {m: simulate_collective_on_gpus(sysc, coll, 3 << 16, 2, mode=m)[0].duration_ns for m in ("homogeneous", "explicit")}
+    assert t["homogeneous"] == pytest.approx(t["explicit"], rel=0.02)
+
+
+def test_nccl_protocol_refuses_what_nccl_does_not_do():
+    from t3sim.collectives.gpu_run import simulate_collective_on_gpus
+    from t3sim.config.loader import build
+    from t3sim.config.system import SystemConfig
+    from t3sim.errors import InputError
+
+    sysc = load_system(H200)
+    with pytest.raises(ValueError, match="nccl_simple"):
+        simulate_collective_on_gpus(sysc, "reduce_scatter", 1 << 16, 2, variant="nmc")
+    data = sysc.model_dump(mode="python")
+    data["collective"]["algorithm"] = "direct"
+    with pytest.raises(InputError, match="nccl_simple"):
+        build(SystemConfig, data, {}, "test")

@@ -1,7 +1,7 @@
 """``t3sim validate`` end to end: bad input (exit 2, one line), simulated vs measured on the H200 data.
 
-Wall times (H200 config; one process per row; an idle 2-core dev box is ~2x slower than these,
-measured on a 16-core host): RS rows 6/12/24/48/96/192 MB take about 8/9/11/14/20/35 s,
+Wall times (H200 config, NCCL Simple model; one process per row on a 2-core dev box): RS rows
+6/12/24/48/96/192 MiB take about 2/4/11/20/44/89 s,
 GEMM rows 6-15 s each. The fast test runs the two smallest RS rows; the OP GEMM row and the full CSVs are slow tests.
 """
 
@@ -90,7 +90,8 @@ def test_h200_full_reduce_scatter_and_gemm(run_cli, tmp_path):
     assert len(rs["rows"]) == 6 and len(gemm["rows"]) == 4
     assert rs["geomean_error"] <= 0.10, rs
     assert gemm["geomean_error"] <= 0.15, gemm
-    assert rs["log_ratio_error"] <= 0.11  # the stricter metric sits at 10.0 % (experiments/validation/README.md)
+    # NCCL Simple model (issue 16): geomean 4.9 %, log-ratio 5.9 %, max 8.4 % (experiments/validation/README.md)
+    assert rs["log_ratio_error"] <= 0.07 and rs["max_abs_error"] <= 0.09
 
 
 @pytest.mark.slow
