@@ -183,7 +183,7 @@ def fig14(csv_path: str | Path, out: str | Path, formats: Sequence[str] = ("png"
     ax.plot([lo, hi], [lo, hi], ":", color="k", lw=1.2, label="ideal (simulated = measured)")
     ax.scatter(meas, sim, s=30, color="tab:blue", zorder=3, label="t3sim")
     for r in rows:
-        ax.annotate(f"{r['size_mb']:g} MB", (r["measured_us"], r["simulated_us"]), textcoords="offset points",
+        ax.annotate(f"{r['size_mb']:g} MiB", (r["measured_us"], r["simulated_us"]), textcoords="offset points",
                     xytext=(5, -10), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")

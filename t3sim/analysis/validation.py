@@ -8,7 +8,7 @@ Measured CSV kinds (detected from the header):
 
 * ``collective``: ``collective,gpus,size_mb,dtype,median_us`` -- one collective
   (``reduce_scatter``, ``all_reduce``, ``all_gather``) over ``gpus`` GPUs of an
-  array of ``size_mb`` decimal MB (1e6 B) per GPU in ``dtype``; measured median
+  array of ``size_mb`` MiB (2^20 B) per GPU in ``dtype``; measured median
   time in microseconds.
 * ``gemm``: ``model,sublayer,tp,M,N,K,dtype,median_us`` -- one ``M x K`` by
   ``K x N`` GEMM on one GPU; measured median time in microseconds.
@@ -71,7 +71,7 @@ class MeasuredRow:
         if "what" in f:
             return f"{f['model']} {f['sublayer']} TP{f['tp']} {f['M']}x{f['N']}x{f['K']} {f['what']}"
         if "collective" in f:
-            return f"{f['collective']} {f['gpus']}x {f['size_mb']:g} MB {f['dtype']}"
+            return f"{f['collective']} {f['gpus']}x {f['size_mb']:g} MiB {f['dtype']}"
         return f"{f['model']} {f['sublayer']} TP{f['tp']} {f['M']}x{f['N']}x{f['K']} {f['dtype']}"
 
 
@@ -360,7 +360,7 @@ def plot_comparison(cmp: Comparison, path: str | Path, title: Optional[str] = No
     ax.plot([lo, hi], [lo, hi], ":", color="k", lw=1.2, label="ideal (simulated = measured)")
     ax.scatter(meas, cmp.sim_us, s=30, color="tab:blue", zorder=3, label="simulated")
     for r, s in zip(cmp.rows, cmp.sim_us):
-        tag = (f"{r.fields['size_mb']:g} MB" if cmp.kind == "collective" else
+        tag = (f"{r.fields['size_mb']:g} MiB" if cmp.kind == "collective" else
                f"{r.fields['sublayer']} {r.fields['what']}" if cmp.kind == "overlap" else str(r.fields["sublayer"]))
         ax.annotate(tag, (r.measured_us, s), textcoords="offset points", xytext=(5, -10), fontsize=7)
     ax.set_xscale("log")

@@ -62,7 +62,7 @@ from t3sim.collectives.runner import StreamedSend
 from t3sim.collectives.traffic import VARIANTS, Traffic
 from t3sim.compute.memhier import REQ_B, MemoryHierarchy
 from t3sim.memory.request import Stream
-from t3sim.sim.clock import Clock
+from t3sim.sim.clock import TICKS_PER_NS, Clock
 from t3sim.sim.engine import Component, Engine
 
 _ALIGN_B = 2 << 20  # buffers start on 2 MiB boundaries (large-page allocation)
@@ -120,6 +120,9 @@ class _Piece:
     writes: Optional[np.ndarray]   # local stores after the math (uncached), or None
     group: "_Group"
     event: Optional[simpy.Event] = None  # fires when the CU is done with the piece (streamed sends)
+    #: called when the math is done; returns an event the CU waits for before its next piece (None: free at once).
+    #: NCCL's CTA holds a piece until its stores to the peer left on the link (t3sim.collectives.nccl).
+    hold: Optional[Callable[["_Piece"], Optional[simpy.Event]]] = None
 
 
 class _Group:
@@ -244,6 +247,15 @@ class CuPool:
             ev.callbacks.append(written)
         if p.event is not None:
             p.event.succeed()
+        if p.hold is not None:
+            held = p.hold(p)
+            if held is not None and not held.processed:
+                held.callbacks.append(lambda _e: self._release(p))
+                return
+        self._release(p)
+
+    def _release(self, p: _Piece) -> None:
+        g = p.group
         g.left -= 1
         self.busy -= 1
         self.pieces_done += 1
@@ -423,6 +435,14 @@ class GpuCollectiveHook(Component):
         ev.callbacks.append(lambda _e: self.progressed())
 
     # ------------------------------------------------------------------ diagnostics
+    def pieces_done(self) -> int:
+        """CU pieces executed on the simulated GPUs."""
+        return sum(p.pieces_done for p in self.pools.values())
+
+    def math_ns(self) -> Dict[int, float]:
+        """Reduction math time summed over pieces, per simulated GPU (ns)."""
+        return {g: p.math_ticks / TICKS_PER_NS for g, p in self.pools.items()}
+
     def pending(self) -> str:
         parts = [f"{g.label}: {g.left} pieces left, {g.writes} stores in flight"
                  for g in list(self._open.values())[:8] if not g.event.triggered]

@@ -10,6 +10,11 @@ memory model; the others mirror its action timings
 and the traffic the other GPUs send to GPU 0 is written into its memory.
 
 On a symmetric system the two modes agree within 3 % (tests: 4, 8 and 16 GPUs).
+
+``collective.protocol`` picks the kernel: ``steps`` runs the plan step by step
+(:class:`~t3sim.collectives.runner.CollectiveRunner` with the cost hooks above);
+``nccl_simple`` runs NCCL's ring Simple protocol (:class:`~t3sim.collectives.nccl.NcclRing`:
+channels, chunks, slices and flags) in the same two modes.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import simpy
 
 from t3sim.collectives.gpu_hook import BufferLayout, GpuCollectiveHook
 from t3sim.collectives.mirror import MirrorHook
+from t3sim.collectives.nccl import NcclLayout, NcclRing
+from t3sim.collectives.nccl_schedule import build_schedule
 from t3sim.collectives.plan import Plan
 from t3sim.collectives.runner import CollectiveRun, CollectiveRunner, CostHook, plan_for_system
 from t3sim.compute.dispatcher import Footprint
@@ -36,13 +43,42 @@ MODES = ("homogeneous", "explicit")
 
 @dataclass
 class CollectiveKernel:
-    """A launched collective: ``done`` fires with the :class:`CollectiveRun`."""
+    """A launched collective: ``done`` fires with the :class:`CollectiveRun`.
+
+    Protocol ``nccl_simple``: ``runner`` and ``hook`` are the same :class:`~t3sim.collectives.nccl.NcclRing`
+    and ``cost_hook`` is None.
+    """
 
     done: simpy.Event
-    runner: CollectiveRunner
-    hook: GpuCollectiveHook
-    cost_hook: CostHook  # what the runner calls: ``hook`` (explicit) or a MirrorHook around it
+    runner: object   # CollectiveRunner or NcclRing
+    hook: object     # GpuCollectiveHook or NcclRing: ``cus``, ``pieces_done()``, ``math_ns()``
+    cost_hook: Optional[CostHook]  # what a CollectiveRunner calls: ``hook`` (explicit) or a MirrorHook around it
     mode: str
+
+
+def _run_nccl(engine: Engine, network: Network, plan: Plan, hiers: Dict[int, MemoryHierarchy], *, mode: str, system,
+              variant: str, layout: Optional[BufferLayout], ref_gpu: int, cus: Optional[int],
+              stream: Stream, port: Optional[str] = None, dispatchers=None, footprint=None) -> CollectiveKernel:
+    """Protocol ``nccl_simple``: NCCL's ring Simple kernel (:mod:`t3sim.collectives.nccl`)."""
+    cc = system.collective
+    if variant != "baseline":
+        raise ValueError(f"collective.protocol=nccl_simple runs NCCL's kernels: variant {variant!r} is not one of them "
+                         "(use protocol 'steps' for near-memory reductions)")
+    nc = cc.nccl
+    channels = cus if cus is not None else (cc.cus if cc.cus is not None else system.gpu.num_cus)
+    sched = build_schedule(plan.collective, plan.n, plan.num_elems, plan.elem_bytes, channels, buffer_B=nc.buffer_B,
+                           steps=nc.steps, chunk_steps=nc.chunk_steps, slice_steps=nc.slice_steps)
+    layouts = None
+    if layout is not None:
+        if "buf" not in layout.bases:
+            raise ValueError(f"protocol nccl_simple needs the collective's array in buffer 'buf'; layout has {sorted(layout.bases)}")
+        layouts = {g: NcclLayout.in_place(sched, layout.bases["buf"], layout.recv_base_B, nc.buffer_B, gpu_block=g)
+                   for g in range(plan.n)}
+    ring = NcclRing(engine, network, sched, plan, hiers, system.gpu, inflight_per_cu_B=cc.inflight_per_cu_B,
+                    sm_store_payload_B=system.interconnect.sm_store_payload_B, launch_overhead_ns=cc.launch_overhead_ns,
+                    layouts=layouts, buffer_B=nc.buffer_B, mirror=(mode == "homogeneous"), ref=ref_gpu, stream=stream,
+                    port=port, dispatchers=dispatchers, footprint=footprint)
+    return CollectiveKernel(ring.done, ring, ring, None, mode)
 
 
 def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int, MemoryHierarchy], *,
@@ -70,6 +106,32 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     cc = system.collective
+    port = port or network.new_port(plan.name)
+    footprint = None
+    if dispatchers is not None:
+        footprint = Footprint.of(system.gpu, cc.cta_threads, cc.cta_registers_per_thread, cc.cta_lds_B)
+    if cc.protocol == "nccl_simple":
+        k = _run_nccl(engine, network, plan, hiers, mode=mode, system=system, variant=variant, layout=layout,
+                      ref_gpu=ref_gpu, cus=cus, stream=stream, port=port, dispatchers=dispatchers, footprint=footprint)
+        pools = [p for ps in k.runner.pools.values() for p in ps]
+    else:
+        k = _run_steps(engine, network, plan, hiers, mode=mode, system=system, variant=variant, layout=layout,
+                       ref_gpu=ref_gpu, cus=cus, stream=stream, port=port, dispatchers=dispatchers, footprint=footprint)
+        pools = list(k.hook.pools.values())
+    if dispatchers is not None:
+        # the GPU starts the kernel after its launch latency: then its CTAs take CUs (and hold them, waiting
+        # for peers, through the rest of the collective's launch/synchronisation overhead)
+        engine.env.timeout(ns_to_ticks(system.gpu.kernel_launch_overhead_ns)).callbacks.append(
+            lambda _e: [p.place() for p in pools])
+        k.done.callbacks.append(lambda _e: [p.close() for p in pools])
+    return k
+
+
+def _run_steps(engine: Engine, network: Network, plan: Plan, hiers: Dict[int, MemoryHierarchy], *, mode: str, system,
+               variant: str, layout: Optional[BufferLayout], ref_gpu: int, cus: Optional[int], stream: Stream,
+               port: str, dispatchers, footprint) -> CollectiveKernel:
+    """Protocol ``steps``: the plan's steps, sliced (:class:`~t3sim.collectives.runner.CollectiveRunner`)."""
+    cc = system.collective
     if mode == "explicit":
         missing = [g for g in range(plan.n) if g not in hiers]
         if missing:
@@ -79,10 +141,6 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
         if ref_gpu not in hiers:
             raise ValueError(f"homogeneous mode needs the reference GPU {ref_gpu}'s memory hierarchy")
         real = {ref_gpu: hiers[ref_gpu]}
-    port = port or network.new_port(plan.name)
-    footprint = None
-    if dispatchers is not None:
-        footprint = Footprint.of(system.gpu, cc.cta_threads, cc.cta_registers_per_thread, cc.cta_lds_B)
     hook = GpuCollectiveHook(engine, network, plan, real, system.gpu, cus=cc.cus if cus is None else cus,
                              inflight_per_cu_B=cc.inflight_per_cu_B, slices=cc.pipeline_slices,
                              variant=variant, layout=layout, stream=stream, port=port,
@@ -90,12 +148,6 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
     cost: CostHook = hook if mode == "explicit" else MirrorHook(engine, plan, hook, ref_gpu)
     runner = CollectiveRunner(engine, network, plan, cost, variant, cc.launch_overhead_ns, cc.pipeline_slices,
                               port=port)
-    if dispatchers is not None:
-        # the GPU starts the kernel after its launch latency: then its CTAs take CUs (and hold them, waiting
-        # for peers, through the rest of the collective's launch/synchronisation overhead)
-        engine.env.timeout(ns_to_ticks(system.gpu.kernel_launch_overhead_ns)).callbacks.append(
-            lambda _e: [p.place() for p in hook.pools.values()])
-        runner.done.callbacks.append(lambda _e: [p.close() for p in hook.pools.values()])
     return CollectiveKernel(runner.done, runner, hook, cost, mode)
 
 
@@ -128,10 +180,14 @@ def simulate_collective_on_gpus(system, collective: str, num_elems: int, elem_by
     s.add("collective.size_B", plan.size_B, "B", "array bytes per GPU")
     s.add("collective.steps", plan.num_steps, "count", "plan steps")
     s.add("collective.cus", k.hook.cus, "count", "CUs the collective kernel used")
-    s.add("collective.cu_pieces", sum(p.pieces_done for p in k.hook.pools.values()), "count",
-          "CU work pieces executed on the simulated GPUs")
-    s.add("collective.cu_math_ns", {g: p.math_ticks / TICKS_PER_NS for g, p in k.hook.pools.items()}, "ns",
-          "reduction math time summed over pieces, per simulated GPU")
+    s.add("collective.cu_pieces", k.hook.pieces_done(), "count", "CU work pieces executed on the simulated GPUs")
+    s.add("collective.cu_math_ns", k.hook.math_ns(), "ns", "reduction math time summed over pieces, per simulated GPU")
+    if isinstance(k.hook, NcclRing):
+        s.add("collective.nccl.slices", k.hook.slices_done, "count", "slice ops run by all channels of all GPUs")
+        s.add("collective.nccl.recv_wait_ns", k.hook.recv_wait_ticks / TICKS_PER_NS, "ns",
+              "time the reference GPU's channels waited for the previous GPU's slice flags, summed over channels")
+        s.add("collective.nccl.send_wait_ns", k.hook.send_wait_ticks / TICKS_PER_NS, "ns",
+              "time the reference GPU's channels waited for a free FIFO slot at the next GPU, summed over channels")
     s.merge("network", net.stats(run.end))
     for g, h in hiers.items():
         s.merge(f"gpu{g}", h.stats())

@@ -296,12 +296,13 @@ def plan_for_system(system, collective: str, num_elems: int, elem_bytes: int = 2
     """The plan a :class:`~t3sim.config.system.SystemConfig` runs for ``collective``.
 
     Uses ``collective.algorithm`` (ring/direct) and, for ring plans,
-    ``collective.ring_bidirectional`` when the interconnect links run both ways.
+    ``collective.ring_bidirectional`` when the interconnect links run both ways
+    (protocol ``steps``; NCCL's ring, protocol ``nccl_simple``, runs one direction).
     """
     from t3sim.collectives.algorithms import build_plan
 
     cc, ic = system.collective, system.interconnect
-    bidir = cc.algorithm == "ring" and cc.ring_bidirectional and ic.bidirectional
+    bidir = cc.algorithm == "ring" and cc.ring_bidirectional and ic.bidirectional and cc.protocol == "steps"
     return build_plan(collective, cc.algorithm, ic.num_gpus, num_elems, elem_bytes=elem_bytes, bidirectional=bidir)
 
 

@@ -84,13 +84,13 @@ def check_row(system, kind: str, f: dict, where: str) -> None:
     from t3sim.collectives.runner import plan_for_system
     from t3sim.config.workload import DTYPE_BYTES
     from t3sim.system.checks import hbm_capacity_B
-    from t3sim.system.validate import MB, gemm_kernel_record
+    from t3sim.system.validate import MIB, gemm_kernel_record
     from t3sim.workload.trace import check_size
 
     eb = DTYPE_BYTES[f["dtype"]]
     cap = hbm_capacity_B(system.hbm)
     if kind == "collective":
-        elems = int(round(f["size_mb"] * MB / eb))
+        elems = int(round(f["size_mb"] * MIB / eb))
         if elems < f["gpus"]:
             raise InputError(where, f"size_mb={f['size_mb']:g}: {elems} {f['dtype']} elements for {f['gpus']} GPUs",
                              "at least one element per GPU")

@@ -29,7 +29,23 @@ class InterconnectConfig(Model):
         None, unit="count", desc="physical links each GPU has (None = as many as the topology needs); ring needs 2, direct needs num_gpus-1, switch 1",
         source="system datasheet (e.g. MI210: 3 Infinity Fabric links)", gt=0)
     switch_ports: int = F(64, unit="count", desc="switch: ports available for GPUs", source="assumption: NVSwitch-class radix", gt=0)
-    packet_size_B: int = F(4096, unit="B", desc="transfers are split into packets of this size", source="assumption: coarse enough for speed; link time is bandwidth-bound at this size", gt=0)
+    packet_size_B: int = F(4096, unit="B", desc="transfers are split into packets of this size (simulation granularity, not the link protocol's packet)", source="assumption: coarse enough for speed; link time is bandwidth-bound at this size", gt=0)
+    packet_header_B: int = F(
+        0, unit="B",
+        desc="protocol overhead of one link-protocol packet besides its payload (NVLink: a 16 B header flit per write request); "
+             "a transfer whose link packets carry p payload bytes occupies the wire for (n + ceil(n/p) x packet_header_B) bytes. "
+             "0: link_bandwidth_GBps is the payload rate of every transfer (max_payload_B and sm_store_payload_B then change nothing)",
+        source="assumption for paper Table 1 (its ring link bandwidth is a payload rate)", ge=0)
+    max_payload_B: int = F(
+        256, unit="B",
+        desc="payload of one link-protocol packet of a bulk copy (copy engine, DMA engine); link_bandwidth_GBps is the payload "
+             "rate at this size, so the wire carries link_bandwidth_GBps x (max_payload_B + packet_header_B) / max_payload_B",
+        source="NVLink: copy engines write 256 B payloads (S. Jeaugey, NVIDIA, github.com/NVIDIA/nccl-tests/issues/149)", gt=0)
+    sm_store_payload_B: int = F(
+        128, unit="B",
+        desc="payload of one link-protocol packet of the stores a CU (SM) issues to a peer GPU's memory (collective kernels)",
+        source="NVLink: \"SMs are limited to 128B payload size, when Copy Engines can use 256B\" (S. Jeaugey, NVIDIA, "
+               "github.com/NVIDIA/nccl-tests/issues/149)", gt=0)
 
     @field_validator("kind")
     @classmethod
@@ -61,17 +77,51 @@ class DMAConfig(Model):
     batch_requests: int = F(16, unit="count", desc="requests an engine reads (and sends) as one batch", source="assumption: 1 KiB DMA bursts", gt=0)
 
 
+NCCL_SRC = "NCCL 2.28.9 (github.com/NVIDIA/nccl, tag v2.28.9-1)"
+
+
+class NcclConfig(Model):
+    """NCCL's Simple protocol on a ring (``collective.protocol: nccl_simple``; :mod:`t3sim.collectives.nccl`)."""
+
+    buffer_B: int = F(4 << 20, unit="B", desc="FIFO buffer of one ring connection (per channel, per peer) that the sender writes into",
+                      source=f"{NCCL_SRC} src/init.cc: DEFAULT_BUFFSIZE = 1 << 22 (NCCL_BUFFSIZE)", gt=0)
+    steps: int = F(8, unit="count", desc="slots the FIFO buffer is divided into; a sender may run this many steps ahead of its receiver",
+                   source=f"{NCCL_SRC} src/include/device.h: NCCL_STEPS = 8", gt=0)
+    chunk_steps: int = F(4, unit="count", desc="FIFO steps of one chunk: a channel moves its data in chunks of buffer_B / steps x chunk_steps",
+                         source=f"{NCCL_SRC} src/include/collectives.h: REDUCESCATTER/ALLGATHER/ALLREDUCE_CHUNKSTEPS = NCCL_STEPS/2", gt=0)
+    slice_steps: int = F(2, unit="count", desc="FIFO steps of one slice: each ring step of a chunk is sent in chunk_steps / slice_steps slices, each followed by a flag",
+                         source=f"{NCCL_SRC} src/include/collectives.h: REDUCESCATTER/ALLGATHER/ALLREDUCE_SLICESTEPS = NCCL_STEPS/4", gt=0)
+
+    @model_validator(mode="after")
+    def _steps(self) -> "NcclConfig":
+        if self.chunk_steps % self.slice_steps or self.steps % self.slice_steps or self.chunk_steps > self.steps:
+            raise ValueError(f"collective.nccl: need slice_steps | chunk_steps <= steps and slice_steps | steps "
+                             f"(got steps={self.steps}, chunk_steps={self.chunk_steps}, slice_steps={self.slice_steps})")
+        if self.buffer_B % self.steps:
+            raise ValueError(f"collective.nccl.buffer_B={self.buffer_B} is not a multiple of steps={self.steps}")
+        return self
+
+
 class CollectiveConfig(Model):
     """Collectives run as GPU kernels (RCCL/NCCL style; paper Secs. 2.3, 3.2.1)."""
 
     algorithm: Literal["ring", "direct"] = F("ring", unit="enum", desc="reduce-scatter / all-gather implementation", source="paper Sec. 2.3, 7.1")
-    cus: Optional[int] = F(None, unit="count", desc="CUs given to a collective kernel (None = all CUs)", source="paper Fig. 6 (72-8, 64-16 splits)", gt=0)
+    protocol: Literal["steps", "nccl_simple"] = F(
+        "steps", unit="enum",
+        desc="how the kernel runs the algorithm: 'steps' = plan steps pipelined in pipeline_slices slices over a CU pool, a GPU "
+             "starting a step when the previous one's data arrived (t3sim.collectives.runner); 'nccl_simple' = NCCL's ring Simple "
+             "protocol: one CTA per channel (cus channels), each its own ring over its share of the data, chunks of "
+             "nccl.chunk_steps FIFO steps, a flag after every slice (t3sim.collectives.nccl; ring only, baseline variant only; "
+             "ring_bidirectional and pipeline_slices do not apply)",
+        source=f"'steps': paper Sec. 2.3 (RCCL ring); 'nccl_simple': {NCCL_SRC} src/device/prims_simple.h, reduce_scatter.h, all_gather.h, all_reduce.h, src/enqueue.cc")
+    cus: Optional[int] = F(None, unit="count", desc="CUs given to a collective kernel (None = all CUs); protocol nccl_simple: the number of channels (one CTA each)", source="paper Fig. 6 (72-8, 64-16 splits)", gt=0)
+    nccl: NcclConfig = F(NcclConfig, unit="mapping", desc="NCCL Simple-protocol constants (used by protocol nccl_simple only)", source=NCCL_SRC)
     launch_overhead_ns: float = F(5000.0, unit="ns", desc="per-collective launch and synchronisation overhead", source="assumption until fitted against measured reduce-scatter times (issue 4)", ge=0)
     ring_bidirectional: bool = F(
-        True, unit="bool", desc="ring RS/AG split every chunk in halves sent around the ring both ways at once (needs interconnect.bidirectional; else one direction)",
+        True, unit="bool", desc="protocol 'steps': ring RS/AG split every chunk in halves sent around the ring both ways at once (needs interconnect.bidirectional; else one direction)",
         source="assumption: RCCL/NCCL run rings in both directions (channels) so the 150 GB/s bi-directional ring of paper Table 1 is usable")
     pipeline_slices: int = F(
-        4, unit="count", desc="slices each step's transfer is cut into, so reading/reducing one slice overlaps sending the previous",
+        4, unit="count", desc="protocol 'steps': slices each step's transfer is cut into, so reading/reducing one slice overlaps sending the previous",
         source="assumption: NCCL/RCCL pipeline a chunk in slices (NCCL_STEPS-style); 4 slices per chunk", ge=1)
     inflight_per_cu_B: int = F(
         8192, unit="B",
@@ -133,4 +183,7 @@ class SystemConfig(Model):
                              "request: packets are written into memory as whole requests")
         if self.collective.cus is not None and self.collective.cus > self.gpu.num_cus:
             raise ValueError(f"collective.cus={self.collective.cus} exceeds gpu.num_cus={self.gpu.num_cus}")
+        if self.collective.protocol == "nccl_simple" and self.collective.algorithm != "ring":
+            raise ValueError(f"collective.protocol=nccl_simple runs NCCL's ring; collective.algorithm={self.collective.algorithm!r} "
+                             "needs protocol 'steps'")
         return self

@@ -17,7 +17,14 @@ Timing model (all integer ticks, 1 tick = 1 ps; see :mod:`t3sim.sim.clock`):
   FIFO with an unbounded queue (back-pressure is not modelled: the receiving
   side accepts every packet);
 * a packet is delivered ``latency`` ticks after its last byte left the sender
-  (store-and-forward: a switch forwards a packet only once it fully arrived).
+  (store-and-forward: a switch forwards a packet only once it fully arrived);
+* link-protocol overhead (``InterconnectConfig.packet_header_B``): a packet may
+  carry a ``wire`` byte count (payload + protocol headers, set by the
+  :class:`~t3sim.interconnect.network.Network`); it is serialised at the wire
+  rate ``bandwidth x (max_payload_B + header_B) / max_payload_B`` (the configured
+  bandwidth is the payload rate of full-size protocol packets). With
+  ``header_B = 0`` (the default) wire bytes are payload bytes and the wire rate is
+  the configured bandwidth, exactly.
 
 Because the queue is FIFO and service is deterministic, the departure time is
 known when the packet is put, so each packet costs exactly one simpy event (its
@@ -72,21 +79,29 @@ class Link(Component):
         latency_ns: one-way latency (propagation + fixed pipeline), ns.
         out: callable receiving each delivered packet (may be set later).
         bin_ticks: width of a utilisation-over-time bin, ticks.
+        header_B, max_payload_B: link-protocol header bytes per protocol packet and the payload of a
+            full-size one (module doc); ``header_B = 0`` serialises payload bytes at ``bandwidth_GBps``.
 
-    A packet is any object with an integer ``nbytes`` attribute (> 0).
+    A packet is any object with an integer ``nbytes`` attribute (> 0) and, optionally, an integer
+    ``wire`` attribute (bytes on the wire, >= ``nbytes``; default ``nbytes``).
     """
 
     def __init__(self, engine: Engine, name: str, src: Any, dst: Any, bandwidth_GBps: float,
                  latency_ns: float, out: Optional[Callable[[Any], None]] = None,
-                 bin_ticks: int = DEFAULT_BIN_TICKS):
+                 bin_ticks: int = DEFAULT_BIN_TICKS, header_B: int = 0, max_payload_B: int = 256):
         super().__init__(engine, name)
         if latency_ns < 0:
             raise ValueError(f"{name}: latency must be >= 0 ns, got {latency_ns}")
         if bin_ticks <= 0:
             raise ValueError(f"{name}: bin_ticks must be positive")
+        if header_B < 0 or max_payload_B <= 0:
+            raise ValueError(f"{name}: need header_B >= 0 and max_payload_B > 0, got {header_B}, {max_payload_B}")
         self.src, self.dst = src, dst
         self.bandwidth_GBps = float(bandwidth_GBps)
         self.bandwidth_Bps = bandwidth_to_Bps(bandwidth_GBps)
+        # wire rate: the configured payload rate scaled by full-size packets' (payload + header) / payload
+        self.wire_Bps = self.bandwidth_Bps * (max_payload_B + header_B) // max_payload_B
+        self.wire_bytes_sent = 0
         self.latency_ticks = ns_to_ticks(latency_ns)
         self.out: Callable[[Any], None] = out if out is not None else self._no_out
         self.bin_ticks = int(bin_ticks)
@@ -119,7 +134,9 @@ class Link(Component):
         if self.first_put is None:
             self.first_put = now
         start = self.busy_until if self.busy_until > now else now
-        ser = serialisation_ticks(nbytes, self.bandwidth_Bps)
+        wire = getattr(packet, "wire", nbytes)
+        self.wire_bytes_sent += wire
+        ser = serialisation_ticks(wire, self.wire_Bps)
         end = start + ser
         self.busy_until = end
         self.bytes_sent += nbytes

@@ -17,6 +17,12 @@ the GPU model turns it into communication-stream memory requests. Packets
 carry :class:`PacketMeta` (``op`` store/update, ``wg_id``, ``wf_id``, a
 destination byte address and a free ``tag``) for T3's tracker.
 
+Link-protocol overhead: a transfer's packets carry ``wire`` bytes, the payload plus
+``InterconnectConfig.packet_header_B`` per link-protocol packet of ``payload_B``
+bytes (:meth:`Network.wire_bytes`; bulk copies use ``max_payload_B``, CU stores
+``sm_store_payload_B``); links serialise wire bytes at the wire rate
+(:class:`~t3sim.interconnect.link.Link`). Byte statistics count payload.
+
 Invariant (:meth:`Network.check_conserved`): after drain, on every link bytes
 sent == bytes received, and every byte sent by a GPU arrived at its destination.
 """
@@ -67,10 +73,12 @@ class PacketMeta:
 class Packet:
     """One packet of a transfer. ``offset`` is its first byte within the transfer."""
 
-    __slots__ = ("src", "dst", "nbytes", "offset", "transfer", "hop", "created")
+    __slots__ = ("src", "dst", "nbytes", "offset", "transfer", "hop", "created", "wire")
 
-    def __init__(self, src: int, dst: int, nbytes: int, offset: int, transfer: "Transfer", created: int):
+    def __init__(self, src: int, dst: int, nbytes: int, offset: int, transfer: "Transfer", created: int,
+                 wire: Optional[int] = None):
         self.src, self.dst, self.nbytes, self.offset = src, dst, nbytes, offset
+        self.wire = nbytes if wire is None else wire  # bytes on the wire: payload + link-protocol headers
         self.transfer = transfer
         self.hop = 0
         self.created = created
@@ -124,11 +132,13 @@ class Network(Component):
         self.ic = ic
         self.graph = graph if graph is not None else build_topology(ic)
         self.packet_size_B = int(ic.packet_size_B)
+        self.header_B, self.max_payload_B = int(ic.packet_header_B), int(ic.max_payload_B)
         self.gpus: List[int] = sorted(v for v in self.graph.nodes if isinstance(v, int))
         self.links: Dict[Tuple[Any, Any], Link] = {}
         for a, b, attr in sorted(self.graph.edges(data=True), key=lambda e: (str(e[0]), str(e[1]))):
             link = Link(engine, f"{_node_name(a)}_to_{_node_name(b)}", a, b, attr["bandwidth_GBps"],
-                        attr["latency_ns"], out=self._arrive, bin_ticks=bin_ticks)
+                        attr["latency_ns"], out=self._arrive, bin_ticks=bin_ticks,
+                        header_B=int(ic.packet_header_B), max_payload_B=int(ic.max_payload_B))
             self.links[(a, b)] = link
         paths = dict(nx.all_pairs_shortest_path(self.graph))
         self.routes: Dict[Tuple[int, int], Tuple[Link, ...]] = {}
@@ -170,24 +180,43 @@ class Network(Component):
     def hops(self, src: int, dst: int) -> int:
         return len(self.route(src, dst))
 
-    def send(self, src: int, dst: int, nbytes: int, meta: Optional[PacketMeta] = None) -> simpy.Event:
+    def path_latency_ticks(self, src: int, dst: int) -> int:
+        """Sum of the link latencies from ``src`` to ``dst`` (ticks): what a tiny message (a flag) takes."""
+        return sum(link.latency_ticks for link in self.route(src, dst))
+
+    def send(self, src: int, dst: int, nbytes: int, meta: Optional[PacketMeta] = None,
+             payload_B: Optional[int] = None) -> simpy.Event:
         """Send ``nbytes`` from GPU ``src`` to GPU ``dst``; return the event fired when all arrived.
 
         The event's value is the :class:`Transfer`. ``nbytes == 0`` completes immediately.
+        ``payload_B``: payload of the link-protocol packets carrying it (default
+        ``InterconnectConfig.max_payload_B``, a bulk copy; CU stores pass ``sm_store_payload_B``).
         """
-        return self.send_group([(src, dst, nbytes, meta)])[0]
+        return self.send_group([(src, dst, nbytes, meta)], payload_B)[0]
 
-    def send_group(self, sends: Sequence[Tuple[int, int, int, Optional[PacketMeta]]]) -> List[simpy.Event]:
+    def wire_bytes(self, nbytes: int, payload_B: Optional[int] = None) -> int:
+        """Bytes ``nbytes`` of payload occupy on the wire in link-protocol packets of ``payload_B`` (module doc)."""
+        h = self.header_B
+        if not h or nbytes <= 0:
+            return nbytes
+        p = self.max_payload_B if payload_B is None else int(payload_B)
+        if p <= 0:
+            raise ValueError(f"link-protocol payload must be positive, got {p} B")
+        return nbytes + -(-nbytes // p) * h
+
+    def send_group(self, sends: Sequence[Tuple[int, int, int, Optional[PacketMeta]]],
+                   payload_B: Optional[int] = None) -> List[simpy.Event]:
         """Start several transfers at once, interleaving their packets round-robin.
 
         A DMA engine or a collective kernel that feeds several peers (direct
         reduce-scatter over a switch port) streams them concurrently rather
         than one after the other; interleaving models that on a shared first link.
-        Returns one event per send, in order.
+        Returns one event per send, in order. ``payload_B`` as in :meth:`send`.
         """
         env = self.env
         now = env.now
         P = self.packet_size_B
+        wire = self.wire_bytes
         events: List[simpy.Event] = []
         pending: List[Tuple[Transfer, int]] = []
         for src, dst, nbytes, meta in sends:
@@ -211,7 +240,7 @@ class Network(Component):
             nxt: List[Tuple[Transfer, int]] = []
             for t, off in pending:
                 n = min(P, t.nbytes - off)
-                t.route[0].put(Packet(t.src, t.dst, n, off, t, now))
+                t.route[0].put(Packet(t.src, t.dst, n, off, t, now, wire(n, payload_B)))
                 if off + n < t.nbytes:
                     nxt.append((t, off + n))
             pending = nxt

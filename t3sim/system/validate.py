@@ -7,8 +7,8 @@ them) is simulated in isolation, the way it was measured:
   collective as a GPU kernel (:func:`~t3sim.collectives.gpu_run.simulate_collective_on_gpus`,
   homogeneous mode: the paper's Sec. 5.1.1 method) on ``system`` with
   ``interconnect.num_gpus = gpus``. ``size_mb`` is the whole input array on
-  each GPU in decimal megabytes (1 MB = 1e6 B), as written by
-  ``torch.distributed.reduce_scatter_tensor`` benchmarks (experiments/validation/README.md);
+  each GPU in **MiB** (2^20 B), as ``../shared/reference/h200/README.md`` defines it
+  for its ``torch.distributed`` benchmarks (experiments/validation/README.md);
   the simulated time is launch to the last GPU's last step, including
   ``collective.launch_overhead_ns``.
 * a **GEMM** row (``model,sublayer,tp,M,N,K,dtype,median_us``) runs one
@@ -39,8 +39,8 @@ from t3sim.workload.gemm import tile_grid
 from t3sim.workload.trace import KernelRecord
 from t3sim.workload.wg_order import row_major
 
-#: Bytes in the CSV's ``size_mb`` unit (decimal MB; see module doc).
-MB = 1_000_000
+#: Bytes in the CSV's ``size_mb`` unit: MiB (2^20 B; see module doc and shared/reference/h200/README.md).
+MIB = 1 << 20
 
 #: GEMM kernel shape per GPU family, keyed by ``gpu.threads_per_wf`` (32: NVIDIA, 64: AMD).
 #: NVIDIA (sm90 cuBLAS bf16 GEMMs, ``sm90_xmma_gemm_..._128x256x64_warpgroupsize2x1x1``):
@@ -78,8 +78,8 @@ def system_for_gpus(system: SystemConfig, gpus: int, where: str) -> SystemConfig
 
 def simulate_collective_row(system: SystemConfig, collective: str, gpus: int, size_mb: float, dtype: str,
                             where: str = "row") -> SimOutcome:
-    """Simulated time of one collective row (module doc); ``size_mb`` in decimal MB per GPU."""
-    return simulate_collective_elems(system, collective, gpus, int(round(size_mb * MB / DTYPE_BYTES[dtype])), dtype,
+    """Simulated time of one collective row (module doc); ``size_mb`` in MiB per GPU."""
+    return simulate_collective_elems(system, collective, gpus, int(round(size_mb * MIB / DTYPE_BYTES[dtype])), dtype,
                                      where)
 
 

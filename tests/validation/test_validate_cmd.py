@@ -1,7 +1,7 @@
 """``t3sim validate`` end to end: bad input (exit 2, one line), simulated vs measured on the H200 data.
 
-Wall times (H200 config; one process per row; an idle 2-core dev box is ~2x slower than these,
-measured on a 16-core host): RS rows 6/12/24/48/96/192 MB take about 8/9/11/14/20/35 s,
+Wall times (H200 config, NCCL Simple model; one process per row on a 2-core dev box): RS rows
+6/12/24/48/96/192 MiB take about 2/4/11/20/44/89 s,
 GEMM rows 6-15 s each. The fast test runs the two smallest RS rows; the OP GEMM row and the full CSVs are slow tests.
 """
 
@@ -56,7 +56,7 @@ def _small_rs(tmp_path, n=2):
 
 
 def test_rs_two_smallest_rows(run_cli, tmp_path):
-    """6 and 12 MB rows: each within 10 % (sim 52.9 vs 50.6 us, 65.6 vs 60.1 us at the fitted launch overhead)."""
+    """6 and 12 MiB rows: each within 10 % of the measured time at the fitted launch overhead."""
     out_dir = tmp_path / "o"
     rc, out, err = run_cli("validate", "--system", SYS, "--measured", str(_small_rs(tmp_path)), "--out", str(out_dir),
                            "--json", "--jobs", "1")
@@ -68,7 +68,7 @@ def test_rs_two_smallest_rows(run_cli, tmp_path):
     lines = err.splitlines()
     assert lines[0].endswith("rs_small.csv: 2 rows, 2 to simulate on this process")
     rows = [ln for ln in lines if ln.startswith("[")]
-    assert rows[0].startswith("[1/2] reduce_scatter 4x 12 MB bf16: simulated ") and "(66.7% done, elapsed " in rows[0]
+    assert rows[0].startswith("[1/2] reduce_scatter 4x 12 MiB bf16: simulated ") and "(66.7% done, elapsed " in rows[0]
     assert rows[1].startswith("[2/2] reduce_scatter 4x 6 MB bf16: ") and "(100.0% done, " in rows[1]
     assert lines[-1].startswith("done in ") and "2 rows" in lines[-1]
     for r in res["rows"]:
@@ -108,7 +108,8 @@ def test_h200_full_reduce_scatter_and_gemm(run_cli, tmp_path):
     assert len(rs["rows"]) == 6 and len(gemm["rows"]) == 4
     assert rs["geomean_error"] <= 0.10, rs
     assert gemm["geomean_error"] <= 0.15, gemm
-    assert rs["log_ratio_error"] <= 0.11  # the stricter metric sits at 10.0 % (experiments/validation/README.md)
+    # NCCL Simple model (issue 16): geomean 4.9 %, log-ratio 5.9 %, max 8.4 % (experiments/validation/README.md)
+    assert rs["log_ratio_error"] <= 0.07 and rs["max_abs_error"] <= 0.09
     assert [r["simulated_us"] for r in rs["rows"]] == committed_sim_us("reduce_scatter_4gpu")
     assert [r["simulated_us"] for r in gemm["rows"]] == committed_sim_us("gemm_calibration")
 

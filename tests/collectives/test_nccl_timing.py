@@ -1,0 +1,170 @@
+"""NCCL ring Simple protocol timing (t3sim.collectives.nccl) against closed-form expectations.
+
+* ``free_copies`` (protocol and links only): the simulated time equals, to the tick, an independent
+  recurrence over the slices of one channel on a symmetric ring (flags, fence, FIFO slots, FIFO link
+  queues with store-and-forward through the switch, link-protocol headers).
+* with memory (H200 preset, one small collective): at least the link bound, and the NCCL structure's
+  pipeline: within the closed-form envelope of (N-1) sending ops + exposed final slices.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from t3sim.collectives.algorithms import build_plan
+from t3sim.collectives.nccl import NcclRing
+from t3sim.collectives.nccl_schedule import build_schedule
+from t3sim.config import load_system
+from t3sim.interconnect.link import bandwidth_to_Bps, serialisation_ticks
+from t3sim.interconnect.network import Network
+from t3sim.sim.clock import ns_to_ticks
+from t3sim.sim.engine import Engine
+
+H200 = "configs/systems/h200-4gpu.yaml"
+
+
+def _simulate_free(system, coll, n, num_elems, eb, channels, nccl):
+    eng = Engine(seed=0)
+    net = Network(eng, system.interconnect)
+    sched = build_schedule(coll, n, num_elems, eb, channels, **nccl)
+    plan = build_plan(coll, "ring", n, num_elems, elem_bytes=eb)
+    ring = NcclRing(eng, net, sched, plan, {}, system.gpu, inflight_per_cu_B=system.collective.inflight_per_cu_B,
+                    sm_store_payload_B=system.interconnect.sm_store_payload_B,
+                    launch_overhead_ns=system.collective.launch_overhead_ns, buffer_B=nccl["buffer_B"], free_copies=True)
+    ring.done.callbacks.append(lambda _e: eng.finish())
+    eng.run()
+    net.check_conserved()
+    return ring.done.value, sched, net
+
+
+def _expected_free_ticks(system, sched, piece_B):
+    """Closed-form recurrence for one channel of a symmetric ring on a switch (module doc; free copies).
+
+    Every GPU does the same at the same time, so the previous GPU's flag for slice r is this GPU's own
+    flag for its slice r, and the next GPU frees slot m when this GPU frees its slot m.
+    """
+    ic = system.interconnect
+    lat = ns_to_ticks(ic.link_latency_ns)
+    path = 2 * lat                                           # GPU -> switch -> GPU
+    wire_Bps = bandwidth_to_Bps(ic.link_bandwidth_GBps) * (ic.max_payload_B + ic.packet_header_B) // ic.max_payload_B
+    h, pay, P = ic.packet_header_B, ic.sm_store_payload_B, ic.packet_size_B
+
+    def wire(nb):
+        return nb + (-(-nb // pay) * h if h else 0)
+
+    busy1 = busy2 = 0
+    t = ns_to_ticks(system.collective.launch_overhead_ns)
+    posted = None
+    tail, head = [], []                                      # flag visibility ticks of sent / consumed slices
+    end = t
+    for chunk in sched.chunks[0]:
+        for j, op in enumerate(sched.ops):
+            for _, k in sched.op_slices(chunk.spans[0][j].nelem):
+                start = end
+                if op.recv:
+                    start = max(start, tail[len(head)])
+                if op.send and len(tail) >= sched.slots:
+                    start = max(start, head[len(tail) - sched.slots])
+                done, arrive = start, None
+                nbytes = k * sched.elem_bytes if op.send else 0   # free copies: only stores to the next GPU take time
+                for off in range(0, nbytes, piece_B):     # one transfer per CU piece, packets of packet_size_B
+                    rem = min(piece_B, nbytes - off)
+                    for poff in range(0, rem, P):
+                        nb = min(P, rem - poff)
+                        s1 = max(start, busy1)
+                        busy1 = s1 + serialisation_ticks(wire(nb), wire_Bps)
+                        s2 = max(busy1 + lat, busy2)
+                        busy2 = s2 + serialisation_ticks(wire(nb), wire_Bps)
+                        arrive = busy2 + lat
+                    done = busy1
+                end = max(done, posted if posted is not None else done)
+                if op.recv:
+                    head.append(end + path)
+                if op.send:
+                    posted = max(end, arrive + path) if arrive is not None else end
+                    tail.append(posted + path)
+                else:
+                    posted = None
+    return max(end, posted) if posted is not None else end
+
+
+@settings(max_examples=40, deadline=None)
+@given(coll=st.sampled_from(["reduce_scatter", "all_gather", "all_reduce"]), n=st.integers(2, 5),
+       blocks=st.integers(1, 400_000), lat_ns=st.sampled_from([0, 300, 1000]), bw=st.sampled_from([75.0, 388.0]),
+       header=st.sampled_from([0, 16]), buffer_B=st.sampled_from([64 << 10, 256 << 10, 4 << 20]),
+       launch_ns=st.sampled_from([0.0, 5000.0]))
+def test_free_copy_timing_equals_recurrence(coll, n, blocks, lat_ns, bw, header, buffer_B, launch_ns):
+    sysc = load_system(H200, [f"interconnect.num_gpus={n}", f"interconnect.link_latency_ns={lat_ns}",
+                              f"interconnect.link_bandwidth_GBps={bw}", f"interconnect.packet_header_B={header}",
+                              f"collective.launch_overhead_ns={launch_ns}"])
+    nccl = dict(buffer_B=buffer_B, steps=8, chunk_steps=4, slice_steps=2)
+    # all-reduce: a multiple of N x 16 B keeps every GPU's chunks equal (NCCL rounds the last loop's chunks up to
+    # 16 B, so other sizes give the GPUs different work and the symmetric recurrence does not apply)
+    num = blocks * n * (8 if coll == "all_reduce" else 1)
+    run, sched, _ = _simulate_free(sysc, coll, n, num, 2, 1, nccl)
+    assert run.duration_ticks == _expected_free_ticks(sysc, sched, sysc.collective.inflight_per_cu_B)
+
+
+def test_free_copy_link_time_is_sm_store_wire_bytes():
+    """24-channel RS of 24 MiB: each GPU's port is busy for (N-1)/N * S in 128 B payloads + 16 B headers at the
+    wire rate (the 388 GB/s copy-engine rate scaled by 272/256), i.e. at 366 GB/s of payload; the protocol adds
+    only flag latencies and per-chunk pipeline bubbles on top (bounded here by 10 %)."""
+    n, size = 4, 24 << 20
+    sysc = load_system(H200, ["collective.launch_overhead_ns=0"])
+    nccl = dict(buffer_B=4 << 20, steps=8, chunk_steps=4, slice_steps=2)
+    run, _, net = _simulate_free(sysc, "reduce_scatter", n, size // 2, 2, 24, nccl)
+    ic = sysc.interconnect
+    rate = ic.link_bandwidth_GBps * (ic.max_payload_B + ic.packet_header_B) / ic.max_payload_B * 128 / 144
+    assert rate == pytest.approx(366.4, abs=0.5)
+    link_ns = (n - 1) / n * size / rate
+    busy = net.stats().value("link.gpu0_to_switch.busy_ns")
+    assert busy == pytest.approx(link_ns, rel=1e-4)
+    assert link_ns < run.duration_ns < 1.10 * link_ns
+
+
+def test_small_reduce_scatter_with_memory_within_closed_form_envelope():
+    """4-GPU RS of 3 MiB on the H200 preset (24 channels, real HBM): between the link bound and the
+    envelope of 2(N-1) link-bound slices plus the last op's slices at a pessimistic 10 GB/s per CTA."""
+    from t3sim.collectives.gpu_run import simulate_collective_on_gpus
+
+    sysc = load_system(H200, ["collective.launch_overhead_ns=0"])
+    n, size = 4, 3 << 20
+    run, st = simulate_collective_on_gpus(sysc, "reduce_scatter", size // 2, 2)
+    ic = sysc.interconnect
+    rate_GBps = 388 * 272 / 256 * 128 / 144
+    link_ns = (n - 1) / n * size / rate_GBps
+    slice_B = size / n / 24 / 2
+    upper_ns = link_ns + 2 * slice_B / 10.0 + 2 * (n + 1) * 3 * 2 * ic.link_latency_ns + 5000
+    assert link_ns < run.duration_ns < upper_ns
+    assert st.value("collective.cus") == 24 and st.value("collective.nccl.slices") == n * 24 * n * 2
+    # homogeneous mode mirrors GPU 0: every GPU ends within 1 % of the others
+    ends = [e - run.start for e in run.gpu_end]
+    assert max(ends) <= min(ends) * 1.01
+
+
+@pytest.mark.parametrize("coll", ["reduce_scatter", pytest.param("all_gather", marks=pytest.mark.slow),
+                                  pytest.param("all_reduce", marks=pytest.mark.slow)])
+def test_homogeneous_mode_matches_explicit(coll):
+    """Mirroring GPU 0 (paper Sec. 5.1.1) gives the time of simulating every GPU's memory, within 2 %."""
+    from t3sim.collectives.gpu_run import simulate_collective_on_gpus
+
+    sysc = load_system(H200, ["collective.launch_overhead_ns=0"])
+    t = {m: simulate_collective_on_gpus(sysc, coll, 3 << 16, 2, mode=m)[0].duration_ns for m in ("homogeneous", "explicit")}
+    assert t["homogeneous"] == pytest.approx(t["explicit"], rel=0.02)
+
+
+def test_nccl_protocol_refuses_what_nccl_does_not_do():
+    from t3sim.collectives.gpu_run import simulate_collective_on_gpus
+    from t3sim.config.loader import build
+    from t3sim.config.system import SystemConfig
+    from t3sim.errors import InputError
+
+    sysc = load_system(H200)
+    with pytest.raises(ValueError, match="nccl_simple"):
+        simulate_collective_on_gpus(sysc, "reduce_scatter", 1 << 16, 2, variant="nmc")
+    data = sysc.model_dump(mode="python")
+    data["collective"]["algorithm"] = "direct"
+    with pytest.raises(InputError, match="nccl_simple"):
+        build(SystemConfig, data, {}, "test")
