@@ -69,7 +69,7 @@ def test_rs_two_smallest_rows(run_cli, tmp_path):
     assert lines[0].endswith("rs_small.csv: 2 rows, 2 to simulate on this process")
     rows = [ln for ln in lines if ln.startswith("[")]
     assert rows[0].startswith("[1/2] reduce_scatter 4x 12 MiB bf16: simulated ") and "(66.7% done, elapsed " in rows[0]
-    assert rows[1].startswith("[2/2] reduce_scatter 4x 6 MB bf16: ") and "(100.0% done, " in rows[1]
+    assert rows[1].startswith("[2/2] reduce_scatter 4x 6 MiB bf16: ") and "(100.0% done, " in rows[1]
     assert lines[-1].startswith("done in ") and "2 rows" in lines[-1]
     for r in res["rows"]:
         assert abs(r["error"]) <= 0.10, r
