@@ -79,7 +79,7 @@ def test_rs_two_smallest_rows(run_cli, tmp_path):
     # the committed results (experiments/validation/results, which its README quotes) are what the code produces
     assert [r["simulated_us"] for r in res["rows"]] == committed_sim_us("reduce_scatter_4gpu")[:2]
     page = (out_dir / "rs_small.md").read_text()
-    assert "| reduce_scatter 4x 6 MB bf16 | 50.6 | " in page and f"geomean error {res['geomean_error']:.1%}" in page
+    assert "| reduce_scatter 4x 6 MiB bf16 | 50.6 | " in page and f"geomean error {res['geomean_error']:.1%}" in page
 
 
 def committed_sim_us(stem):
