@@ -112,28 +112,12 @@ def check_row(system, kind: str, f: dict, where: str) -> None:
                          f"{cap / 2**30:.3g} GiB of HBM per GPU", "a GEMM that fits the system's HBM")
 
 
-def _simulate_row(task) -> object:
-    """One measured row (module-level, so worker processes can run it)."""
-    from t3sim.system.validate import simulate_collective_row, simulate_gemm_row
-
-    kind, system, f, where = task
-    if kind == "collective":
-        return simulate_collective_row(system, f["collective"], f["gpus"], f["size_mb"], f["dtype"], where)
-    return simulate_gemm_row(system, f["M"], f["N"], f["K"], f["dtype"], where)
-
-
-def row_cost(kind: str, f: dict) -> float:
-    """A row's weight in the progress percent: its bytes (collective) or FLOPs (GEMM)."""
-    if kind == "collective":
-        return float(f["size_mb"]) * 1e6
-    return 2.0 * f["M"] * f["N"] * f["K"]
-
-
 def simulate_with_progress(system, kind: str, rows, jobs: int, title: str) -> list:
     """Simulate every row (largest first, ``jobs`` processes) with progress on stderr: rows done, the
     percent of the rows' bytes or FLOPs done and the ETA (:class:`t3sim.exec.Progress`). Outcomes in row order."""
     from t3sim.exec import executors
     from t3sim.exec.progress import Progress
+    from t3sim.system.validate import row_cost, simulate_row
 
     tasks = [(kind, system, r.fields, r.where) for r in rows]
     cost = [row_cost(kind, r.fields) for r in rows]
@@ -147,8 +131,8 @@ def simulate_with_progress(system, kind: str, rows, jobs: int, title: str) -> li
         progress.update(j, status, cost[order[j]], rows[order[j]].label())
 
     items = [tasks[i] for i in order]
-    backend = (executors.local_pool(_simulate_row, items, workers, on_progress=on_progress) if workers > 1
-               else executors.serial(_simulate_row, items, on_progress=on_progress))
+    backend = (executors.local_pool(simulate_row, items, workers, on_progress=on_progress) if workers > 1
+               else executors.serial(simulate_row, items, on_progress=on_progress))
     out: list = [None] * len(tasks)
     how = "stopped"
     try:

@@ -16,13 +16,12 @@ them) is simulated in isolation, the way it was measured:
   shape of :data:`GEMM_TILES` (the kernel's time includes
   ``system.gpu.kernel_launch_overhead_ns``: CUDA-event timing includes the launch).
 
-Rows are independent, so :func:`simulate_rows` can spread them over processes.
+Rows are independent, so ``t3sim validate`` spreads :func:`simulate_row` over processes.
 """
 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
@@ -148,8 +147,10 @@ def simulate_gemm_row(system: SystemConfig, M: int, N: int, K: int, dtype: str, 
     return SimOutcome(kernel_us, wall, detail)
 
 
-def _one(args) -> SimOutcome:
-    kind, system, row, where = args
+def simulate_row(task) -> SimOutcome:
+    """One measured row, ``task = (kind, system, fields, where)`` (module-level, so worker processes can run
+    it): a collective, a GEMM, or an overlap column (:mod:`t3sim.system.validate_overlap`)."""
+    kind, system, row, where = task
     if kind == "overlap":
         from t3sim.system.validate_overlap import simulate_overlap_row
 
@@ -159,22 +160,13 @@ def _one(args) -> SimOutcome:
     return simulate_gemm_row(system, row["M"], row["N"], row["K"], row["dtype"], where)
 
 
-def simulate_rows(system: SystemConfig, kind: str, rows: Sequence[dict], wheres: Sequence[str],
-                  jobs: int = 1) -> List[SimOutcome]:
-    """Simulate every row (``kind``: ``collective`` or ``gemm``) in order; ``jobs`` > 1 uses processes."""
-    tasks = [(kind, system, r, w) for r, w in zip(rows, wheres)]
-    if jobs <= 1 or len(tasks) <= 1:
-        return [_one(t) for t in tasks]
-    # Largest rows first so the pool stays busy; results go back in row order.
-    cost = [float(r.get("size_mb", 0)) or float(r.get("M", 1)) * r.get("N", 1) * r.get("K", 1)
-            * (3 if r.get("what") in ("sequential", "concurrent", "chunked") else 1) for r in rows]
-    order = sorted(range(len(tasks)), key=lambda i: -cost[i])
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        done = list(pool.map(_one, [tasks[i] for i in order]))
-    out: List[Optional[SimOutcome]] = [None] * len(tasks)
-    for i, o in zip(order, done):
-        out[i] = o
-    return out  # type: ignore[return-value]
+def row_cost(kind: str, f: dict) -> float:
+    """A row's weight for scheduling (largest first) and progress: its bytes (collective) or FLOPs (GEMM; an
+    overlap program -- GEMM and collective on 4 GPUs -- counts as three GEMMs)."""
+    if kind == "collective":
+        return float(f["size_mb"]) * MIB
+    scale = 3 if f.get("what") in ("sequential", "concurrent", "chunked") else 1
+    return 2.0 * f["M"] * f["N"] * f["K"] * scale
 
 
 def default_jobs(n_rows: int, cpus: Optional[int] = None) -> int:
