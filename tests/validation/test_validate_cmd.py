@@ -120,3 +120,21 @@ def test_mi210_config_runs_on_h200_csv(run_cli, tmp_path):
                            "--out", str(tmp_path), "--json")
     assert rc == 0, err
     assert len(json.loads(out)[0]["rows"]) == 6
+
+
+def test_overlap_csv_simulates_each_column_as_measured(run_cli, tmp_path):
+    """An overlap CSV (shared/reference/h200/overlap_4gpu.csv's columns) gives one row per measured column,
+    each simulated as its own program (issue 12): the sequential time is the GEMM and the RS back to back, the
+    concurrent one lies between the longer of the two and their sum, and the JSON reports errors per column."""
+    p = tmp_path / "ov.csv"
+    p.write_text("model,sublayer,tp,M,N,K,gemm_us,rs_us,sequential_us,concurrent_independent_us,chunked_decomposition_us\n"
+                 "tiny,OP,4,512,512,256,5,40,45,42,60\n")
+    rc, out, err = run_cli("validate", "--system", SYS, "--measured", str(p), "--out", str(tmp_path / "o"), "--json",
+                           "--jobs", "1")
+    assert rc == 0, err
+    (res,) = json.loads(out)
+    sim = {r["what"]: r["simulated_us"] for r in res["rows"]}
+    assert set(sim) == {"gemm", "rs", "sequential", "concurrent", "chunked"} == set(res["by_column"])
+    assert sim["sequential"] >= 0.95 * (sim["gemm"] + sim["rs"])  # back to back (the RS reads a warm output)
+    assert max(sim["gemm"], sim["rs"]) * 0.999 <= sim["concurrent"] <= sim["gemm"] + sim["rs"] + 5.0
+    assert len(set(sim.values())) == 5  # five different simulations, not one reused
