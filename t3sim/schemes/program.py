@@ -29,7 +29,7 @@ integer ticks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import simpy
 
@@ -171,13 +171,12 @@ class ProgramRun:
     def critical_path(self) -> List[str]:
         """The chain of kernels that set the end: from the last to end, repeatedly the kernel whose end
         released it (its stream predecessor or an ``after`` dependency ending at its launch), first first."""
-        by = {r.name: r for r in self.records}
-        if not by:
+        if not self.records:
             return []
         cur = max(self.records, key=lambda r: (r.end, r.start))
         path = [cur.name]
         while True:
-            prev = [r for r in self.records if r.name not in path and r.end <= cur.start and r.end == cur.start]
+            prev = [r for r in self.records if r.name not in path and r.end == cur.start]
             if not prev:
                 break
             cur = max(prev, key=lambda r: (r.end - r.start, r.name))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional
 
 from t3sim.collectives.gpu_run import simulate_collective_on_gpus
 from t3sim.compute.gemm_kernel import CachedLocalOutput, GemmKernel
