@@ -12,6 +12,10 @@ Measured CSV kinds (detected from the header):
   time in microseconds.
 * ``gemm``: ``model,sublayer,tp,M,N,K,dtype,median_us`` -- one ``M x K`` by
   ``K x N`` GEMM on one GPU; measured median time in microseconds.
+* ``copy_contention``: ``model,sublayer,tp,M,N,K,gemm_alone_us,gemm_with_<bg>_us...,copy_slowdown_<bg>...``
+  for ``bg`` in d2d1, d2d2, pcie -- one bf16 GEMM alone and beside background copies
+  (:mod:`t3sim.analysis.validation_copy`); ``measured_us`` is ``gemm_alone_us``; an empty cell
+  (other than ``gemm_alone_us``) means not measured.
 
 Error definitions (all dimensionless; ``s`` simulated, ``m`` measured):
 
@@ -43,7 +47,12 @@ from t3sim.errors import InputError
 
 COLLECTIVE_COLUMNS = ("collective", "gpus", "size_mb", "dtype", "median_us")
 GEMM_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "dtype", "median_us")
-KINDS = {"collective": COLLECTIVE_COLUMNS, "gemm": GEMM_COLUMNS}
+#: GEMM alone and beside background copies (t3sim.analysis.validation_copy; issue 12 item 6); bf16
+CONTENTION_BACKGROUNDS = ("d2d1", "d2d2", "pcie")
+CONTENTION_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "gemm_alone_us",
+                      *(f"gemm_with_{b}_us" for b in CONTENTION_BACKGROUNDS),
+                      *(f"copy_slowdown_{b}" for b in CONTENTION_BACKGROUNDS))
+KINDS = {"collective": COLLECTIVE_COLUMNS, "gemm": GEMM_COLUMNS, "copy_contention": CONTENTION_COLUMNS}
 COLLECTIVES = ("reduce_scatter", "all_reduce", "all_gather")
 
 
@@ -71,7 +80,7 @@ def detect_kind(header: Sequence[str], where: str) -> str:
     best = min(KINDS.values(), key=lambda need: sum(c not in cols for c in need))
     missing = [c for c in best if c not in cols]
     raise InputError(where, f"header {cols} (missing {', '.join(missing)})",
-                     f"columns {','.join(COLLECTIVE_COLUMNS)} or {','.join(GEMM_COLUMNS)}")
+                     " or ".join(f"columns {','.join(need)}" for need in KINDS.values()))
 
 
 def _typed(value: str, kind: type, name: str, where: str, minimum: Optional[float] = None) -> object:
@@ -96,6 +105,15 @@ def _positive(value: str, name: str, where: str) -> float:
 
 
 def _parse_row(kind: str, r: Dict[str, str], where: str) -> MeasuredRow:
+    if kind == "copy_contention":
+        f: Dict[str, object] = {"model": r["model"].strip(), "sublayer": r["sublayer"].strip(),
+                                "tp": _typed(r["tp"], int, "tp", where, 1), "dtype": "bf16"}
+        for dim in ("M", "N", "K"):
+            f[dim] = _typed(r[dim], int, dim, where, 1)
+        for col in CONTENTION_COLUMNS[6:]:
+            # an empty cell is "not measured" (skipped by the metrics); gemm_alone_us is required
+            f[col] = None if (not r[col].strip() and col != "gemm_alone_us") else _positive(r[col], col, where)
+        return MeasuredRow(where, f, float(f["gemm_alone_us"]))
     dtype = r["dtype"].strip()
     if dtype not in DTYPE_BYTES:
         raise InputError(where, f"dtype={dtype!r}", ", ".join(DTYPE_BYTES))

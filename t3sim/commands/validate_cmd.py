@@ -4,9 +4,10 @@
 
     t3sim validate --system CONFIG --measured CSV [--gemm CSV] [--out DIR] [--jobs N] [--json]
 
-``--measured`` takes a collective CSV (``collective,gpus,size_mb,dtype,median_us``)
-or a GEMM CSV (``model,sublayer,tp,M,N,K,dtype,median_us``), detected from its
-header; ``--gemm`` forces the GEMM columns. Writes ``<stem>.csv`` (sim beside
+``--measured`` takes a collective CSV (``collective,gpus,size_mb,dtype,median_us``),
+a GEMM CSV (``model,sublayer,tp,M,N,K,dtype,median_us``) or a GEMM / copy contention
+CSV (``model,sublayer,tp,M,N,K,gemm_alone_us,gemm_with_d2d1_us,...``, see
+:mod:`t3sim.analysis.validation_copy`), detected from its header; ``--gemm`` forces the GEMM columns. Writes ``<stem>.csv`` (sim beside
 measured) and ``<stem>.png`` (Fig. 14-style plot) under ``--out`` (default
 ``results/validation/<system-name>/``). Definitions: :mod:`t3sim.analysis.validation`.
 """
@@ -56,6 +57,9 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / "validation" / system.name
     comparisons: List[Comparison] = []
     for path, kind, rows in loaded:
+        if kind == "copy_contention":
+            comparisons.append(_contention(args, system, path, rows, out))
+            continue
         jobs = args.jobs if args.jobs > 0 else default_jobs(len(rows))
         outcomes = simulate_rows(system, kind, [r.fields for r in rows], [r.where for r in rows], jobs=jobs)
         cmp = Comparison(kind, system.name, rows, [o.sim_us for o in outcomes], [o.wall_s for o in outcomes],
@@ -71,3 +75,32 @@ def _run(args: argparse.Namespace) -> int:
                   sys.stdout, indent=1)
         sys.stdout.write("\n")
     return 0
+
+
+def _contention(args: argparse.Namespace, system, path: str, rows, out: Path):
+    """Simulate a GEMM / copy contention CSV (t3sim.system.validate_copy) and report it."""
+    from t3sim.analysis.validation_copy import ContentionComparison, plot_contention
+    from t3sim.system.validate import default_jobs
+    from t3sim.system.validate_copy import BACKGROUNDS, simulate_contention_rows
+
+    bgs = tuple(BACKGROUNDS)
+    jobs = args.jobs if args.jobs > 0 else default_jobs(len(rows) * (len(bgs) + 1) + len(bgs))
+    per_row, alone = simulate_contention_rows(system, [r.fields for r in rows], bgs, jobs=jobs)
+    sim, walls = [], []
+    for o in per_row:
+        d = {"gemm_alone_us": o["alone"].gemm_us}
+        for b in bgs:
+            d[f"gemm_with_{b}_us"] = o[b].gemm_us
+            d[f"copy_slowdown_{b}"] = o[b].copy_us / alone[b].copy_us
+        sim.append(d)
+        walls.append(sum(x.wall_s for x in o.values()))
+    notes = {f"copy_alone_{b}_us": alone[b].copy_us for b in bgs}
+    cmp = ContentionComparison(system.name, rows, sim, walls, bgs, notes=notes)
+    stem = Path(path).stem
+    csv_path = cmp.write_csv(out / f"{stem}.csv")
+    png_path = plot_contention(cmp, out / f"{stem}.png")
+    if not args.json:
+        sys.stdout.write(f"{path} (copy_contention):\n{cmp.table()}"
+                         + "".join(f"simulated copies alone, {b}: {alone[b].copy_us:.1f} us\n" for b in bgs)
+                         + f"wrote {csv_path} and {png_path}\n\n")
+    return cmp

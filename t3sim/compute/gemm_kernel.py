@@ -145,6 +145,8 @@ class GemmKernel(Component):
         self._all_retired = False
         #: set to a list to record ``(cu, seq, start_tick, end_tick)`` of every WG (timelines)
         self.wg_spans: Optional[list] = None
+        #: the dispatcher's Launch when started with :meth:`start_on`
+        self.launch = None
 
     # ------------------------------------------------------------------ processes
     def start(self) -> simpy.Event:
@@ -179,51 +181,88 @@ class GemmKernel(Component):
         self.run.load_requests += len(addrs)
         return self.hier.read(addrs, self.category)
 
+    def start_on(self, dispatcher, first_wg: int = 0) -> simpy.Event:
+        """Launch now on a shared :class:`~t3sim.compute.dispatch.CUDispatcher` instead of owning every CU.
+
+        The kernel's WGs become CTAs that the dispatcher places in launch order beside other kernels'
+        (``kernel_launch_overhead_ns`` after now). ``first_wg`` > 0 runs only WGs ``first_wg..`` of the
+        dispatch order, as if the earlier ones had already run (e.g. the last stage of a kernel).
+        Returns the event that fires with the :class:`GemmRun` when done.
+        """
+        from t3sim.compute.dispatch import cta_shape, launch_overhead_then
+
+        k = self.kernel
+        if not 0 <= first_wg < k.num_wgs:
+            raise ValueError(f"{self.name}: first_wg={first_wg} out of range 0..{k.num_wgs - 1}")
+        self.run = GemmRun(self.env.now, wgs=k.num_wgs - first_wg, stages=self.stages, stage_wgs=self.slots,
+                           wgs_per_cu=self.occ.wgs_per_cu, occupancy_limiter=self.occ.limiter,
+                           stage_end_ticks=[-1] * self.stages)
+        for seq in range(first_wg):
+            self._stage_left[seq // self.slots] -= 1
+        self._next = k.num_wgs  # the dispatcher hands out WGs, not the slot processes
+        shape = cta_shape(self.gpu, wfs_per_wg=k.wfs_per_wg, registers_per_thread=k.registers_per_thread,
+                          lds_per_wg_B=k.lds_per_wg_B, threads_per_wf=k.threads_per_wf)
+
+        def go():
+            self.launch = dispatcher.launch(self.name, shape, k.num_wgs - first_wg,
+                                            lambda cu, i: self._wg(cu, first_wg + i))
+            self.launch.done.callbacks.append(lambda _e: self._retired())
+
+        launch_overhead_then(self.env, ns_to_ticks(self.gpu.kernel_launch_overhead_ns), go)
+        return self.done
+
+    def _retired(self) -> None:
+        self._all_retired = True
+        self._maybe_end()
+
     def _slot(self, cu: int, launch_ticks: int = 0):
         if launch_ticks:
             yield self.env.timeout(launch_ticks)
+        while self._next < self.kernel.num_wgs:
+            seq = self._next
+            self._next += 1
+            yield from self._wg(cu, seq)
+        self._live -= 1
+        if self._live == 0:
+            self._retired()
+
+    def _wg(self, cu: int, seq: int):
+        """One WG (dispatch position ``seq``) on CU ``cu``: loads and math over K, then its stores."""
         k = self.kernel
         g = self.geom
         steps = g.k_steps
         G = self.k_group
         memo = self._math_cycles  # (first k-step of the group, WGs sharing the CU) -> CU cycles
-        while self._next < k.num_wgs:
-            seq = self._next
-            self._next += 1
-            tile = int(self.order[seq])
-            tm, tn = divmod(tile, k.tiles_n)
-            t0 = self.env.now
-            self.cu_active[cu] += 1
-            pending = self._loads(tm, tn, 0, min(G, steps))
-            yield pending
-            for s0 in range(0, steps, G):
-                s1 = min(s0 + G, steps)
-                pending = self._loads(tm, tn, s1, min(s1 + G, steps)) if s1 < steps else None
-                share = int(self.cu_active[cu])
-                cycles = memo.get((s0, share))
-                if cycles is None:
-                    cycles = memo[(s0, share)] = sum(
-                        k_step_compute_cycles(k.tile_m, k.tile_n, k.tile_k, k.K, s, self.flops, share)
-                        for s in range(s0, s1))
-                yield self.env.timeout(self._cycles_to_ticks(cycles))
-                if pending is not None:
-                    yield pending
-            reqs = wg_store_requests(g, tm, tn, wg_id=seq)
-            st = self.sink.store(seq, tile, reqs)
-            if st is not None:
-                if st.written is not None:
-                    self._track_own_write(st.written)
-                if st.retire is not None:
-                    yield st.retire
-            self.cu_active[cu] -= 1
-            self.progressed()
-            if self.wg_spans is not None:
-                self.wg_spans.append((cu, seq, t0, self.env.now))
-            self._wg_done(seq)
-        self._live -= 1
-        if self._live == 0:
-            self._all_retired = True
-            self._maybe_end()
+        tile = int(self.order[seq])
+        tm, tn = divmod(tile, k.tiles_n)
+        t0 = self.env.now
+        self.cu_active[cu] += 1
+        pending = self._loads(tm, tn, 0, min(G, steps))
+        yield pending
+        for s0 in range(0, steps, G):
+            s1 = min(s0 + G, steps)
+            pending = self._loads(tm, tn, s1, min(s1 + G, steps)) if s1 < steps else None
+            share = int(self.cu_active[cu])
+            cycles = memo.get((s0, share))
+            if cycles is None:
+                cycles = memo[(s0, share)] = sum(
+                    k_step_compute_cycles(k.tile_m, k.tile_n, k.tile_k, k.K, s, self.flops, share)
+                    for s in range(s0, s1))
+            yield self.env.timeout(self._cycles_to_ticks(cycles))
+            if pending is not None:
+                yield pending
+        reqs = wg_store_requests(g, tm, tn, wg_id=seq)
+        st = self.sink.store(seq, tile, reqs)
+        if st is not None:
+            if st.written is not None:
+                self._track_own_write(st.written)
+            if st.retire is not None:
+                yield st.retire
+        self.cu_active[cu] -= 1
+        self.progressed()
+        if self.wg_spans is not None:
+            self.wg_spans.append((cu, seq, t0, self.env.now))
+        self._wg_done(seq)
 
     def _track_own_write(self, ev: simpy.Event) -> None:
         if ev.processed:
@@ -253,4 +292,5 @@ class GemmKernel(Component):
     def pending(self) -> str:
         if self.run is None or self.done.triggered:
             return ""
-        return f"{self.kernel.num_wgs - self._next} WGs not started, {int(self.cu_active.sum())} running"
+        left = self.kernel.num_wgs - self._next if self.launch is None else self.launch.n_ctas - self.launch.next_cta
+        return f"{left} WGs not started, {int(self.cu_active.sum())} running"

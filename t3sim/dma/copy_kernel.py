@@ -1,0 +1,98 @@
+"""Device-to-device copies executed by SMs: the CUDA driver's copy kernel (issue 12 item 6).
+
+On the measured H200 (CUDA 13.0, driver 580) a device-to-device ``cudaMemcpyAsync`` does not run on a
+copy engine: issued while a kernel holds every SM's thread slots it makes no progress until that
+kernel ends, whereas host<->device copies issued the same way run at full speed
+(experiments/validation/copy_contention/probe_memcpy_kind.json). It behaves as a kernel: its CTAs
+are dispatched onto CUs in launch order with the other kernels'
+(:class:`~t3sim.compute.dispatch.CUDispatcher`).
+
+:class:`SMCopyKernel` models it: each copy is a kernel of ``sm_copy_ctas_per_cu x num_cus`` CTAs
+(``sm_copy_threads_per_cta`` threads, ``sm_copy_registers_per_thread`` registers, no LDS); CTA ``i``
+copies the ``i``-th contiguous 1/n of the bytes, keeping ``sm_copy_inflight_per_cta_B`` bytes of
+requests in flight (a request counts from its load until its store is written), in requests of
+``min(request_B, sm_copy_inflight_per_cta_B)`` -- the request mechanics of :class:`~t3sim.dma.copy_engine.CopyPath`. A CTA retires
+when its last store is written. The copy is done when every CTA has retired. Grid size, CTA shape
+and bytes in flight are not published: they are assumptions or set from measured copies (the
+config says which).
+
+Invariants: bytes read == bytes written == ``nbytes``; a CTA never has more than its in-flight bytes
+outstanding; CTAs run only where the dispatcher placed them.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List, Optional
+
+import simpy
+
+from t3sim.compute.dispatch import CUDispatcher, cta_shape
+from t3sim.compute.memhier import REQ_B, MemoryHierarchy
+from t3sim.dma.copy_engine import Copy, CopyPath, _EngineState
+from t3sim.sim.clock import ns_to_ticks
+from t3sim.sim.engine import Engine
+
+
+class SMCopyKernel(CopyPath):
+    """Device-to-device copies as SM kernels on a shared dispatcher (module doc).
+
+    Args:
+        engine: the simulation engine.
+        gpu: this GPU's index.
+        hier: this GPU's memory hierarchy.
+        dispatcher: the GPU's CTA dispatcher (shared with the other kernels).
+        gpu_cfg: the :class:`~t3sim.config.gpu.GPUConfig` (launch overhead, CU count, CTA resources).
+        cfg: the :class:`~t3sim.config.system.CopyEngineConfig`.
+        category: DRAM-traffic category of the copies.
+    """
+
+    def __init__(self, engine: Engine, gpu: int, hier: MemoryHierarchy, dispatcher: CUDispatcher, gpu_cfg, cfg,
+                 category: str = "dma"):
+        # a CTA's requests are at most its bytes in flight
+        req_B = max(REQ_B, min(cfg.request_B, cfg.sm_copy_inflight_per_cta_B) // REQ_B * REQ_B)
+        super().__init__(engine, f"gpu{gpu}.sm_copy", gpu, hier, cfg, category, None, req_B, not cfg.l2_allocate)
+        self.dispatcher = dispatcher
+        self.shape = cta_shape(gpu_cfg, wfs_per_wg=cfg.sm_copy_threads_per_cta // gpu_cfg.threads_per_wf,
+                               registers_per_thread=cfg.sm_copy_registers_per_thread, lds_per_wg_B=0)
+        self.n_ctas = cfg.sm_copy_ctas_per_cu * dispatcher.num_cus
+        self.credits = max(self.req_n, cfg.sm_copy_inflight_per_cta_B // REQ_B)
+        self.latency = ns_to_ticks(gpu_cfg.kernel_launch_overhead_ns)
+        self.ps_per_B = 0.0  # no rate cap beyond the CTA's requests in flight
+        self.ctas: List[_EngineState] = []
+        self.launches: list = []
+        #: called with each copy's dispatcher Launch when it is launched (after the launch overhead)
+        self.on_launch: Optional[Callable[[object], None]] = None
+
+    def copy(self, src_B: int, dst_B: int, nbytes: int, direction: str = "d2d", peer=None) -> simpy.Event:
+        """Launch a device-to-device copy kernel now (after the launch overhead); event fires with its :class:`Copy`."""
+        if direction != "d2d":
+            raise ValueError(f"the SM copy kernel only does device-to-device copies, not {direction!r}")
+        c = self._new_copy(src_B, dst_B, nbytes, direction, peer)
+        c.left = nbytes // REQ_B
+        n = min(self.n_ctas, c.left)
+
+        def launch():
+            c.start_tick = self.env.now
+            k = self.dispatcher.launch(self.name, self.shape, n, lambda cu, i: self._cta(c, n, i))
+            self.launches.append(k)
+            if self.on_launch is not None:
+                self.on_launch(k)
+
+        if self.latency:
+            self.env.timeout(self.latency).callbacks.append(lambda _e: launch())
+        else:
+            launch()
+        return c.done
+
+    def _cta(self, c: Copy, n: int, i: int):
+        total = c.nbytes // REQ_B
+        j0, j1 = total * i // n, total * (i + 1) // n
+        st = _EngineState(self.credits)
+        self.ctas.append(st)
+        yield from self._stream(st, c, j0, j1)
+        while st.in_flight:  # retire once the last store is written (_finish wakes st.wait)
+            st.wait = self.env.event()
+            yield st.wait
+
+    def max_in_flight(self) -> int:
+        return max((s.max_in_flight for s in self.ctas), default=0)

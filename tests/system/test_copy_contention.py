@@ -1,0 +1,97 @@
+"""A GEMM beside copies (issue 12 item 6): SM copy kernels, copy engines, host copies.
+
+A scaled-down H200 (the h200-1gpu preset with 16 CUs, 16 HBM channels and a 10 MiB L2) and small shapes
+keep each run to seconds; what matters is
+the mechanism: an SM copy kernel and a GEMM on one launch-order dispatcher nearly serialise (the
+measured H200 behaviour), copy-engine copies only share the memory, host copies barely touch it.
+The full-size H200 rows are checked by the slow test at the end.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from t3sim.config import load_system
+from t3sim.config.system import SystemConfig
+from t3sim.dma.copy_kernel import SMCopyKernel
+from t3sim.compute.dispatch import CUDispatcher
+from t3sim.compute.memhier import MemoryHierarchy
+from t3sim.sim.engine import Engine
+from t3sim.system.validate_copy import simulate_contention, simulate_copies_alone
+
+MiB = 1 << 20
+M, N, K = 1024, 3072, 64  # 8 x 12 = 96 tiles of 128 x 256: six full stages on 16 CUs
+COPY = (("d2d", 4 * MiB),)
+
+
+SMALL = ["gpu.num_cus=16", "collective.cus=16", "hbm.channels=16", "l2.banks=16", "l2.size_MiB=10"]
+
+
+def _system(path: str, **ce) -> SystemConfig:
+    return load_system("configs/systems/h200-1gpu.yaml", SMALL + [f"copy_engine.{k}={v}" for k, v in ce.items()])
+
+
+@pytest.fixture(scope="module")
+def alone():
+    return simulate_contention(_system("sm", d2d_path="sm"), M, N, K, None, "bf16").gemm_us
+
+
+def test_sm_copy_kernel_slows_gemm_in_lockstep(alone):
+    """Lockstep: the copy kernel is queued behind the previous GEMM's last stage and the GEMM behind the copy.
+    The last stage fills every CU, so the copy starts as its CTAs retire, and the GEMM's interval grows by a good part of
+    the copy, never by more than all of it."""
+    system = _system("sm", d2d_path="sm")
+    copy_us = simulate_copies_alone(system, COPY)["copy_us"]
+    o = simulate_contention(system, M, N, K, COPY, "bf16")
+    assert alone + 0.25 * copy_us < o.gemm_us < alone + copy_us
+    assert o.copy_us == o.gemm_us  # a copy's CUDA-event interval is the lockstep period
+
+
+def test_copy_engine_copies_only_share_memory(alone):
+    """On copy engines the same copies run beside the GEMM: slower than alone, far from serialised."""
+    system = _system("ce", d2d_path="ce", max_outstanding_requests=8192)
+    copy_us = simulate_copies_alone(system, COPY)["copy_us"]
+    o = simulate_contention(system, M, N, K, COPY, "bf16")
+    assert alone < o.gemm_us < alone + 0.5 * copy_us
+    assert o.copy_us > copy_us  # the copies slow down too
+
+
+def test_host_copies_barely_slow_the_gemm(alone):
+    system = _system("ce")
+    o = simulate_contention(system, M, N, K, (("h2d", 4 * MiB), ("d2h", 4 * MiB)), "bf16")
+    assert o.gemm_us == pytest.approx(alone, rel=0.1)  # a 6 us GEMM; full size: the validation rows
+
+
+def test_sm_copy_kernel_waits_for_full_cus():
+    """The measured probe: a D2D copy issued while a kernel holds every CU's thread slots makes no progress
+    until that kernel ends (experiments/validation/copy_contention/probe_memcpy_kind.json)."""
+    system = _system("sm", d2d_path="sm")
+    eng = Engine(seed=0)
+    env = eng.env
+    hier = MemoryHierarchy(env, system)
+    disp = CUDispatcher(eng, system.gpu)
+    sm = SMCopyKernel(eng, 0, hier, disp, system.gpu, system.copy_engine)
+    from t3sim.compute.dispatch import CTAShape
+
+    def spin(cu, i):
+        yield env.timeout(50_000_000)  # 50 us
+
+    hog = disp.launch("spin", CTAShape(system.gpu.max_threads_per_cu, 1, 0), system.gpu.num_cus, spin)
+    ev = sm.copy(0, 512 * MiB, 1 * MiB)
+    done = env.all_of([hog.done, ev])
+    done.callbacks.append(lambda _e: eng.finish())
+    eng.run()
+    c = ev.value
+    assert sm.launches[0].first_dispatch_tick >= hog.end_tick
+    assert c.end_tick > hog.end_tick
+    assert (sm.read_B, sm.written_B) == (1 * MiB, 1 * MiB)
+    assert sm.max_in_flight() <= sm.credits
+
+
+@pytest.mark.slow
+def test_h200_row_k192_d2d1_full_size():
+    """Full size (about 2 min): OP at TP=16 (K=192) beside one stream of 256 MiB copies on the H200
+    preset, against the re-measured GEMM interval (168.0 us, experiments/validation/copy_contention)."""
+    system = load_system("configs/systems/h200-4gpu.yaml", [])
+    o = simulate_contention(system, 16384, 3072, 192, "d2d1")
+    assert o.gemm_us == pytest.approx(168.0, rel=0.15)
