@@ -56,9 +56,11 @@ def _run(args: argparse.Namespace) -> int:
         loaded.append((path, kind, rows))
     out = Path(args.out) if args.out else Path("results") / "validation" / system.name
     comparisons: List[Comparison] = []
+    contention = [(path, rows) for path, kind, rows in loaded if kind == "copy_contention"]
+    shared = _simulate_contention(args, system, [r for _, rows in contention for r in rows]) if contention else None
     for path, kind, rows in loaded:
         if kind == "copy_contention":
-            comparisons.append(_contention(args, system, path, rows, out))
+            comparisons.append(_contention(args, system, path, rows, out, shared))
             continue
         jobs = args.jobs if args.jobs > 0 else default_jobs(len(rows))
         outcomes = simulate_rows(system, kind, [r.fields for r in rows], [r.where for r in rows], jobs=jobs)
@@ -77,15 +79,27 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _contention(args: argparse.Namespace, system, path: str, rows, out: Path):
-    """Simulate a GEMM / copy contention CSV (t3sim.system.validate_copy) and report it."""
-    from t3sim.analysis.validation_copy import ContentionComparison, plot_contention
+def _simulate_contention(args: argparse.Namespace, system, rows):
+    """Simulate every GEMM / copy contention row of every such CSV once (t3sim.system.validate_copy):
+    (outcomes by (M, N, K), copies alone by background)."""
     from t3sim.system.validate import default_jobs
     from t3sim.system.validate_copy import BACKGROUNDS, simulate_contention_rows
 
     bgs = tuple(BACKGROUNDS)
-    jobs = args.jobs if args.jobs > 0 else default_jobs(len(rows) * (len(bgs) + 1) + len(bgs))
-    per_row, alone = simulate_contention_rows(system, [r.fields for r in rows], bgs, jobs=jobs)
+    shapes = sorted({(r.fields["M"], r.fields["N"], r.fields["K"]) for r in rows})
+    jobs = args.jobs if args.jobs > 0 else default_jobs(len(shapes) * (len(bgs) + 1) + len(bgs))
+    per_row, alone = simulate_contention_rows(system, [dict(M=m, N=n, K=k) for m, n, k in shapes], bgs, jobs=jobs)
+    return dict(zip(shapes, per_row)), alone
+
+
+def _contention(args: argparse.Namespace, system, path: str, rows, out: Path, shared):
+    """Report one GEMM / copy contention CSV from the shared simulations."""
+    from t3sim.analysis.validation_copy import ContentionComparison, plot_contention
+    from t3sim.system.validate_copy import BACKGROUNDS
+
+    bgs = tuple(BACKGROUNDS)
+    by_shape, alone = shared
+    per_row = [by_shape[(r.fields["M"], r.fields["N"], r.fields["K"])] for r in rows]
     sim, walls = [], []
     for o in per_row:
         d = {"gemm_alone_us": o["alone"].gemm_us}

@@ -95,3 +95,32 @@ def test_h200_row_k192_d2d1_full_size():
     system = load_system("configs/systems/h200-4gpu.yaml", [])
     o = simulate_contention(system, 16384, 3072, 192, "d2d1")
     assert o.gemm_us == pytest.approx(168.0, rel=0.15)
+
+
+def test_gemm_start_on_dispatcher_matches_own_slots():
+    """A GEMM alone on the dispatcher takes about as long as on its own slots; first_wg runs only the rest."""
+    from t3sim.compute.gemm_kernel import CachedLocalOutput, GemmKernel
+    from t3sim.system.validate import gemm_kernel_record
+    from t3sim.workload.wg_order import row_major
+
+    system = _system("sm")
+    k = gemm_kernel_record(system, M, N, K, "bf16")
+    times = {}
+    for mode in ("own", "dispatch", "tail"):
+        eng = Engine(seed=0)
+        hier = MemoryHierarchy(eng.env, system)
+        g = GemmKernel(eng, "g", hier, system.gpu, k, row_major(k.tiles_m, k.tiles_n), 0, 1 << 26, 1 << 27,
+                       CachedLocalOutput(hier))
+        if mode == "own":
+            done = g.start()
+        else:
+            done = g.start_on(CUDispatcher(eng, system.gpu), first_wg=0 if mode == "dispatch" else k.num_wgs - 16)
+        done.callbacks.append(lambda _e, eng=eng: eng.finish())
+        eng.run()
+        times[mode] = done.value.duration_ticks
+        if mode == "tail":
+            assert g.launch.n_ctas == 16 and done.value.wgs == 16
+            assert 0 < done.value.stage_end_ticks[-1] <= done.value.end_tick  # only the last stage ran
+            assert done.value.stage_end_ticks[:-1] == [-1] * (len(done.value.stage_end_ticks) - 1)
+    assert times["dispatch"] == pytest.approx(times["own"], rel=0.05)
+    assert times["tail"] < times["own"] / 2  # one stage of six, plus the launch overhead
