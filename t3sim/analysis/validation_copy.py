@@ -185,6 +185,12 @@ def plot_contention(cmp: ContentionComparison, path, title: Optional[str] = None
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
+        from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
+
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
+            axis.set_major_formatter(StrMethodFormatter("{x:g}"))
+            axis.set_minor_formatter(NullFormatter())
         err = cmp.metric(what)
         ax.set_title(f"{label}: geomean error {err:.1%}", fontsize=9)
         ax.set_xlabel(f"measured {label}")

@@ -35,6 +35,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="override a system field, e.g. collective.cus=16 (repeatable)")
     p.add_argument("--out", default=None, help="output folder (default results/validation/<system-name>/)")
     p.add_argument("--jobs", type=int, default=0, help="parallel processes (default: CPUs available)")
+    p.add_argument("--cache", default=None, metavar="JSON",
+                   help="copy-contention CSVs: reuse and extend the simulated outcomes saved in this file "
+                        "(keyed by system config and task; simulations are deterministic)")
+    p.add_argument("--only", default=None, metavar="BG,...",
+                   help="copy-contention CSVs: simulate only these of alone,d2d1,d2d2,pcie into --cache, report nothing")
     p.add_argument("--json", action="store_true", help="print rows and summary as JSON instead of tables")
     p.set_defaults(func=_run)
 
@@ -58,6 +63,9 @@ def _run(args: argparse.Namespace) -> int:
     comparisons: List[Comparison] = []
     contention = [(path, rows) for path, kind, rows in loaded if kind == "copy_contention"]
     shared = _simulate_contention(args, system, [r for _, rows in contention for r in rows]) if contention else None
+    if args.only:
+        sys.stdout.write(f"simulated {args.only} into {args.cache}\n")
+        return 0
     for path, kind, rows in loaded:
         if kind == "copy_contention":
             comparisons.append(_contention(args, system, path, rows, out, shared))
@@ -88,7 +96,14 @@ def _simulate_contention(args: argparse.Namespace, system, rows):
     bgs = tuple(BACKGROUNDS)
     shapes = sorted({(r.fields["M"], r.fields["N"], r.fields["K"]) for r in rows})
     jobs = args.jobs if args.jobs > 0 else default_jobs(len(shapes) * (len(bgs) + 1) + len(bgs))
-    per_row, alone = simulate_contention_rows(system, [dict(M=m, N=n, K=k) for m, n, k in shapes], bgs, jobs=jobs)
+    only = [b.strip() for b in args.only.split(",")] if args.only else None
+    if only is not None:
+        bad = [b for b in only if b not in ("alone", *bgs)]
+        if bad or not args.cache:
+            raise InputError("--only", ",".join(only) + ("" if args.cache else " without --cache"),
+                             f"a comma-separated subset of alone,{','.join(bgs)}, with --cache")
+    per_row, alone = simulate_contention_rows(system, [dict(M=m, N=n, K=k) for m, n, k in shapes], bgs, jobs=jobs,
+                                              cache=args.cache, only=only)
     return dict(zip(shapes, per_row)), alone
 
 

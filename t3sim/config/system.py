@@ -100,8 +100,8 @@ class CopyEngineConfig(Model):
         512, unit="count", desc="sm path: threads per copy-kernel CTA", source="assumption: not published", gt=0)
     sm_copy_registers_per_thread: int = F(
         32, unit="count", desc="sm path: registers per copy-kernel thread", source="assumption: a load/store loop needs few registers", gt=0)
-    sm_copy_inflight_per_cta_B: int = F(
-        65536, unit="B", desc="sm path: bytes of copy requests one CTA keeps in flight (load issued until its store is written)",
+    sm_copy_inflight_per_cu_B: int = F(
+        131072, unit="B", desc="sm path: bytes of copy requests the copy-kernel CTAs on one CU keep in flight together (load issued until its store is written)",
         source="assumption: not published; set per system from measured copies (configs/systems/*.yaml say how)", gt=0)
     host_link_bandwidth_GBps: float = F(
         63.0, unit="GBps", desc="host link (PCIe) data rate in each direction, before packet overhead",

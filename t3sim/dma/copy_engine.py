@@ -85,7 +85,7 @@ class _EngineState:
     max_in_flight: int = 0
     next_issue: int = 0
     busy_ticks: int = 0
-    wait: Optional[simpy.Event] = None
+    waiters: Optional[List[simpy.Event]] = None  # issuers waiting for credits (an SM copy kernel's CTAs share a CU's)
     copies: int = 0
 
 
@@ -160,8 +160,11 @@ class CopyPath(Component):
         for a in range(j0, j1, step):
             n = min(step, j1 - a)
             while st.credits < n:
-                st.wait = env.event()
-                yield st.wait
+                w = env.event()
+                if st.waiters is None:
+                    st.waiters = []
+                st.waiters.append(w)
+                yield w
             if st.next_issue > env.now:
                 yield env.timeout(st.next_issue - env.now)
             st.credits -= n
@@ -206,18 +209,19 @@ class CopyPath(Component):
     def _finish(self, st: _EngineState, c: Copy, n: int) -> None:
         st.credits += n
         st.in_flight -= n
-        if st.wait is not None and not st.wait.triggered:
-            w, st.wait = st.wait, None
-            w.succeed()
+        if st.waiters:
+            ws, st.waiters = st.waiters, None
+            for w in ws:
+                w.succeed()
         if self.on_bytes_done is not None:
             self.on_bytes_done(self.env.now, n * REQ_B)
+        self.progressed()  # per request: a long host copy must not look like a stall to the watchdog
         c.left -= n
         if c.left == 0:
             c.end_tick = self.env.now
             self.finished.append(c)
             self.copies_done += 1
             self.in_progress -= 1
-            self.progressed()
             c.done.succeed(c)
 
     # ------------------------------------------------------------------ reporting

@@ -9,10 +9,13 @@ are dispatched onto CUs in launch order with the other kernels'
 
 :class:`SMCopyKernel` models it: each copy is a kernel of ``sm_copy_ctas_per_cu x num_cus`` CTAs
 (``sm_copy_threads_per_cta`` threads, ``sm_copy_registers_per_thread`` registers, no LDS); CTA ``i``
-copies the ``i``-th contiguous 1/n of the bytes, keeping ``sm_copy_inflight_per_cta_B`` bytes of
-requests in flight (a request counts from its load until its store is written), in requests of
-``min(request_B, sm_copy_inflight_per_cta_B)`` -- the request mechanics of :class:`~t3sim.dma.copy_engine.CopyPath`. A CTA retires
-when its last store is written. The copy is done when every CTA has retired. Grid size, CTA shape
+copies the ``i``-th contiguous 1/n of the bytes in requests of ``min(request_B, sm_copy_inflight_per_cu_B)``
+-- the request mechanics of :class:`~t3sim.dma.copy_engine.CopyPath`. The CTAs on one CU share that CU's
+``sm_copy_inflight_per_cu_B`` bytes of requests in flight (a request counts from its load until its
+store is written): an SM's memory pipeline, not a CTA, bounds its outstanding requests, so a copy
+squeezed onto a few CUs (beside another kernel's CTAs) has proportionally fewer bytes in flight. A CTA
+retires once its last request is issued (its stores are posted); the copy is done when every byte is
+written. Grid size, CTA shape
 and bytes in flight are not published: they are assumptions or set from measured copies (the
 config says which).
 
@@ -22,7 +25,7 @@ outstanding; CTAs run only where the dispatcher placed them.
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from typing import Callable, Optional
 
 import simpy
 
@@ -48,17 +51,17 @@ class SMCopyKernel(CopyPath):
 
     def __init__(self, engine: Engine, gpu: int, hier: MemoryHierarchy, dispatcher: CUDispatcher, gpu_cfg, cfg,
                  category: str = "dma"):
-        # a CTA's requests are at most its bytes in flight
-        req_B = max(REQ_B, min(cfg.request_B, cfg.sm_copy_inflight_per_cta_B) // REQ_B * REQ_B)
+        # a request is at most a CU's bytes in flight
+        req_B = max(REQ_B, min(cfg.request_B, cfg.sm_copy_inflight_per_cu_B) // REQ_B * REQ_B)
         super().__init__(engine, f"gpu{gpu}.sm_copy", gpu, hier, cfg, category, None, req_B, not cfg.l2_allocate)
         self.dispatcher = dispatcher
         self.shape = cta_shape(gpu_cfg, wfs_per_wg=cfg.sm_copy_threads_per_cta // gpu_cfg.threads_per_wf,
                                registers_per_thread=cfg.sm_copy_registers_per_thread, lds_per_wg_B=0)
         self.n_ctas = cfg.sm_copy_ctas_per_cu * dispatcher.num_cus
-        self.credits = max(self.req_n, cfg.sm_copy_inflight_per_cta_B // REQ_B)
+        self.credits = max(self.req_n, cfg.sm_copy_inflight_per_cu_B // REQ_B)
         self.latency = ns_to_ticks(gpu_cfg.kernel_launch_overhead_ns)
         self.ps_per_B = 0.0  # no rate cap beyond the CTA's requests in flight
-        self.ctas: List[_EngineState] = []
+        self.cu_state = [_EngineState(self.credits) for _ in range(dispatcher.num_cus)]
         self.launches: list = []
         #: called with each copy's dispatcher Launch when it is launched (after the launch overhead)
         self.on_launch: Optional[Callable[[object], None]] = None
@@ -73,7 +76,7 @@ class SMCopyKernel(CopyPath):
 
         def launch():
             c.start_tick = self.env.now
-            k = self.dispatcher.launch(self.name, self.shape, n, lambda cu, i: self._cta(c, n, i))
+            k = self.dispatcher.launch(self.name, self.shape, n, lambda cu, i: self._cta(cu, c, n, i))
             self.launches.append(k)
             if self.on_launch is not None:
                 self.on_launch(k)
@@ -84,15 +87,11 @@ class SMCopyKernel(CopyPath):
             launch()
         return c.done
 
-    def _cta(self, c: Copy, n: int, i: int):
+    def _cta(self, cu: int, c: Copy, n: int, i: int):
         total = c.nbytes // REQ_B
         j0, j1 = total * i // n, total * (i + 1) // n
-        st = _EngineState(self.credits)
-        self.ctas.append(st)
-        yield from self._stream(st, c, j0, j1)
-        while st.in_flight:  # retire once the last store is written (_finish wakes st.wait)
-            st.wait = self.env.event()
-            yield st.wait
+        yield from self._stream(self.cu_state[cu], c, j0, j1)
 
     def max_in_flight(self) -> int:
-        return max((s.max_in_flight for s in self.ctas), default=0)
+        """Most 64 B requests one CU had in flight."""
+        return max((s.max_in_flight for s in self.cu_state), default=0)

@@ -27,9 +27,12 @@ Times are microseconds; slowdowns are ratios.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from t3sim.compute.dispatch import CUDispatcher
@@ -125,11 +128,12 @@ def _sm_lockstep(system: SystemConfig, M: int, N: int, K: int, dtype: str, strea
     slots = prev.slots
     n = s.kernel.num_wgs
     last = n - (prev.stages - 1) * slots
+    first = max(0, n - last - slots)  # the last two stages
     logs = [[] for _ in streams]
     out: Dict[str, float] = {"last_stage_wgs": float(last)}
 
     def run():
-        prev_done = prev.start_on(s.disp, first_wg=n - last)
+        prev_done = prev.start_on(s.disp, first_wg=first)
         yield env.timeout(1)  # the copies are issued just after the last stage's launch: queued behind it
         for i, (d, nb) in enumerate(streams):
             env.process(s.stream(i, d, nb, logs[i]))
@@ -267,13 +271,51 @@ def _task(args):
     return simulate_contention(system, M, N, K, bg)
 
 
+_FINGERPRINT: Optional[str] = None
+
+
+def code_fingerprint() -> str:
+    """Hash of the simulator's source (every ``t3sim/**/*.py`` but ``analysis/`` and ``commands/``, which
+    only report): a cached outcome is reused only by the code that simulated it."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for f in sorted(root.rglob("*.py")):
+            rel = f.relative_to(root).as_posix()
+            if rel.split("/")[0] not in ("analysis", "commands"):
+                h.update(rel.encode() + b"\0" + f.read_bytes() + b"\0")
+        _FINGERPRINT = h.hexdigest()[:16]
+    return _FINGERPRINT
+
+
+def task_key(system: SystemConfig, task: tuple) -> str:
+    """Cache key of one simulation: a hash of the code, the system config and the task (kind, shape, background)."""
+    kind, _sys, payload = task
+    text = json.dumps([code_fingerprint(), system.model_dump(mode="json"), kind, payload], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def load_cache(path) -> Dict[str, ContentionOutcome]:
+    """Outcomes saved by :func:`simulate_contention_rows` (``cache=``); empty if the file does not exist."""
+    p = Path(path)
+    if not p.exists():
+        return {}
+    return {k: ContentionOutcome(**v) for k, v in json.loads(p.read_text()).items()}
+
+
 def simulate_contention_rows(system: SystemConfig, rows: Sequence[dict], backgrounds: Sequence[str] = tuple(BACKGROUNDS),
-                             jobs: int = 1) -> Tuple[List[Dict[str, ContentionOutcome]], Dict[str, ContentionOutcome]]:
+                             jobs: int = 1, cache=None, only: Optional[Sequence[str]] = None
+                             ) -> Tuple[List[Dict[str, ContentionOutcome]], Dict[str, ContentionOutcome]]:
     """Every row alone and with every background, plus each background's copies alone.
 
     Returns ``(per_row, copies_alone)``: ``per_row[i]`` maps ``"alone"`` and each background to its
     :class:`ContentionOutcome`; ``copies_alone`` maps each background to its copies alone.
-    ``jobs`` > 1 runs the simulations on that many processes (largest first).
+    ``jobs`` > 1 runs the simulations on that many processes (largest first). ``cache``: a JSON file
+    of outcomes keyed by :func:`task_key` (same code, config and task): found ones are reused, new ones
+    added (simulations are deterministic, so a cached outcome is the simulation's). ``only``: simulate
+    just these backgrounds (``alone`` for the GEMMs alone) and their copies alone, e.g. to fill a cache
+    in parts; the result then holds None for the rest.
     """
     # rows of one shape (e.g. FC-1 and FC-2) share their simulations: they are deterministic
     tasks: List[tuple] = [("alone_copy", system, bg) for bg in backgrounds]
@@ -284,17 +326,39 @@ def simulate_contention_rows(system: SystemConfig, rows: Sequence[dict], backgro
             if key not in index:
                 index[key] = len(tasks)
                 tasks.append(("pair", system, (r["M"], r["N"], r["K"], bg)))
-    cost = [(1.0 if t[0] == "alone_copy" else t[2][0] * t[2][1] * t[2][2] * (3 if t[2][3] in ("d2d1", "d2d2") else 1))
-            for t in tasks]
-    order = sorted(range(len(tasks)), key=lambda j: -cost[j])
-    if jobs <= 1:
-        done = [_task(tasks[j]) for j in order]
+    keys = [task_key(system, t) for t in tasks]
+    cached = load_cache(cache) if cache else {}
+    result: List[Optional[ContentionOutcome]] = [cached.get(k) for k in keys]
+
+    def wanted(t) -> bool:
+        if only is None:
+            return True
+        bg = t[2] if t[0] == "alone_copy" else (t[2][3] or "alone")
+        return bg in only
+
+    todo = [j for j, t in enumerate(tasks) if result[j] is None and wanted(t)]
+    cost = {j: (1.0 if tasks[j][0] == "alone_copy" else
+                tasks[j][2][0] * tasks[j][2][1] * tasks[j][2][2] * (3 if tasks[j][2][3] in ("d2d1", "d2d2") else 1))
+            for j in todo}
+    order = sorted(todo, key=lambda j: -cost[j])
+
+    def save(j: int) -> None:  # each finished simulation goes into the cache at once
+        if cache:
+            cached[keys[j]] = result[j]
+            Path(cache).parent.mkdir(parents=True, exist_ok=True)
+            Path(cache).write_text(json.dumps({k: asdict(v) for k, v in sorted(cached.items())}, indent=1))
+
+    if jobs <= 1 or len(order) <= 1:
+        for j in order:
+            result[j] = _task(tasks[j])
+            save(j)
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            done = list(pool.map(_task, [tasks[j] for j in order]))
-    result: List[Optional[ContentionOutcome]] = [None] * len(tasks)
-    for j, o in zip(order, done):
-        result[j] = o
+            futures = {pool.submit(_task, tasks[j]): j for j in order}
+            for f in as_completed(futures):
+                j = futures[f]
+                result[j] = f.result()
+                save(j)
     alone = {bg: result[index[("alone_copy", bg)]] for bg in backgrounds}
     per_row = [{(bg or "alone"): result[index[("pair", r["M"], r["N"], r["K"], bg)]] for bg in (None, *backgrounds)}
                for r in rows]

@@ -43,7 +43,7 @@ def test_sm_copy_kernel_slows_gemm_in_lockstep(alone):
     system = _system("sm", d2d_path="sm")
     copy_us = simulate_copies_alone(system, COPY)["copy_us"]
     o = simulate_contention(system, M, N, K, COPY, "bf16")
-    assert alone + 0.25 * copy_us < o.gemm_us < alone + copy_us
+    assert alone + 0.15 * copy_us < o.gemm_us < alone + copy_us
     assert o.copy_us == o.gemm_us  # a copy's CUDA-event interval is the lockstep period
 
 
