@@ -28,7 +28,7 @@ from typing import Callable, Deque, Generator, List, Optional
 import numpy as np
 import simpy
 
-from t3sim.compute.occupancy import REGISTER_B, ceil_div, occupancy
+from t3sim.compute.occupancy import REGISTER_B, occupancy
 from t3sim.config.gpu import GPUConfig
 from t3sim.sim.engine import Component, Engine
 
@@ -174,4 +174,4 @@ def launch_overhead_then(env: simpy.Environment, delay_ticks: int, fn: Callable[
     return out
 
 
-__all__ = ["CTAShape", "CUDispatcher", "Launch", "cta_shape", "launch_overhead_then", "ceil_div"]
+__all__ = ["CTAShape", "CUDispatcher", "Launch", "cta_shape", "launch_overhead_then"]

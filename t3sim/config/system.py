@@ -69,7 +69,7 @@ class CopyEngineConfig(Model):
 
     engines: int = F(
         4, unit="count", desc="copy engines a program can drive at once (copies on different streams run on different engines; more copies than engines queue)",
-        source="assumption: CUDA's asyncEngineCount for Hopper-class GPUs; the measured H200 runs two streams' copies concurrently (shared/reference/h200: d2d2)", gt=0)
+        source="assumption: a few DMA engines per GPU (AMD CDNA SDMA engines); the H200 preset sets its measured asyncEngineCount", gt=0)
     max_outstanding_requests: int = F(
         4096, unit="count", desc="64 B requests one engine keeps in flight (a request counts from its read until its write is accepted)",
         source="assumption: not published; set per system from measured copies (configs/systems/*.yaml say how)", gt=0)

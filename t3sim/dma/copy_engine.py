@@ -139,6 +139,7 @@ class CopyPath(Component):
         self.finished: List[Copy] = []
         #: optional ``(tick, bytes)`` callback when a request's bytes are done (rate measurements)
         self.on_bytes_done: Optional[Callable[[int, int], None]] = None
+        self.ps_per_B = 0.0  # issue-rate cap in ps per byte (0: none); subclasses set it
 
     def _new_copy(self, src_B: int, dst_B: int, nbytes: int, direction: str, peer: Optional[int]) -> Copy:
         if direction not in DIRECTIONS:
