@@ -131,6 +131,10 @@ def _simulate_row(task) -> object:
     from t3sim.system.validate import simulate_collective_row, simulate_gemm_row
 
     kind, system, f, where = task
+    if kind == "overlap":  # one measured column of an overlap row: gemm, rs, sequential, concurrent or chunked
+        from t3sim.system.validate_overlap import simulate_overlap_row
+
+        return simulate_overlap_row(system, f, where)
     if kind == "collective":
         return simulate_collective_row(system, f["collective"], f["gpus"], f["size_mb"], f["dtype"], where)
     return simulate_gemm_row(system, f["M"], f["N"], f["K"], f["dtype"], where)
