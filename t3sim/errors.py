@@ -25,7 +25,12 @@ class InputError(Exception):
         self.where = where
         self.found = found
         self.allowed = allowed
-        super().__init__(self.one_line())
+        # args are the constructor's, so ``type(e)(*e.args)`` (simpy re-raising a failed process's
+        # exception, pickling across processes) rebuilds the same error; str() is the one line
+        super().__init__(where, found, allowed)
+
+    def __str__(self) -> str:
+        return self.one_line()
 
     def one_line(self) -> str:
         if self.allowed is None:  # ``found`` is already a full sentence

@@ -17,6 +17,10 @@ Measured CSV kinds (detected from the header):
   concurrently and chunked (shared/reference/h200/README.md; bf16, or a ``dtype`` column). Each measured
   column becomes one row (``what`` = gemm, rs, sequential, concurrent, chunked), so every column is compared
   and :meth:`Comparison.summary_by` gives the errors per column.
+* ``copy_contention``: ``model,sublayer,tp,M,N,K,gemm_alone_us,gemm_with_<bg>_us...,copy_slowdown_<bg>...``
+  for ``bg`` in d2d1, d2d2, pcie -- one bf16 GEMM alone and beside background copies
+  (:mod:`t3sim.analysis.validation_copy`); ``measured_us`` is ``gemm_alone_us``; an empty cell
+  (other than ``gemm_alone_us``) means not measured.
 
 Error definitions (all dimensionless; ``s`` simulated, ``m`` measured):
 
@@ -54,7 +58,13 @@ OVERLAP_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "gemm_us", "rs_us",
 #: overlap row ``what`` -> its measured column (t3sim.system.validate_overlap simulates each)
 OVERLAP_MEASURED = {"gemm": "gemm_us", "rs": "rs_us", "sequential": "sequential_us",
                     "concurrent": "concurrent_independent_us", "chunked": "chunked_decomposition_us"}
-KINDS = {"collective": COLLECTIVE_COLUMNS, "gemm": GEMM_COLUMNS, "overlap": OVERLAP_COLUMNS}
+#: GEMM alone and beside background copies (t3sim.analysis.validation_copy; issue 12 item 6); bf16
+CONTENTION_BACKGROUNDS = ("d2d1", "d2d2", "pcie")
+CONTENTION_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "gemm_alone_us",
+                      *(f"gemm_with_{b}_us" for b in CONTENTION_BACKGROUNDS),
+                      *(f"copy_slowdown_{b}" for b in CONTENTION_BACKGROUNDS))
+KINDS = {"collective": COLLECTIVE_COLUMNS, "gemm": GEMM_COLUMNS, "overlap": OVERLAP_COLUMNS,
+         "copy_contention": CONTENTION_COLUMNS}
 COLLECTIVES = ("reduce_scatter", "all_reduce", "all_gather")
 
 
@@ -78,14 +88,14 @@ class MeasuredRow:
 def detect_kind(header: Sequence[str], where: str) -> str:
     """``collective`` or ``gemm`` from a CSV header; :class:`InputError` naming the missing columns."""
     cols = [c.strip() for c in header]
-    for kind in ("overlap", "collective", "gemm"):  # overlap first: its header also holds the GEMM's columns
+    for kind in ("overlap", "copy_contention", "collective", "gemm"):  # overlap first: its header also holds the GEMM's columns
         need = KINDS[kind]
         if all(c in cols for c in need):
             return kind
     best = min(KINDS.values(), key=lambda need: sum(c not in cols for c in need))
     missing = [c for c in best if c not in cols]
     raise InputError(where, f"header {cols} (missing {', '.join(missing)})",
-                     f"columns {','.join(COLLECTIVE_COLUMNS)} or {','.join(GEMM_COLUMNS)}")
+                     " or ".join(f"columns {','.join(need)}" for need in KINDS.values()))
 
 
 def _typed(value: str, kind: type, name: str, where: str, minimum: Optional[float] = None) -> object:
@@ -123,6 +133,15 @@ def _parse_overlap(r: Dict[str, str], where: str) -> List[MeasuredRow]:
 
 
 def _parse_row(kind: str, r: Dict[str, str], where: str) -> MeasuredRow:
+    if kind == "copy_contention":
+        f: Dict[str, object] = {"model": r["model"].strip(), "sublayer": r["sublayer"].strip(),
+                                "tp": _typed(r["tp"], int, "tp", where, 1), "dtype": "bf16"}
+        for dim in ("M", "N", "K"):
+            f[dim] = _typed(r[dim], int, dim, where, 1)
+        for col in CONTENTION_COLUMNS[6:]:
+            # an empty cell is "not measured" (skipped by the metrics); gemm_alone_us is required
+            f[col] = None if (not r[col].strip() and col != "gemm_alone_us") else _positive(r[col], col, where)
+        return MeasuredRow(where, f, float(f["gemm_alone_us"]))
     dtype = r["dtype"].strip()
     if dtype not in DTYPE_BYTES:
         raise InputError(where, f"dtype={dtype!r}", ", ".join(DTYPE_BYTES))
@@ -143,7 +162,7 @@ def _parse_row(kind: str, r: Dict[str, str], where: str) -> MeasuredRow:
 def read_measured(path: str | Path, kind: Optional[str] = None) -> Tuple[str, List[MeasuredRow]]:
     """Read a measured CSV; returns ``(kind, rows)``. Every problem is an :class:`InputError` at ``file:line``.
 
-    ``kind`` (``collective`` / ``gemm`` / ``overlap``) forces the expected columns; default: detected from the
+    ``kind`` (``collective`` / ``gemm`` / ``overlap`` / ``copy_contention``) forces the expected columns; default: detected from the
     header. An overlap CSV row gives one row per measured column.
     """
     path = Path(path)

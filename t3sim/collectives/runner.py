@@ -302,6 +302,11 @@ def plan_for_system(system, collective: str, num_elems: int, elem_bytes: int = 2
     from t3sim.collectives.algorithms import build_plan
 
     cc, ic = system.collective, system.interconnect
+    if ic.num_gpus < 2:
+        from t3sim.errors import InputError
+
+        raise InputError("system.interconnect.num_gpus", f"{ic.num_gpus} GPU for a {collective}",
+                         ">= 2 GPUs for a collective (a 1-GPU system runs only GEMMs and copies)")
     bidir = cc.algorithm == "ring" and cc.ring_bidirectional and ic.bidirectional and cc.protocol == "steps"
     return build_plan(collective, cc.algorithm, ic.num_gpus, num_elems, elem_bytes=elem_bytes, bidirectional=bidir)
 

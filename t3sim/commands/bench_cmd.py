@@ -64,6 +64,9 @@ CASES: Dict[str, dict] = {
                      jobs=2, what="the 80 Fig. 16 points (16 sub-layers x 5 schemes) at 1024 tokens, t3sim run -j 2"),
     "fig16": dict(kind="sweep", config="configs/experiments/t3-sublayers.yaml", overrides=[], jobs=2,
                   what="the 80 full-size Fig. 16 points (16 sub-layers x 5 schemes), t3sim run -j 2"),
+    "copy-op-1gpu": dict(kind="experiment", config="configs/experiments/copy-contention.yaml",
+                         overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=OP", "scheme.copy_streams=1"],
+                         what="Mega-GPT-2 OP TP=8 GEMM on one H200 beside one stream of 256 MiB SM copies (scheme copy)"),
 }
 for _s in SCHEMES:
     CASES[f"fc2-tp8-{_s}"] = dict(kind="experiment", config=_DEFAULT, overrides=[f"scheme.kind={_s}"],

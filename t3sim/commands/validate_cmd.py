@@ -4,11 +4,12 @@
 
     t3sim validate --system CONFIG --measured CSV [--gemm CSV] [--out DIR] [--jobs N] [--json]
 
-``--measured`` takes a collective CSV (``collective,gpus,size_mb,dtype,median_us``)
-or a GEMM CSV (``model,sublayer,tp,M,N,K,dtype,median_us``), detected from its
-header; ``--gemm`` forces the GEMM columns. Writes ``<stem>.csv`` (sim beside
-measured), ``<stem>.md`` (the same as a Markdown page, which the docs quote) and ``<stem>.png``
-(Fig. 14-style plot) under ``--out`` (default
+``--measured`` takes a collective CSV (``collective,gpus,size_mb,dtype,median_us``),
+a GEMM CSV (``model,sublayer,tp,M,N,K,dtype,median_us``), an overlap CSV or a GEMM / copy
+contention CSV (``model,sublayer,tp,M,N,K,gemm_alone_us,gemm_with_d2d1_us,...``, see
+:mod:`t3sim.analysis.validation_copy`), detected from its header; ``--gemm`` forces the GEMM columns.
+Writes ``<stem>.csv`` (sim beside measured), ``<stem>.md`` (the same as a Markdown page, which the docs
+quote; not for contention CSVs) and ``<stem>.png`` (Fig. 14-style plot) under ``--out`` (default
 ``results/validation/<system-name>/``). Definitions: :mod:`t3sim.analysis.validation`.
 """
 
@@ -35,6 +36,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="override a system field, e.g. collective.cus=16 (repeatable)")
     p.add_argument("--out", default=None, help="output folder (default results/validation/<system-name>/)")
     p.add_argument("--jobs", type=int, default=0, help="parallel processes (default: CPUs available)")
+    p.add_argument("--cache", default=None, metavar="JSON",
+                   help="copy-contention CSVs: reuse and extend the simulated outcomes saved in this file "
+                        "(keyed by system config and task; simulations are deterministic)")
+    p.add_argument("--only", default=None, metavar="BG,...",
+                   help="copy-contention CSVs: simulate only these of alone,d2d1,d2d2,pcie into --cache, report nothing")
     p.add_argument("--json", action="store_true", help="print rows and summary as JSON instead of tables")
     p.set_defaults(func=_run)
 
@@ -57,7 +63,15 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / "validation" / system.name
     check_writable_dir(out, "--out")
     comparisons: List[Comparison] = []
+    contention = [(path, rows) for path, kind, rows in loaded if kind == "copy_contention"]
+    shared = _simulate_contention(args, system, [r for _, rows in contention for r in rows]) if contention else None
+    if args.only:
+        sys.stdout.write(f"simulated {args.only} into {args.cache}\n")
+        return 0
     for path, kind, rows in loaded:
+        if kind == "copy_contention":
+            comparisons.append(_contention(args, system, path, rows, out, shared))
+            continue
         jobs = args.jobs if args.jobs > 0 else default_jobs(len(rows))
         outcomes = simulate_with_progress(system, kind, rows, jobs, f"validate {path}")
         cmp = Comparison(kind, system.name, rows, [o.sim_us for o in outcomes], [o.wall_s for o in outcomes],
@@ -72,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         if not args.json:
             sys.stdout.write(f"{path} ({kind}):\n{cmp.table()}wrote {csv_path}, {md_path} and {png_path}\n\n")
     if args.json:
-        json.dump([{"file": str(p), **c.summary(), "by_column": c.summary_by(), "rows": c.records()} for (p, _, _), c in zip(loaded, comparisons)],
+        json.dump([{"file": str(p), **c.summary(), **({"by_column": c.summary_by()} if hasattr(c, "summary_by") else {}), "rows": c.records()} for (p, _, _), c in zip(loaded, comparisons)],
                   sys.stdout, indent=1)
         sys.stdout.write("\n")
     return 0
@@ -151,3 +165,51 @@ def simulate_with_progress(system, kind: str, rows, jobs: int, title: str) -> li
         backend.close()
         progress.end(how)
     return out
+
+
+def _simulate_contention(args: argparse.Namespace, system, rows):
+    """Simulate every GEMM / copy contention row of every such CSV once (t3sim.system.validate_copy):
+    (outcomes by (M, N, K), copies alone by background)."""
+    from t3sim.system.validate import default_jobs
+    from t3sim.system.validate_copy import BACKGROUNDS, simulate_contention_rows
+
+    bgs = tuple(BACKGROUNDS)
+    shapes = sorted({(r.fields["M"], r.fields["N"], r.fields["K"]) for r in rows})
+    jobs = args.jobs if args.jobs > 0 else default_jobs(len(shapes) * (len(bgs) + 1) + len(bgs))
+    only = [b.strip() for b in args.only.split(",")] if args.only else None
+    if only is not None:
+        bad = [b for b in only if b not in ("alone", *bgs)]
+        if bad or not args.cache:
+            raise InputError("--only", ",".join(only) + ("" if args.cache else " without --cache"),
+                             f"a comma-separated subset of alone,{','.join(bgs)}, with --cache")
+    per_row, alone = simulate_contention_rows(system, [dict(M=m, N=n, K=k) for m, n, k in shapes], bgs, jobs=jobs,
+                                              cache=args.cache, only=only)
+    return dict(zip(shapes, per_row)), alone
+
+
+def _contention(args: argparse.Namespace, system, path: str, rows, out: Path, shared):
+    """Report one GEMM / copy contention CSV from the shared simulations."""
+    from t3sim.analysis.validation_copy import ContentionComparison, plot_contention
+    from t3sim.system.validate_copy import BACKGROUNDS
+
+    bgs = tuple(BACKGROUNDS)
+    by_shape, alone = shared
+    per_row = [by_shape[(r.fields["M"], r.fields["N"], r.fields["K"])] for r in rows]
+    sim, walls = [], []
+    for o in per_row:
+        d = {"gemm_alone_us": o["alone"].gemm_us}
+        for b in bgs:
+            d[f"gemm_with_{b}_us"] = o[b].gemm_us
+            d[f"copy_slowdown_{b}"] = o[b].copy_us / alone[b].copy_us
+        sim.append(d)
+        walls.append(sum(x.wall_s for x in o.values()))
+    notes = {f"copy_alone_{b}_us": alone[b].copy_us for b in bgs}
+    cmp = ContentionComparison(system.name, rows, sim, walls, bgs, notes=notes)
+    stem = Path(path).stem
+    csv_path = cmp.write_csv(out / f"{stem}.csv")
+    png_path = plot_contention(cmp, out / f"{stem}.png")
+    if not args.json:
+        sys.stdout.write(f"{path} (copy_contention):\n{cmp.table()}"
+                         + "".join(f"simulated copies alone, {b}: {alone[b].copy_us:.1f} us\n" for b in bgs)
+                         + f"wrote {csv_path} and {png_path}\n\n")
+    return cmp

@@ -153,12 +153,23 @@ class GemmKernel(Component):
         self.wg_spans: Optional[list] = None
 
     # ------------------------------------------------------------------ processes
-    def start(self) -> simpy.Event:
-        """Launch now; returns the event that fires with the :class:`GemmRun` when done."""
-        self.run = GemmRun(self.env.now, wgs=self.kernel.num_wgs, stages=self.stages, stage_wgs=self.slots,
+    def start(self, first_wg: int = 0) -> simpy.Event:
+        """Launch now; returns the event that fires with the :class:`GemmRun` when done.
+
+        ``first_wg`` > 0 runs only WGs ``first_wg..`` of the dispatch order, as if the earlier ones had already
+        run (e.g. the last stages of a kernel that a steady-state simulation starts from); stages that end
+        before ``first_wg`` keep ``stage_end_ticks`` -1 and ``GemmRun.wgs`` counts the WGs that ran.
+        """
+        k = self.kernel
+        if not 0 <= first_wg < k.num_wgs:
+            raise ValueError(f"{self.name}: first_wg={first_wg} out of range 0..{k.num_wgs - 1}")
+        self.run = GemmRun(self.env.now, wgs=k.num_wgs - first_wg, stages=self.stages, stage_wgs=self.slots,
                            wgs_per_cu=self.occ.wgs_per_cu, occupancy_limiter=self.occ.limiter,
                            stage_end_ticks=[-1] * self.stages)
-        n = min(self.slots, self.kernel.num_wgs)
+        for seq in range(first_wg):
+            self._stage_left[seq // self.slots] -= 1
+        self._next = first_wg
+        n = min(self.slots, k.num_wgs - first_wg)
         self._live = n
         self._h = self.dispatcher.register(self.name, self.footprint, self._pending, self._on_cu,
                                            None if self.num_cus == self.gpu.num_cus else range(self.num_cus))

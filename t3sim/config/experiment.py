@@ -14,14 +14,21 @@ from t3sim.config.workload import WorkloadConfig
 class SchemeConfig(Model):
     """Overlap scheme (paper Sec. 5.3): which kernels run, how outputs are mapped, which arbitration applies."""
 
-    kind: str = F("sequential", unit="name", desc="registered overlap scheme (sequential, t3, t3_mca, ideal_gemm_rs_overlap, ideal_rs_nmc, concurrent, chunked, ...)", source="paper Sec. 5.3; issue 12")
+    kind: str = F("sequential", unit="name", desc="registered overlap scheme (sequential, t3, t3_mca, ideal_gemm_rs_overlap, ideal_rs_nmc, concurrent, chunked, copy, ...)", source="paper Sec. 5.3; issue 12")
     chunks: int = F(4, unit="count", desc="chunked: GEMM chunks C; each chunk's reduce-scatter is issued when the chunk ends (rejected by schemes that do not chunk)",
                     source="issue 12; shared/reference/h200/README.md (chunked_decomposition: 4 chunks of M/4 rows)", ge=1)
     chunk_axis: Literal["M", "N"] = F("M", unit="enum", desc="chunked: split the GEMM along M (rows of A and C) or N (columns of B and C)",
                                       source="issue 12 (CoCoNet / Transformer Engine split along the output's rows)")
     launch_first: Literal["gemm", "comm"] = F(
-        "gemm", unit="enum", desc="concurrent: which of the two streams launches its kernel first (the GPU dispatches WGs in launch order, t3sim/compute/dispatcher.py)",
+        "gemm", unit="enum", desc="concurrent, copy: which stream launches its kernel first, the GEMM's or the other one (concurrent: the RS; copy: the copy streams); the GPU dispatches WGs in launch order (t3sim/compute/dispatcher.py)",
         source="issue 12 (a host program issues one stream's work before the other's)")
+    copy_streams: int = F(1, unit="count", desc="copy: streams issuing background copies back to back while the GEMM runs (0: the GEMM alone)",
+                          source="issue 12; shared/reference/h200/README.md (gemm_copy_contention: one or two copy streams)", ge=0)
+    copy_size_MiB: float = F(256.0, unit="MiB", desc="copy: bytes of each background copy (rounded down to whole 64 B requests)",
+                             source="shared/reference/h200/README.md (gemm_copy_contention: 256 MiB device-to-device, 64 MiB host copies)", gt=0)
+    copy_direction: Literal["d2d", "h2d", "d2h", "h2d+d2h"] = F(
+        "d2d", unit="enum", desc="copy: what each copy stream copies: device to device (an SM copy kernel when system.copy_engine.d2d_path is sm, else a copy engine), host to device or device to host over the host link (copy engines), or h2d+d2h (even streams h2d, odd streams d2h)",
+        source="issue 12; shared/reference/h200/README.md (gemm_copy_contention backgrounds d2d1, d2d2, pcie)")
 
     @field_validator("kind")
     @classmethod
@@ -79,8 +86,9 @@ class ExperimentConfig(Model):
     @model_validator(mode="after")
     def _gpus_match_tp(self) -> "ExperimentConfig":
         n = self.system.interconnect.num_gpus
-        if self.workload.tp != n:
+        if self.workload.tp != n and n != 1:
             raise ValueError(
                 f"workload.tp={self.workload.tp} but system.interconnect.num_gpus={n}: "
-                "the tensor-parallel group spans all simulated GPUs, so they must be equal")
+                "the tensor-parallel group spans all simulated GPUs, so they must be equal "
+                "(or num_gpus 1: one GPU's GEMM of the sub-layer, for schemes without collectives)")
         return self

@@ -19,7 +19,7 @@ class InterconnectConfig(Model):
     """Inter-GPU network (paper Table 1: ring, 150 GB/s bi-directional, 500 ns links)."""
 
     kind: str = F("ring", unit="name", desc="topology: ring, direct (fully connected) or switch", source="paper Table 1; issue 4")
-    num_gpus: int = F(8, unit="count", desc="GPUs in the tensor-parallel group", source="paper Table 1 (8, 16)", ge=2)
+    num_gpus: int = F(8, unit="count", desc="GPUs in the tensor-parallel group (1: a single GPU, no collectives)", source="paper Table 1 (8, 16)", ge=1)
     link_bandwidth_GBps: float = F(
         75.0, unit="GBps", desc="bandwidth of one link in one direction (a switch: per port, per direction)",
         source="paper Table 1: 150 GB/s bi-directional ring link = 75 GB/s each way", gt=0)
@@ -102,6 +102,72 @@ class NcclConfig(Model):
         return self
 
 
+class CopyEngineConfig(Model):
+    """GPU copy engines executing cudaMemcpyAsync-style copies (t3sim/dma/copy_engine.py; issue 12 item 6).
+
+    A copy runs on one engine; each engine streams its copy in requests of ``request_B``, keeping at
+    most ``max_outstanding_requests`` 64 B requests in flight (issued, not yet written), no faster
+    than ``engine_bandwidth_GBps``. Device memory is reached through the L2 (NVIDIA's L2 is
+    memory-side: every DRAM access passes the L2 slice of its memory partition); host memory through
+    the PCIe link (``host_link_*``), one per direction.
+    """
+
+    engines: int = F(
+        4, unit="count", desc="copy engines a program can drive at once (copies on different streams run on different engines; more copies than engines queue)",
+        source="assumption: a few DMA engines per GPU (AMD CDNA SDMA engines); the H200 preset sets its measured asyncEngineCount", gt=0)
+    max_outstanding_requests: int = F(
+        4096, unit="count", desc="64 B requests one engine keeps in flight (a request counts from its read until its write is accepted)",
+        source="assumption: not published; set per system from measured copies (configs/systems/*.yaml say how)", gt=0)
+    request_B: int = F(
+        2048, unit="B", desc="bytes an engine moves per request it issues (a batch of 64 B memory requests, one read then one write)",
+        source="assumption: copy engines move data in bursts of whole pages of 64 B requests; 2 KiB keeps a 256 MiB copy to 131072 requests", gt=0)
+    engine_bandwidth_GBps: float = F(
+        10000.0, unit="GBps", desc="cap on the bytes one engine reads per second (its own throughput limit, before memory)",
+        source="assumption: none binding by default (a copy is limited by its requests in flight and the memory)", gt=0)
+    launch_latency_ns: float = F(
+        2000.0, unit="ns", desc="delay from a copy's issue to its engine's first request (driver and engine start-up)",
+        source="assumption: a few us from cudaMemcpyAsync to the first DMA request", ge=0)
+    l2_allocate: bool = F(
+        False, unit="bool", desc="copy-engine reads and writes allocate L2 lines (True) or pass through the L2 slice to DRAM without allocating (False)",
+        source="assumption: copy traffic streams through the memory-side L2 (evict-first) rather than displacing kernels' working sets")
+    mc_stream: Literal["compute", "comm"] = F(
+        "compute", unit="enum",
+        desc="arbitration stream of copy-engine DRAM requests at the memory controllers: compute (one arrival-order queue with the CUs' L2 misses) or comm (the communication stream of memory_controller.arbitration)",
+        source="assumption: an L2 slice's misses reach its memory controller in one queue whatever their client; comm lets T3-MCA-style policies separate them")
+    d2d_path: Literal["ce", "sm"] = F(
+        "ce", unit="enum",
+        desc="what executes a device-to-device copy: a copy engine (ce) or an SM copy kernel dispatched with the other kernels (sm, t3sim/dma/copy_kernel.py)",
+        source="assumption: DMA engines (AMD SDMA) copy device-to-device; the H200 preset says sm (measured)")
+    sm_copy_ctas_per_cu: int = F(
+        2, unit="count", desc="sm path: CTAs of a copy kernel per CU (grid = this x num_cus; CTA i copies the i-th 1/grid of the bytes)",
+        source="assumption: a grid-stride copy kernel sized to fill the GPU", gt=0)
+    sm_copy_threads_per_cta: int = F(
+        512, unit="count", desc="sm path: threads per copy-kernel CTA", source="assumption: not published", gt=0)
+    sm_copy_registers_per_thread: int = F(
+        32, unit="count", desc="sm path: registers per copy-kernel thread", source="assumption: a load/store loop needs few registers", gt=0)
+    sm_copy_inflight_per_cu_B: int = F(
+        131072, unit="B", desc="sm path: bytes of copy requests the copy-kernel CTAs on one CU keep in flight together (load issued until its store is written)",
+        source="assumption: not published; set per system from measured copies (configs/systems/*.yaml say how)", gt=0)
+    host_link_bandwidth_GBps: float = F(
+        63.0, unit="GBps", desc="host link (PCIe) data rate in each direction, before packet overhead",
+        source="PCIe 5.0 x16: 32 GT/s x 16 lanes x 128b/130b encoding / 8 = 63.0 GB/s per direction", gt=0)
+    host_link_payload_B: int = F(
+        256, unit="B", desc="data bytes per PCIe transaction-layer packet (max payload size)",
+        source="PCIe 5.0: common max payload size 256 B on server root ports", gt=0)
+    host_link_overhead_B: int = F(
+        24, unit="B", desc="per-packet overhead on the link (TLP header, sequence number, LCRC, framing)",
+        source="PCIe 5.0: 16 B 4DW TLP header (64-bit addresses) + 2 B sequence + 4 B LCRC + 2 B framing token", ge=0)
+    host_link_latency_ns: float = F(
+        1000.0, unit="ns", desc="round trip from a copy engine's host request to its data or acknowledgement",
+        source="assumption: ~1 us PCIe round trip through the root complex to host DRAM", ge=0)
+
+    @property
+    def host_link_effective_GBps(self) -> float:
+        """Host-link payload rate per direction (GB/s): the raw rate times payload / (payload + overhead)."""
+        p = self.host_link_payload_B
+        return self.host_link_bandwidth_GBps * p / (p + self.host_link_overhead_B)
+
+
 class CollectiveConfig(Model):
     """Collectives run as GPU kernels (RCCL/NCCL style; paper Secs. 2.3, 3.2.1)."""
 
@@ -159,6 +225,7 @@ class SystemConfig(Model):
     memory_controller: MemoryControllerConfig = F(MemoryControllerConfig, unit="mapping", desc="per-channel memory controller", source="issue 3")
     tracker: TrackerConfig = F(TrackerConfig, unit="mapping", desc="T3 tracker", source="paper Sec. 4.2.1")
     dma: DMAConfig = F(DMAConfig, unit="mapping", desc="DMA engines", source="paper Sec. 4.2.2")
+    copy_engine: CopyEngineConfig = F(CopyEngineConfig, unit="mapping", desc="copy engines (cudaMemcpyAsync)", source="issue 12")
     interconnect: InterconnectConfig = F(InterconnectConfig, unit="mapping", desc="inter-GPU network", source="paper Table 1")
     collective: CollectiveConfig = F(CollectiveConfig, unit="mapping", desc="collective kernels", source="paper Sec. 2.3")
 
@@ -166,7 +233,7 @@ class SystemConfig(Model):
     def _consistency(self) -> "SystemConfig":
         ic = self.interconnect
         n = ic.num_gpus
-        need = {"ring": 2 if n > 2 else 1, "direct": n - 1, "switch": 1}.get(ic.kind, 1)
+        need = {"ring": 2 if n > 2 else min(n - 1, 1), "direct": n - 1, "switch": 1}.get(ic.kind, 1)
         if ic.links_per_gpu is not None and need > ic.links_per_gpu:
             raise ValueError(
                 f"interconnect.num_gpus={n} does not fit a {ic.kind} topology with links_per_gpu={ic.links_per_gpu} "

@@ -32,7 +32,7 @@ def ring(ic: InterconnectConfig) -> nx.DiGraph:
     g = nx.DiGraph(kind="ring")
     n = ic.num_gpus
     g.add_nodes_from(range(n))
-    for i in range(n):
+    for i in range(n if n > 1 else 0):  # one GPU: no link
         j = (i + 1) % n
         if n == 2 and i == 1 and ic.bidirectional:
             break  # two GPUs: one physical link, already added both ways

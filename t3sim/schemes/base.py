@@ -17,7 +17,10 @@ A :class:`Scheme` is a declarative description consumed by the system builder:
 * ``compose``: how the scheme turns that run's :class:`~t3sim.schemes.program.Phases`
   into its result (identity for a scheme that reports the run as it is);
 * ``label``, ``color``: how analysis and plots show the scheme (results carry
-  them, so :mod:`t3sim.analysis` needs no list of schemes).
+  them, so :mod:`t3sim.analysis` needs no list of schemes);
+* ``collectives``: the scheme runs collectives over the tensor-parallel group
+  (so it needs ``interconnect.num_gpus`` = ``workload.tp`` >= 2; ``copy`` runs
+  none and also runs on one GPU).
 
 Schemes with the same ``simulation`` key and otherwise identical configs run
 the identical simulation (the system model depends on the scheme only through
@@ -100,6 +103,8 @@ class Scheme:
     #: the ``scheme.*`` config fields (besides ``kind``) this scheme reads; any other set to a non-default
     #: value is rejected (:meth:`check_options`), so no option silently does nothing
     options: Tuple[str, ...] = ()
+    #: runs collectives over the tensor-parallel group (needs at least 2 GPUs)
+    collectives: bool = True
 
     @property
     def runnable(self) -> bool:
@@ -143,6 +148,7 @@ def _reg(s: Scheme) -> None:
 
 from t3sim.schemes.chunked import run_chunked  # noqa: E402
 from t3sim.schemes.concurrent import run_concurrent  # noqa: E402
+from t3sim.schemes.copy import run_copy  # noqa: E402
 from t3sim.schemes.t3 import run_t3  # noqa: E402
 
 register_simulation("sequential/baseline", run_sequential)
@@ -151,6 +157,7 @@ register_simulation("t3", run_t3)
 register_simulation("t3_mca", run_t3)
 register_simulation("concurrent", run_concurrent)
 register_simulation("chunked", run_chunked)
+register_simulation("copy", run_copy)
 
 _reg(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline)",
             label="Sequential", color="#7f7f7f", simulation="sequential/baseline"))
@@ -171,6 +178,10 @@ _reg(Scheme("concurrent", "the GEMM and an independent RS on two streams sharing
 _reg(Scheme("chunked", "GEMM in C chunks, each chunk's RS issued on a second stream when it ends (CoCoNet/TE style); then AG",
             label="Chunked", color="#17becf", paper_section="issue 12", simulation="chunked",
             options=("chunks", "chunk_axis")))
+_reg(Scheme("copy", "the GEMM beside background copies issued back to back on copy streams until it ends "
+            "(SM copy kernels or copy engines; contention studies, no RS/AG)", label="GEMM + copies",
+            color="#e377c2", paper_section="issue 12", simulation="copy",
+            options=("copy_streams", "copy_size_MiB", "copy_direction", "launch_first"), collectives=False))
 
 
 def scheme_for(name: str) -> Scheme:

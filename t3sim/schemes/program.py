@@ -7,6 +7,10 @@ recorded after that kernel, waited on by this stream) has ended. A
 *companion* (``start_with``) is launched at the same instant as the kernel it
 names and runs beside it without a stream slot of its own (T3's fused
 reduce-scatter starts with its GEMM: the DMA commands are pre-programmed).
+A *repeating* kernel (``repeat_until``) is launched again on its stream each
+time it ends, until the kernel it names has ended (background traffic issued
+back to back for as long as the kernel it contends with runs: the ``copy``
+scheme); each instance ``i`` is its own kernel ``<name>.<i>`` in the records.
 
 :func:`run_program` runs a program on a built :class:`~t3sim.system.model.SystemModel`
 and returns a :class:`ProgramRun`: every kernel's launch and end tick, the
@@ -28,7 +32,7 @@ integer ticks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Tuple
 
 import simpy
@@ -49,6 +53,8 @@ class Kernel:
     reported per kernel only); ``comm`` marks communication (for exposed communication); ``kind`` says
     what runs it (``gemm``, ``collective``, ``copy``, ``dma``, ``fused``...). ``on_end()`` runs when it
     ends, before anything waiting on it (e.g. the memory controller's kernel-boundary signal).
+    ``repeat_until``: launch it again each time it ends until the kernel of that name has ended (module
+    doc); no kernel may depend on a repeating one.
     """
 
     name: str
@@ -59,6 +65,7 @@ class Kernel:
     after: Tuple[str, ...] = ()
     start_with: Optional[str] = None
     on_end: Optional[Callable[[], None]] = None
+    repeat_until: Optional[str] = None
 
 
 @dataclass
@@ -85,10 +92,17 @@ class Program:
         if dup:
             raise ValueError(f"program has duplicate kernel names {sorted(dup)}")
         known = set(names)
+        repeating = {k.name for k in self.kernels() if k.repeat_until is not None}
         for k in self.kernels():
             for d in k.after + ((k.start_with,) if k.start_with else ()):
                 if d not in known or d == k.name:
                     raise ValueError(f"kernel {k.name!r} depends on {d!r}, which is not another kernel of the program")
+                if d in repeating:
+                    raise ValueError(f"kernel {k.name!r} depends on {d!r}, which repeats (it has no single end)")
+            if k.repeat_until is not None and (k.repeat_until not in known or k.repeat_until in repeating
+                                               or k.start_with is not None):
+                raise ValueError(f"kernel {k.name!r} repeats until {k.repeat_until!r}, which is not another "
+                                 "non-repeating kernel of the program (or it is a companion)")
 
 
 @dataclass
@@ -197,6 +211,14 @@ class ProgramRun:
         return s
 
 
+def _repeats(k: Kernel):
+    """Instances ``<name>.0``, ``<name>.1``, ... of a repeating kernel (as many as its stream asks for)."""
+    i = 0
+    while True:
+        yield replace(k, name=f"{k.name}.{i}", repeat_until=None)
+        i += 1
+
+
 def run_program(model, program: Program) -> ProgramRun:
     """Run ``program`` to completion on ``model`` (module doc); returns the :class:`ProgramRun`."""
     program.check()
@@ -243,16 +265,22 @@ def run_program(model, program: Program) -> ProgramRun:
             p = proxies[name] = env.event()
         return p
 
+    def has_ended(name: str) -> bool:
+        return name in recs and recs[name].end >= 0
+
     def stream_body(name: str):
         for k in program.streams[name]:
             for d in k.after:
                 ev = wait_for(d)
                 if ev is not None:
                     yield ev
-            ev = launch(k, name)
-            if ev is not None:
-                yield ev
-            ended(k)
+            for inst in ([k] if k.repeat_until is None else _repeats(k)):
+                if k.repeat_until is not None and has_ended(k.repeat_until):
+                    break
+                ev = launch(inst, name)
+                if ev is not None:
+                    yield ev
+                ended(inst)
 
     def main():
         names = list(program.streams)

@@ -14,7 +14,9 @@ meaningless result minutes later:
 * the footprint -- A, B, C and one receive buffer the size of C, as the system model lays them out
   (:mod:`t3sim.system.model`) -- fits the HBM capacity (``channels x pseudo_channels x bank_groups x
   banks_per_group x rows x row_size_B``); addresses beyond it would wrap onto other arrays;
-* a fused GEMM-RS (T3) has at least one WG per GPU (its reduce-scatter cuts the WGs into one chunk per GPU).
+* a fused GEMM-RS (T3) has at least one WG per GPU (its reduce-scatter cuts the WGs into one chunk per GPU);
+* a scheme that runs collectives has at least 2 GPUs (a 1-GPU system runs one GPU's GEMM of the
+  sub-layer, for schemes without collectives such as ``copy``).
 """
 
 from __future__ import annotations
@@ -65,10 +67,16 @@ def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
         raise InputError(f"{pre}system.hbm", f"{_size(have)} of HBM per GPU, less than the workload's footprint of "
                          f"{_size(need)} (A {k.M}x{k.K}, B {k.K}x{k.N}, C and a receive buffer {k.M}x{k.N}, {k.dtype})",
                          "channels x pseudo_channels x bank_groups x banks_per_group x rows x row_size_B >= the footprint")
-    from t3sim.schemes import scheme_for
+    from t3sim.schemes import SCHEMES, scheme_for
 
     n = exp.system.interconnect.num_gpus
-    if getattr(scheme_for(exp.scheme.kind), "fused_rs", False) and k.num_wgs < n:
+    scheme = scheme_for(exp.scheme.kind)
+    if n < 2 and getattr(scheme, "collectives", True):
+        raise InputError(f"{pre}scheme.kind", f"{exp.scheme.kind!r}, which runs collectives, on a system of "
+                         f"{n} GPU (system.interconnect.num_gpus)",
+                         "a scheme without collectives (" + ", ".join(
+                             s for s, v in SCHEMES.items() if not v.collectives) + ") or num_gpus = workload.tp >= 2")
+    if getattr(scheme, "fused_rs", False) and k.num_wgs < n:
         raise InputError(f"{pre}scheme.kind", f"{exp.scheme.kind!r} with a GEMM of {k.num_wgs} WGs on {n} GPUs",
                          f"a fused GEMM-RS needs at least one WG per GPU ({n}); a larger workload or scheme.kind: sequential")
 

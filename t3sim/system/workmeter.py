@@ -8,7 +8,8 @@ The workload of a sub-layer run is the GEMM and its collectives, each weighted b
   C tiles of retired WGs (the GEMM kernels' progress counters, one kernel per simulated GPU); the
   GEMM counts as complete once every WG retired, whatever the load estimate said;
 * each collective kernel (the reduce-scatter and the all-gather; only the all-gather when the scheme
-  fuses the reduce-scatter into the GEMM, whose share then follows the GEMM's WGs), ``(n - 1) x C``
+  fuses the reduce-scatter into the GEMM, whose share then follows the GEMM's WGs; none when the scheme
+  runs no collectives, e.g. ``copy``, whose background copies last as long as the GEMM), ``(n - 1) x C``
   bytes over its ``n`` GPUs: done is the fraction of its plan's receive slices and steps retired
   (the runner's progress counter against the count its plan implies).
 
@@ -34,6 +35,14 @@ def _fused(scheme_kind: str) -> bool:
     return bool(getattr(scheme_for(scheme_kind), "fused_rs", False))
 
 
+def _collectives(scheme_kind: str) -> bool:
+    """Does the scheme run the sub-layer's collectives? (``copy`` does not: its copies run for as long as
+    the GEMM does, so the GEMM is the whole of its progress.)"""
+    from t3sim.schemes import scheme_for
+
+    return bool(getattr(scheme_for(scheme_kind), "collectives", True))
+
+
 class WorkMeter:
     """``meter() -> (fraction, description)`` for a :class:`~t3sim.system.model.SystemModel` (module doc)."""
 
@@ -48,7 +57,8 @@ class WorkMeter:
         coll_B = (model.n - 1) * k.M * k.N * eb
         fused = _fused(model.exp.scheme.kind)
         self.fused_B = coll_B if fused else 0  # a fused reduce-scatter advances with the GEMM's WGs
-        self.collectives = 1 if fused else 2  # kernels of (n - 1) x C bytes each
+        # kernels of (n - 1) x C bytes each
+        self.collectives = (1 if fused else 2) if _collectives(model.exp.scheme.kind) else 0
         self.coll_B = coll_B
         self.total_B = self.load_B + self.store_B + self.fused_B + self.collectives * coll_B
         self._expected: Dict[int, int] = {}
@@ -80,7 +90,8 @@ class WorkMeter:
         colls = sum(min(1.0, r.progress / max(1, self.expected(r))) for r in runners[: self.collectives])
         done = loads + f_wgs * (self.store_B + self.fused_B) + colls * self.coll_B
         fraction = done / self.total_B if self.total_B else 1.0
-        return fraction, f"GEMM {wgs}/{self.wgs} WGs, collectives {colls:.2f}/{self.collectives}"
+        return fraction, f"GEMM {wgs}/{self.wgs} WGs" + (f", collectives {colls:.2f}/{self.collectives}"
+                                                          if self.collectives else "")
 
 
 def workload_bytes(exp) -> float:
@@ -93,4 +104,4 @@ def workload_bytes(exp) -> float:
     n = exp.system.interconnect.num_gpus
     gpus = n if exp.simulation.mode == "explicit" else 1
     gemm = (k.tiles_n * k.M * k.K + k.tiles_m * k.K * k.N + k.M * k.N) * eb * gpus
-    return float(gemm + 2 * (n - 1) * k.M * k.N * eb)
+    return float(gemm + (2 * (n - 1) * k.M * k.N * eb if _collectives(exp.scheme.kind) else 0))

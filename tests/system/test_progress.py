@@ -33,7 +33,7 @@ def _tiny(tmp_path, schemes=("sequential",)):
 # ------------------------------------------------------------------------------ the workload meter
 
 
-@pytest.mark.parametrize("scheme", ["sequential", "t3"])
+@pytest.mark.parametrize("scheme", ["sequential", "t3", "copy"])
 def test_meter_rises_to_exactly_one(tmp_path, monkeypatch, scheme):
     """Reports every 1024 events: fractions never fall, start below 1, and the meter reads exactly 1 once the
     GEMM's WGs retired and every collective's slices arrived."""
@@ -49,17 +49,18 @@ def test_meter_rises_to_exactly_one(tmp_path, monkeypatch, scheme):
     done, text = model.engine.work()
     k = model.kernel
     assert done == pytest.approx(1.0) and f"GEMM {k.num_wgs}/{k.num_wgs} WGs" in text
-    assert text.endswith("collectives 1.00/1" if scheme == "t3" else "collectives 2.00/2")
+    assert text.endswith({"t3": "collectives 1.00/1", "sequential": "collectives 2.00/2"}.get(scheme, " WGs"))
 
 
 def test_workload_bytes_is_the_meters_total(tmp_path):
     """A sweep weighs points by the same bytes the meter counts (no model built)."""
-    for p in expand(_tiny(tmp_path, ["sequential", "t3"])):
+    for p in expand(_tiny(tmp_path, ["sequential", "t3", "copy"])):
         m = SystemModel(p.config)
         assert workload_bytes(p.config) == pytest.approx(m.engine.work.total_B)  # a fused RS is still an RS
         k = m.kernel
+        colls = 0 if p.config.scheme.kind == "copy" else 2 * (2 - 1) * k.M * k.N * 2  # copy runs no collectives
         assert workload_bytes(p.config) == pytest.approx(
-            2 * (k.tiles_n * k.M * k.K + k.tiles_m * k.K * k.N + k.M * k.N) + 2 * (2 - 1) * k.M * k.N * 2)
+            2 * (k.tiles_n * k.M * k.K + k.tiles_m * k.K * k.N + k.M * k.N) + colls)
 
 
 # ------------------------------------------------------------------------------- reporters

@@ -138,3 +138,73 @@ def test_overlap_csv_simulates_each_column_as_measured(run_cli, tmp_path):
     assert sim["sequential"] >= 0.95 * (sim["gemm"] + sim["rs"])  # back to back (the RS reads a warm output)
     assert max(sim["gemm"], sim["rs"]) * 0.999 <= sim["concurrent"] <= sim["gemm"] + sim["rs"] + 5.0
     assert len(set(sim.values())) == 5  # five different simulations, not one reused
+
+
+CONT = "experiments/validation/gemm_copy_contention.csv"
+CONT_HEADER = ("model,sublayer,tp,M,N,K,gemm_alone_us,gemm_with_d2d1_us,gemm_with_d2d2_us,gemm_with_pcie_us,"
+               "copy_slowdown_d2d1,copy_slowdown_d2d2,copy_slowdown_pcie\n")
+
+
+@pytest.mark.parametrize("body, needles", [
+    (CONT_HEADER + "m,OP,8,512,512,64,5,x,20,5,1.5,1.3,1.0\n", (":2:", "gemm_with_d2d1_us='x'")),
+    (CONT_HEADER + "m,OP,8,512,512,64,,10,20,5,1.5,1.3,1.0\n", (":2:", "gemm_alone_us=''")),
+])
+def test_bad_contention_csv_exit_2_one_line(run_cli, tmp_path, body, needles):
+    p = tmp_path / "bad.csv"
+    p.write_text(body)
+    rc, out, err = run_cli("validate", "--system", SYS, "--measured", str(p), "--out", str(tmp_path / "o"))
+    _one_line_error(rc, out, err, *needles)
+
+
+def test_contention_only_needs_cache(run_cli, tmp_path):
+    rc, out, err = run_cli("validate", "--system", SYS, "--measured", CONT, "--only", "alone", "--out", str(tmp_path))
+    _one_line_error(rc, out, err, "--only", "with --cache")
+
+
+def test_contention_cache_reuses_outcomes(tmp_path, monkeypatch):
+    """Outcomes land in the cache as they finish and are reused by the same code, config and task."""
+    from t3sim.config import load_system
+    from t3sim.system import validate_copy as V
+
+    system = load_system("configs/systems/h200-1gpu.yaml", [])
+    rows = [dict(M=512, N=512, K=64), dict(M=512, N=512, K=64)]
+    cache = tmp_path / "c.json"
+    per_row, _ = V.simulate_contention_rows(system, rows, cache=cache, only=["alone"])
+    assert per_row[0]["alone"] is per_row[1]["alone"] and per_row[0]["d2d1"] is None  # one shape, one simulation
+    monkeypatch.setattr(V, "_task", lambda t: pytest.fail("simulated although cached"))
+    again, _ = V.simulate_contention_rows(system, rows, cache=cache, only=["alone"])
+    assert again[0]["alone"] == per_row[0]["alone"]
+    other = load_system("configs/systems/h200-1gpu.yaml", ["gpu.clock_GHz=1.5"])
+    assert V.task_key(other, ("pair", other, (512, 512, 64, None))) != V.task_key(system, ("pair", system, (512, 512, 64, None)))
+
+
+@pytest.mark.slow
+def test_h200_copy_contention_targets(run_cli, tmp_path):
+    """The committed validation (reuses the committed cache while the simulator is unchanged; else about 2 min
+    on 16 cores): GEMM slowdown within 15 % and copy slowdown within 10 % geomean on the reference CSV."""
+    import shutil
+
+    cache = tmp_path / "cache.json"  # a copy: a changed simulator re-simulates and must not edit the committed file
+    shutil.copy(REPO / "experiments/validation/copy_contention/sim_cache_h200.json", cache)
+    rc, out, err = run_cli("validate", "--system", SYS, "--measured", CONT, "--cache", str(cache),
+                           "--out", str(tmp_path), "--json")
+    assert rc == 0, err
+    s = json.loads(out)[0]
+    assert s["kind"] == "copy_contention"
+    assert s["gemm_slowdown_geomean_error"] < 0.15 and s["copy_slowdown_geomean_error"] < 0.10
+
+
+def test_overlap_rows_are_simulated_as_overlap(monkeypatch):
+    """Every column of an overlap CSV row goes to the overlap simulation (not the GEMM alone)."""
+    import t3sim.system.validate_overlap as vo
+    from t3sim.analysis.validation import read_measured
+    from t3sim.commands.validate_cmd import _simulate_row
+    from t3sim.config import load_system
+
+    seen = []
+    monkeypatch.setattr(vo, "simulate_overlap_row", lambda system, f, where: seen.append(f["what"]) or "sim")
+    kind, rows = read_measured(REPO / "experiments/validation/overlap_4gpu.csv")
+    system = load_system(REPO / "configs/systems/h200-4gpu.yaml", [])
+    assert kind == "overlap"
+    assert [_simulate_row((kind, system, r.fields, r.where)) for r in rows[:5]] == ["sim"] * 5
+    assert seen == ["gemm", "rs", "sequential", "concurrent", "chunked"]
