@@ -198,7 +198,7 @@ def test_overlap_rows_are_simulated_as_overlap(monkeypatch):
     """Every column of an overlap CSV row goes to the overlap simulation (not the GEMM alone)."""
     import t3sim.system.validate_overlap as vo
     from t3sim.analysis.validation import read_measured
-    from t3sim.commands.validate_cmd import _simulate_row
+    from t3sim.system.validate import simulate_row
     from t3sim.config import load_system
 
     seen = []
@@ -206,5 +206,5 @@ def test_overlap_rows_are_simulated_as_overlap(monkeypatch):
     kind, rows = read_measured(REPO / "experiments/validation/overlap_4gpu.csv")
     system = load_system(REPO / "configs/systems/h200-4gpu.yaml", [])
     assert kind == "overlap"
-    assert [_simulate_row((kind, system, r.fields, r.where)) for r in rows[:5]] == ["sim"] * 5
+    assert [simulate_row((kind, system, r.fields, r.where)) for r in rows[:5]] == ["sim"] * 5
     assert seen == ["gemm", "rs", "sequential", "concurrent", "chunked"]
