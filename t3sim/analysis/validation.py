@@ -337,14 +337,18 @@ class Comparison:
         return "\n".join(lines)
 
     def write_csv(self, path: str | Path) -> Path:
-        recs = self.records()
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(recs[0]))
-            w.writeheader()
-            w.writerows(recs)
-        return path
+        return write_records_csv(self.records(), path)
+
+
+def write_records_csv(recs: Sequence[Dict[str, object]], path: str | Path) -> Path:
+    """Write flat records (one mapping per row, the first row's keys as the header) as a CSV at ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(recs[0]))
+        w.writeheader()
+        w.writerows(recs)
+    return path
 
 
 def read_comparison(path: str | Path, system: str) -> Comparison:

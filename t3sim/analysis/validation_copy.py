@@ -15,13 +15,12 @@ from: ``fit_tp`` with background ``fit_background``) and the *check* set (everyt
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from t3sim.analysis.validation import CONTENTION_BACKGROUNDS as BACKGROUNDS
-from t3sim.analysis.validation import CONTENTION_COLUMNS, MeasuredRow, geomean_error  # noqa: F401
+from t3sim.analysis.validation import CONTENTION_COLUMNS, MeasuredRow, geomean_error, write_records_csv  # noqa: F401
 
 
 @dataclass
@@ -147,14 +146,7 @@ class ContentionComparison:
         return "\n".join([line(head), "  ".join("-" * x for x in w), *map(line, cells), *foot]) + "\n"
 
     def write_csv(self, path) -> Path:
-        recs = self.records()
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(recs[0]))
-            w.writeheader()
-            w.writerows(recs)
-        return path
+        return write_records_csv(self.records(), path)
 
 
 def _r(v: Optional[float]) -> Optional[float]:

@@ -165,7 +165,9 @@ def row_cost(kind: str, f: dict) -> float:
     overlap program -- GEMM and collective on 4 GPUs -- counts as three GEMMs)."""
     if kind == "collective":
         return float(f["size_mb"]) * MIB
-    scale = 3 if f.get("what") in ("sequential", "concurrent", "chunked") else 1
+    from t3sim.system.validate_overlap import PROGRAMS
+
+    scale = 3 if f.get("what") in PROGRAMS else 1
     return 2.0 * f["M"] * f["N"] * f["K"] * scale
 
 

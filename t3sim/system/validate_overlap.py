@@ -4,7 +4,7 @@
 bf16 GEMM ``M x K`` by ``K x N`` and a 4-GPU reduce-scatter of its ``M x N`` output: each alone, in sequence,
 concurrently (the RS of an *independent* array on a second stream) and chunked (the GEMM in 4 chunks of M/4
 rows, chunk i's RS issued after chunk i on a second stream); its README says how. Each measured column
-(:data:`MEASURED`) is one validation row, simulated the way it was measured:
+(:data:`t3sim.analysis.validation.OVERLAP_MEASURED`) is one validation row, simulated the way it was measured:
 
 * ``gemm``: the GEMM alone on one GPU (:func:`~t3sim.system.validate.simulate_gemm_row`);
 * ``rs``: the reduce-scatter of ``M x N`` elements alone (homogeneous mode, the paper's method);
@@ -30,9 +30,6 @@ from t3sim.schemes.program import run_program
 from t3sim.schemes.sequential import sequential_program
 from t3sim.sim.clock import TICKS_PER_US
 
-#: validation row ``what`` -> the measured CSV column it compares against
-MEASURED: Dict[str, str] = {"gemm": "gemm_us", "rs": "rs_us", "sequential": "sequential_us",
-                            "concurrent": "concurrent_independent_us", "chunked": "chunked_decomposition_us"}
 #: what each row's scheme program is, and the scheme options it runs with
 PROGRAMS = {"sequential": (sequential_program, {}), "concurrent": (concurrent_program, {"launch_first": "comm"}),
             "chunked": (chunked_program, {"chunks": 4, "chunk_axis": "M"})}
