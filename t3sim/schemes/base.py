@@ -174,7 +174,7 @@ _reg(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", la
             color="#9467bd", ideal=True, nmc=True, simulation="sequential/nmc", compose=compose_ideal))
 _reg(Scheme("concurrent", "the GEMM and an independent RS on two streams sharing CUs, L2, HBM and links; then AG",
             label="Concurrent", color="#8c564b", paper_section="issue 12", simulation="concurrent",
-            options=("launch_first",)))
+            options=("launch_first", "comm_cus")))
 _reg(Scheme("chunked", "GEMM in C chunks, each chunk's RS issued on a second stream when it ends (CoCoNet/TE style); then AG",
             label="Chunked", color="#17becf", paper_section="issue 12", simulation="chunked",
             options=("chunks", "chunk_axis")))
