@@ -203,3 +203,27 @@ class CuDispatcher:
 
     def waiting(self) -> List[str]:
         return [f"{c.name} ({c.pending()} WGs)" for c in self._waiting]
+
+    def confined(self, cus: Sequence[int]) -> "ConfinedDispatcher":
+        """This dispatcher as seen by kernels confined to ``cus`` (a CU reservation, the paper's 72-8 and
+        64-16 splits, Sec. 3.2.1): every kernel they register may use only those CUs."""
+        return ConfinedDispatcher(self, cus)
+
+
+class ConfinedDispatcher:
+    """A :class:`CuDispatcher` whose :meth:`register` confines the kernel to a fixed set of CUs; everything
+    else is the shared dispatcher's (one launch order, one set of free resources)."""
+
+    def __init__(self, dispatcher: CuDispatcher, cus: Sequence[int]):
+        cus = sorted(set(int(c) for c in cus))
+        if not cus or cus[0] < 0 or cus[-1] >= dispatcher.num_cus:
+            raise ValueError(f"CU reservation {cus[:4]}...: needs CUs within 0..{dispatcher.num_cus - 1}")
+        self.dispatcher, self.cus = dispatcher, tuple(cus)
+
+    def register(self, name: str, footprint: Footprint, pending: Callable[[], int], on_cu: Callable[[int], None],
+                 cus: Optional[Sequence[int]] = None) -> int:
+        allowed = self.cus if cus is None else tuple(c for c in cus if c in self.cus)
+        return self.dispatcher.register(name, footprint, pending, on_cu, allowed)
+
+    def __getattr__(self, attr: str):
+        return getattr(self.dispatcher, attr)

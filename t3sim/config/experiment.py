@@ -26,6 +26,8 @@ class SchemeConfig(Model):
     launch_first: Literal["gemm", "comm"] = F(
         "gemm", unit="enum", desc="concurrent, copy: which stream launches its kernel first, the GEMM's or the other one (concurrent: the RS; copy: the copy streams); the GPU dispatches WGs in launch order (t3sim/compute/dispatcher.py)",
         source="issue 12 (a host program issues one stream's work before the other's)")
+    comm_cus: int = F(0, unit="count", desc="concurrent, chunked: CUs reserved for the communication kernels: the reduce-scatters' CTAs run only on the last comm_cus CUs and the GEMM's WGs only on the others (0: no reservation, every kernel may use every CU in launch order); the all-gather after them uses every CU",
+                      source="paper Sec. 3.2.1, Fig. 6 (72-8 and 64-16 CU splits of an 80-CU GPU); issue 12", ge=0)
     copy_streams: int = F(1, unit="count", desc="copy: streams issuing background copies back to back while the GEMM runs (0: the GEMM alone)",
                           source="issue 12; shared/reference/h200/README.md (gemm_copy_contention: one or two copy streams)", ge=0)
     copy_size_MiB: float = F(256.0, unit="MiB", desc="copy: bytes of each background copy (rounded down to whole 64 B requests)",

@@ -37,6 +37,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import simpy
 
+from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_US
 
@@ -209,6 +210,20 @@ class ProgramRun:
         s.add("kernels.critical_path", " -> ".join(self.critical_path()), "text",
               "kernels whose ends set the program's end, first to last")
         return s
+
+
+def cu_split(model) -> Tuple[Optional[int], Optional[range]]:
+    """``scheme.comm_cus``'s CU reservation: ``(gemm_cus, comm_mask)`` -- the GEMM on the first
+    ``num_cus - comm_cus`` CUs, communication kernels confined to the last ``comm_cus`` -- or ``(None, None)``
+    when nothing is reserved (paper Sec. 3.2.1, Fig. 6: the 72-8 and 64-16 splits of an 80-CU GPU)."""
+    reserved = model.exp.scheme.comm_cus
+    if not reserved:
+        return None, None
+    total = model.system.gpu.num_cus
+    if reserved >= total:
+        raise InputError("scheme.comm_cus", f"{reserved} CUs reserved for communication on a GPU of {total} CUs",
+                         f"0 (no reservation) .. {total - 1}, leaving the GEMM at least one CU")
+    return total - reserved, range(total - reserved, total)
 
 
 def _repeats(k: Kernel):

@@ -130,10 +130,11 @@ class SystemModel:
         return self.env.all_of(list(events.values()))
 
     def collective(self, collective: str, variant: str = "baseline", cus=None, base_B=None,
-                   elems=None) -> CollectiveKernel:
+                   elems=None, cu_mask=None) -> CollectiveKernel:
         """Launch ``collective`` (as a GPU kernel, RCCL style) over the GEMM output C, or over the ``elems``
         elements at ``base_B`` (a chunk of C, an independent array) with receive slots of its own. Its CTAs
-        take CUs through the GPUs' dispatchers, beside whatever else runs."""
+        take CUs through the GPUs' dispatchers, beside whatever else runs; ``cu_mask`` (CU indices) confines
+        them to those CUs (a CU reservation)."""
         if base_B is None:
             base_B, elems = self.c_base, self.c_elems
             recv = self.scratch_base
@@ -142,7 +143,9 @@ class SystemModel:
         plan = plan_for_system(self.system, collective, elems, self.elem_B)
         layout = BufferLayout(bases={"buf": base_B}, recv_base_B=recv, recv_slot_B=_up(elems * self.elem_B))
         return run_collective(self.engine, self.network, plan, self.hiers, mode=self.mode, system=self.system,
-                              variant=variant, layout=layout, cus=cus, dispatchers=self.dispatchers)
+                              variant=variant, layout=layout, cus=cus,
+                              dispatchers=self.dispatchers if cu_mask is None else
+                              {g: d.confined(cu_mask) for g, d in self.dispatchers.items()})
 
     # ------------------------------------------------------------------ stats
     def add_stats(self, source: Callable[[], Stats]) -> None:

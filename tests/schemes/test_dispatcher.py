@@ -100,3 +100,28 @@ def test_capacity_never_exceeded_and_everything_placed(kernels, rnd):
                 placed_log.append(fakes.index(x))
     assert all(f.left == 0 for f in fakes)
     assert np.array_equal(d.free, np.tile(cap, (GPU.num_cus, 1)))
+
+
+def test_confined_kernel_only_gets_its_reserved_cus_and_shares_the_launch_order():
+    """A CU reservation (paper Sec. 3.2.1's 72-8 split): a kernel registered through ``confined(cus)`` is placed
+    only on those CUs; it still waits behind earlier kernels there (one launch order, one set of resources)."""
+    d = CuDispatcher(GPU)
+    fp = Footprint.of(GPU, 1024, 32, 0)  # 2 per CU (threads)
+    gemm = Fake(d, "gemm", Footprint.of(GPU, 256, 255, 0), 3)  # one exclusive WG per CU
+    gemm.grab()
+    assert gemm.placed == [0, 1, 2]
+    rs = Fake(d.confined([2, 3]), "rs", fp, 4)
+    rs.grab()
+    assert rs.placed == [3, 3] and rs.left == 2  # CU 2 is the GEMM's; CUs 0 and 1 are outside the mask
+    gemm.left = 0
+    d.release(gemm.h, 0)  # a GEMM WG leaves CU 0: outside the RS's mask, so the RS still waits
+    assert rs.left == 2
+    d.release(gemm.h, 2)  # the one on CU 2 leaves: the RS takes it
+    assert rs.placed == [3, 3, 2, 2] and rs.left == 0
+
+
+def test_confined_rejects_cus_outside_the_gpu():
+    import pytest
+
+    with pytest.raises(ValueError, match="CU reservation"):
+        CuDispatcher(GPU).confined([3, 4])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from t3sim.collectives.runner import plan_for_system
@@ -126,3 +127,22 @@ def test_schemes_registered_with_label_and_color():
     for name in ("concurrent", "chunked"):
         s = scheme_for(name)
         assert s.runnable and s.label and s.color.startswith("#")
+
+
+def test_concurrent_cu_reservation_confines_each_kernel(alone):
+    """``scheme.comm_cus`` (paper Sec. 3.2.1, Fig. 6's 72-8 split): the RS's CTAs only on the last CUs, the GEMM's
+    WGs only on the others -- so neither waits for the other's CUs and the RS, launched second, still starts
+    at once; the pair is never faster than the longer kernel alone."""
+    m, run = _run(lambda m: concurrent_program(m, with_ag=False), "scheme.kind=concurrent", "scheme.comm_cus=2")
+    for d in m.dispatchers.values():
+        masks = {c.name: set(np.flatnonzero(c.mask).tolist()) for c in d._clients.values()}
+        gemm = [v for k, v in masks.items() if "gemm" in k]
+        comm = [v for k, v in masks.items() if "gemm" not in k]
+        assert gemm and all(v == set(range(6)) for v in gemm)
+        assert comm and all(v == {6, 7} for v in comm)
+    assert all(k.num_cus == 6 for k in m.gemm_kernels)
+    assert run.end - run.start >= max(alone) * 0.999
+    with pytest.raises(InputError, match="scheme.comm_cus"):
+        _run(lambda m: concurrent_program(m, with_ag=False), "scheme.kind=concurrent", "scheme.comm_cus=8")
+    with pytest.raises(InputError, match="scheme.comm_cus"):
+        simulate(exp(*SMALL, "scheme.comm_cus=2"))  # sequential does not reserve CUs
