@@ -16,10 +16,10 @@ chunk's RS contending with the next chunk's GEMM. So ``chunked`` can be slower
 than ``sequential`` (measured so on H200 for small K,
 shared/reference/h200/overlap_4gpu.csv).
 
-``scheme.chunk_comm: dma`` communicates instead with the copy engines, as PyTorch AsyncTP and
-Transformer Engine's userbuffers do: each chunk's output is scattered shard by shard into the peers'
-receive slots (stream ``dma``, no CUs), and one local reduction kernel on the CUs sums the N partial
-shards after the last chunk (:mod:`t3sim.schemes.chunked_dma`).
+``scheme.comm_cus`` > 0 reserves CUs: the chunk RSs' CTAs run only on the last ``comm_cus`` CUs and
+the GEMM chunks on the others (:func:`~t3sim.schemes.program.cu_split`). The DMA-driven variant, copy
+engines instead of collective kernels, is its own scheme, ``chunked_dma``
+(:mod:`t3sim.schemes.chunked_dma`).
 
 Invariant (tests): the chunks' outputs partition C, so the chunk RSs reduce
 every element of C exactly once, and their DRAM and link bytes add up to one
@@ -29,28 +29,24 @@ RS of C.
 from __future__ import annotations
 
 from t3sim.errors import InputError
-from t3sim.schemes.chunked_dma import DmaScatter, FunctionalOutput, check_reduced
-from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
+from t3sim.schemes.base import Scheme, register_scheme, register_simulation
+from t3sim.schemes.program import Kernel, Program, ProgramRun, cu_split, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.workload.chunks import chunks
-from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 
 
 def chunked_program(model, with_ag: bool = True) -> Program:
-    """The chunk GEMMs on ``compute``, each chunk's RS on ``comm`` after it (module doc); then the AG.
-    ``scheme.chunk_comm: dma``: :func:`dma_program`."""
-    sc = model.exp.scheme
-    parts = _parts(model)
-    if sc.chunk_comm == "dma":
-        return dma_program(model, parts, with_ag)
+    """The chunk GEMMs on ``compute``, each chunk's RS on ``comm`` after it (module doc); then the AG."""
+    parts = chunk_parts(model)
+    gemm_cus, comm_mask = cu_split(model)
     p = Program()
     for c in parts:
         on_end = boundary(model) if c.index == len(parts) - 1 else None
-        p.add("compute", Kernel(f"gemm_c{c.index}", "gemm", "gemm", lambda c=c: model.gemm(f"gemm_c{c.index}", chunk=c),
+        p.add("compute", Kernel(f"gemm_c{c.index}", "gemm", "gemm", lambda c=c: model.gemm(f"gemm_c{c.index}", chunk=c, num_cus=gemm_cus),
                                 on_end=on_end))
         p.add("comm", Kernel(f"rs_c{c.index}", "collective", "rs",
                              lambda c=c: model.collective("reduce_scatter", base_B=model.c_base + c.c_offset_B,
-                                                          elems=c.c_elems).done,
+                                                          elems=c.c_elems, cu_mask=comm_mask).done,
                              comm=True, after=(f"gemm_c{c.index}",)))
     if with_ag:
         p.add("compute", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
@@ -58,7 +54,8 @@ def chunked_program(model, with_ag: bool = True) -> Program:
     return p
 
 
-def _parts(model):
+def chunk_parts(model):
+    """The chunks of the workload's GEMM (``scheme.chunks`` along ``scheme.chunk_axis``); InputError if too many."""
     sc = model.exp.scheme
     k = model.kernel
     tiles = k.tiles_m if sc.chunk_axis == "M" else k.tiles_n
@@ -69,37 +66,11 @@ def _parts(model):
     return chunks(k, sc.chunks, sc.chunk_axis)
 
 
-def dma_program(model, parts, with_ag: bool = True) -> Program:
-    """``chunk_comm: dma`` (:mod:`t3sim.schemes.chunked_dma`): the chunk GEMMs on ``compute``, each chunk's
-    copy-engine scatter on ``dma`` when it ends, the local reduction on ``compute`` once the last scatter has
-    landed, then the AG (functional mode: the check of every reduced element instead)."""
-    ctx = DmaScatter(model, parts)
-    model.context = ctx
-    model.add_stats(ctx.stats)
-    functional = ctx.functional
-    last = len(parts) - 1
-    p = Program()
-    for c in parts:
-        sink = (lambda g: FunctionalOutput(model.hiers[g], g)) if functional else None
-        p.add("compute", Kernel(f"gemm_c{c.index}", "gemm", "gemm",
-                                lambda c=c, sink=sink: model.gemm(f"gemm_c{c.index}", chunk=c, sink_for=sink),
-                                on_end=boundary(model) if c.index == last else None))
-        p.add("dma", Kernel(f"scatter_c{c.index}", "dma", "rs", lambda c=c: ctx.scatter(c.index), comm=True,
-                            after=(f"gemm_c{c.index}",)))
-    p.add("compute", Kernel("reduce", "copy", "rs", ctx.reduce, comm=True, after=(f"scatter_c{last}",)))
-    if with_ag:
-        ag = (lambda: check_reduced(model, ctx) and None) if functional else \
-            (lambda: model.collective("all_gather").done)
-        p.add("compute", Kernel("ag", "collective", "ag", ag, comm=True))
-    return p
-
-
 def run_chunked(model) -> ProgramRun:
     return run_program(model, chunked_program(model))
 
 
 register_simulation("chunked", run_chunked)
-register_scheme(Scheme("chunked", "GEMM in C chunks, each chunk's RS issued on a second stream when it ends (CoCoNet/TE style; "
-                       "scheme.chunk_comm: a CU-driven collective, or copy-engine scatters plus a local reduction, AsyncTP "
-                       "style); then AG", label="Chunked", color="#17becf", paper_section="issue 12", simulation="chunked",
-                       options=("chunks", "chunk_axis", "chunk_comm")))
+register_scheme(Scheme("chunked", "GEMM in C chunks, each chunk's RS (a CU-driven collective) issued on a second stream "
+                       "when it ends (CoCoNet/TE style); then AG", label="Chunked", color="#17becf",
+                       paper_section="issue 12", simulation="chunked", options=("chunks", "chunk_axis", "comm_cus")))

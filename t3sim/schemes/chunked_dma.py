@@ -1,4 +1,4 @@
-"""DMA-driven communication of the ``chunked`` scheme (``scheme.chunk_comm: dma``; issue 12 item 3).
+"""``chunked_dma``: the ``chunked`` decomposition with DMA-driven communication (issue 12 item 3).
 
 What PyTorch AsyncTP's ``fused_matmul_reduce_scatter`` over symmetric memory and Transformer Engine's
 userbuffers with copy engines do instead of an NCCL reduce-scatter per chunk:
@@ -18,7 +18,7 @@ userbuffers with copy engines do instead of an NCCL reduce-scatter per chunk:
    (:meth:`~t3sim.dma.copy_kernel.SMCopyKernel.reduce`, through the GPU's one WG dispatcher) -- reads
    the N partial shards of every chunk (its own, in C, and the N - 1 received) and writes the reduced
    shard over its own partial in C: N x shard bytes read, 1 x shard written.
-3. The all-gather of C, as the CU-driven variant runs it (:func:`~t3sim.system.model.SystemModel.collective`).
+3. The all-gather of C, as ``chunked`` runs it (:func:`~t3sim.system.model.SystemModel.collective`).
    GPU ``g``'s reduced data is its shard of every chunk (not one contiguous block as the collective's
    plan assumes): the all-gather moves the same bytes, so its time is that of the AG of C.
 
@@ -58,6 +58,10 @@ from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
+from t3sim.schemes.base import Scheme, register_scheme, register_simulation
+from t3sim.schemes.chunked import chunk_parts
+from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
+from t3sim.schemes.sequential import boundary
 from t3sim.schemes.t3 import store_data
 
 _ALL = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # every byte of a 64 B request
@@ -76,7 +80,7 @@ class FunctionalOutput:
 
 
 class DmaScatter:
-    """The copy engines, fabric, receive slots and reduction kernels of ``chunk_comm: dma`` (module doc)."""
+    """The copy engines, fabric, receive slots and reduction kernels of ``chunked_dma`` (module doc)."""
 
     def __init__(self, model, parts):
         self.model, self.parts = model, parts
@@ -88,7 +92,7 @@ class DmaScatter:
         cfg = model.system.copy_engine
         if self.functional and cfg.l2_allocate:
             raise InputError("system.copy_engine.l2_allocate", "true with simulation.functional_data and "
-                             "scheme.chunk_comm=dma", "false (functional copies bypass the L2, which keeps no values)")
+                             "scheme.kind=chunked_dma", "false (functional copies bypass the L2, which keeps no values)")
         #: shard bounds of every chunk: bytes from the chunk's start, 64 B aligned, n + 1 each
         self.bounds: List[List[int]] = []
         self.recv: List[int] = []
@@ -96,9 +100,9 @@ class DmaScatter:
         for c in parts:
             nb = c.c_elems * eb
             if nb % REQ_B or c.c_offset_B % REQ_B or nb // REQ_B < n:
-                raise InputError("scheme.chunk_comm", f"dma with chunk {c.index} of {nb} B at byte {c.c_offset_B} "
+                raise InputError("scheme.chunks", f"{len(parts)} chunks for chunked_dma: chunk {c.index} of {nb} B at byte {c.c_offset_B} "
                                  f"of C (copies move whole {REQ_B} B requests, one shard per GPU)",
-                                 f"chunks of at least {n} x {REQ_B} B, multiples of {REQ_B} B, or chunk_comm=cu")
+                                 f"chunks of at least {n} x {REQ_B} B, multiples of {REQ_B} B (fewer chunks), or scheme.kind=chunked")
             R = nb // REQ_B
             b = [(R * p // n) * REQ_B for p in range(n + 1)]
             self.bounds.append(b)
@@ -218,3 +222,40 @@ def check_reduced(model, ctx: DmaScatter) -> int:
             checked += got.size
     ctx.words_checked = checked
     return checked
+
+
+def chunked_dma_program(model, with_ag: bool = True) -> Program:
+    """The chunk GEMMs on ``compute``, each chunk's
+    copy-engine scatter on ``dma`` when it ends, the local reduction on ``compute`` once the last scatter has
+    landed, then the AG (functional mode: the check of every reduced element instead)."""
+    parts = chunk_parts(model)
+    ctx = DmaScatter(model, parts)
+    model.context = ctx
+    model.add_stats(ctx.stats)
+    functional = ctx.functional
+    last = len(parts) - 1
+    p = Program()
+    for c in parts:
+        sink = (lambda g: FunctionalOutput(model.hiers[g], g)) if functional else None
+        p.add("compute", Kernel(f"gemm_c{c.index}", "gemm", "gemm",
+                                lambda c=c, sink=sink: model.gemm(f"gemm_c{c.index}", chunk=c, sink_for=sink),
+                                on_end=boundary(model) if c.index == last else None))
+        p.add("dma", Kernel(f"scatter_c{c.index}", "dma", "rs", lambda c=c: ctx.scatter(c.index), comm=True,
+                            after=(f"gemm_c{c.index}",)))
+    p.add("compute", Kernel("reduce", "copy", "rs", ctx.reduce, comm=True, after=(f"scatter_c{last}",)))
+    if with_ag:
+        ag = (lambda: check_reduced(model, ctx) and None) if functional else \
+            (lambda: model.collective("all_gather").done)
+        p.add("compute", Kernel("ag", "collective", "ag", ag, comm=True))
+    return p
+
+
+def run_chunked_dma(model) -> ProgramRun:
+    return run_program(model, chunked_dma_program(model))
+
+
+register_simulation("chunked_dma", run_chunked_dma)
+register_scheme(Scheme("chunked_dma", "GEMM in C chunks; when a chunk ends the copy engines write every peer's shard of it "
+                       "into the peer's receive slot (no CUs); one local reduction kernel after the last chunk "
+                       "(PyTorch AsyncTP / TE userbuffers style); then AG", label="Chunked (DMA)", color="#bcbd22",
+                       paper_section="issue 12", simulation="chunked_dma", options=("chunks", "chunk_axis")))

@@ -1,4 +1,4 @@
-"""``chunked`` with ``scheme.chunk_comm: dma`` (issue 12 item 3): copy-engine scatters, a local reduction, exactness,
+"""``chunked_dma`` (issue 12 item 3): copy-engine scatters, a local reduction, exactness,
 conservation, bounds, determinism, option checks and the timeline's dma stream."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
-from t3sim.schemes.chunked import _parts, chunked_program
+from t3sim.schemes.chunked import chunk_parts
+from t3sim.schemes.chunked_dma import chunked_dma_program
 from t3sim.schemes.chunked_dma import DmaScatter, check_reduced
 from t3sim.schemes.program import Kernel, Program, run_program
 from t3sim.system.model import SystemModel
@@ -24,7 +25,7 @@ from tests.system.helpers import exp
 # second a run
 SMALL = ("workload.sublayer=OP", "workload.tokens=256", "workload.model.hidden_size=1024", "workload.tp=4", "system.interconnect.num_gpus=4",
          "system.gpu.num_cus=4", "scheme.kind=chunked", "scheme.chunks=2")
-DMA = "scheme.chunk_comm=dma"
+DMA = "scheme.kind=chunked_dma"
 
 # the measured machine's preset (4 H200s on NVSwitch), the same small GEMM shape
 _H200 = """\
@@ -39,7 +40,7 @@ workload:
   tp: 4
   tokens: 256
   dtype: bf16
-scheme: {kind: chunked, chunks: 2, chunk_comm: dma}
+scheme: {kind: chunked_dma, chunks: 2}
 """
 
 
@@ -48,7 +49,7 @@ def _model(*extra, e=None):
 
 
 def _run(m, with_ag=False):
-    run = run_program(m, chunked_program(m, with_ag=with_ag))
+    run = run_program(m, chunked_dma_program(m, with_ag=with_ag))
     m.network.check_conserved()
     return run
 
@@ -95,7 +96,7 @@ def test_every_element_reduced_exactly(mode):
 def test_a_missing_contribution_is_caught():
     """The check can fail: drop one received shard's writes and the reduced values are wrong."""
     m = _model(DMA, "simulation.functional_data=true")
-    p = chunked_program(m, with_ag=False)
+    p = chunked_dma_program(m, with_ag=False)
     ctx = m.context
     send = ctx.fabric.send
 
@@ -113,7 +114,7 @@ def test_a_missing_contribution_is_caught():
 def _alone(kind):
     """The chunk GEMMs back to back alone, or the scatters and the reduction alone (no GEMM beside them)."""
     m = _model(DMA)
-    parts = _parts(m)
+    parts = chunk_parts(m)
     p = Program()
     if kind == "gemm":
         for c in parts:
@@ -155,14 +156,14 @@ def test_timeline_has_the_dma_stream():
     assert sorted(on_dma) == ["scatter_c0", "scatter_c1"]
 
 
-def test_option_rejected_by_other_schemes():
-    with pytest.raises(InputError, match="scheme.chunk_comm"):
-        simulate(exp("scheme.kind=sequential", DMA))
+def test_options_it_does_not_use_are_rejected():
+    with pytest.raises(InputError, match="scheme.comm_cus"):
+        simulate(exp(*SMALL, DMA, "scheme.comm_cus=1"))
     cmd = [sys.executable, "-m", "t3sim.cli", "run", str(REPO / "configs/experiments/default.yaml"),
-           "--set", "scheme.kind=concurrent", "--set", DMA, "--out", "/nonexistent-never-written"]
+           "--set", DMA, "--set", "scheme.launch_first=comm", "--out", "/nonexistent-never-written"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2 and "scheme.chunk_comm" in p.stderr and "Traceback" not in p.stderr
-    assert "chunked" in p.stderr  # says which scheme takes it
+    assert p.returncode == 2 and "scheme.launch_first" in p.stderr and "Traceback" not in p.stderr
+    assert "concurrent" in p.stderr  # says which schemes take it
 
 
 @pytest.mark.parametrize("mode", ["homogeneous", "explicit"])

@@ -129,11 +129,12 @@ def test_schemes_registered_with_label_and_color():
         assert s.runnable and s.label and s.color.startswith("#")
 
 
-def test_concurrent_cu_reservation_confines_each_kernel(alone):
-    """``scheme.comm_cus`` (paper Sec. 3.2.1, Fig. 6's 72-8 split): the RS's CTAs only on the last CUs, the GEMM's
-    WGs only on the others -- so neither waits for the other's CUs and the RS, launched second, still starts
-    at once; the pair is never faster than the longer kernel alone."""
-    m, run = _run(lambda m: concurrent_program(m, with_ag=False), "scheme.kind=concurrent", "scheme.comm_cus=2")
+@pytest.mark.parametrize("kind", ["concurrent", "chunked"])
+def test_cu_reservation_confines_each_kernel(alone, kind):
+    """``scheme.comm_cus`` (paper Sec. 3.2.1, Fig. 6's 72-8 split): the RSs' CTAs only on the last CUs, the GEMMs'
+    WGs only on the others; never faster than the longer kernel alone."""
+    build = concurrent_program if kind == "concurrent" else chunked_program
+    m, run = _run(lambda m: build(m, with_ag=False), f"scheme.kind={kind}", "scheme.comm_cus=2")
     for d in m.dispatchers.values():
         masks = {c.name: set(np.flatnonzero(c.mask).tolist()) for c in d._clients.values()}
         gemm = [v for k, v in masks.items() if "gemm" in k]
@@ -143,6 +144,6 @@ def test_concurrent_cu_reservation_confines_each_kernel(alone):
     assert all(k.num_cus == 6 for k in m.gemm_kernels)
     assert run.end - run.start >= max(alone) * 0.999
     with pytest.raises(InputError, match="scheme.comm_cus"):
-        _run(lambda m: concurrent_program(m, with_ag=False), "scheme.kind=concurrent", "scheme.comm_cus=8")
+        _run(lambda m: build(m, with_ag=False), f"scheme.kind={kind}", "scheme.comm_cus=8")
     with pytest.raises(InputError, match="scheme.comm_cus"):
         simulate(exp(*SMALL, "scheme.comm_cus=2"))  # sequential does not reserve CUs
