@@ -107,8 +107,9 @@ class Payload:
 class Fabric(Component):
     """Sends payloads and writes arriving packets into simulated GPUs' memories (module doc)."""
 
-    def __init__(self, engine: Engine, network: Network, hiers: Dict[int, MemoryHierarchy], completion: Completion):
-        super().__init__(engine, "t3.fabric")
+    def __init__(self, engine: Engine, network: Network, hiers: Dict[int, MemoryHierarchy], completion: Completion,
+                 name: str = "t3.fabric"):
+        super().__init__(engine, name)
         if network.packet_size_B % REQ_B:
             raise ValueError(f"packet size {network.packet_size_B} B is not a multiple of {REQ_B} B")
         self.network, self.hiers, self.completion = network, hiers, completion
@@ -118,8 +119,9 @@ class Fabric(Component):
         for g in hiers:
             network.set_receiver(g, self._receive)
 
-    def send(self, src: int, dst: int, pl: Payload) -> simpy.Event:
-        """Send ``pl`` from ``src`` to ``dst``; returns the network transfer event."""
+    def send(self, src: int, dst: int, pl: Payload, payload_B: Optional[int] = None) -> simpy.Event:
+        """Send ``pl`` from ``src`` to ``dst``; returns the network transfer event. ``payload_B``: link-protocol
+        payload of its packets (:meth:`Network.send`: default a bulk copy's; CU stores pass ``sm_store_payload_B``)."""
         if not len(pl.addrs):
             ev = self.env.event()
             ev.succeed()
@@ -128,7 +130,7 @@ class Fabric(Component):
         self.in_flight += 1
         self.sent_B += pl.nbytes
         meta = PacketMeta(op=pl.op, wg_id=int(pl.wg_id[0]), wf_id=int(pl.wf_id[0]), addr=int(pl.addrs[0]), tag=pl)
-        ev = self.network.send(src, dst, pl.nbytes, meta)
+        ev = self.network.send(src, dst, pl.nbytes, meta, payload_B)
         if dst in self.hiers:
             pl.on_land = self._landed
         else:

@@ -149,6 +149,7 @@ def _reg(s: Scheme) -> None:
 from t3sim.schemes.chunked import run_chunked  # noqa: E402
 from t3sim.schemes.concurrent import run_concurrent  # noqa: E402
 from t3sim.schemes.copy import run_copy  # noqa: E402
+from t3sim.schemes.flux import run_flux  # noqa: E402
 from t3sim.schemes.t3 import run_t3  # noqa: E402
 
 register_simulation("sequential/baseline", run_sequential)
@@ -158,6 +159,7 @@ register_simulation("t3_mca", run_t3)
 register_simulation("concurrent", run_concurrent)
 register_simulation("chunked", run_chunked)
 register_simulation("copy", run_copy)
+register_simulation("flux_rs", run_flux)
 
 _reg(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline)",
             label="Sequential", color="#7f7f7f", simulation="sequential/baseline"))
@@ -182,6 +184,10 @@ _reg(Scheme("copy", "the GEMM beside background copies issued back to back on co
             "(SM copy kernels or copy engines; contention studies, no RS/AG)", label="GEMM + copies",
             color="#e377c2", paper_section="issue 12", simulation="copy",
             options=("copy_streams", "copy_size_MiB", "copy_direction", "launch_first"), collectives=False))
+_reg(Scheme("flux_rs", "FLUX: one fused kernel whose WG epilogues store each output tile into its owner GPU (CU stores "
+            "over the links), reduced by atomic adds or by pull CTAs on the owner, tile coordinates swizzled by rank; then AG",
+            label="FLUX", color="#d62728", paper_section="FLUX Alg. 1, Secs. 3.1, 4.1, 4.2", simulation="flux_rs",
+            options=("flux_reduce", "flux_swizzle", "flux_pull_ctas")))
 
 
 def scheme_for(name: str) -> Scheme:
