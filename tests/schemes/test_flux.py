@@ -151,3 +151,16 @@ def test_stats_carry_units_and_descriptions():
     for k in keys:
         assert st[k].unit == "B" and st[k].description
     assert st.value("flux.fabric.sent_B") == st.value("flux.fabric.landed_B") > 0
+
+
+@pytest.mark.parametrize("name,hbm_GBps,tflops,atomic_bf16", [
+    ("a100-sxm4-8gpu", 2039, 312, False), ("a100-pcie-8gpu", 1935, 312, False), ("h800-8gpu", 3352, 989, False)])
+def test_flux_presets_match_their_datasheets(name, hbm_GBps, tflops, atomic_bf16):
+    """FLUX's three 8-GPU nodes (issue 13 item 3): datasheet HBM bandwidth and dense bf16 TFLOPS; no bf16 atomics
+    (FLUX footnote 5), so flux_rs atomic with bf16 is rejected on them."""
+    from t3sim.config import load_system
+    s = load_system(REPO / f"configs/systems/{name}.yaml")
+    assert s.interconnect.num_gpus == 8
+    assert s.hbm.peak_bandwidth_GBps == pytest.approx(hbm_GBps, rel=0.002)
+    assert s.gpu.num_cus * s.gpu.fp16_flops_per_cycle * s.gpu.clock_GHz / 1e3 == pytest.approx(tflops, rel=0.002)
+    assert ("bf16" in s.gpu.atomic_add_dtypes) == atomic_bf16
