@@ -245,11 +245,23 @@ class MemoryHierarchy:
         return ev
 
     # ------------------------------------------------------------------ API
-    def read(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False) -> simpy.Event:
-        """Read 64 B requests at ``addrs`` (bytes); event fires when all data has returned."""
+    def read(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False,
+             with_data: bool = False) -> simpy.Event:
+        """Read 64 B requests at ``addrs`` (bytes); event fires when all data has returned.
+
+        ``with_data`` (functional mode, uncached reads only: an uncached read always reaches DRAM, whose
+        values the functional store keeps; the L2 keeps none): the event's value is the data read,
+        ``(len(addrs), elems)`` in the order of ``addrs``.
+        """
         addrs = np.asarray(addrs, dtype=np.int64)
+        if with_data:
+            return self._read_data(addrs, category, stream)
         if not len(addrs):
             return self._join([], self.env.now, 0)
+        return self._read(addrs, category, stream, uncached)[0]
+
+    def _read(self, addrs: np.ndarray, category: str, stream: Stream, uncached: bool):
+        """:meth:`read` of a non-empty batch: ``(done event, its DRAM batch's event or None, DRAM requests)``."""
         env = self.env
         fills = self.fills
         l2 = self.l2
@@ -263,12 +275,28 @@ class MemoryHierarchy:
         if len(tags):
             ev_of = fills.events
             waits += [ev for t in tags.tolist() if (ev := ev_of.get(t)) is not None]
+        dram = None
         if len(req):
-            ev = self._dram(req, Kind.READ, stream, category)
+            dram = ev = self._dram(req, Kind.READ, stream, category)
             if not uncached:
                 fills.record_requests(req, ev)
             waits.append(ev)
-        return self._join(waits, ready if ready >= 0 else env.now, self.l2_latency)
+        return self._join(waits, ready if ready >= 0 else env.now, self.l2_latency), dram, req
+
+    def _read_data(self, addrs: np.ndarray, category: str, stream: Stream) -> simpy.Event:
+        """:meth:`read` ``with_data``: an uncached read whose event carries the values it read."""
+        fs = self.mem.functional
+        if fs is None:
+            raise ValueError("read with_data needs functional data (simulation.functional_data)")
+        out = self.env.event()
+        if not len(addrs):
+            out.succeed(np.zeros((0, fs.elems), dtype=fs.dtype))
+            return out
+        done, dram, req = self._read(addrs, category, stream, True)
+        # an uncached read is one DRAM batch over its sorted distinct requests (no L2 hit, no fill merge)
+        idx = np.searchsorted(req, addrs)
+        done.callbacks.append(lambda _e: out.succeed(dram.value.data[idx]))
+        return out
 
     def write(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False,
               update: bool = False, wg_id=None, wf_id=None, data=None) -> simpy.Event:

@@ -19,6 +19,10 @@ class SchemeConfig(Model):
                     source="issue 12; shared/reference/h200/README.md (chunked_decomposition: 4 chunks of M/4 rows)", ge=1)
     chunk_axis: Literal["M", "N"] = F("M", unit="enum", desc="chunked: split the GEMM along M (rows of A and C) or N (columns of B and C)",
                                       source="issue 12 (CoCoNet / Transformer Engine split along the output's rows)")
+    chunk_comm: Literal["cu", "dma"] = F(
+        "cu", unit="enum",
+        desc="chunked: what communicates each chunk's output: cu = a reduce-scatter collective kernel whose CTAs take CUs (NCCL style); dma = the copy engines write every peer's 1/N shard of the chunk into that peer's receive slot (no CUs), then one local reduction kernel on the CUs sums the N partial shards (t3sim/schemes/chunked_dma.py)",
+        source="issue 12; dma: PyTorch AsyncTP fused_matmul_reduce_scatter over symmetric memory (torch/distributed/_symmetric_memory), Transformer Engine userbuffers with copy engines; the reduction kernel's CTA shape is the SM copy kernel's (assumption)")
     launch_first: Literal["gemm", "comm"] = F(
         "gemm", unit="enum", desc="concurrent, copy: which stream launches its kernel first, the GEMM's or the other one (concurrent: the RS; copy: the copy streams); the GPU dispatches WGs in launch order (t3sim/compute/dispatcher.py)",
         source="issue 12 (a host program issues one stream's work before the other's)")

@@ -12,8 +12,20 @@ engine starts ``launch_latency_ns`` after it takes the copy and streams it in re
   is written to local memory; only writes reach local memory;
 * **d2h** (device to host): read from local memory, then cross the host link (device -> host);
   only reads reach local memory;
-* **d2p** (device to peer): read from local memory, then hand the data to ``peer_send`` (e.g. an
-  NVLink transfer of :class:`~t3sim.interconnect.network.Network`); done when it reports delivery.
+* **d2p** (device to peer): read from local memory, then hand the data to ``peer_send`` --
+  ``peer_send(gpu, copy, off_B, dst_addrs, data) -> event``: write the request's 64 B lines at
+  ``dst_addrs`` in the peer's memory (e.g. :meth:`~t3sim.dma.engine.Fabric.send` of a plain-store
+  :class:`~t3sim.dma.engine.Payload` over the :class:`~t3sim.interconnect.network.Network`, which
+  writes the arriving packets into the destination's memory); done when it reports them landed.
+
+A copy may have several sources (:attr:`Copy.srcs`: a *reduction*, d2d only; the SM copy kernel's
+:meth:`~t3sim.dma.copy_kernel.SMCopyKernel.reduce`): each request reads its 64 B lines from every
+source, then writes their sum once. It holds a credit per line read (``k`` sources: ``k`` per output
+line), and requests shrink so that one fits the credits.
+
+Functional data (``simulation.functional_data``): reads return the values in DRAM (uncached reads
+only: the L2 keeps no values, so copy traffic must bypass it, ``l2_allocate`` false), writes and peer
+writes carry them (a reduction: their sum); host memory is not simulated, so h2d writes zeros.
 
 Flow control. Each engine holds ``max_outstanding_requests`` credits of 64 B: a request takes its
 credits when it issues and returns them when its last step is done (d2d/h2d: the destination
@@ -39,7 +51,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Deque, List, Optional
+from typing import Callable, Deque, List, Optional, Sequence, Tuple
 
 import numpy as np
 import simpy
@@ -65,6 +77,10 @@ class Copy:
     peer: Optional[int]
     done: simpy.Event
     issue_tick: int
+    #: further sources of a reduction (d2d): each request reads ``src_B`` and these, writes their sum
+    srcs: Tuple[int, ...] = ()
+    #: free label of the caller's (e.g. which chunk and shard a d2p copy carries)
+    tag: object = None
     engine: int = -1
     start_tick: int = -1
     end_tick: int = -1
@@ -81,12 +97,17 @@ class Copy:
 @dataclass
 class _EngineState:
     credits: int
+    capacity: int = 0  # credits when idle (0: the initial credits)
     in_flight: int = 0
     max_in_flight: int = 0
     next_issue: int = 0
     busy_ticks: int = 0
     waiters: Optional[List[simpy.Event]] = None  # issuers waiting for credits (an SM copy kernel's CTAs share a CU's)
     copies: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.capacity:
+            self.capacity = self.credits
 
 
 class HostLink:
@@ -117,7 +138,7 @@ class CopyPath(Component):
     """
 
     def __init__(self, engine: Engine, name: str, gpu: int, hier: MemoryHierarchy, cfg, category: str,
-                 peer_send: Optional[Callable[[int, int, int], simpy.Event]], request_B: int, uncached: bool):
+                 peer_send: Optional[Callable[..., simpy.Event]], request_B: int, uncached: bool):
         super().__init__(engine, name)
         if request_B % REQ_B:
             raise ValueError(f"{name}: request size {request_B} B is not a multiple of {REQ_B} B")
@@ -126,6 +147,7 @@ class CopyPath(Component):
         self.peer_send = peer_send
         self.stream = _STREAM[cfg.mc_stream]
         self.uncached = uncached
+        self.functional = hier.mem.functional is not None
         self.req_n = request_B // REQ_B  # 64 B requests per copier request
         eff = cfg.host_link_effective_GBps
         self.h2d_link = HostLink(self.env, eff, cfg.host_link_latency_ns)
@@ -141,26 +163,33 @@ class CopyPath(Component):
         self.on_bytes_done: Optional[Callable[[int, int], None]] = None
         self.ps_per_B = 0.0  # issue-rate cap in ps per byte (0: none); subclasses set it
 
-    def _new_copy(self, src_B: int, dst_B: int, nbytes: int, direction: str, peer: Optional[int]) -> Copy:
+    def _new_copy(self, src_B: int, dst_B: int, nbytes: int, direction: str, peer: Optional[int],
+                  srcs: Sequence[int] = (), tag=None) -> Copy:
         if direction not in DIRECTIONS:
             raise ValueError(f"copy direction {direction!r}; allowed: {', '.join(DIRECTIONS)}")
         if nbytes <= 0 or nbytes % REQ_B:
             raise ValueError(f"copy of {nbytes} B: must be a positive multiple of {REQ_B} B")
-        if (src_B % REQ_B) or (dst_B % REQ_B):
-            raise ValueError(f"copy addresses {src_B}, {dst_B} must be {REQ_B} B aligned")
+        if any(a % REQ_B for a in (src_B, dst_B, *srcs)):
+            raise ValueError(f"copy addresses {src_B}, {dst_B}, {tuple(srcs)} must be {REQ_B} B aligned")
         if direction == "d2p" and (self.peer_send is None or peer is None):
             raise ValueError("a d2p copy needs a peer and peer_send")
+        if srcs and direction != "d2d":
+            raise ValueError(f"a reduction (several sources) is device to device, not {direction!r}")
+        if self.functional and not self.uncached and direction != "h2d":
+            raise ValueError(f"{self.name}: functional data needs uncached copy traffic (copy_engine.l2_allocate false)")
         self.in_progress += 1
-        return Copy(int(src_B), int(dst_B), int(nbytes), direction, peer, self.env.event(), self.env.now)
+        return Copy(int(src_B), int(dst_B), int(nbytes), direction, peer, self.env.event(), self.env.now,
+                    tuple(int(a) for a in srcs), tag)
 
     def _stream(self, st: _EngineState, c: Copy, j0: int, j1: int):
         """Issue 64 B requests ``[j0, j1)`` of copy ``c`` in copier requests, under ``st``'s credits and rate."""
         env = self.env
-        step = self.req_n
+        k = 1 + len(c.srcs)  # lines read per line written
+        step = max(1, min(self.req_n, st.capacity // k))
         ps = self.ps_per_B
         for a in range(j0, j1, step):
             n = min(step, j1 - a)
-            while st.credits < n:
+            while st.credits < n * k:
                 w = env.event()
                 if st.waiters is None:
                     st.waiters = []
@@ -168,8 +197,8 @@ class CopyPath(Component):
                 yield w
             if st.next_issue > env.now:
                 yield env.timeout(st.next_issue - env.now)
-            st.credits -= n
-            st.in_flight += n
+            st.credits -= n * k
+            st.in_flight += n * k
             if st.in_flight > st.max_in_flight:
                 st.max_in_flight = st.in_flight
             st.next_issue = max(st.next_issue, env.now) + int(round(n * REQ_B * ps))
@@ -185,31 +214,43 @@ class CopyPath(Component):
         if d == "h2d":
             self.host_B["h2d"] += nbytes
             ev = self.h2d_link.transfer(nbytes)
-            ev.callbacks.append(lambda _e: self._write(st, c, off, n))
+            ev.callbacks.append(lambda _e: self._write(st, c, off, n, self._zeros(n) if self.functional else None))
             return
-        ev = self.hier.read(self._addrs(c.src_B, off, n), self.category, self.stream, uncached=self.uncached)
-        self.read_B += nbytes
-        c.read_B += nbytes
+        fn = self.functional
+        evs = [self.hier.read(self._addrs(src, off, n), self.category, self.stream, uncached=self.uncached,
+                              with_data=fn) for src in (c.src_B, *c.srcs)]
+        self.read_B += nbytes * len(evs)
+        c.read_B += nbytes * len(evs)
         if d == "d2d":
-            ev.callbacks.append(lambda _e: self._write(st, c, off, n))
+            if len(evs) == 1:
+                evs[0].callbacks.append(lambda e: self._write(st, c, off, n, e.value if fn else None))
+            else:  # a reduction: write the sum once every source's lines are back
+                self.env.all_of(evs).callbacks.append(
+                    lambda _e: self._write(st, c, off, n, sum(e.value for e in evs) if fn else None))
         elif d == "d2h":
             self.host_B["d2h"] += nbytes
-            ev.callbacks.append(lambda _e: self.d2h_link.transfer(nbytes).callbacks.append(
+            evs[0].callbacks.append(lambda _e: self.d2h_link.transfer(nbytes).callbacks.append(
                 lambda _e2: self._finish(st, c, n)))
         else:  # d2p
             self.peer_B += nbytes
-            ev.callbacks.append(lambda _e: self.peer_send(self.gpu, c.peer, nbytes).callbacks.append(
+            evs[0].callbacks.append(lambda e: self.peer_send(self.gpu, c, off, self._addrs(c.dst_B, off, n),
+                                                             e.value if fn else None).callbacks.append(
                 lambda _e2: self._finish(st, c, n)))
 
-    def _write(self, st: _EngineState, c: Copy, off: int, n: int) -> None:
-        ev = self.hier.write(self._addrs(c.dst_B, off, n), self.category, self.stream, uncached=self.uncached)
+    def _zeros(self, n: int) -> np.ndarray:
+        fs = self.hier.mem.functional
+        return np.zeros((n, fs.elems), dtype=fs.dtype)
+
+    def _write(self, st: _EngineState, c: Copy, off: int, n: int, data=None) -> None:
+        ev = self.hier.write(self._addrs(c.dst_B, off, n), self.category, self.stream, uncached=self.uncached,
+                             data=data)
         self.written_B += n * REQ_B
         c.written_B += n * REQ_B
-        ev.callbacks.append(lambda _e: self._finish(st, c, n))
+        ev.callbacks.append(lambda _e: self._finish(st, c, n, len(c.srcs) + 1))
 
-    def _finish(self, st: _EngineState, c: Copy, n: int) -> None:
-        st.credits += n
-        st.in_flight -= n
+    def _finish(self, st: _EngineState, c: Copy, n: int, k: int = 1) -> None:
+        st.credits += n * k
+        st.in_flight -= n * k
         if st.waiters:
             ws, st.waiters = st.waiters, None
             for w in ws:
@@ -261,11 +302,12 @@ class CopyEngines(CopyPath):
         hier: this GPU's memory hierarchy.
         cfg: the copy-engine config.
         category: DRAM-traffic category of the copies (an entry of ``hier.categories``).
-        peer_send: ``(gpu, peer, nbytes) -> event`` delivering d2p data (None: d2p unsupported).
+        peer_send: ``(gpu, copy, off_B, dst_addrs, data) -> event`` writing a d2p request's lines in the
+            peer's memory (module doc; None: d2p unsupported).
     """
 
     def __init__(self, engine: Engine, gpu: int, hier: MemoryHierarchy, cfg, category: str = "dma",
-                 peer_send: Optional[Callable[[int, int, int], simpy.Event]] = None):
+                 peer_send: Optional[Callable[..., simpy.Event]] = None):
         super().__init__(engine, f"gpu{gpu}.copy_engines", gpu, hier, cfg, category, peer_send, cfg.request_B,
                          not cfg.l2_allocate)
         if cfg.max_outstanding_requests * REQ_B < cfg.request_B:
@@ -277,13 +319,14 @@ class CopyEngines(CopyPath):
         self.queue: Deque[Copy] = deque()
         self._idle: List[int] = list(range(cfg.engines))
 
-    def copy(self, src_B: int, dst_B: int, nbytes: int, direction: str = "d2d", peer: Optional[int] = None) -> simpy.Event:
+    def copy(self, src_B: int, dst_B: int, nbytes: int, direction: str = "d2d", peer: Optional[int] = None,
+             tag=None) -> simpy.Event:
         """Queue a copy now; the event fires with its :class:`Copy` when every byte is done.
 
         ``src_B``/``dst_B``: byte addresses (device addresses for the local side; the host or peer
         side's address is not simulated). ``nbytes`` > 0, a multiple of 64 B.
         """
-        c = self._new_copy(src_B, dst_B, nbytes, direction, peer)
+        c = self._new_copy(src_B, dst_B, nbytes, direction, peer, tag=tag)
         self.queue.append(c)
         self._dispatch()
         return c.done

@@ -21,14 +21,20 @@ launch order); the copy is done when every byte is written. Grid size, CTA shape
 and bytes in flight are not published: they are assumptions or set from measured copies (the
 config says which).
 
-Invariants: bytes read == bytes written == ``nbytes``; a CTA never has more than its in-flight bytes
+A *reduction* (:meth:`SMCopyKernel.reduce`, e.g. the local sum of the partial shards a DMA-driven
+reduce-scatter gathered) is the same kernel with ``k`` sources: each request loads its lines from
+every source and stores their sum (:class:`~t3sim.dma.copy_engine.CopyPath`); ``k`` loads of a line
+take ``k`` of the CU's in-flight bytes. The adds are not timed: a few vector adds per 64 B loaded are
+far below a CU's vector rate, so the loads bound it (assumption).
+
+Invariants: bytes read == bytes written == ``nbytes`` (a reduction: read ``k x nbytes``); a CTA never has more than its in-flight bytes
 outstanding; CTAs run only where the dispatcher placed them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import simpy
 
@@ -88,35 +94,51 @@ class SMCopyKernel(CopyPath):
         event fires with its :class:`Copy`."""
         if direction != "d2d":
             raise ValueError(f"the SM copy kernel only does device-to-device copies, not {direction!r}")
-        c = self._new_copy(src_B, dst_B, nbytes, direction, peer)
-        c.left = nbytes // REQ_B
-        n = min(self.n_ctas, c.left)
+        return self._launch(self._new_copy(src_B, dst_B, nbytes, direction, peer))
+
+    def reduce(self, segments: Sequence[Tuple[Sequence[int], int, int]]) -> simpy.Event:
+        """Launch one reduction kernel now over ``segments``, each ``(srcs, dst_B, nbytes)``:
+        ``dst[i] = sum(src[i] for src in srcs)`` (module doc: the copy kernel's CTAs and requests, each request
+        reading every source; CTA ``i`` takes the ``i``-th 1/grid of all segments' bytes, in order). The event
+        fires when every segment is written."""
+        if not segments or any(len(srcs) < 1 for srcs, _d, _n in segments):
+            raise ValueError("a reduction needs at least one segment, each with at least one source")
+        cs = [self._new_copy(srcs[0], dst, nbytes, "d2d", None, srcs=srcs[1:]) for srcs, dst, nbytes in segments]
+        return self._launch(cs)
+
+    def _launch(self, c) -> simpy.Event:
+        """Launch one kernel over copy ``c`` (or a list of copies, its segments)."""
+        cs: List[Copy] = c if isinstance(c, list) else [c]
+        for x in cs:
+            x.left = x.nbytes // REQ_B
+        n = min(self.n_ctas, sum(x.left for x in cs))
         k = CopyLaunch(f"{self.name}{len(self.launches)}", n, self.env.now)
         self.launches.append(k)
         disp = self.dispatcher
         # in line from its launch: a kernel launched after it never gets ahead while it waits out its latency
         k.handle = disp.register(k.name, self.footprint, lambda: k.n_ctas - k.next_cta,
-                                 lambda cu: self._place(k, c, cu))
+                                 lambda cu: self._place(k, cs, cu))
 
         def start():
-            c.start_tick = self.env.now
+            for x in cs:
+                x.start_tick = self.env.now
             if self.on_launch is not None:
                 self.on_launch(k)
             while k.next_cta < k.n_ctas:
                 cu = disp.acquire(k.handle)
                 if cu is None:  # the rest wait for CUs (launch order): the dispatcher calls _place
                     break
-                self._place(k, c, cu)
+                self._place(k, cs, cu)
             disp.settled(k.handle)
 
         if self.latency:
             self.env.timeout(self.latency).callbacks.append(lambda _e: start())
         else:
             start()
-        return c.done
+        return cs[0].done if len(cs) == 1 else self.env.all_of([x.done for x in cs])
 
-    def _place(self, k: CopyLaunch, c: Copy, cu: int) -> None:
-        """CTA ``k.next_cta`` of copy ``c`` got ``cu`` (its footprint is taken): run it there."""
+    def _place(self, k: CopyLaunch, c: List[Copy], cu: int) -> None:
+        """CTA ``k.next_cta`` of the kernel over copies ``c`` got ``cu`` (its footprint is taken): run it there."""
         i = k.next_cta
         k.next_cta += 1
         k.running += 1
@@ -125,11 +147,16 @@ class SMCopyKernel(CopyPath):
         k.last_dispatch_tick = self.env.now
         self.env.process(self._cta(k, c, cu, i))
 
-    def _cta(self, k: CopyLaunch, c: Copy, cu: int, i: int):
-        total = c.nbytes // REQ_B
+    def _cta(self, k: CopyLaunch, cs: List[Copy], cu: int, i: int):
+        total = sum(c.nbytes // REQ_B for c in cs)
         n = k.n_ctas
         j0, j1 = total * i // n, total * (i + 1) // n
-        yield from self._stream(self.cu_state[cu], c, j0, j1)
+        s0 = 0
+        for c in cs:  # the CTA's share of the requests, segment by segment
+            s1 = s0 + c.nbytes // REQ_B
+            if max(j0, s0) < min(j1, s1):
+                yield from self._stream(self.cu_state[cu], c, max(j0, s0) - s0, min(j1, s1) - s0)
+            s0 = s1
         k.running -= 1
         if k.next_cta == k.n_ctas and k.running == 0:
             k.end_tick = self.env.now

@@ -11,7 +11,12 @@ so the destination tracker counts them. Packets must be whole requests
 (``packet_size_B`` a multiple of 64 B). At a shadow GPU (homogeneous mode)
 packets are delivered and dropped. A payload has *landed* when all its
 requests are written at the destination (shadow: when its last packet
-arrived); :class:`Completion` counts payloads not yet landed.
+arrived); :class:`Completion` (optional) counts payloads not yet landed, and a
+payload's own ``then`` callback runs when it lands. A fabric listens on one
+network port (``port``; None = the GPUs' default receivers, T3's), so traffic of
+another fabric or kernel never reaches it. Payloads without ``wg_id``/``wf_id``
+(None) are untracked plain data (e.g. copy-engine peer writes,
+:mod:`t3sim.dma.copy_engine` d2p).
 
 :class:`DMAEngines` (one per GPU): ``engines`` engines share a FIFO of ready
 commands (commands are pre-queued before the kernel, Sec. 5.1.1, so a ready
@@ -87,14 +92,16 @@ class Completion:
 class Payload:
     """Address-mapped data on its way to a peer (the packets' ``meta.tag``)."""
 
-    addrs: np.ndarray
-    wg_id: np.ndarray
-    wf_id: np.ndarray
+    addrs: np.ndarray  # destination byte address of each 64 B request
+    wg_id: Optional[np.ndarray]
+    wf_id: Optional[np.ndarray]
     op: str
     data: Optional[np.ndarray] = None
     category: str = "rs"
     left: int = field(default=-1)
     on_land: Optional[Callable[[], None]] = None
+    #: called with the payload when it has landed (after the fabric's own bookkeeping)
+    then: Optional[Callable[["Payload"], None]] = None
 
     def __post_init__(self) -> None:
         self.left = len(self.addrs)
@@ -107,17 +114,17 @@ class Payload:
 class Fabric(Component):
     """Sends payloads and writes arriving packets into simulated GPUs' memories (module doc)."""
 
-    def __init__(self, engine: Engine, network: Network, hiers: Dict[int, MemoryHierarchy], completion: Completion,
-                 name: str = "t3.fabric"):
+    def __init__(self, engine: Engine, network: Network, hiers: Dict[int, MemoryHierarchy],
+                 completion: Optional[Completion] = None, port: Optional[str] = None, name: str = "t3.fabric"):
         super().__init__(engine, name)
         if network.packet_size_B % REQ_B:
             raise ValueError(f"packet size {network.packet_size_B} B is not a multiple of {REQ_B} B")
-        self.network, self.hiers, self.completion = network, hiers, completion
+        self.network, self.hiers, self.completion, self.port = network, hiers, completion, port
         self.sent_B = 0
         self.landed_B = 0
         self.in_flight = 0
         for g in hiers:
-            network.set_receiver(g, self._receive)
+            network.set_receiver(g, self._receive, port)
 
     def send(self, src: int, dst: int, pl: Payload, payload_B: Optional[int] = None) -> simpy.Event:
         """Send ``pl`` from ``src`` to ``dst``; returns the network transfer event. ``payload_B``: link-protocol
@@ -126,10 +133,13 @@ class Fabric(Component):
             ev = self.env.event()
             ev.succeed()
             return ev
-        self.completion.add()
+        if self.completion is not None:
+            self.completion.add()
         self.in_flight += 1
         self.sent_B += pl.nbytes
-        meta = PacketMeta(op=pl.op, wg_id=int(pl.wg_id[0]), wf_id=int(pl.wf_id[0]), addr=int(pl.addrs[0]), tag=pl)
+        meta = PacketMeta(op=pl.op, wg_id=None if pl.wg_id is None else int(pl.wg_id[0]),
+                          wf_id=None if pl.wf_id is None else int(pl.wf_id[0]), addr=int(pl.addrs[0]), tag=pl,
+                          port=self.port)
         ev = self.network.send(src, dst, pl.nbytes, meta, payload_B)
         if dst in self.hiers:
             pl.on_land = self._landed
@@ -141,7 +151,10 @@ class Fabric(Component):
         self.landed_B += pl.nbytes
         self.in_flight -= 1
         self.progressed()
-        self.completion.finish()
+        if self.completion is not None:
+            self.completion.finish()
+        if pl.then is not None:
+            pl.then(pl)
 
     def _receive(self, packet) -> None:
         pl = packet.meta.tag
@@ -150,7 +163,8 @@ class Fabric(Component):
         i0, i1 = packet.offset // REQ_B, (packet.offset + packet.nbytes) // REQ_B
         h = self.hiers[packet.dst]
         ev = h.write(pl.addrs[i0:i1], pl.category, Stream.COMM, uncached=True, update=pl.op == "update",
-                     wg_id=pl.wg_id[i0:i1], wf_id=pl.wf_id[i0:i1],
+                     wg_id=None if pl.wg_id is None else pl.wg_id[i0:i1],
+                     wf_id=None if pl.wf_id is None else pl.wf_id[i0:i1],
                      data=None if pl.data is None else pl.data[i0:i1])
 
         def wrote(_e, n=i1 - i0):

@@ -177,9 +177,10 @@ _reg(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", la
 _reg(Scheme("concurrent", "the GEMM and an independent RS on two streams sharing CUs, L2, HBM and links; then AG",
             label="Concurrent", color="#8c564b", paper_section="issue 12", simulation="concurrent",
             options=("launch_first", "comm_cus")))
-_reg(Scheme("chunked", "GEMM in C chunks, each chunk's RS issued on a second stream when it ends (CoCoNet/TE style); then AG",
+_reg(Scheme("chunked", "GEMM in C chunks, each chunk's RS issued on a second stream when it ends (CoCoNet/TE style; "
+            "scheme.chunk_comm: a CU-driven collective, or copy-engine scatters plus a local reduction, AsyncTP style); then AG",
             label="Chunked", color="#17becf", paper_section="issue 12", simulation="chunked",
-            options=("chunks", "chunk_axis")))
+            options=("chunks", "chunk_axis", "chunk_comm")))
 _reg(Scheme("copy", "the GEMM beside background copies issued back to back on copy streams until it ends "
             "(SM copy kernels or copy engines; contention studies, no RS/AG)", label="GEMM + copies",
             color="#e377c2", paper_section="issue 12", simulation="copy",

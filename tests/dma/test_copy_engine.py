@@ -7,6 +7,7 @@ engines, the host link's rate, bad input. Component: a copy through the real mem
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import simpy
 from hypothesis import given, settings
@@ -74,8 +75,10 @@ def test_bytes_conserved(direction, kib):
     hier = MemoryHierarchy(eng.env, system)
     sent = []
 
-    def peer_send(gpu, peer, nbytes):
-        sent.append(nbytes)
+    def peer_send(gpu, copy, off, dst_addrs, data):
+        assert copy.peer == 1 and data is None
+        assert (dst_addrs == copy.dst_B + off + 64 * np.arange(len(dst_addrs))).all()  # the peer's lines
+        sent.append(64 * len(dst_addrs))
         return eng.env.timeout(1000)
 
     ce = CopyEngines(eng, 0, hier, system.copy_engine, peer_send=peer_send)

@@ -1,0 +1,220 @@
+"""DMA-driven communication of the ``chunked`` scheme (``scheme.chunk_comm: dma``; issue 12 item 3).
+
+What PyTorch AsyncTP's ``fused_matmul_reduce_scatter`` over symmetric memory and Transformer Engine's
+userbuffers with copy engines do instead of an NCCL reduce-scatter per chunk:
+
+1. **Scatter** (kernel kind ``dma``, stream ``dma``, no CUs): when GEMM chunk ``i`` ends, every GPU
+   ``g``'s copy engines (:class:`~t3sim.dma.copy_engine.CopyEngines`, direction ``d2p``) copy, for
+   every peer ``p != g``, the 1/N *shard* of chunk ``i``'s output that ``p`` owns into ``p``'s receive
+   slot for (chunk ``i``, source ``g``): N - 1 copies per GPU and chunk, one engine each (more copies
+   than engines queue). Each copy request reads its lines from local memory (category ``rs``) and
+   writes them into the peer's memory over the network
+   (:class:`~t3sim.interconnect.network.Network`): a plain-store
+   :class:`~t3sim.dma.engine.Payload` on a :class:`~t3sim.dma.engine.Fabric` listening on a port of
+   its own, whose arriving packets become uncached communication-stream writes (category ``rs``) in
+   the destination's memory. A copy is done when its last request has landed there.
+2. **Reduction** (kernel kind ``copy``, stream ``compute``): once the last chunk's scatters have
+   landed, one local reduction kernel per GPU -- the SM copy kernel's CTAs and request mechanics
+   (:meth:`~t3sim.dma.copy_kernel.SMCopyKernel.reduce`, through the GPU's one WG dispatcher) -- reads
+   the N partial shards of every chunk (its own, in C, and the N - 1 received) and writes the reduced
+   shard over its own partial in C: N x shard bytes read, 1 x shard written.
+3. The all-gather of C, as the CU-driven variant runs it (:func:`~t3sim.system.model.SystemModel.collective`).
+   GPU ``g``'s reduced data is its shard of every chunk (not one contiguous block as the collective's
+   plan assumes): the all-gather moves the same bytes, so its time is that of the AG of C.
+
+Ownership: a chunk's output (contiguous, :mod:`t3sim.workload.chunks`) is cut at 64 B request
+boundaries into N shards, shard ``p`` = requests ``[p R / N, (p+1) R / N)`` of its ``R`` requests.
+
+Homogeneous mode (paper Sec. 5.1.1): GPU 0 is simulated; by rotation symmetry shadow ``j``'s copy to
+peer ``j + d`` (mod N) is GPU 0's copy to peer ``d``. When GPU 0's engine sends a request of its copy
+to ``d``, every shadow ``j`` sends the same fraction of its copy to ``j + d`` at that instant (the way
+:mod:`t3sim.schemes.t3` mirrors its DMA batches), so every link carries every GPU's traffic and the
+shadows' writes into GPU 0's receive slots reach its memory controllers as real traffic; packets to
+shadows are delivered and dropped. A scatter ends when GPU 0's copies and all mirrored payloads
+have landed; the reduction and the all-gather run as on GPU 0.
+
+Functional data (``simulation.functional_data``): the chunk GEMMs store :func:`~t3sim.schemes.t3.store_data`
+values (GPU ``g``'s partial output) as uncached near-memory stores (the L2 keeps no values, so a
+functional run does not cache C: its timing differs from the timing run's); the copy engines and the
+reduction carry the values they read; :func:`check_reduced` checks every GPU's reduced shard word by
+word against the sum of all GPUs' partials, and the run stops after the reduction (as T3's does: the
+all-gather kernel has no functional data path).
+
+Invariants (tests): each GPU sends (N - 1)/N of C's bytes over the links; the reduction reads N x
+and writes 1 x the GPU's shard of C; every element of C is reduced exactly once.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from t3sim.compute.gemm_kernel import Stored
+from t3sim.compute.memhier import REQ_B
+from t3sim.dma.copy_engine import Copy, CopyEngines
+from t3sim.dma.copy_kernel import SMCopyKernel
+from t3sim.dma.engine import Completion, Fabric, Payload
+from t3sim.errors import InputError
+from t3sim.memory.request import Stream
+from t3sim.results.stats import Stats
+from t3sim.schemes.t3 import store_data
+
+_ALL = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # every byte of a 64 B request
+
+
+class FunctionalOutput:
+    """Functional mode: a chunk GEMM's stores carry GPU ``g``'s partial values (uncached op-and-store, so
+    WGs sharing a 64 B line both land; module doc)."""
+
+    def __init__(self, hier, g: int):
+        self.hier, self.g = hier, g
+
+    def store(self, seq: int, tile: int, reqs) -> Stored:
+        return Stored(written=self.hier.write(reqs.addr, "gemm", Stream.COMPUTE, update=True,
+                                              data=store_data(self.g, reqs.addr, reqs.mask)))
+
+
+class DmaScatter:
+    """The copy engines, fabric, receive slots and reduction kernels of ``chunk_comm: dma`` (module doc)."""
+
+    def __init__(self, model, parts):
+        self.model, self.parts = model, parts
+        n = self.n = model.n
+        self.env = model.env
+        self.homogeneous = model.mode == "homogeneous"
+        self.functional = model.exp.simulation.functional_data
+        eb = model.elem_B
+        cfg = model.system.copy_engine
+        if self.functional and cfg.l2_allocate:
+            raise InputError("system.copy_engine.l2_allocate", "true with simulation.functional_data and "
+                             "scheme.chunk_comm=dma", "false (functional copies bypass the L2, which keeps no values)")
+        #: shard bounds of every chunk: bytes from the chunk's start, 64 B aligned, n + 1 each
+        self.bounds: List[List[int]] = []
+        self.recv: List[int] = []
+        self.slot_B: List[int] = []
+        for c in parts:
+            nb = c.c_elems * eb
+            if nb % REQ_B or c.c_offset_B % REQ_B or nb // REQ_B < n:
+                raise InputError("scheme.chunk_comm", f"dma with chunk {c.index} of {nb} B at byte {c.c_offset_B} "
+                                 f"of C (copies move whole {REQ_B} B requests, one shard per GPU)",
+                                 f"chunks of at least {n} x {REQ_B} B, multiples of {REQ_B} B, or chunk_comm=cu")
+            R = nb // REQ_B
+            b = [(R * p // n) * REQ_B for p in range(n + 1)]
+            self.bounds.append(b)
+            slot = max(b[p + 1] - b[p] for p in range(n))
+            self.slot_B.append(slot)
+            self.recv.append(model.alloc((n - 1) * slot))  # slot r - 1 holds the shard from the GPU r hops back
+        self.port = model.network.new_port("chunked.scatter")
+        self.fabric = Fabric(model.engine, model.network, model.hiers, port=self.port, name="chunked.fabric")
+        self.engines: Dict[int, CopyEngines] = {
+            g: CopyEngines(model.engine, g, model.hiers[g], cfg, category="rs", peer_send=self._peer_send)
+            for g in model.sim_gpus}
+        self.reducers: Dict[int, SMCopyKernel] = {
+            g: SMCopyKernel(model.engine, g, model.hiers[g], model.dispatchers[g], model.system.gpu, cfg, category="rs")
+            for g in model.sim_gpus}
+        self._done: Dict[int, Completion] = {}
+        self.shadow_B = 0
+        self.words_checked = 0
+
+    # ---------------------------------------------------------------- addresses
+    def shard(self, i: int, p: int) -> Tuple[int, int]:
+        """Byte address and length of GPU ``p``'s shard of chunk ``i`` in C (the same on every GPU)."""
+        b = self.bounds[i]
+        return self.model.c_base + self.parts[i].c_offset_B + b[p], b[p + 1] - b[p]
+
+    def slot(self, i: int, src: int, dst: int) -> int:
+        """Byte address, at GPU ``dst``, of the receive slot for GPU ``src``'s shard of chunk ``i``."""
+        return self.recv[i] + ((dst - src) % self.n - 1) * self.slot_B[i]
+
+    # ---------------------------------------------------------------- the scatter
+    def scatter(self, i: int):
+        """Launch chunk ``i``'s scatter on every simulated GPU's copy engines; the event fires when it has landed."""
+        comp = self._done[i] = Completion(self.env)
+        for g in self.model.sim_gpus:
+            for d in range(1, self.n):
+                p = (g + d) % self.n
+                src, nbytes = self.shard(i, p)
+                comp.add()
+                ev = self.engines[g].copy(src, self.slot(i, g, p), nbytes, "d2p", peer=p, tag=(i, d))
+                ev.callbacks.append(lambda _e: comp.finish())
+        comp.seal()
+        return comp.done
+
+    def _peer_send(self, gpu: int, c: Copy, off: int, dst_addrs: np.ndarray, data):
+        """A copy engine's d2p request: write its lines at the peer (module doc); mirror it to the shadows."""
+        ev = self.env.event()
+        self.fabric.send(gpu, c.peer, Payload(dst_addrs, None, None, "store", data, category="rs",
+                                              then=lambda _pl: ev.succeed()))
+        if self.homogeneous and gpu == 0:
+            self._mirror(c, off // REQ_B, off // REQ_B + len(dst_addrs))
+        return ev
+
+    def _mirror(self, c: Copy, j0: int, j1: int) -> None:
+        """GPU 0 sent requests ``[j0, j1)`` of its copy to peer ``d``: each shadow ``j`` sends the same fraction
+        of its copy to ``j + d`` now (module doc)."""
+        i, d = c.tag
+        n0 = c.nbytes // REQ_B
+        comp = self._done[i]
+        for j in range(1, self.n):
+            p = (j + d) % self.n
+            src, nbytes = self.shard(i, p)
+            m = nbytes // REQ_B
+            a, b = j0 * m // n0, j1 * m // n0
+            if b <= a:
+                continue
+            data = None
+            if self.functional and p in self.model.hiers:  # shadow j's partial values of p's shard
+                data = store_data(j, src + REQ_B * np.arange(a, b, dtype=np.int64), np.full(b - a, _ALL))
+            addrs = self.slot(i, j, p) + REQ_B * np.arange(a, b, dtype=np.int64)
+            comp.add()
+            self.shadow_B += (b - a) * REQ_B
+            self.fabric.send(j, p, Payload(addrs, None, None, "store", data, category="rs",
+                                           then=lambda _pl: comp.finish()))
+
+    # ---------------------------------------------------------------- the reduction
+    def reduce(self):
+        """Launch every simulated GPU's reduction kernel over its shard of every chunk; event when all are written."""
+        evs = []
+        for g in self.model.sim_gpus:
+            segs = []
+            for i in range(len(self.parts)):
+                own, nbytes = self.shard(i, g)
+                srcs = [own] + [self.slot(i, (g - r) % self.n, g) for r in range(1, self.n)]
+                segs.append((srcs, own, nbytes))
+            evs.append(self.reducers[g].reduce(segs))
+        return evs[0] if len(evs) == 1 else self.env.all_of(evs)
+
+    # ---------------------------------------------------------------- results
+    def stats(self) -> Stats:
+        s = Stats()
+        for g in self.engines:
+            s.merge(f"gpu{g}.chunk_scatter", self.engines[g].stats())
+            s.merge(f"gpu{g}.chunk_reduce", self.reducers[g].stats())
+        s.add("chunked.fabric.sent_B", self.fabric.sent_B, "B",
+              "bytes the chunk scatters sent (simulated GPUs' copy engines and, homogeneous mode, mirrored shadows)")
+        s.add("chunked.fabric.landed_B", self.fabric.landed_B, "B",
+              "bytes of those written at (or, at a shadow, delivered to) their destination")
+        s.add("chunked.fabric.shadow_B", self.shadow_B, "B", "bytes of those the homogeneous mode's shadows sent")
+        return s
+
+
+def check_reduced(model, ctx: DmaScatter) -> int:
+    """Functional mode: every simulated GPU's shard of every chunk equals the sum of all GPUs' partials.
+
+    Returns the number of 4 B words checked; raises AssertionError on the first mismatch."""
+    checked = 0
+    for g in model.sim_gpus:
+        fs = model.hiers[g].mem.functional
+        for i in range(len(ctx.parts)):
+            base, nbytes = ctx.shard(i, g)
+            addrs = base + REQ_B * np.arange(nbytes // REQ_B, dtype=np.int64)
+            full = np.full(len(addrs), _ALL)
+            want = sum(store_data(src, addrs, full) for src in range(model.n))
+            got = np.stack([fs.read_addr(int(a)) for a in addrs])
+            bad = got != want
+            assert not bad.any(), (f"GPU {g} chunk {i}: {int(bad.sum())} words differ, e.g. got {got[bad][:4]} "
+                                   f"want {want[bad][:4]}")
+            checked += got.size
+    ctx.words_checked = checked
+    return checked
