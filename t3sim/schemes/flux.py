@@ -31,9 +31,14 @@ Reduction (``scheme.flux_reduce``, Sec. 4.2):
   the local one, and store the sum in place. The additions take no modelled
   time (a few adds per loaded element, far below the loads' time).
   Explicit mode only.
-* ``a2a_local`` -- write-only all-to-all into per-source slots, then a local
-  reduction kernel: rejected until the CU reduction kernel exists (one kernel
-  for all schemes, issue 13 item 1).
+* ``a2a_local`` -- write-only all-to-all (the Write branch, Sec. 3.1): the
+  epilogue stores each remote part as plain stores into the owner's receive
+  slot for this source (``N - 1`` slots of one shard each, allocated on every
+  GPU), the local part into C; once every GPU's stores have landed, a local
+  reduction kernel on each GPU -- the one CU reduction kernel
+  (:meth:`~t3sim.dma.copy_kernel.SMCopyKernel.reduce`, the SM copy kernel's
+  CTAs through the GPU's WG dispatcher) -- reads the N partial shards and
+  writes the sum over its own partial in C (the paper's "discrete reduction").
 
 Stores (both variants) are posted: a WG retires once its epilogue has issued
 them (no per-tile fence), as the stores of a ``st``/TMA epilogue are; remote
@@ -51,11 +56,12 @@ to different owners, and each GPU's last tiles are its own shard (the order
 assumption, the paper says only that coordinates are shifted by rank). Off:
 every GPU runs the same order and all write to the same owner at once.
 
-Homogeneous mode (``atomic`` only): GPU 0 is simulated; when it stores its
+Homogeneous mode (``atomic`` and ``a2a_local``): GPU 0 is simulated; when it stores its
 ``seq``-th tile, every shadow ``j`` stores its own ``seq``-th tile (its order's),
 sending every remote part over the network (to GPU 0: written into its memory;
 to another shadow: the links carry it and it is dropped), so every link carries
-its full traffic.
+its full traffic. GPU 0's local reduction (``a2a_local``) starts once every
+store, shadows' included, has landed.
 
 Functional mode: partials are :func:`t3sim.schemes.t3.partial_value` (exact
 in float32) and every simulated owner's shard is checked against the sum of all
@@ -77,6 +83,7 @@ import simpy
 from t3sim.compute.dispatcher import Footprint
 from t3sim.compute.gemm_kernel import Stored, gemm_geometry
 from t3sim.compute.memhier import REQ_B
+from t3sim.dma.copy_kernel import SMCopyKernel
 from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
 from t3sim.interconnect.network import PacketMeta
@@ -148,6 +155,13 @@ class FluxContext:
         self.taken: Dict[int, int] = {}
         self.pulled_B = 0
         self.reduced_B = 0
+        # a2a_local state: receive slots (slot r - 1 holds the shard from the GPU r hops back) and reducers
+        self.recv = model.alloc((N - 1) * self.shard_B) if self.variant == "a2a_local" else -1
+        self.reducers: Dict[int, SMCopyKernel] = {}
+        if self.variant == "a2a_local":
+            cfg = model.system.copy_engine
+            self.reducers = {g: SMCopyKernel(model.engine, g, model.hiers[g], model.dispatchers[g], model.system.gpu,
+                                             cfg, category="rs") for g in model.sim_gpus}
         if self.variant == "pull":
             for o in model.sim_gpus:
                 self.queues[o] = simpy.Store(self.env)
@@ -163,9 +177,10 @@ class FluxContext:
             raise InputError("scheme.kind", f"flux_rs with a {c_B} B output over {N} GPUs, which does not split into "
                              f"{N} shards of whole {REQ_B} B requests",
                              f"an output of a multiple of {N * REQ_B} B (workload.tokens, hidden size)")
-        if self.variant == "a2a_local":
-            raise InputError("scheme.flux_reduce", "a2a_local, which needs the CU reduction kernel (n sources -> 1 "
-                             "output) that is not built yet", "atomic or pull")
+        if self.variant == "a2a_local" and self.functional and model.system.copy_engine.l2_allocate:
+            raise InputError("system.copy_engine.l2_allocate", "true with simulation.functional_data and "
+                             "scheme.flux_reduce=a2a_local", "false (the reduction kernel's functional reads bypass "
+                             "the L2, which keeps no values)")
         dflt = type(model.exp.scheme).model_fields["flux_pull_ctas"].default
         if self.variant != "pull" and model.exp.scheme.flux_pull_ctas != dflt:
             raise InputError("scheme.flux_pull_ctas", f"{model.exp.scheme.flux_pull_ctas} with "
@@ -179,10 +194,10 @@ class FluxContext:
         if self.variant == "pull" and self.homogeneous:
             raise InputError("simulation.mode", "homogeneous with scheme.flux_reduce=pull",
                              "simulation.mode=explicit (the pull reduction's remote reads are simulated on every GPU)")
-        if self.variant == "pull" and self.functional:
+        if self.variant != "atomic" and self.functional:
             a = self.model_reqs_shared(model)
             if a:
-                raise InputError("simulation.functional_data", f"true with scheme.flux_reduce=pull on tiles that share "
+                raise InputError("simulation.functional_data", f"true with scheme.flux_reduce={self.variant} on tiles that share "
                                  f"{a} output requests (a plain store of one tile's partial would overwrite its "
                                  "neighbour's words)", "output tiles of whole 64 B requests, or scheme.flux_reduce=atomic")
 
@@ -215,12 +230,40 @@ class FluxContext:
                     if h is not None:
                         self.remote_store_B += REQ_B * len(idx)
                     self.fabric.send(g, o, Payload(r.addr[idx], wg[idx], r.wf_id[idx], "update", d), self.payload_B)
+        elif self.variant == "a2a_local":  # plain stores: local part into C, remote parts into the owner's slot
+            for o, idx in self.parts[tile]:
+                d = None if data is None else data[idx - a]
+                if o == g:
+                    if h is not None:
+                        written = h.write(r.addr[idx], "gemm", Stream.COMPUTE, uncached=True, wg_id=wg[idx],
+                                          wf_id=r.wf_id[idx], data=d)
+                        self.local_store_B += REQ_B * len(idx)
+                else:
+                    if h is not None:
+                        self.remote_store_B += REQ_B * len(idx)
+                    dst = self.slot(g, o) + (r.addr[idx] - self.model.c_base - o * self.shard_B)
+                    self.fabric.send(g, o, Payload(dst, wg[idx], r.wf_id[idx], "store", d), self.payload_B)
         else:  # pull: the whole partial tile into local memory; flags to its owners once written
             written = h.write(r.addr[a:b], "gemm", Stream.COMPUTE, uncached=True, wg_id=wg[a:b], wf_id=r.wf_id[a:b],
                               data=data)
             self.local_store_B += REQ_B * (b - a)
             written.callbacks.append(lambda _e, g=g, tile=tile: self._partial_written(g, tile))
         return written
+
+    # ---------------------------------------------------------------- a2a_local reduction
+    def slot(self, src: int, dst: int) -> int:
+        """Byte address, at GPU ``dst``, of the receive slot for GPU ``src``'s part of ``dst``'s shard."""
+        return self.recv + ((dst - src) % self.N - 1) * self.shard_B
+
+    def reduce(self):
+        """Launch every simulated GPU's local reduction kernel (own partial + N - 1 slots -> its shard of C)."""
+        evs = []
+        for g in self.model.sim_gpus:
+            own = self.model.c_base + g * self.shard_B
+            srcs = [own] + [self.slot((g - r) % self.N, g) for r in range(1, self.N)]
+            evs.append(self.reducers[g].reduce([(srcs, own, self.shard_B)]))
+            self.reduced_B += self.shard_B
+        return evs[0] if len(evs) == 1 else self.env.all_of(evs)
 
     # ---------------------------------------------------------------- pull reduction
     def _partial_written(self, g: int, tile: int) -> None:
@@ -314,7 +357,10 @@ class FluxContext:
         s.add("flux.fabric.landed_B", self.fabric.landed_B, "B",
               "bytes of those stores written at (or delivered to) their owner")
         s.add("flux.pull.remote_read_B", self.pulled_B, "B", "bytes the pull CTAs read from peers over the links")
-        s.add("flux.pull.reduced_B", self.reduced_B, "B", "bytes of reduced shard the pull CTAs stored")
+        s.add("flux.reduced_B", self.reduced_B, "B",
+              "bytes of reduced shard stored by the pull CTAs or the local reduction kernels (simulated GPUs)")
+        for g, red in self.reducers.items():
+            s.merge(f"gpu{g}.flux_reduce", red.stats())
         return s
 
 
@@ -355,8 +401,12 @@ def flux_program(model, ctx: FluxContext, with_ag: bool = True) -> Program:
     p = Program()
     p.add("main", Kernel("flux_gemm", "fused", "gemm", gemm, on_end=gemm_end))
     p.add("comm", Kernel("flux_rs", "fused", "rs", lambda: ctx.completion.done, comm=True, start_with="flux_gemm"))
+    last = "flux_rs"
+    if ctx.variant == "a2a_local":  # the local reduction once every GPU's all-to-all stores have landed
+        p.add("main", Kernel("flux_reduce", "copy", "rs", ctx.reduce, comm=True, after=("flux_rs",)))
+        last = "flux_reduce"
     if with_ag:
-        p.add("main", Kernel("ag", "collective", "ag", ag, comm=True, after=("flux_rs",)))
+        p.add("main", Kernel("ag", "collective", "ag", ag, comm=True, after=(last,)))
     return p
 
 

@@ -34,7 +34,8 @@ def _run(n, mode="explicit", *extra):
 
 @pytest.mark.parametrize("reduce,n,swizzle", [
     ("atomic", 2, "true"), ("atomic", 4, "true"), ("atomic", 4, "false"), ("atomic", 8, "true"),
-    ("pull", 2, "true"), ("pull", 4, "true"), ("pull", 4, "false"), ("pull", 8, "true")])
+    ("pull", 2, "true"), ("pull", 4, "true"), ("pull", 4, "false"), ("pull", 8, "true"),
+    ("a2a_local", 2, "true"), ("a2a_local", 4, "false"), ("a2a_local", 8, "true")])
 def test_functional_exact_and_bytes_conserved(reduce, n, swizzle):
     """Every GPU's shard is exactly the sum of all GPUs' partials; every remote byte landed, and each GPU moved
     exactly the (n-1)/n of C that other GPUs own (tiles are request-aligned here)."""
@@ -44,7 +45,7 @@ def test_functional_exact_and_bytes_conserved(reduce, n, swizzle):
     c_B = m.c_elems * m.elem_B
     assert ctx.words_checked == final_shard_check(m) == c_B // 4  # every word of C, on its owner
     remote = n * (n - 1) * ctx.shard_B
-    if reduce == "atomic":
+    if reduce != "pull":
         assert ctx.fabric.sent_B == ctx.fabric.landed_B == ctx.remote_store_B == remote
         assert ctx.local_store_B == n * ctx.shard_B
         assert ctx.pulled_B == 0
@@ -55,14 +56,17 @@ def test_functional_exact_and_bytes_conserved(reduce, n, swizzle):
     assert p.ag == 0 and p.total == p.gemm + p.rs  # a functional run stops after the reduce-scatter
     recs = {r.name: r for r in m.kernel_records}
     assert recs["flux_rs"].start == recs["flux_gemm"].start  # the communication is issued within the kernel
+    if reduce == "a2a_local":  # the local reduction kernel ran after every store landed, over every shard
+        assert ctx.reduced_B == c_B and recs["flux_reduce"].start >= recs["flux_rs"].end
 
 
-def test_homogeneous_atomic_exact_and_close_to_explicit():
+@pytest.mark.parametrize("reduce", ["atomic", "a2a_local"])
+def test_homogeneous_exact_and_close_to_explicit(reduce):
     """Homogeneous mode (GPU 0 simulated, shadows mirror it): GPU 0's shard exact; time within 5 % of explicit."""
-    h, ph = _run(4, "homogeneous", "simulation.functional_data=true")
+    h, ph = _run(4, "homogeneous", "simulation.functional_data=true", f"scheme.flux_reduce={reduce}")
     assert h.context.words_checked == h.c_elems * h.elem_B // 4 // 4
     assert h.context.fabric.sent_B == h.context.fabric.landed_B == 4 * 3 * h.context.shard_B
-    _, px = _run(4, "explicit", "simulation.functional_data=true")
+    _, px = _run(4, "explicit", "simulation.functional_data=true", f"scheme.flux_reduce={reduce}")
     assert ph.total == pytest.approx(px.total, rel=0.05)
 
 
@@ -75,7 +79,7 @@ def gemm_alone():
     return r.end - r.start
 
 
-@pytest.mark.parametrize("reduce", ["atomic", "pull"])
+@pytest.mark.parametrize("reduce", ["atomic", "pull", "a2a_local"])
 def test_never_faster_than_the_gemm_alone(gemm_alone, reduce):
     """The fused kernel computes the same tiles as the GEMM alone and adds communication: never faster (to 0.1 %:
     a cycle-level memory system is not monotone)."""
@@ -111,7 +115,6 @@ def test_swizzled_order_is_a_permutation_shifted_along_the_shard_axis():
 
 @pytest.mark.parametrize("extra,field", [
     (("workload.dtype=bf16",), "scheme.flux_reduce"),  # no bf16 atomic add on the Table 1 GPU (V100)
-    (("scheme.flux_reduce=a2a_local",), "scheme.flux_reduce"),
     (("scheme.flux_pull_ctas=3",), "scheme.flux_pull_ctas"),
 ])
 def test_bad_combinations_rejected(extra, field):
@@ -147,7 +150,7 @@ def test_stats_carry_units_and_descriptions():
     st = m.stats()
     keys = [k for k in st.names() if k.startswith("flux.")]
     assert {"flux.local_store_B", "flux.remote_store_B", "flux.fabric.sent_B", "flux.fabric.landed_B",
-            "flux.pull.remote_read_B", "flux.pull.reduced_B"} <= set(keys)
+            "flux.pull.remote_read_B", "flux.reduced_B"} <= set(keys)
     for k in keys:
         assert st[k].unit == "B" and st[k].description
     assert st.value("flux.fabric.sent_B") == st.value("flux.fabric.landed_B") > 0
