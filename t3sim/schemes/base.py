@@ -24,8 +24,7 @@ A :class:`Scheme` is a declarative description consumed by the system builder:
 
 Schemes with the same ``simulation`` key and otherwise identical configs run
 the identical simulation (the system model depends on the scheme only through
-``arbitration``, which :func:`_reg` checks is the same for every scheme of a
-key): Sequential and Ideal-GEMM-RS-Overlap both need ``sequential/baseline``
+``arbitration``, the same for every scheme of a key; :func:`register_scheme` checks it): Sequential and Ideal-GEMM-RS-Overlap both need ``sequential/baseline``
 and differ only in ``compose``. :func:`t3sim.system.run.simulate_shared` runs
 such a simulation once for all of them, and a sweep
 (:func:`t3sim.exec.run_points`) simulates it once per group of points.
@@ -43,20 +42,21 @@ scheme                        simulation              compose
 (``t3`` and ``t3_mca`` run the same code, :func:`~t3sim.schemes.t3.run_t3`, on
 systems whose arbitration differs, so they are different simulations.)
 
-Schemes from other papers (FLUX, FiCCO, fused GPU-initiated kernels) register
-beside these with their own flags, simulation (:func:`register_simulation`)
-and composition.
+Every scheme is defined in its own module of :mod:`t3sim.schemes`, which
+registers it (:func:`register_scheme`) and its simulation
+(:func:`register_simulation`); importing :mod:`t3sim.schemes` imports every
+module of the package, so adding a scheme touches only its module (plus its
+``scheme.*`` options, tests and docs). Schemes from other papers (FLUX, FiCCO,
+fused GPU-initiated kernels) register the same way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Callable, Dict, Optional, Tuple
 
 from t3sim.errors import InputError
 from t3sim.registry import add, get
-from t3sim.schemes.sequential import compose_ideal, run_sequential
 from t3sim.schemes.program import Phases, ProgramRun
 
 
@@ -137,58 +137,16 @@ class Scheme:
 SCHEMES: Dict[str, Scheme] = {}
 
 
-def _reg(s: Scheme) -> None:
+def register_scheme(s: Scheme) -> Scheme:
+    """Register ``s`` by name in the one registry (raises on a duplicate name). Each scheme's own module
+    registers it (and its simulation, :func:`register_simulation`) when :mod:`t3sim.schemes` imports it."""
     for other in SCHEMES.values():
         if other.simulation == s.simulation and s.simulation and other.arbitration != s.arbitration:
             raise ValueError(f"schemes {other.name!r} and {s.name!r} share simulation {s.simulation!r} "
                              "but build different systems (arbitration)")
     add("scheme", s.name, s)
     SCHEMES[s.name] = s
-
-
-from t3sim.schemes.chunked import run_chunked  # noqa: E402
-from t3sim.schemes.concurrent import run_concurrent  # noqa: E402
-from t3sim.schemes.copy import run_copy  # noqa: E402
-from t3sim.schemes.flux import run_flux  # noqa: E402
-from t3sim.schemes.t3 import run_t3  # noqa: E402
-
-register_simulation("sequential/baseline", run_sequential)
-register_simulation("sequential/nmc", partial(run_sequential, rs_variant="nmc"))
-register_simulation("t3", run_t3)
-register_simulation("t3_mca", run_t3)
-register_simulation("concurrent", run_concurrent)
-register_simulation("chunked", run_chunked)
-register_simulation("copy", run_copy)
-register_simulation("flux_rs", run_flux)
-
-_reg(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline)",
-            label="Sequential", color="#7f7f7f", simulation="sequential/baseline"))
-_reg(Scheme("t3", "fused GEMM-RS with tracker-triggered DMA and NMC reductions, round-robin MC arbitration; then AG",
-            label="T3", color="#e6b800", fused_rs=True, nmc=True, arbitration="round_robin",
-            paper_section="4.1-4.4, 5.3", simulation="t3"))
-_reg(Scheme("t3_mca", "T3 plus communication-aware MC arbitration (Sec. 4.5); then AG",
-            label="T3-MCA", color="#2ca02c", fused_rs=True, nmc=True, arbitration="t3_mca",
-            paper_section="4.5, 5.3", simulation="t3_mca"))
-_reg(Scheme("ideal_gemm_rs_overlap", "max(isolated GEMM, isolated RS) + AG: perfect software overlap, no contention",
-            label="Ideal-GEMM-RS-Overlap", color="#1f77b4", ideal=True, simulation="sequential/baseline",
-            compose=compose_ideal))
-_reg(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", label="Ideal-RS+NMC",
-            color="#9467bd", ideal=True, nmc=True, simulation="sequential/nmc", compose=compose_ideal))
-_reg(Scheme("concurrent", "the GEMM and an independent RS on two streams sharing CUs, L2, HBM and links; then AG",
-            label="Concurrent", color="#8c564b", paper_section="issue 12", simulation="concurrent",
-            options=("launch_first", "comm_cus")))
-_reg(Scheme("chunked", "GEMM in C chunks, each chunk's RS issued on a second stream when it ends (CoCoNet/TE style; "
-            "scheme.chunk_comm: a CU-driven collective, or copy-engine scatters plus a local reduction, AsyncTP style); then AG",
-            label="Chunked", color="#17becf", paper_section="issue 12", simulation="chunked",
-            options=("chunks", "chunk_axis", "chunk_comm")))
-_reg(Scheme("copy", "the GEMM beside background copies issued back to back on copy streams until it ends "
-            "(SM copy kernels or copy engines; contention studies, no RS/AG)", label="GEMM + copies",
-            color="#e377c2", paper_section="issue 12", simulation="copy",
-            options=("copy_streams", "copy_size_MiB", "copy_direction", "launch_first"), collectives=False))
-_reg(Scheme("flux_rs", "FLUX: one fused kernel whose WG epilogues store each output tile into its owner GPU (CU stores "
-            "over the links), reduced by atomic adds or by pull CTAs on the owner, tile coordinates swizzled by rank; then AG",
-            label="FLUX", color="#d62728", paper_section="FLUX Alg. 1, Secs. 3.1, 4.1, 4.2", simulation="flux_rs",
-            options=("flux_reduce", "flux_swizzle", "flux_pull_ctas")))
+    return s
 
 
 def scheme_for(name: str) -> Scheme:

@@ -33,6 +33,7 @@ from t3sim.schemes.chunked_dma import DmaScatter, FunctionalOutput, check_reduce
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.workload.chunks import chunks
+from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 
 
 def chunked_program(model, with_ag: bool = True) -> Program:
@@ -95,3 +96,11 @@ def dma_program(model, parts, with_ag: bool = True) -> Program:
 
 def run_chunked(model) -> ProgramRun:
     return run_program(model, chunked_program(model))
+
+
+register_simulation("chunked", run_chunked)
+register_scheme(Scheme("chunked", "GEMM in C chunks, each chunk's RS issued on a second stream when it ends (CoCoNet/TE style; "
+                       "scheme.chunk_comm: a CU-driven collective, or copy-engine scatters plus a local reduction, AsyncTP "
+                       "style); then AG",
+                       label="Chunked", color="#17becf", paper_section="issue 12", simulation="chunked",
+                       options=("chunks", "chunk_axis", "chunk_comm")))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from t3sim.schemes.program import Kernel, Program, ProgramRun, cu_split, run_program
 from t3sim.schemes.sequential import boundary
+from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 
 
 def concurrent_program(model, with_ag: bool = True) -> Program:
@@ -43,3 +44,9 @@ def concurrent_program(model, with_ag: bool = True) -> Program:
 
 def run_concurrent(model) -> ProgramRun:
     return run_program(model, concurrent_program(model))
+
+
+register_simulation("concurrent", run_concurrent)
+register_scheme(Scheme("concurrent", "the GEMM and an independent RS on two streams sharing CUs, L2, HBM and links; then AG",
+                       label="Concurrent", color="#8c564b", paper_section="issue 12", simulation="concurrent",
+                       options=("launch_first", "comm_cus")))

@@ -42,6 +42,7 @@ from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
+from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 
 MiB = 1 << 20
 
@@ -127,3 +128,10 @@ def run_copy(model) -> ProgramRun:
     model.context = copiers
     model.add_stats(copiers.stats)
     return run_program(model, copy_program(model, copiers))
+
+
+register_simulation("copy", run_copy)
+register_scheme(Scheme("copy", "the GEMM beside background copies issued back to back on copy streams until it ends "
+                       "(SM copy kernels or copy engines; contention studies, no RS/AG)", label="GEMM + copies",
+                       color="#e377c2", paper_section="issue 12", simulation="copy",
+                       options=("copy_streams", "copy_size_MiB", "copy_direction", "launch_first"), collectives=False))

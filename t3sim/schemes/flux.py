@@ -89,6 +89,7 @@ from t3sim.errors import InputError
 from t3sim.interconnect.network import PacketMeta
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.results.stats import Stats
+from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.schemes.t3 import OutputTable, store_data, word_mask
@@ -438,3 +439,11 @@ def final_shard_check(model) -> int:
                                        f"want {want[bad][:4]}")
                 checked += int(mine.sum())
     return checked
+
+
+register_simulation("flux_rs", run_flux)
+register_scheme(Scheme("flux_rs", "FLUX: one fused kernel whose WG epilogues store each output tile into its owner GPU (CU "
+                       "stores over the links), reduced by atomic adds, by pull CTAs on the owner, or by a local reduction "
+                       "kernel after a write-only all-to-all; tile coordinates swizzled by rank; then AG",
+                       label="FLUX", color="#d62728", paper_section="FLUX Alg. 1, Secs. 3.1, 4.1, 4.2", simulation="flux_rs",
+                       options=("flux_reduce", "flux_swizzle", "flux_pull_ctas")))

@@ -16,7 +16,10 @@ of a Sequential run whose RS reductions use near-memory op-and-store (Fig.
 
 from __future__ import annotations
 
+from functools import partial
+
 from t3sim.schemes.program import Kernel, Phases, Program, ProgramRun, run_program
+from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 
 
 def boundary(model):
@@ -49,3 +52,14 @@ def run_sequential(model, rs_variant: str = "baseline") -> ProgramRun:
 def compose_ideal(p: Phases) -> Phases:
     """The ideal schemes' result from a Sequential run's (isolated) phase times: ``max(GEMM, RS) + AG``."""
     return Phases(p.gemm, p.rs, p.ag, max(p.gemm, p.rs) + p.ag)
+
+
+register_simulation("sequential/baseline", run_sequential)
+register_simulation("sequential/nmc", partial(run_sequential, rs_variant="nmc"))
+register_scheme(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline)",
+                       label="Sequential", color="#7f7f7f", simulation="sequential/baseline"))
+register_scheme(Scheme("ideal_gemm_rs_overlap", "max(isolated GEMM, isolated RS) + AG: perfect software overlap, no contention",
+                       label="Ideal-GEMM-RS-Overlap", color="#1f77b4", ideal=True, simulation="sequential/baseline",
+                       compose=compose_ideal))
+register_scheme(Scheme("ideal_rs_nmc", "max(isolated GEMM, isolated RS using NMC) + AG", label="Ideal-RS+NMC",
+                       color="#9467bd", ideal=True, nmc=True, simulation="sequential/nmc", compose=compose_ideal))

@@ -62,10 +62,11 @@ from t3sim.dma.tracker import Tracker
 from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
-from t3sim.sim.clock import TICKS_PER_US
-from t3sim.schemes.sequential import boundary
-from t3sim.sim.engine import Component
+from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
+from t3sim.schemes.sequential import boundary
+from t3sim.sim.clock import TICKS_PER_US
+from t3sim.sim.engine import Component
 from t3sim.workload.wg_order import base_order
 
 WORD_B = 4  # functional data: one value per 4 B word (float32 store, t3sim.memory.functional)
@@ -455,3 +456,13 @@ def final_chunk_check(model) -> int:
                                    f"want {want[bad][:4]}")
             checked += int(mine.sum())
     return checked
+
+
+register_simulation("t3", run_t3)
+register_simulation("t3_mca", run_t3)
+register_scheme(Scheme("t3", "fused GEMM-RS with tracker-triggered DMA and NMC reductions, round-robin MC arbitration; then AG",
+                       label="T3", color="#e6b800", fused_rs=True, nmc=True, arbitration="round_robin",
+                       paper_section="4.1-4.4, 5.3", simulation="t3"))
+register_scheme(Scheme("t3_mca", "T3 plus communication-aware MC arbitration (Sec. 4.5); then AG",
+                       label="T3-MCA", color="#2ca02c", fused_rs=True, nmc=True, arbitration="t3_mca",
+                       paper_section="4.5, 5.3", simulation="t3_mca"))
