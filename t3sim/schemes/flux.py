@@ -143,10 +143,10 @@ class FluxContext:
         self.orders = {g: (swizzled_order(base, g, N, k.tiles_m, k.tiles_n, col) if self.swizzle else base)
                        for g in range(N)}
         self.completion = Completion(self.env)
-        self.fabric = Fabric(model.engine, model.network, model.hiers, self.completion, name="flux.fabric")
+        self.fabric = Fabric(model.engine, model.network, model.hiers, self.completion,
+                             port=model.network.new_port("flux.stores"), name="flux.fabric")
         self.local_store_B = 0
         self.remote_store_B = 0
-        self.gemm_done = False
         self.words_checked = 0
         # pull state
         self.pull_port = model.network.new_port("flux.pull")
@@ -196,14 +196,14 @@ class FluxContext:
             raise InputError("simulation.mode", "homogeneous with scheme.flux_reduce=pull",
                              "simulation.mode=explicit (the pull reduction's remote reads are simulated on every GPU)")
         if self.variant != "atomic" and self.functional:
-            a = self.model_reqs_shared(model)
+            a = self.shared_requests(model)
             if a:
                 raise InputError("simulation.functional_data", f"true with scheme.flux_reduce={self.variant} on tiles that share "
                                  f"{a} output requests (a plain store of one tile's partial would overwrite its "
                                  "neighbour's words)", "output tiles of whole 64 B requests, or scheme.flux_reduce=atomic")
 
     @staticmethod
-    def model_reqs_shared(model) -> int:
+    def shared_requests(model) -> int:
         """How many 64 B output requests two tiles share (tiles not aligned to requests)."""
         k = model.kernel
         geom = gemm_geometry(k, model.a_base, model.b_base, model.c_base)
@@ -345,7 +345,7 @@ class FluxContext:
 
     # ---------------------------------------------------------------- end
     def gemm_end(self) -> None:
-        self.gemm_done = True
+        """The fused kernel ended: every store it will issue has been sent (homogeneous: shadows' too)."""
         self.completion.seal()
 
     def stats(self) -> Stats:
