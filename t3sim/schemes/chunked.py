@@ -101,6 +101,5 @@ def run_chunked(model) -> ProgramRun:
 register_simulation("chunked", run_chunked)
 register_scheme(Scheme("chunked", "GEMM in C chunks, each chunk's RS issued on a second stream when it ends (CoCoNet/TE style; "
                        "scheme.chunk_comm: a CU-driven collective, or copy-engine scatters plus a local reduction, AsyncTP "
-                       "style); then AG",
-                       label="Chunked", color="#17becf", paper_section="issue 12", simulation="chunked",
+                       "style); then AG", label="Chunked", color="#17becf", paper_section="issue 12", simulation="chunked",
                        options=("chunks", "chunk_axis", "chunk_comm")))
