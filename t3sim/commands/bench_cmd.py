@@ -67,6 +67,10 @@ CASES: Dict[str, dict] = {
     "copy-op-1gpu": dict(kind="experiment", config="configs/experiments/copy-contention.yaml",
                          overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=OP", "scheme.copy_streams=1"],
                          what="Mega-GPT-2 OP TP=8 GEMM on one H200 beside one stream of 256 MiB SM copies (scheme copy)"),
+    "flux-op-h200-2k": dict(kind="experiment", config="configs/experiments/overlap-schemes-h200.yaml",
+                            overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=OP", "workload.tokens=2048",
+                                       "scheme.kind=flux_rs"],
+                            what="Mega-GPT-2 OP TP=4 on 4 H200s, 2048 tokens, flux_rs (atomic reduction, homogeneous)"),
 }
 for _s in SCHEMES:
     CASES[f"fc2-tp8-{_s}"] = dict(kind="experiment", config=_DEFAULT, overrides=[f"scheme.kind={_s}"],

@@ -32,6 +32,23 @@ class SchemeConfig(Model):
         "d2d", unit="enum", desc="copy: what each copy stream copies: device to device (an SM copy kernel when system.copy_engine.d2d_path is sm, else a copy engine), host to device or device to host over the host link (copy engines), or h2d+d2h (even streams h2d, odd streams d2h)",
         source="issue 12; shared/reference/h200/README.md (gemm_copy_contention backgrounds d2d1, d2d2, pcie)")
 
+    flux_reduce: Literal["atomic", "pull", "a2a_local"] = F(
+        "atomic", unit="enum",
+        desc="flux_rs: how the fused GEMM+RS reduces: atomic (each output tile's stores are atomic adds into the owner GPU's "
+             "shard, local or over the links), pull (partials stored locally; dedicated WGs on the owner pull the peers' partials "
+             "over the links and reduce), a2a_local (write-only all-to-all into per-source slots, then a local reduction kernel)",
+        source="FLUX (Chang et al. 2024) Secs. 3.1, 4.2: Write and Reduce branches of Alg. 1, red/atomic instructions, "
+               "thread-block-specialised pull reduction")
+    flux_swizzle: bool = F(True, unit="bool",
+                           desc="flux_rs: shift each GPU's tile coordinates by its rank along the shard axis, so GPUs do not "
+                                "write to the same owner at the same time (false: every GPU runs the same tile order)",
+                           source="FLUX Sec. 4.1, Figs. 7-8 (tile coordinate swizzling)")
+    flux_pull_ctas: int = F(8, unit="count",
+                            desc="flux_rs with flux_reduce=pull: dedicated pull-and-reduce CTAs per GPU, resident beside the "
+                                 "GEMM's WGs for the whole fused kernel",
+                            source="assumption: FLUX (Sec. 4.2) does not publish how many thread blocks it specialises for "
+                                   "the pull reduction", gt=0)
+
     @field_validator("kind")
     @classmethod
     def _kind(cls, v: str) -> str:

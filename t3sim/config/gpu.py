@@ -44,6 +44,12 @@ class GPUConfig(Model):
     kernel_launch_overhead_ns: float = F(
         3000.0, unit="ns", desc="time from kernel launch to first WG dispatch",
         source="assumption: typical measured launch latency of a few microseconds on discrete GPUs", ge=0)
+    atomic_add_dtypes: List[Literal["fp16", "bf16", "fp32", "fp8"]] = F(
+        ["fp16", "fp32"], unit="list",
+        desc="element types a CU can reduce into (local or peer) memory with one atomic/red add instruction (FLUX's fused "
+             "atomic reduce-scatter, scheme.flux_reduce=atomic, runs only for these)",
+        source="CUDA C++ Programming Guide, atomicAdd(): __half on compute capability 7.x and higher, __nv_bfloat16 only "
+               "8.x and higher (the Table 1 GPU is a V100, 7.0)")
 
     @model_validator(mode="after")
     def _carveouts(self) -> "GPUConfig":

@@ -126,8 +126,9 @@ class Fabric(Component):
         for g in hiers:
             network.set_receiver(g, self._receive, port)
 
-    def send(self, src: int, dst: int, pl: Payload) -> simpy.Event:
-        """Send ``pl`` from ``src`` to ``dst``; returns the network transfer event."""
+    def send(self, src: int, dst: int, pl: Payload, payload_B: Optional[int] = None) -> simpy.Event:
+        """Send ``pl`` from ``src`` to ``dst``; returns the network transfer event. ``payload_B``: link-protocol
+        payload of its packets (:meth:`Network.send`: default a bulk copy's; CU stores pass ``sm_store_payload_B``)."""
         if not len(pl.addrs):
             ev = self.env.event()
             ev.succeed()
@@ -139,7 +140,7 @@ class Fabric(Component):
         meta = PacketMeta(op=pl.op, wg_id=None if pl.wg_id is None else int(pl.wg_id[0]),
                           wf_id=None if pl.wf_id is None else int(pl.wf_id[0]), addr=int(pl.addrs[0]), tag=pl,
                           port=self.port)
-        ev = self.network.send(src, dst, pl.nbytes, meta)
+        ev = self.network.send(src, dst, pl.nbytes, meta, payload_B)
         if dst in self.hiers:
             pl.on_land = self._landed
         else:

@@ -1,0 +1,449 @@
+"""``flux_rs``: FLUX's fused GEMM + reduce-scatter (Chang et al. 2024, Alg. 1, Secs. 3.1, 4.1, 4.2).
+
+One fused kernel: every WG computes its output tile as the GEMM does, and its
+*epilogue* stores the tile straight into the GPU that owns those elements of
+the reduce-scatter's result -- CU stores, not DMA, issued within the kernel,
+over the links for a peer and into local memory for this GPU's own shard
+(Alg. 1 ``GetOutput``/``Write``/``Reduce``). The reduce-scatter's shard ``o``
+is the ``o``-th contiguous ``1/N`` of the output array C (the same split as
+the baseline collective: rows of a row-major C, columns of a column-major one),
+so a tile straddling two shards sends each part to its owner; every GPU keeps
+the identical address layout, so a store lands at the same address at its
+owner.
+
+Reduction (``scheme.flux_reduce``, Sec. 4.2):
+
+* ``atomic`` -- the epilogue's stores are atomic adds (``red``) into the owner's
+  shard: local ones into this GPU's memory, remote ones over the links as
+  update packets. Modelled with t3sim's one read-modify-write mechanism, the
+  memory-side op-and-store (``update``) at the owner's memory controller (an
+  approximation: NVIDIA GPUs perform ``red`` in the L2 slice). Only for the
+  element types ``system.gpu.atomic_add_dtypes`` lists (FLUX footnote 5: no
+  bf16 atomics on A100/H800); other combinations are rejected.
+* ``pull`` -- every GPU stores its whole partial C locally; the owner's
+  dedicated pull CTAs (thread-block specialisation, Sec. 4.2; ``scheme.flux_pull_ctas``
+  of them, resident beside the GEMM's WGs from the kernel's launch, taking
+  their share of the CUs through the GPU's WG dispatcher) wait for a tile's
+  N partials to be written (a flag per partial: visible at the owner one path
+  latency after the partial's stores completed), read the N-1 remote partials
+  over the links (request: path latency; data: the source's DRAM, then the
+  link back in ``sm_store_payload_B`` packets, an SM's load transactions) and
+  the local one, and store the sum in place. The additions take no modelled
+  time (a few adds per loaded element, far below the loads' time).
+  Explicit mode only.
+* ``a2a_local`` -- write-only all-to-all (the Write branch, Sec. 3.1): the
+  epilogue stores each remote part as plain stores into the owner's receive
+  slot for this source (``N - 1`` slots of one shard each, allocated on every
+  GPU), the local part into C; once every GPU's stores have landed, a local
+  reduction kernel on each GPU -- the one CU reduction kernel
+  (:meth:`~t3sim.dma.copy_kernel.SMCopyKernel.reduce`, the SM copy kernel's
+  CTAs through the GPU's WG dispatcher) -- reads the N partial shards and
+  writes the sum over its own partial in C (the paper's "discrete reduction").
+
+Stores (both variants) are posted: a WG retires once its epilogue has issued
+them (no per-tile fence), as the stores of a ``st``/TMA epilogue are; remote
+stores enter the link in ``interconnect.sm_store_payload_B`` packets. The
+GEMM kernel's record ends when its WGs retired and its own local stores are
+written; the companion ``flux_rs`` (communication) ends when every remote
+store landed (and, for ``pull``, every owned tile was reduced and written):
+``rs`` is the exposed tail, as for T3. The all-gather follows.
+
+Tile-coordinate swizzle (``scheme.flux_swizzle``, Sec. 4.1, Fig. 7): GPU ``g``
+runs the kernel's tile order with every tile's coordinate along the shard axis
+shifted by ``(g + 1) x tiles / N`` (mod tiles), so at any moment the GPUs write
+to different owners, and each GPU's last tiles are its own shard (the order
+"starting after the local rank" of FLUX's Sec. 4.3; the shift's origin is an
+assumption, the paper says only that coordinates are shifted by rank). Off:
+every GPU runs the same order and all write to the same owner at once.
+
+Homogeneous mode (``atomic`` and ``a2a_local``): GPU 0 is simulated; when it stores its
+``seq``-th tile, every shadow ``j`` stores its own ``seq``-th tile (its order's),
+sending every remote part over the network (to GPU 0: written into its memory;
+to another shadow: the links carry it and it is dropped), so every link carries
+its full traffic. GPU 0's local reduction (``a2a_local``) starts once every
+store, shadows' included, has landed.
+
+Functional mode: partials are :func:`t3sim.schemes.t3.partial_value` (exact
+in float32) and every simulated owner's shard is checked against the sum of all
+GPUs' partials at the end of the reduce-scatter (:func:`final_shard_check`); a
+functional run stops there (no all-gather), as T3's does.
+
+Invariants (tests): each element of C is reduced exactly once per source;
+bytes sent == bytes landed; the fused kernel is never faster than the GEMM
+alone.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import numpy as np
+import simpy
+
+from t3sim.compute.dispatcher import Footprint
+from t3sim.compute.gemm_kernel import Stored, gemm_geometry
+from t3sim.compute.memhier import REQ_B
+from t3sim.dma.copy_kernel import SMCopyKernel
+from t3sim.dma.engine import Completion, Fabric, Payload
+from t3sim.errors import InputError
+from t3sim.interconnect.network import PacketMeta
+from t3sim.memory.request import Kind, Source, Stream
+from t3sim.results.stats import Stats
+from t3sim.schemes.base import Scheme, register_scheme, register_simulation
+from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
+from t3sim.schemes.sequential import boundary
+from t3sim.schemes.t3 import OutputTable, store_data, word_mask
+from t3sim.sim.clock import ns_to_ticks
+from t3sim.workload import wg_order
+
+#: a pull CTA: one warpgroup (Hopper's unit of warp specialisation) of few registers, no shared memory
+#: (assumption: FLUX does not publish its pull CTA's shape)
+PULL_THREADS = 128
+PULL_REGISTERS_PER_THREAD = 32
+
+
+def swizzled_order(base: List[int], g: int, n: int, tiles_m: int, tiles_n: int, col_major: bool) -> List[int]:
+    """``base`` (tile numbers ``tm * tiles_n + tn``) with each tile's coordinate along the shard axis (columns of
+    a column-major C, rows of a row-major one) shifted by ``(g + 1) * tiles // n`` (module doc)."""
+    t = np.asarray(base, dtype=np.int64)
+    tm, tn = t // tiles_n, t % tiles_n
+    if col_major:
+        tn = (tn + (g + 1) * tiles_n // n) % tiles_n
+    else:
+        tm = (tm + (g + 1) * tiles_m // n) % tiles_m
+    return (tm * tiles_n + tn).tolist()
+
+
+class FluxContext:
+    """The fused GEMM+RS on every GPU (module doc): tile ownership, orders, the fabric, pull state, counters."""
+
+    def __init__(self, model):
+        self.model = model
+        sc, k = model.exp.scheme, model.kernel
+        self.variant, self.swizzle = sc.flux_reduce, sc.flux_swizzle
+        self.N = N = model.n
+        self.env = model.env
+        self.functional = model.exp.simulation.functional_data
+        self.homogeneous = model.mode == "homogeneous"
+        self._check(model)
+        self.shard_B = model.c_elems * model.elem_B // N
+        self.payload_B = int(model.system.interconnect.sm_store_payload_B)
+        geom = gemm_geometry(k, model.a_base, model.b_base, model.c_base)
+        self.W = k.num_wgs
+        self.table = OutputTable(geom, list(range(self.W)), k.tiles_n)  # position = tile number
+        owner = (self.table.reqs.addr - model.c_base) // self.shard_B
+        #: tile -> [(owner, request indices into table.reqs)], owners ascending
+        self.parts: List[List[Tuple[int, np.ndarray]]] = []
+        for t in range(self.W):
+            a, b = self.table.start[t], self.table.start[t + 1]
+            o = owner[a:b]
+            self.parts.append([(int(v), a + np.flatnonzero(o == v)) for v in np.unique(o)])
+        base = list(wg_order(k))
+        col = k.c_layout == "col_major"
+        self.orders = {g: (swizzled_order(base, g, N, k.tiles_m, k.tiles_n, col) if self.swizzle else base)
+                       for g in range(N)}
+        self.completion = Completion(self.env)
+        self.fabric = Fabric(model.engine, model.network, model.hiers, self.completion,
+                             port=model.network.new_port("flux.stores"), name="flux.fabric")
+        self.local_store_B = 0
+        self.remote_store_B = 0
+        self.words_checked = 0
+        # pull state
+        self.pull_port = model.network.new_port("flux.pull")
+        self.ready_count: Dict[Tuple[int, int], int] = {}
+        self.queues: Dict[int, simpy.Store] = {}
+        self.items: Dict[int, int] = {}
+        self.taken: Dict[int, int] = {}
+        self.pulled_B = 0
+        self.reduced_B = 0
+        # a2a_local state: receive slots (slot r - 1 holds the shard from the GPU r hops back) and reducers
+        self.recv = model.alloc((N - 1) * self.shard_B) if self.variant == "a2a_local" else -1
+        self.reducers: Dict[int, SMCopyKernel] = {}
+        if self.variant == "a2a_local":
+            cfg = model.system.copy_engine
+            self.reducers = {g: SMCopyKernel(model.engine, g, model.hiers[g], model.dispatchers[g], model.system.gpu,
+                                             cfg, category="rs") for g in model.sim_gpus}
+        if self.variant == "pull":
+            for o in model.sim_gpus:
+                self.queues[o] = simpy.Store(self.env)
+                self.items[o] = sum(1 for ps in self.parts for v, _ in ps if v == o)
+                self.taken[o] = 0
+                self.completion.add(self.items[o])
+
+    # ---------------------------------------------------------------- checks
+    def _check(self, model) -> None:
+        k, N = model.kernel, self.N
+        c_B = model.c_elems * model.elem_B
+        if c_B % (N * REQ_B):
+            raise InputError("scheme.kind", f"flux_rs with a {c_B} B output over {N} GPUs, which does not split into "
+                             f"{N} shards of whole {REQ_B} B requests",
+                             f"an output of a multiple of {N * REQ_B} B (workload.tokens, hidden size)")
+        if self.variant == "a2a_local" and self.functional and model.system.copy_engine.l2_allocate:
+            raise InputError("system.copy_engine.l2_allocate", "true with simulation.functional_data and "
+                             "scheme.flux_reduce=a2a_local", "false (the reduction kernel's functional reads bypass "
+                             "the L2, which keeps no values)")
+        dflt = type(model.exp.scheme).model_fields["flux_pull_ctas"].default
+        if self.variant != "pull" and model.exp.scheme.flux_pull_ctas != dflt:
+            raise InputError("scheme.flux_pull_ctas", f"{model.exp.scheme.flux_pull_ctas} with "
+                             f"scheme.flux_reduce={self.variant}, which has no pull CTAs",
+                             "scheme.flux_pull_ctas only with scheme.flux_reduce=pull")
+        if self.variant == "atomic" and k.dtype not in model.system.gpu.atomic_add_dtypes:
+            raise InputError("scheme.flux_reduce", f"atomic with workload.dtype={k.dtype} on a GPU whose atomic add "
+                             f"supports {', '.join(model.system.gpu.atomic_add_dtypes) or 'no type'} "
+                             "(system.gpu.atomic_add_dtypes)",
+                             "scheme.flux_reduce=pull, or workload.dtype in system.gpu.atomic_add_dtypes")
+        if self.variant == "pull" and self.homogeneous:
+            raise InputError("simulation.mode", "homogeneous with scheme.flux_reduce=pull",
+                             "simulation.mode=explicit (the pull reduction's remote reads are simulated on every GPU)")
+        if self.variant != "atomic" and self.functional:
+            a = self.shared_requests(model)
+            if a:
+                raise InputError("simulation.functional_data", f"true with scheme.flux_reduce={self.variant} on tiles that share "
+                                 f"{a} output requests (a plain store of one tile's partial would overwrite its "
+                                 "neighbour's words)", "output tiles of whole 64 B requests, or scheme.flux_reduce=atomic")
+
+    @staticmethod
+    def shared_requests(model) -> int:
+        """How many 64 B output requests two tiles share (tiles not aligned to requests)."""
+        k = model.kernel
+        geom = gemm_geometry(k, model.a_base, model.b_base, model.c_base)
+        addr = OutputTable(geom, list(range(k.num_wgs)), k.tiles_n).reqs.addr
+        return int(len(addr) - len(np.unique(addr)))
+
+    # ---------------------------------------------------------------- the epilogue
+    def store_tile(self, g: int, tile: int):
+        """GPU ``g``'s epilogue stores tile ``tile`` (module doc); returns its local write's event (None: shadow)."""
+        h = self.model.hiers.get(g)
+        r = self.table.reqs
+        a, b = int(self.table.start[tile]), int(self.table.start[tile + 1])
+        data = store_data(g, r.addr[a:b], r.mask[a:b]) if self.functional else None  # rows a..b-1
+        wg = np.full(len(r.addr), tile, dtype=np.int64)
+        written = None
+        if self.variant == "atomic":
+            for o, idx in self.parts[tile]:
+                d = None if data is None else data[idx - a]
+                if o == g:
+                    if h is not None:
+                        written = h.write(r.addr[idx], "gemm", Stream.COMPUTE, uncached=True, update=True,
+                                          wg_id=wg[idx], wf_id=r.wf_id[idx], data=d)
+                        self.local_store_B += REQ_B * len(idx)
+                else:
+                    if h is not None:
+                        self.remote_store_B += REQ_B * len(idx)
+                    self.fabric.send(g, o, Payload(r.addr[idx], wg[idx], r.wf_id[idx], "update", d), self.payload_B)
+        elif self.variant == "a2a_local":  # plain stores: local part into C, remote parts into the owner's slot
+            for o, idx in self.parts[tile]:
+                d = None if data is None else data[idx - a]
+                if o == g:
+                    if h is not None:
+                        written = h.write(r.addr[idx], "gemm", Stream.COMPUTE, uncached=True, wg_id=wg[idx],
+                                          wf_id=r.wf_id[idx], data=d)
+                        self.local_store_B += REQ_B * len(idx)
+                else:
+                    if h is not None:
+                        self.remote_store_B += REQ_B * len(idx)
+                    dst = self.slot(g, o) + (r.addr[idx] - self.model.c_base - o * self.shard_B)
+                    self.fabric.send(g, o, Payload(dst, wg[idx], r.wf_id[idx], "store", d), self.payload_B)
+        else:  # pull: the whole partial tile into local memory; flags to its owners once written
+            written = h.write(r.addr[a:b], "gemm", Stream.COMPUTE, uncached=True, wg_id=wg[a:b], wf_id=r.wf_id[a:b],
+                              data=data)
+            self.local_store_B += REQ_B * (b - a)
+            written.callbacks.append(lambda _e, g=g, tile=tile: self._partial_written(g, tile))
+        return written
+
+    # ---------------------------------------------------------------- a2a_local reduction
+    def slot(self, src: int, dst: int) -> int:
+        """Byte address, at GPU ``dst``, of the receive slot for GPU ``src``'s part of ``dst``'s shard."""
+        return self.recv + ((dst - src) % self.N - 1) * self.shard_B
+
+    def reduce(self):
+        """Launch every simulated GPU's local reduction kernel (own partial + N - 1 slots -> its shard of C)."""
+        evs = []
+        for g in self.model.sim_gpus:
+            own = self.model.c_base + g * self.shard_B
+            srcs = [own] + [self.slot((g - r) % self.N, g) for r in range(1, self.N)]
+            evs.append(self.reducers[g].reduce([(srcs, own, self.shard_B)]))
+            self.reduced_B += self.shard_B
+        return evs[0] if len(evs) == 1 else self.env.all_of(evs)
+
+    # ---------------------------------------------------------------- pull reduction
+    def _partial_written(self, g: int, tile: int) -> None:
+        for o, _ in self.parts[tile]:
+            if o == g:
+                self._flag(o, tile)
+            else:
+                lat = self.model.network.path_latency_ticks(g, o)
+                self.env.timeout(lat).callbacks.append(lambda _e, o=o, tile=tile: self._flag(o, tile))
+
+    def _flag(self, o: int, tile: int) -> None:
+        key = (o, tile)
+        n = self.ready_count.get(key, 0) + 1
+        self.ready_count[key] = n
+        if n == self.N:
+            self.queues[o].put(tile)
+
+    def start_pullers(self) -> None:
+        """Launch every simulated GPU's pull CTAs (before the GEMM's WGs, in the fused kernel's launch)."""
+        gpu = self.model.system.gpu
+        fp = Footprint.of(gpu, PULL_THREADS, PULL_REGISTERS_PER_THREAD, 0)
+        n = self.model.exp.scheme.flux_pull_ctas
+        launch = ns_to_ticks(gpu.kernel_launch_overhead_ns)
+        for o in self.model.sim_gpus:
+            disp = self.model.dispatchers[o]
+            st = {"next": 0}
+
+            def place(cu, o=o, st=st, disp=disp):
+                st["next"] += 1
+                self.env.process(self._puller(o, disp, st["h"], cu))
+
+            st["h"] = disp.register(f"gpu{o}.flux_pull", fp, lambda st=st: n - st["next"], place)
+
+            def start(_e=None, st=st, disp=disp, place=place):
+                while st["next"] < n:
+                    cu = disp.acquire(st["h"])
+                    if cu is None:
+                        break
+                    place(cu)
+                disp.settled(st["h"])
+
+            self.env.timeout(launch).callbacks.append(start)
+
+    def _puller(self, o: int, disp, h: int, cu: int):
+        env, q = self.env, self.queues[o]
+        r = self.table.reqs
+        hier = self.model.hiers[o]
+        while self.taken[o] < self.items[o]:
+            self.taken[o] += 1
+            tile = yield q.get()
+            idx = next(ix for v, ix in self.parts[tile] if v == o)
+            addrs = r.addr[idx]
+            reads = [env.process(self._remote_read(o, j, addrs)) for j in range(self.N) if j != o]
+            reads.append(hier.port.access(addrs, Kind.READ, Stream.COMM, Source.COLLECTIVE))
+            hier.traffic["rs"]["read"] += REQ_B * len(idx)
+            got = yield env.all_of(reads)
+            data = None
+            if self.functional:
+                data = sum(v if isinstance(v, np.ndarray) else v.data for v in (got[e] for e in reads))
+            wev = hier.write(addrs, "rs", Stream.COMM, uncached=True, data=data)
+            self.reduced_B += REQ_B * len(idx)
+            wev.callbacks.append(lambda _e: self.completion.finish())
+        disp.release(h, cu)
+
+    def _remote_read(self, o: int, j: int, addrs: np.ndarray):
+        """GPU ``o`` reads ``addrs`` of GPU ``j`` over the link: the request's path latency, ``j``'s DRAM read, the
+        data back over the links. Value: the data (functional mode) or None."""
+        net = self.model.network
+        yield self.env.timeout(net.path_latency_ticks(o, j))
+        hj = self.model.hiers[j]
+        res = yield hj.port.access(addrs, Kind.READ, Stream.COMM, Source.COLLECTIVE)
+        hj.traffic["rs"]["read"] += REQ_B * len(addrs)
+        nbytes = REQ_B * len(addrs)
+        self.pulled_B += nbytes
+        yield net.send(j, o, nbytes, PacketMeta(addr=int(addrs[0]), tag="flux.pull", port=self.pull_port),
+                       payload_B=self.payload_B)
+        return res.data if self.functional else None
+
+    # ---------------------------------------------------------------- end
+    def gemm_end(self) -> None:
+        """The fused kernel ended: every store it will issue has been sent (homogeneous: shadows' too)."""
+        self.completion.seal()
+
+    def stats(self) -> Stats:
+        s = Stats()
+        s.add("flux.local_store_B", self.local_store_B, "B",
+              "bytes the fused kernel's epilogues stored into their own GPU's memory (simulated GPUs)")
+        s.add("flux.remote_store_B", self.remote_store_B, "B",
+              "bytes the fused kernel's epilogues stored to peer GPUs over the links (simulated GPUs)")
+        s.add("flux.fabric.sent_B", self.fabric.sent_B, "B", "bytes of remote stores sent by simulated and shadow GPUs")
+        s.add("flux.fabric.landed_B", self.fabric.landed_B, "B",
+              "bytes of those stores written at (or delivered to) their owner")
+        s.add("flux.pull.remote_read_B", self.pulled_B, "B", "bytes the pull CTAs read from peers over the links")
+        s.add("flux.reduced_B", self.reduced_B, "B",
+              "bytes of reduced shard stored by the pull CTAs or the local reduction kernels (simulated GPUs)")
+        for g, red in self.reducers.items():
+            s.merge(f"gpu{g}.flux_reduce", red.stats())
+        return s
+
+
+class FluxOutput:
+    """The fused kernel's epilogue on GPU ``g`` (module doc): an output sink of the GEMM kernel."""
+
+    def __init__(self, ctx: FluxContext, g: int):
+        self.ctx, self.g = ctx, g
+
+    def store(self, seq: int, tile: int, reqs) -> Stored:
+        ctx = self.ctx
+        written = ctx.store_tile(self.g, tile)
+        if ctx.homogeneous and self.g == 0:  # every shadow stores its seq-th tile now (symmetry)
+            for j in range(1, ctx.N):
+                ctx.store_tile(j, ctx.orders[j][seq])
+        return Stored(written=written)  # posted stores: the WG retires at once
+
+
+def flux_program(model, ctx: FluxContext, with_ag: bool = True) -> Program:
+    """The fused kernel (with its companion, the communication it issues), then the all-gather (module doc)."""
+    def gemm():
+        if ctx.variant == "pull":
+            ctx.start_pullers()
+        return model.gemm("flux_gemm", sink_for=lambda g: FluxOutput(ctx, g), order_for=lambda g: ctx.orders[g])
+
+    mc_boundary = boundary(model)
+
+    def gemm_end():
+        mc_boundary()
+        ctx.gemm_end()
+
+    def ag():
+        if ctx.functional:
+            ctx.words_checked = final_shard_check(model)
+            return None
+        return model.collective("all_gather").done
+
+    p = Program()
+    p.add("main", Kernel("flux_gemm", "fused", "gemm", gemm, on_end=gemm_end))
+    p.add("comm", Kernel("flux_rs", "fused", "rs", lambda: ctx.completion.done, comm=True, start_with="flux_gemm"))
+    last = "flux_rs"
+    if ctx.variant == "a2a_local":  # the local reduction once every GPU's all-to-all stores have landed
+        p.add("main", Kernel("flux_reduce", "copy", "rs", ctx.reduce, comm=True, after=("flux_rs",)))
+        last = "flux_reduce"
+    if with_ag:
+        p.add("main", Kernel("ag", "collective", "ag", ag, comm=True, after=(last,)))
+    return p
+
+
+def run_flux(model) -> ProgramRun:
+    """Run the fused GEMM+RS, then the all-gather, on ``model`` (module doc)."""
+    ctx = FluxContext(model)
+    model.context = ctx
+    model.add_stats(ctx.stats)
+    return run_program(model, flux_program(model, ctx))
+
+
+def final_shard_check(model) -> int:
+    """Functional mode: every simulated GPU's shard equals the sum of all GPUs' partials. Returns the 4 B words
+    checked; raises AssertionError on the first mismatch."""
+    ctx: FluxContext = model.context
+    r = ctx.table.reqs
+    checked = 0
+    for o in model.sim_gpus:
+        fs = model.hiers[o].mem.functional
+        for t, parts in enumerate(ctx.parts):
+            for v, idx in parts:
+                if v != o:
+                    continue
+                want = sum(store_data(src, r.addr[idx], r.mask[idx]) for src in range(ctx.N))
+                got = np.stack([fs.read_addr(int(a)) for a in r.addr[idx]])
+                mine = word_mask(r.mask[idx])
+                bad = mine & (got != want)
+                assert not bad.any(), (f"GPU {o} tile {t}: {int(bad.sum())} words differ, e.g. got {got[bad][:4]} "
+                                       f"want {want[bad][:4]}")
+                checked += int(mine.sum())
+    return checked
+
+
+register_simulation("flux_rs", run_flux)
+register_scheme(Scheme("flux_rs", "FLUX: one fused kernel whose WG epilogues store each output tile into its owner GPU (CU "
+                       "stores over the links), reduced by atomic adds, by pull CTAs on the owner, or by a local reduction "
+                       "kernel after a write-only all-to-all; tile coordinates swizzled by rank; then AG",
+                       label="FLUX", color="#d62728", paper_section="FLUX Alg. 1, Secs. 3.1, 4.1, 4.2", simulation="flux_rs",
+                       options=("flux_reduce", "flux_swizzle", "flux_pull_ctas")))

@@ -1,0 +1,169 @@
+"""``flux_rs`` (issue 13 item 1): FLUX's fused GEMM+RS -- exact reductions, conservation, bounds, swizzle, rejections."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from t3sim.errors import InputError
+from t3sim.schemes import scheme_for
+from t3sim.schemes.flux import FluxContext, final_shard_check, swizzled_order
+from t3sim.schemes.program import Kernel, Program, run_program
+from t3sim.system.model import SystemModel
+from tests.conftest import REPO
+from tests.system.helpers import exp
+
+# OP of a 1024-wide model, 256 tokens: C is 256 x 1024 (2 x 8 tiles of 128 x 128), 2 CUs = 4 WGs a stage,
+# so a stage covers half a tile row (a few shards) and the swizzle changes which owners a stage writes to
+SMALL = ("workload.sublayer=OP", "workload.tokens=256", "workload.model.hidden_size=1024", "system.gpu.num_cus=2")
+
+
+def _model(n, mode="explicit", *extra):
+    return SystemModel(exp(*SMALL, f"workload.tp={n}", f"system.interconnect.num_gpus={n}", f"simulation.mode={mode}",
+                           "scheme.kind=flux_rs", *extra))
+
+
+def _run(n, mode="explicit", *extra):
+    m = _model(n, mode, *extra)
+    phases = scheme_for("flux_rs").run(m)
+    m.network.check_conserved()
+    return m, phases
+
+
+@pytest.mark.parametrize("reduce,n,swizzle", [
+    ("atomic", 2, "true"), ("atomic", 4, "true"), ("atomic", 4, "false"), ("atomic", 8, "true"),
+    ("pull", 2, "true"), ("pull", 4, "true"), ("pull", 4, "false"), ("pull", 8, "true"),
+    ("a2a_local", 2, "true"), ("a2a_local", 4, "false"), ("a2a_local", 8, "true")])
+def test_functional_exact_and_bytes_conserved(reduce, n, swizzle):
+    """Every GPU's shard is exactly the sum of all GPUs' partials; every remote byte landed, and each GPU moved
+    exactly the (n-1)/n of C that other GPUs own (tiles are request-aligned here)."""
+    m, p = _run(n, "explicit", "simulation.functional_data=true", f"scheme.flux_reduce={reduce}",
+                f"scheme.flux_swizzle={swizzle}")
+    ctx = m.context
+    c_B = m.c_elems * m.elem_B
+    assert ctx.words_checked == final_shard_check(m) == c_B // 4  # every word of C, on its owner
+    remote = n * (n - 1) * ctx.shard_B
+    if reduce != "pull":
+        assert ctx.fabric.sent_B == ctx.fabric.landed_B == ctx.remote_store_B == remote
+        assert ctx.local_store_B == n * ctx.shard_B
+        assert ctx.pulled_B == 0
+    else:
+        assert ctx.pulled_B == remote and ctx.fabric.sent_B == 0
+        assert ctx.local_store_B == n * c_B and ctx.reduced_B == c_B
+    assert sum(m.network.bytes_delivered.values()) >= remote
+    assert p.ag == 0 and p.total == p.gemm + p.rs  # a functional run stops after the reduce-scatter
+    recs = {r.name: r for r in m.kernel_records}
+    assert recs["flux_rs"].start == recs["flux_gemm"].start  # the communication is issued within the kernel
+    if reduce == "a2a_local":  # the local reduction kernel ran after every store landed, over every shard
+        assert ctx.reduced_B == c_B and recs["flux_reduce"].start >= recs["flux_rs"].end
+
+
+@pytest.mark.parametrize("reduce", ["atomic", "a2a_local"])
+def test_homogeneous_exact_and_close_to_explicit(reduce):
+    """Homogeneous mode (GPU 0 simulated, shadows mirror it): GPU 0's shard exact; time within 5 % of explicit."""
+    h, ph = _run(4, "homogeneous", "simulation.functional_data=true", f"scheme.flux_reduce={reduce}")
+    assert h.context.words_checked == h.c_elems * h.elem_B // 4 // 4
+    assert h.context.fabric.sent_B == h.context.fabric.landed_B == 4 * 3 * h.context.shard_B
+    _, px = _run(4, "explicit", "simulation.functional_data=true", f"scheme.flux_reduce={reduce}")
+    assert ph.total == pytest.approx(px.total, rel=0.05)
+
+
+@pytest.fixture(scope="module")
+def gemm_alone():
+    m = _model(4)
+    p = Program()
+    p.add("s", Kernel("gemm", "gemm", "gemm", m.gemm))
+    r = run_program(m, p)
+    return r.end - r.start
+
+
+@pytest.mark.parametrize("reduce", ["atomic", "pull", "a2a_local"])
+def test_never_faster_than_the_gemm_alone(gemm_alone, reduce):
+    """The fused kernel computes the same tiles as the GEMM alone and adds communication: never faster (to 0.1 %:
+    a cycle-level memory system is not monotone)."""
+    m, p = _run(4, "explicit", f"scheme.flux_reduce={reduce}")
+    assert p.gemm >= gemm_alone * 0.999
+    assert p.gemm + p.rs >= gemm_alone
+    assert p.ag > 0  # the all-gather follows in a timing run
+
+
+def test_swizzle_spreads_each_step_over_owners():
+    """Swizzle on: at every dispatch position the N GPUs' tiles belong to N different owners (Sec. 4.1, Fig. 7);
+    off: all GPUs write to the same owner. Each GPU's last tile is its own shard's (local store, no tail)."""
+    ctx_on = FluxContext(_model(4))
+    ctx_off = FluxContext(_model(4, "explicit", "scheme.flux_swizzle=false"))
+    for ctx, distinct in ((ctx_on, 4), (ctx_off, 1)):
+        for seq in range(ctx.W):
+            owners = {ctx.parts[ctx.orders[g][seq]][0][0] for g in range(4)}
+            assert len(owners) == distinct
+    for g in range(4):
+        assert ctx_on.parts[ctx_on.orders[g][-1]][0][0] == g
+        assert sorted(ctx_on.orders[g]) == list(range(ctx_on.W))
+
+
+def test_swizzled_order_is_a_permutation_shifted_along_the_shard_axis():
+    base = list(range(12))  # 3 x 4 tiles, row-major
+    for col in (True, False):
+        for g in range(4):
+            o = swizzled_order(base, g, 4, 3, 4, col)
+            assert sorted(o) == base
+    assert swizzled_order(base, 0, 4, 3, 4, True)[:4] == [1, 2, 3, 0]  # columns shifted by (0 + 1) * 4 // 4
+    assert swizzled_order(base, 3, 4, 3, 4, True) == base  # shifted by a whole row: back to the base
+
+
+@pytest.mark.parametrize("extra,field", [
+    (("workload.dtype=bf16",), "scheme.flux_reduce"),  # no bf16 atomic add on the Table 1 GPU (V100)
+    (("scheme.flux_pull_ctas=3",), "scheme.flux_pull_ctas"),
+])
+def test_bad_combinations_rejected(extra, field):
+    with pytest.raises(InputError) as e:
+        FluxContext(_model(4, "explicit", *extra))
+    assert e.value.where == field
+
+
+def test_pull_needs_explicit_mode_and_bf16_atomics_need_support():
+    with pytest.raises(InputError, match="simulation.mode"):
+        FluxContext(_model(4, "homogeneous", "scheme.flux_reduce=pull"))
+    # bf16 is accepted where the GPU lists it, and pull never needs atomics
+    FluxContext(_model(4, "explicit", "workload.dtype=bf16", "system.gpu.atomic_add_dtypes=[fp16,bf16,fp32]"))
+    FluxContext(_model(4, "explicit", "workload.dtype=bf16", "scheme.flux_reduce=pull"))
+
+
+def test_cli_rejects_bf16_atomic_with_exit_2():
+    r = subprocess.run([sys.executable, "-m", "t3sim.cli", "run", str(REPO / "configs/experiments/default.yaml"),
+                        "--set", "scheme.kind=flux_rs", "--set", "workload.dtype=bf16", "--out", "/tmp/t3sim_flux_bad",
+                        "--force"], capture_output=True, text=True)
+    assert r.returncode == 2
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("t3sim: error:") and "atomic_add_dtypes" in last and "Traceback" not in r.stderr
+
+
+def test_flux_options_rejected_with_other_schemes():
+    with pytest.raises(InputError, match="flux_swizzle"):
+        scheme_for("t3").check_options(exp("scheme.kind=t3", "scheme.flux_swizzle=false").scheme)
+
+
+def test_stats_carry_units_and_descriptions():
+    m, _ = _run(2, "explicit")
+    st = m.stats()
+    keys = [k for k in st.names() if k.startswith("flux.")]
+    assert {"flux.local_store_B", "flux.remote_store_B", "flux.fabric.sent_B", "flux.fabric.landed_B",
+            "flux.pull.remote_read_B", "flux.reduced_B"} <= set(keys)
+    for k in keys:
+        assert st[k].unit == "B" and st[k].description
+    assert st.value("flux.fabric.sent_B") == st.value("flux.fabric.landed_B") > 0
+
+
+@pytest.mark.parametrize("name,hbm_GBps,tflops,atomic_bf16", [
+    ("a100-sxm4-8gpu", 2039, 312, False), ("a100-pcie-8gpu", 1935, 312, False), ("h800-8gpu", 3352, 989, False)])
+def test_flux_presets_match_their_datasheets(name, hbm_GBps, tflops, atomic_bf16):
+    """FLUX's three 8-GPU nodes (issue 13 item 3): datasheet HBM bandwidth and dense bf16 TFLOPS; no bf16 atomics
+    (FLUX footnote 5), so flux_rs atomic with bf16 is rejected on them."""
+    from t3sim.config import load_system
+    s = load_system(REPO / f"configs/systems/{name}.yaml")
+    assert s.interconnect.num_gpus == 8
+    assert s.hbm.peak_bandwidth_GBps == pytest.approx(hbm_GBps, rel=0.002)
+    assert s.gpu.num_cus * s.gpu.fp16_flops_per_cycle * s.gpu.clock_GHz / 1e3 == pytest.approx(tflops, rel=0.002)
+    assert ("bf16" in s.gpu.atomic_add_dtypes) == atomic_bf16
