@@ -47,7 +47,7 @@ def test_readme_full_size_range_is_the_bench_range():
     assert (lo, hi) == (int(min(walls)), round(max(walls)))
 
 
-@pytest.mark.parametrize("stem", ["reduce_scatter_4gpu", "gemm_calibration"])
+@pytest.mark.parametrize("stem", ["reduce_scatter_4gpu", "gemm_calibration", "overlap_4gpu"])
 def test_validation_pages_are_generated_from_the_committed_csv(stem):
     """``t3sim validate`` writes ``<stem>.md`` from the ``<stem>.csv`` it just wrote; the committed pair agrees."""
     d = REPO / "experiments/validation/results"

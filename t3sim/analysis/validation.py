@@ -367,11 +367,19 @@ def read_comparison(path: str | Path, system: str) -> Comparison:
 
     rows, sims, walls = [], [], []
     recs = read_csv(path, ["measured_us", "simulated_us"])
-    kind = "collective" if recs and "collective" in recs[0] else "gemm"
+    kind = "collective" if recs and "collective" in recs[0] else "overlap" if recs and "what" in recs[0] else "gemm"
     for i, r in enumerate(recs, start=2):
-        fields = {k: r[k] for k in KINDS[kind] if k != "median_us"}
         where = f"{path}:{i}"
-        typed = _parse_row(kind, {**fields, "median_us": r["measured_us"]}, where)
+        if kind == "overlap":  # one record per measured column: its row's shape and ``what``
+            what = r["what"].strip()
+            if what not in OVERLAP_MEASURED:
+                raise InputError(where, f"what={what!r}", ", ".join(OVERLAP_MEASURED))
+            shape = {k: r[k] for k in ("model", "sublayer", "tp", "M", "N", "K", "dtype")}
+            typed = next(t for t in _parse_overlap({**shape, **{c: r["measured_us"] for c in OVERLAP_MEASURED.values()}},
+                                                   where) if t.fields["what"] == what)
+        else:
+            fields = {k: r[k] for k in KINDS[kind] if k != "median_us"}
+            typed = _parse_row(kind, {**fields, "median_us": r["measured_us"]}, where)
         rows.append(typed)
         sims.append(_positive(r["simulated_us"], "simulated_us", where))
         if r.get("wall_s"):

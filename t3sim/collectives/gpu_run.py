@@ -14,7 +14,9 @@ On a symmetric system the two modes agree within 3 % (tests: 4, 8 and 16 GPUs).
 ``collective.protocol`` picks the kernel: ``steps`` runs the plan step by step
 (:class:`~t3sim.collectives.runner.CollectiveRunner` with the cost hooks above);
 ``nccl_simple`` runs NCCL's ring Simple protocol (:class:`~t3sim.collectives.nccl.NcclRing`:
-channels, chunks, slices and flags) in the same two modes.
+channels, chunks, slices and flags) in the same two modes -- for the baseline variant only: NCCL has no
+near-memory reductions, so the ``nmc`` variant (T3's Fig. 10(b), e.g. ``ideal_rs_nmc``) runs ``steps`` on
+every system.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
     footprint = None
     if dispatchers is not None:
         footprint = Footprint.of(system.gpu, cc.cta_threads, cc.cta_registers_per_thread, cc.cta_lds_B)
-    if cc.protocol == "nccl_simple":
+    if cc.protocol == "nccl_simple" and variant == "baseline":  # NCCL has no near-memory reductions: nmc runs steps
         k = _run_nccl(engine, network, plan, hiers, mode=mode, system=system, variant=variant, layout=layout,
                       ref_gpu=ref_gpu, cus=cus, stream=stream, port=port, dispatchers=dispatchers, footprint=footprint)
         pools = [p for ps in k.runner.pools.values() for p in ps]
