@@ -16,7 +16,7 @@ On a symmetric system the two modes agree within 3 % (tests: 4, 8 and 16 GPUs).
 ``nccl_simple`` runs NCCL's ring Simple protocol (:class:`~t3sim.collectives.nccl.NcclRing`:
 channels, chunks, slices and flags) in the same two modes -- for the baseline variant only: NCCL has no
 near-memory reductions, so the ``nmc`` variant (T3's Fig. 10(b), e.g. ``ideal_rs_nmc``) runs ``steps`` on
-every system.
+every system (on a one-way ring under ``nccl_simple``, where ``ring_bidirectional`` does not apply).
 """
 
 from __future__ import annotations

@@ -179,7 +179,7 @@ class CollectiveConfig(Model):
              "protocol: one CTA per channel (cus channels), each its own ring over its share of the data, chunks of "
              "nccl.chunk_steps FIFO steps, a flag after every slice (t3sim.collectives.nccl; ring only; "
              "ring_bidirectional and pipeline_slices do not apply). NCCL has no near-memory reductions: the nmc variant (ideal_rs_nmc) "
-             "runs 'steps' under either value",
+             "runs 'steps' under either value (under nccl_simple on a one-way ring)",
         source=f"'steps': paper Sec. 2.3 (RCCL ring); 'nccl_simple': {NCCL_SRC} src/device/prims_simple.h, reduce_scatter.h, all_gather.h, all_reduce.h, src/enqueue.cc")
     cus: Optional[int] = F(None, unit="count", desc="CUs given to a collective kernel (None = all CUs); protocol nccl_simple: the number of channels (one CTA each)", source="paper Fig. 6 (72-8, 64-16 splits)", gt=0)
     nccl: NcclConfig = F(NcclConfig, unit="mapping", desc="NCCL Simple-protocol constants (used by protocol nccl_simple only)", source=NCCL_SRC)

@@ -162,10 +162,12 @@ def test_nccl_protocol_refuses_what_nccl_does_not_do():
     from t3sim.errors import InputError
 
     sysc = load_system(H200)
-    # NCCL has no near-memory reductions: the nmc variant (ideal_rs_nmc) runs the step protocol instead, and equals
-    # the same system with protocol 'steps' exactly
+    # NCCL has no near-memory reductions: the nmc variant (ideal_rs_nmc) runs the step protocol instead -- on a
+    # one-way ring, as ring_bidirectional does not apply under nccl_simple -- so it equals the same system with
+    # protocol 'steps' and a one-way ring exactly
     nmc, _ = simulate_collective_on_gpus(sysc, "reduce_scatter", 1 << 16, 2, variant="nmc")
-    steps = sysc.model_copy(update={"collective": sysc.collective.model_copy(update={"protocol": "steps"})})
+    steps = sysc.model_copy(update={"collective": sysc.collective.model_copy(
+        update={"protocol": "steps", "ring_bidirectional": False})})
     assert nmc.duration_ns == simulate_collective_on_gpus(steps, "reduce_scatter", 1 << 16, 2, variant="nmc")[0].duration_ns
     data = sysc.model_dump(mode="python")
     data["collective"]["algorithm"] = "direct"
