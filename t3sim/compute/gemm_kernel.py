@@ -7,16 +7,29 @@ WG starts as soon as a slot frees, so WGs ``[s*S, (s+1)*S)`` of the order form
 *stage* ``s`` (``S`` = slots): the paper's "set of WGs that the CUs can
 accommodate".
 
-One WG. CUTLASS-style double-buffered main loop over ``ceil(K / tile_k)``
-k-steps, processed ``k_group`` steps at a time: the loads of group ``g+1``
+One WG. CUTLASS-style multistage main loop over ``ceil(K / tile_k)``
+k-steps, processed ``k_group`` steps at a time, with ``P = lds_stages - 1``
+groups of loads in flight (``lds_stages`` = shared-memory buffers, derived from
+the record's ``lds_per_wg_B``; at least 1): the loads of groups ``0..P-1``
 (A and B K-slices: real 64 B requests through the L2 into DRAM) are issued
-when the math of group ``g`` starts; group ``g+1``'s math starts when both
-group ``g``'s math and group ``g+1``'s loads are done. The math of one step
+before the loop, those of group ``g+P`` when the math of group ``g`` starts
+(the buffer of group ``g-1`` is free); group ``g``'s math starts when group
+``g-1``'s math and group ``g``'s loads are done. ``lds_stages = 2`` (``P = 1``)
+is double buffering. The math of one step
 takes :func:`~t3sim.compute.occupancy.k_step_compute_cycles` at the CU's
 FLOP rate shared by the WGs resident on that CU at that moment. Finally each
 WF's output sub-tile is stored through the kernel's *output sink* (cached
 local stores for Sequential; uncached near-memory updates, remote stores...
 for T3), carrying ``wg_id``/``wf_id``.
+
+Clusters (``kernel.cluster_m`` x ``cluster_n`` > 1, sm90 thread-block clusters with TMA multicast). WGs are
+dispatched cluster by cluster: the clusters (``cluster_m`` consecutive tile rows x ``cluster_n`` tile columns)
+in the order their first tile has in the given order, a cluster's tiles consecutively. The WGs of a cluster
+that share a tile column (row) share each k-step's B (A) slice: each issues ``1/n`` of the slice's requests
+(``n`` sharers: its rank's part of :func:`numpy.array_split`) and the slice is in every sharer's shared memory
+when all ``n`` parts are, so a k-group's math waits for the slowest part. The L2 sees each shared slice once
+per cluster; DRAM sees the same lines. Sharers are the cluster's WGs that run (``start(first_wg)``); clusters
+are off when the kernel has fewer slots than a cluster's WGs.
 
 The kernel's first WGs dispatch ``gpu.kernel_launch_overhead_ns`` after
 :meth:`GemmKernel.start` (its duration includes the launch, as CUDA-event
@@ -129,6 +142,9 @@ class GemmKernel(Component):
         self.category = category
         self.on_stage_done = on_stage_done
         self.geom = gemm_geometry(kernel, a_base_B, b_base_B, c_base_B)
+        per_stage = (kernel.tile_m + kernel.tile_n) * kernel.tile_k * DTYPE_BYTES[kernel.dtype]
+        #: k-groups of loads in flight while one computes (lds_stages - 1, module doc)
+        self.in_flight = max(1, kernel.lds_per_wg_B // per_stage - 1)
         self.occ = gemm_occupancy(gpu, kernel)
         self.slots = self.occ.wgs_per_cu * self.num_cus
         self.dispatcher = dispatcher or CuDispatcher(gpu, name)
@@ -139,6 +155,13 @@ class GemmKernel(Component):
         self.clock = Clock.from_GHz(gpu.clock_GHz, "cu")
         self.flops = cu_flops_per_cycle(gpu, kernel.dtype)
         self.cu_active = np.zeros(self.num_cus, dtype=np.int64)
+        self.cluster = (int(getattr(kernel, "cluster_m", 1)), int(getattr(kernel, "cluster_n", 1)))
+        if self.cluster != (1, 1) and self.slots >= self.cluster[0] * self.cluster[1]:
+            self.order = cluster_order(self.order, kernel.tiles_n, *self.cluster)
+        else:
+            self.cluster = (1, 1)
+        self._share: dict = {}  # (operand, group key, first k-step) -> _Shared (clusters only)
+        self._sharers: dict = {}  # seq -> ((a group, rank, n), (b group, rank, n)), from start()
         self.stages = -(-kernel.num_wgs // self.slots)
         self._stage_left = [min(self.slots, kernel.num_wgs - s * self.slots) for s in range(self.stages)]
         self._next = 0
@@ -169,6 +192,8 @@ class GemmKernel(Component):
         for seq in range(first_wg):
             self._stage_left[seq // self.slots] -= 1
         self._next = first_wg
+        if self.cluster != (1, 1):
+            self._sharers = sharer_groups(self.order, first_wg, k.tiles_n, *self.cluster)
         n = min(self.slots, k.num_wgs - first_wg)
         self._live = n
         self._h = self.dispatcher.register(self.name, self.footprint, self._pending, self._on_cu,
@@ -204,10 +229,34 @@ class GemmKernel(Component):
             self._addr_cache[key] = got
         return got
 
-    def _loads(self, tm: int, tn: int, s0: int, s1: int) -> simpy.Event:
-        addrs = np.concatenate((self._slice_addrs("a", tm, s0, s1), self._slice_addrs("b", tn, s0, s1)))
+    def _loads(self, seq: int, tm: int, tn: int, s0: int, s1: int) -> simpy.Event:
+        """Issue the A and B slices of k-steps ``[s0, s1)`` of tile ``(tm, tn)``; the event fires when they are in
+        the WG's shared memory (with a cluster: when every sharer's part is, module doc)."""
+        a, b = self._slice_addrs("a", tm, s0, s1), self._slice_addrs("b", tn, s0, s1)
+        if self.cluster == (1, 1):
+            addrs = np.concatenate((a, b))
+            self.run.load_requests += len(addrs)
+            return self.hier.read(addrs, self.category)
+        (ga, ra, na), (gb, rb, nb) = self._sharers[seq]
+        addrs = np.concatenate((np.array_split(a, na)[ra], np.array_split(b, nb)[rb]))
         self.run.load_requests += len(addrs)
-        return self.hier.read(addrs, self.category)
+        ev = self.hier.read(addrs, self.category)
+        return self.env.all_of([self._part(("a", ga, s0), na, ev), self._part(("b", gb, s0), nb, ev)])
+
+    def _part(self, key, n: int, ev: simpy.Event) -> simpy.Event:
+        """Add one sharer's part ``ev`` of the shared slice ``key`` (``n`` sharers); returns the event that fires
+        when all ``n`` parts have arrived."""
+        if n == 1:
+            return ev
+        sh = self._share.get(key)
+        if sh is None:
+            sh = self._share[key] = _Shared(self.env.event(), [], n)
+        sh.parts.append(ev)
+        if len(sh.parts) == sh.n:
+            del self._share[key]
+            done = sh.ready
+            self.env.all_of(sh.parts).callbacks.append(lambda _e: done.succeed())
+        return sh.ready
 
     def _slot(self, cu: Optional[int], launch_ticks: int = 0):
         """One WG slot: a CU's share held while WGs run back to back (dispatcher module doc)."""
@@ -228,6 +277,7 @@ class GemmKernel(Component):
         g = self.geom
         steps = g.k_steps
         G = self.k_group
+        P = self.in_flight
         memo = self._math_cycles  # (first k-step of the group, WGs sharing the CU) -> CU cycles
         while self._next < k.num_wgs:
             seq = self._next
@@ -239,11 +289,15 @@ class GemmKernel(Component):
             tm, tn = divmod(tile, k.tiles_n)
             t0 = self.env.now
             self.cu_active[cu] += 1
-            pending = self._loads(tm, tn, 0, min(G, steps))
-            yield pending
-            for s0 in range(0, steps, G):
+            groups = list(range(0, steps, G))
+            loads = [self._loads(seq, tm, tn, g0, min(g0 + G, steps)) for g0 in groups[:P]]
+            yield loads[0]
+            for gi, s0 in enumerate(groups):
                 s1 = min(s0 + G, steps)
-                pending = self._loads(tm, tn, s1, min(s1 + G, steps)) if s1 < steps else None
+                if gi + P < len(groups):  # the buffer of group gi-1 is free: refill it with group gi+P
+                    g0 = groups[gi + P]
+                    loads.append(self._loads(seq, tm, tn, g0, min(g0 + G, steps)))
+                pending = loads[gi + 1] if gi + 1 < len(groups) else None
                 share = int(self.cu_active[cu])
                 cycles = memo.get((s0, share))
                 if cycles is None:
@@ -307,6 +361,46 @@ class GemmKernel(Component):
         if self.run is None or self.done.triggered:
             return ""
         return f"{self.kernel.num_wgs - self._next} WGs not started, {int(self.cu_active.sum())} running"
+
+
+@dataclass
+class _Shared:
+    """One shared (multicast) slice of a cluster: the parts its sharers issued so far, and when all arrived."""
+
+    ready: simpy.Event
+    parts: list
+    n: int
+
+
+def cluster_order(order: np.ndarray, tiles_n: int, cm: int, cn: int) -> np.ndarray:
+    """``order`` regrouped by cluster: clusters (``cm`` tile rows x ``cn`` tile columns) in the order their first
+    tile appears in ``order``, each cluster's tiles consecutive in their order in ``order``."""
+    tm, tn = np.divmod(np.asarray(order, dtype=np.int64), tiles_n)
+    cid = (tm // cm) * (-(-tiles_n // cn)) + tn // cn
+    first = {}
+    for i, c in enumerate(cid.tolist()):
+        first.setdefault(c, i)
+    rank = np.array([first[c] for c in cid.tolist()], dtype=np.int64)
+    return np.asarray(order, dtype=np.int64)[np.lexsort((np.arange(len(cid)), rank))]
+
+
+def sharer_groups(order: np.ndarray, first_wg: int, tiles_n: int, cm: int, cn: int) -> dict:
+    """For each dispatched WG ``seq >= first_wg``: ``((a key, rank, n), (b key, rank, n))`` -- the group of WGs
+    of its cluster that share its A slice (same tile row) and its B slice (same tile column), its rank in each
+    and the group's size, over the WGs that run."""
+    groups: dict = {}
+    members = []
+    for seq in range(first_wg, len(order)):
+        tm, tn = divmod(int(order[seq]), tiles_n)
+        c = (tm // cm, tn // cn)
+        ka, kb = ("a", c, tm), ("b", c, tn)
+        members.append((seq, ka, kb))
+        groups.setdefault(ka, []).append(seq)
+        groups.setdefault(kb, []).append(seq)
+    out = {}
+    for seq, ka, kb in members:
+        out[seq] = ((ka, groups[ka].index(seq), len(groups[ka])), (kb, groups[kb].index(seq), len(groups[kb])))
+    return out
 
 
 def gemm_geometry(kernel, a_base_B: int, b_base_B: int, c_base_B: int) -> GemmGeometry:

@@ -109,7 +109,7 @@ def gemm_kernel_record(system: SystemConfig, M: int, N: int, K: int, dtype: str,
     p = (GEMM_TILES.get(system.gpu.threads_per_wf, GEMM_TILES[32]) if gk is None else
          dict(tile_m=gk.tile_m, tile_n=gk.tile_n, tile_k=gk.tile_k, wf_grid=tuple(gk.wf_grid),
               wfs_per_wg=gk.wf_grid[0] * gk.wf_grid[1], registers_per_thread=gk.registers_per_thread,
-              lds_stages=gk.lds_stages))
+              lds_stages=gk.lds_stages, cluster_m=gk.cluster_m, cluster_n=gk.cluster_n))
     tm, tn = tile_grid(M, N, p["tile_m"], p["tile_n"])
     lds = (p["tile_m"] + p["tile_n"]) * p["tile_k"] * DTYPE_BYTES[dtype] * p["lds_stages"]
     return KernelRecord(name=name, model="validate", sublayer="gemm", pass_="fwd", tp=1, M=M, N=N, K=K,
@@ -117,7 +117,8 @@ def gemm_kernel_record(system: SystemConfig, M: int, N: int, K: int, dtype: str,
                         tile_m=p["tile_m"], tile_n=p["tile_n"], tile_k=p["tile_k"], tiles_m=tm, tiles_n=tn,
                         num_wgs=tm * tn, wfs_per_wg=p["wfs_per_wg"], wf_grid=tuple(p["wf_grid"]),
                         threads_per_wf=system.gpu.threads_per_wf, registers_per_thread=p["registers_per_thread"],
-                        lds_per_wg_B=lds, wg_order={"kind": "row_major"}, role="standalone", collective=None)
+                        lds_per_wg_B=lds, wg_order={"kind": "row_major"}, role="standalone", collective=None,
+                        cluster_m=p.get("cluster_m", 1), cluster_n=p.get("cluster_n", 1))
 
 
 def simulate_gemm_row(system: SystemConfig, M: int, N: int, K: int, dtype: str, where: str = "row") -> SimOutcome:

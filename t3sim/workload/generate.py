@@ -206,7 +206,7 @@ def system_kernel(workload, system) -> KernelRecord:
     return dataclasses.replace(k, tile_m=p.tile_m, tile_n=p.tile_n, tile_k=p.tile_k, tiles_m=tm, tiles_n=tn,
                                num_wgs=tm * tn, wfs_per_wg=p.wfs_per_wg, wf_grid=tuple(p.wf_grid),
                                threads_per_wf=p.threads_per_wf, registers_per_thread=p.registers_per_thread,
-                               lds_per_wg_B=p.lds_per_wg_B)
+                               lds_per_wg_B=p.lds_per_wg_B, cluster_m=gk.cluster_m, cluster_n=gk.cluster_n)
 
 
 def workload_kernel(workload) -> KernelRecord:

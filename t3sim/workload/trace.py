@@ -80,6 +80,12 @@ class KernelRecord:
     wg_order: Dict[str, Any]
     role: str
     collective: Optional[str]
+    #: thread-block cluster of the system's BLAS kernel (``gemm_kernel.cluster_m`` / ``cluster_n``): CTAs of
+    #: ``cluster_m`` consecutive tile rows share each k-step's B slice, of ``cluster_n`` tile columns the A slice
+    #: (TMA multicast, :mod:`t3sim.compute.gemm_kernel`). Not part of the trace format (traces hold the GEMM, the
+    #: system the kernel that runs it): never written, 1 when read.
+    cluster_m: int = field(default=1, metadata={"trace": False})
+    cluster_n: int = field(default=1, metadata={"trace": False})
 
     @property
     def threads_per_wg(self) -> int:
@@ -88,7 +94,7 @@ class KernelRecord:
     def to_json(self) -> Dict[str, Any]:
         """The record as a JSON-ready mapping, keys in :data:`KERNEL_FIELDS` order."""
         out: Dict[str, Any] = {}
-        for f in fields(self):
+        for f in trace_fields():
             v = getattr(self, f.name)
             if isinstance(v, tuple):
                 v = list(v)
@@ -96,6 +102,11 @@ class KernelRecord:
                 v = {k: (list(x) if isinstance(x, tuple) else x) for k, x in v.items()}
             out[_json_key(f.name)] = v
         return out
+
+
+def trace_fields():
+    """The :class:`KernelRecord` fields a trace file holds (all but the system-kernel ones), in file order."""
+    return [f for f in fields(KernelRecord) if f.metadata.get("trace", True)]
 
 
 @dataclass(frozen=True)
@@ -208,7 +219,7 @@ KERNEL_FIELDS: Dict[str, Check] = {
     "role": _enum(ROLES),
     "collective": _enum(COLLECTIVES + (None,)),
 }
-assert list(KERNEL_FIELDS) == [_json_key(f.name) for f in fields(KernelRecord)]
+assert list(KERNEL_FIELDS) == [_json_key(f.name) for f in trace_fields()]
 
 HEADER_FIELDS: Dict[str, Check] = {
     "format": _enum((FORMAT_NAME,)),

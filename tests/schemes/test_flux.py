@@ -156,14 +156,18 @@ def test_stats_carry_units_and_descriptions():
     assert st.value("flux.fabric.sent_B") == st.value("flux.fabric.landed_B") > 0
 
 
-@pytest.mark.parametrize("name,hbm_GBps,tflops,atomic_bf16", [
-    ("a100-sxm4-8gpu", 2039, 312, False), ("a100-pcie-8gpu", 1935, 312, False), ("h800-8gpu", 3352, 989, False)])
-def test_flux_presets_match_their_datasheets(name, hbm_GBps, tflops, atomic_bf16):
-    """FLUX's three 8-GPU nodes (issue 13 item 3): datasheet HBM bandwidth and dense bf16 TFLOPS; no bf16 atomics
-    (FLUX footnote 5), so flux_rs atomic with bf16 is rejected on them."""
+@pytest.mark.parametrize("name,hbm_GBps,tflops,boost_GHz,atomic_bf16", [
+    ("a100-sxm4-8gpu", 2039, 312, 1.41, False), ("a100-pcie-8gpu", 1935, 312, 1.41, False),
+    ("h800-8gpu", 3352, 989, 1.83, False)])
+def test_flux_presets_match_their_datasheets(name, hbm_GBps, tflops, boost_GHz, atomic_bf16):
+    """FLUX's three 8-GPU nodes (issue 13 item 3): datasheet HBM bandwidth and dense bf16 TFLOPS at the datasheet
+    boost clock; the simulated SM clock is the boost clock (A100) or the H200's measured sustained clock under GEMM
+    load (H800: same GH100 die and 700 W limit); no bf16 atomics (FLUX footnote 5)."""
     from t3sim.config import load_system
     s = load_system(REPO / f"configs/systems/{name}.yaml")
     assert s.interconnect.num_gpus == 8
     assert s.hbm.peak_bandwidth_GBps == pytest.approx(hbm_GBps, rel=0.002)
-    assert s.gpu.num_cus * s.gpu.fp16_flops_per_cycle * s.gpu.clock_GHz / 1e3 == pytest.approx(tflops, rel=0.002)
+    assert s.gpu.num_cus * s.gpu.fp16_flops_per_cycle * boost_GHz / 1e3 == pytest.approx(tflops, rel=0.002)
+    h200 = load_system(REPO / "configs/systems/h200-4gpu.yaml")
+    assert s.gpu.clock_GHz == (h200.gpu.clock_GHz if name.startswith("h800") else boost_GHz)
     assert ("bf16" in s.gpu.atomic_add_dtypes) == atomic_bf16
