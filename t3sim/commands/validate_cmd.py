@@ -207,6 +207,7 @@ def _contention(args: argparse.Namespace, system, path: str, rows, out: Path, sh
     cmp = ContentionComparison(system.name, rows, sim, walls, bgs, notes=notes)
     stem = Path(path).stem
     csv_path = cmp.write_csv(out / f"{stem}.csv")
+    (out / f"{stem}.md").write_text(cmp.markdown(Path(path).name))
     png_path = plot_contention(cmp, out / f"{stem}.png")
     if not args.json:
         sys.stdout.write(f"{path} (copy_contention):\n{cmp.table()}"

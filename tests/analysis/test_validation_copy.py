@@ -58,6 +58,10 @@ def test_metrics_fit_and_check_sets(tmp_path):
     assert s["kind"] == "copy_contention" and s["gemm_slowdown_geomean_error_d2d2"] == pytest.approx(0.1)
     text = cmp.table()
     assert "d2d1 (fit)" in text and "n/a" in text and "GEMM slowdown geomean error" in text
+    md = cmp.markdown("c.csv")
+    assert "from `c.csv`" in md and "| d2d2 | 320.0 / 352.0 (+10.0%) | 4.00 / 4.40 (+10.0%) |" in md
+    assert "| OP | 8 | 384 | 80.0 / 80.0 | d2d1 (fit) |" in md and "| d2d2 | n/a / 999.0 | n/a / 19.98 | n/a / 9.000 |" in md
+    assert "| copy slowdown geomean error | 0.6% | 10.0% | 10.0% | 0.3% |" in md
     out = cmp.write_csv(tmp_path / "o/c.csv").read_text().splitlines()
     assert out[0].startswith("model,sublayer,tp,M,N,K,gemm_alone_meas_us,gemm_alone_sim_us") and len(out) == 3
     png = plot_contention(cmp, tmp_path / "o/c.png")
