@@ -28,7 +28,7 @@ The kernel (Alg. 2). The GEMM's WGs run as the plain GEMM's do, except that befo
 WG waits (``WaitSignal``, spinning: it holds its CU slot, but adds nothing to the CU's math) until
 the signal of every communication tile its A rows overlap is set; the local shard's signals are
 preset. The wait is one event per signal (no per-cycle polling); a WG sees a signal the tick it is
-set (assumption: the spin's L2 poll latency, ~1 us at worst, is not modelled). Tile-coordinate
+set (assumption: the latency of the spin's polling load is not modelled). Tile-coordinate
 swizzle (``scheme.flux_swizzle``, Sec. 4.1: "align with the signal arrival order"): GPU ``r``'s tile
 order starts at its own shard's first tile row and goes on in row order (wrapping), i.e. its rows in
 the order their copies arrive; off: every GPU runs the base order (row 0 first).

@@ -162,3 +162,12 @@ def test_cli_rejects_bad_tile_rows_with_exit_2():
     assert r.returncode == 2
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("t3sim: error:") and "flux_comm_tile_rows" in last and "Traceback" not in r.stderr
+
+
+def test_sequential_ag_gemm_homogeneous_matches_explicit():
+    """The AG-then-GEMM baseline runs in both modes; by symmetry the times agree within 1 %."""
+    base = tuple(s for s in SMALL if not s.startswith("simulation.mode")) + ("scheme.kind=sequential",)
+    out = {}
+    for mode in ("homogeneous", "explicit"):
+        out[mode] = scheme_for("sequential").run(SystemModel(exp(*base, f"simulation.mode={mode}")))
+    assert out["homogeneous"].ag > 0 and out["homogeneous"].total == pytest.approx(out["explicit"].total, rel=0.01)
