@@ -126,13 +126,19 @@ class GemmKernel(Component):
         on_stage_done: called with the stage index when a stage's last WG retires.
         dispatcher: the GPU's WG dispatcher, shared with the kernels that run beside this one
             (:mod:`t3sim.compute.dispatcher`); default a private one (the kernel alone on the GPU).
+        prologue: ``prologue(seq, tile) -> event or None``: what a WG waits for, holding its CU slot but
+            not sharing the CU's math, before its first load (e.g. a per-tile signal); default none.
     """
 
     def __init__(self, engine: Engine, name: str, hier: MemoryHierarchy, gpu: GPUConfig, kernel, tile_order: Sequence[int],
                  a_base_B: int, b_base_B: int, c_base_B: int, sink: OutputSink, num_cus: Optional[int] = None,
                  k_group: int = 1, on_stage_done: Optional[Callable[[int], None]] = None, category: str = "gemm",
-                 dispatcher: Optional[CuDispatcher] = None):
+                 dispatcher: Optional[CuDispatcher] = None,
+                 prologue: Optional[Callable[[int, int], Optional[simpy.Event]]] = None):
         super().__init__(engine, name)
+        #: ``prologue(seq, tile)``: an event the WG waits for on its CU before its main loop (None: none;
+        #: FLUX's AllGather+GEMM spins on its tiles' signals there)
+        self.prologue = prologue
         self.hier, self.gpu, self.kernel, self.sink = hier, gpu, kernel, sink
         self.order = np.asarray(tile_order, dtype=np.int64)
         if sorted(self.order.tolist()) != list(range(kernel.num_wgs)):
@@ -288,6 +294,10 @@ class GemmKernel(Component):
             tile = int(self.order[seq])
             tm, tn = divmod(tile, k.tiles_n)
             t0 = self.env.now
+            if self.prologue is not None:
+                wait = self.prologue(seq, tile)
+                if wait is not None:
+                    yield wait
             self.cu_active[cu] += 1
             groups = list(range(0, steps, G))
             loads = [self._loads(seq, tm, tn, g0, min(g0 + G, steps)) for g0 in groups[:P]]

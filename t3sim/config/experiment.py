@@ -41,8 +41,22 @@ class SchemeConfig(Model):
                "thread-block-specialised pull reduction")
     flux_swizzle: bool = F(True, unit="bool",
                            desc="flux_rs: shift each GPU's tile coordinates by its rank along the shard axis, so GPUs do not "
-                                "write to the same owner at the same time (false: every GPU runs the same tile order)",
-                           source="FLUX Sec. 4.1, Figs. 7-8 (tile coordinate swizzling)")
+                                "write to the same owner at the same time; flux_ag: start each GPU's tile order at its own "
+                                "shard's rows, then the rows in the order their copies arrive (false: every GPU runs the "
+                                "same tile order)",
+                           source="FLUX Sec. 4.1, Figs. 7-8 (tile coordinate swizzling; for AllGather aligned with the "
+                                  "signal arrival order)")
+    flux_ag_mode: Literal["push", "pull"] = F(
+        "push", unit="enum",
+        desc="flux_ag: push (each GPU's copy engines write its shard's communication tiles into every peer's gathered "
+             "buffer and set the peer's signal) or pull (each GPU's copy engines read the peers' tiles into its own "
+             "buffer and set its own signal)",
+        source="FLUX Alg. 3, Secs. 3.2, 4.3 (pull- and push-based DataTransfer, a tuning knob)")
+    flux_comm_tile_rows: int = F(
+        0, unit="count",
+        desc="flux_ag: rows of A per communication tile (one copy and one signal each); 0: the shard's M/N rows; "
+             "otherwise a divisor of M/N from the GEMM's tile_m up to M/N",
+        source="FLUX Sec. 4.3 (communication tile size, tuned from M/N down to the GEMM tile; Fig. 10)", ge=0)
     flux_pull_ctas: int = F(8, unit="count",
                             desc="flux_rs with flux_reduce=pull: dedicated pull-and-reduce CTAs per GPU, resident beside the "
                                  "GEMM's WGs for the whole fused kernel",

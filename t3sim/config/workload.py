@@ -10,6 +10,7 @@ from t3sim.config.base import F, Model
 
 Sublayer = Literal["OP", "FC-2", "FC-1", "IP"]
 DType = Literal["fp16", "bf16", "fp32", "fp8"]
+Direction = Literal["gemm_rs", "ag_gemm"]
 
 #: Bytes per element of each dtype.
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8": 1}
@@ -59,6 +60,14 @@ class WorkloadConfig(Model):
     tp: int = F(8, unit="count", desc="tensor-parallel degree (GPUs sharing the sub-layer)", source="paper Table 2", gt=0)
     tokens: Optional[int] = F(None, unit="count", desc="override T (tokens = SL x B when unset)", source="paper Sec. 5.2", gt=0)
     dtype: DType = F("fp16", unit="enum", desc="element type of activations and weights", source="paper Sec. 5.2 (FP16)")
+    direction: Direction = F(
+        "gemm_rs", unit="enum",
+        desc="gemm_rs: the sub-layer's producer GEMM (M = T, N = H, K = H*f/TP) whose output is reduce-scattered, then "
+             "all-gathered; ag_gemm: the sub-layer's consumer GEMM (M = T, N = H*f/TP, K = H) whose input A (T x H, "
+             "row-sharded over the TP GPUs) is all-gathered first (sequence parallelism: IP and FC-1 forward, OP and "
+             "FC-2 backward); only with schemes that run that direction",
+        source="paper Secs. 2.4, 6.1 (gemm_rs); FLUX (Chang et al. 2024) Sec. 2, Fig. 2 and Sec. 5.1 (AllGather shapes "
+               "(n, k) = (4H, H)); Megatron-LM sequence parallelism (Korthikanti et al. 2022)")
     trace: Optional[str] = F(None, unit="path", desc="GEMM trace file to run (default: generated from model/sublayer/tp)", source="traces/FORMAT.md")
 
     @property

@@ -17,6 +17,10 @@ engine starts ``launch_latency_ns`` after it takes the copy and streams it in re
   ``dst_addrs`` in the peer's memory (e.g. :meth:`~t3sim.dma.engine.Fabric.send` of a plain-store
   :class:`~t3sim.dma.engine.Payload` over the :class:`~t3sim.interconnect.network.Network`, which
   writes the arriving packets into the destination's memory); done when it reports them landed.
+* **p2d** (peer to device, a pull): hand the request's source lines to ``peer_read`` --
+  ``peer_read(gpu, copy, off_B, src_addrs) -> event`` (value: the data, functional mode): read them
+  from the peer's memory and bring them over the links -- then write them to local memory; only
+  writes reach local memory.
 
 A copy may have several sources (:attr:`Copy.srcs`: a *reduction*, d2d only; the SM copy kernel's
 :meth:`~t3sim.dma.copy_kernel.SMCopyKernel.reduce`): each request reads its 64 B lines from every
@@ -62,7 +66,7 @@ from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_NS, ns_to_ticks
 from t3sim.sim.engine import Component, Engine
 
-DIRECTIONS = ("d2d", "h2d", "d2h", "d2p")
+DIRECTIONS = ("d2d", "h2d", "d2h", "d2p", "p2d")
 _STREAM = {"compute": Stream.COMPUTE, "comm": Stream.COMM}
 
 
@@ -145,6 +149,9 @@ class CopyPath(Component):
         hier._cat(category)  # raises on an unknown category
         self.gpu, self.hier, self.cfg, self.category = gpu, hier, cfg, category
         self.peer_send = peer_send
+        #: ``(gpu, copy, off_B, src_addrs) -> event``: a p2d request's read at the peer (module doc; None: no p2d)
+        self.peer_read: Optional[Callable[..., simpy.Event]] = None
+        self.pulled_B = 0  # bytes of p2d copies (not in stats(): their user reports them)
         self.stream = _STREAM[cfg.mc_stream]
         self.uncached = uncached
         self.functional = hier.mem.functional is not None
@@ -173,6 +180,8 @@ class CopyPath(Component):
             raise ValueError(f"copy addresses {src_B}, {dst_B}, {tuple(srcs)} must be {REQ_B} B aligned")
         if direction == "d2p" and (self.peer_send is None or peer is None):
             raise ValueError("a d2p copy needs a peer and peer_send")
+        if direction == "p2d" and (self.peer_read is None or peer is None):
+            raise ValueError("a p2d copy needs a peer and peer_read")
         if srcs and direction != "d2d":
             raise ValueError(f"a reduction (several sources) is device to device, not {direction!r}")
         if self.functional and not self.uncached and direction != "h2d":
@@ -217,6 +226,11 @@ class CopyPath(Component):
             ev.callbacks.append(lambda _e: self._write(st, c, off, n, self._zeros(n) if self.functional else None))
             return
         fn = self.functional
+        if d == "p2d":
+            self.pulled_B += nbytes
+            self.peer_read(self.gpu, c, off, self._addrs(c.src_B, off, n)).callbacks.append(
+                lambda e: self._write(st, c, off, n, e.value if fn else None))
+            return
         evs = [self.hier.read(self._addrs(src, off, n), self.category, self.stream, uncached=self.uncached,
                               with_data=fn) for src in (c.src_B, *c.srcs)]
         self.read_B += nbytes * len(evs)

@@ -105,6 +105,8 @@ class Scheme:
     options: Tuple[str, ...] = ()
     #: runs collectives over the tensor-parallel group (needs at least 2 GPUs)
     collectives: bool = True
+    #: the ``workload.direction`` s it runs (gemm_rs: GEMM -> RS -> AG; ag_gemm: AG of the input -> GEMM)
+    directions: Tuple[str, ...] = ("gemm_rs",)
 
     @property
     def runnable(self) -> bool:
@@ -123,6 +125,14 @@ class Scheme:
                 raise InputError(f"scheme.{name}", f"{getattr(cfg, name)!r} with scheme.kind={self.name}, which does not use it",
                                  f"scheme.{name} only with " + (", ".join(
                                      n for n, s in SCHEMES.items() if name in s.options) or "no scheme"))
+
+    def check_direction(self, workload) -> None:
+        """Raise InputError unless this scheme runs ``workload.direction``."""
+        d = getattr(workload, "direction", "gemm_rs")
+        if d not in self.directions:
+            raise InputError("workload.direction", f"{d} with scheme.kind={self.name}, which runs "
+                             f"{', '.join(self.directions)}", "a scheme of that direction (" + ", ".join(
+                                 n for n, s in SCHEMES.items() if d in s.directions) + ")")
 
     def simulate(self, model) -> ProgramRun:
         """Run this scheme's simulation on ``model``: its kernels' records, before :attr:`compose`."""

@@ -145,15 +145,17 @@ class ProgramRun:
 
     start: int
     records: List[Record]
+    #: the order in which the phases end (an AG+GEMM program: ``("ag", "rs", "gemm")``)
+    phase_order: Tuple[str, ...] = PHASES
 
     @property
     def end(self) -> int:
         return max((r.end for r in self.records), default=self.start)
 
     def phase_marks(self) -> Dict[str, int]:
-        """Tick at which each of :data:`PHASES` ends (never before the previous phase's end)."""
+        """Tick at which each of :data:`PHASES` ends (never before the previous phase's end, in :attr:`phase_order`)."""
         marks, t = {}, self.start
-        for ph in PHASES:
+        for ph in self.phase_order:
             ends = [r.end for r in self.records if r.phase == ph]
             t = max([t] + ends)
             marks[ph] = t
@@ -161,8 +163,10 @@ class ProgramRun:
 
     def phases(self) -> Phases:
         m = self.phase_marks()
-        g, rs, ag = m["gemm"] - self.start, m["rs"] - m["gemm"], m["ag"] - m["rs"]
-        return Phases(g, rs, ag, g + rs + ag)
+        d, prev = {}, self.start
+        for ph in self.phase_order:
+            d[ph], prev = m[ph] - prev, m[ph]
+        return Phases(d["gemm"], d["rs"], d["ag"], d["gemm"] + d["rs"] + d["ag"])
 
     def exposed_comm(self) -> int:
         """Ticks during which a communication kernel runs and no compute kernel does."""
@@ -234,8 +238,11 @@ def _repeats(k: Kernel):
         i += 1
 
 
-def run_program(model, program: Program) -> ProgramRun:
-    """Run ``program`` to completion on ``model`` (module doc); returns the :class:`ProgramRun`."""
+def run_program(model, program: Program, phase_order: Tuple[str, ...] = PHASES) -> ProgramRun:
+    """Run ``program`` to completion on ``model`` (module doc); returns the :class:`ProgramRun`.
+    ``phase_order``: the order in which its phases end (:attr:`ProgramRun.phase_order`)."""
+    if sorted(phase_order) != sorted(PHASES):
+        raise ValueError(f"phase order {phase_order} is not an order of {PHASES}")
     program.check()
     env, eng = model.env, model.engine
     start = env.now
@@ -312,7 +319,7 @@ def run_program(model, program: Program) -> ProgramRun:
 
     env.process(main())
     eng.run(progress=lambda t: f"[{model.exp.name}] simulated {t / TICKS_PER_US:,.1f} us", progress_every_s=5.0)
-    run = ProgramRun(start, order)
+    run = ProgramRun(start, order, tuple(phase_order))
     model.marks = {"start": start, **run.phase_marks()}  # phase boundaries (ticks), for timelines
     model.kernel_records = order
     return run

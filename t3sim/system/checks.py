@@ -71,6 +71,10 @@ def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
 
     n = exp.system.interconnect.num_gpus
     scheme = scheme_for(exp.scheme.kind)
+    try:
+        scheme.check_direction(w)
+    except InputError as exc:
+        raise InputError(f"{pre}{exc.where}", exc.found, exc.allowed) from None
     if n < 2 and getattr(scheme, "collectives", True):
         raise InputError(f"{pre}scheme.kind", f"{exp.scheme.kind!r}, which runs collectives, on a system of "
                          f"{n} GPU (system.interconnect.num_gpus)",

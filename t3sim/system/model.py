@@ -103,12 +103,13 @@ class SystemModel:
         return base
 
     def gemm(self, name: str = "gemm", sink_for=None, order=None, num_cus=None, on_stage_done=None,
-             order_for=None, chunk=None) -> simpy.Event:
+             order_for=None, chunk=None, prologue_for=None) -> simpy.Event:
         """Launch the workload's GEMM on every simulated GPU; event fires with {gpu: GemmRun}.
 
         ``order_for(gpu)`` gives a per-GPU WG order (T3's staggering); else ``order`` for all.
         ``chunk``: a :class:`~t3sim.workload.chunks.Chunk` -- run only that part of the GEMM (software
-        decomposition), on its own slices of A (or B) and C.
+        decomposition), on its own slices of A (or B) and C. ``prologue_for(gpu)``: the WGs' prologue wait
+        on that GPU (:class:`~t3sim.compute.gemm_kernel.GemmKernel`'s ``prologue``).
         """
         k = self.kernel
         a, b, c = self.a_base, self.b_base, self.c_base
@@ -123,7 +124,7 @@ class SystemModel:
                             order_for(g) if order_for else (order or wg_order(k)),
                             a, b, c, sink, num_cus=num_cus,
                             on_stage_done=(lambda s, g=g: on_stage_done(g, s)) if on_stage_done else None,
-                            dispatcher=self.dispatchers[g])
+                            dispatcher=self.dispatchers[g], prologue=prologue_for(g) if prologue_for else None)
             gk.wg_spans = [] if self.trace else None
             self.gemm_kernels.append(gk)
             events[g] = gk.start()

@@ -89,6 +89,7 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
     schemes[0].check_runnable()
     for exp, scheme in zip(exps, schemes):
         scheme.check_options(exp.scheme)
+        scheme.check_direction(exp.workload)
     model = SystemModel(exps[0])
     samples = None
     if timeline:

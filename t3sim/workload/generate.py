@@ -112,8 +112,15 @@ class TileParams:
 
 
 def kernel_for(model: ModelConfig, tp: int, sublayer: str, params: TileParams = TileParams(),
-               tokens: Optional[int] = None) -> KernelRecord:
-    """The kernel record of one sliced sub-layer GEMM (``M = T``, ``N = H``, ``K = H * f / TP``)."""
+               tokens: Optional[int] = None, direction: str = "gemm_rs") -> KernelRecord:
+    """The kernel record of one sliced sub-layer GEMM (``M = T``, ``N = H``, ``K = H * f / TP``).
+
+    ``direction="ag_gemm"``: the sub-layer's *consumer* GEMM instead, ``M = T``, ``N = H * f / TP``,
+    ``K = H``, whose input A (``T x H``, row-sharded over the TP GPUs) is all-gathered before it
+    (``workload.direction``); its pass is the other one (IP and FC-1 forward, OP and FC-2 backward:
+    Megatron sequence parallelism), with the inputs' transposition of that pass."""
+    if direction not in ("gemm_rs", "ag_gemm"):
+        raise InputError("workload.direction", repr(direction), "gemm_rs, ag_gemm")
     if sublayer not in SUBLAYER_K_FACTOR:
         raise InputError("sublayer", repr(sublayer), ", ".join(SUBLAYERS))
     try:
@@ -127,9 +134,12 @@ def kernel_for(model: ModelConfig, tp: int, sublayer: str, params: TileParams = 
         raise InputError("tp (--tp)", str(tp), f"a TP degree dividing H*f = {H * f} for {sublayer}")
     M, N, K = (tokens or model.tokens), H, H * f // tp
     phase = SUBLAYER_PASS[sublayer]
+    if direction == "ag_gemm":
+        N, K = H * f // tp, H
+        phase = "bwd" if phase == "fwd" else "fwd"
     tiles_m, tiles_n = tile_grid(M, N, params.tile_m, params.tile_n)
     return KernelRecord(
-        name=f"{model.name}.tp{tp}.{sublayer}.{phase}",
+        name=f"{model.name}.tp{tp}.{sublayer}.{phase}" + (".ag" if direction == "ag_gemm" else ""),
         model=model.name, sublayer=sublayer, pass_=phase, tp=tp,
         M=M, N=N, K=K, dtype=params.dtype,
         trans_a=phase == "fwd", trans_b=phase == "fwd", c_layout=params.c_layout,
@@ -138,7 +148,7 @@ def kernel_for(model: ModelConfig, tp: int, sublayer: str, params: TileParams = 
         wfs_per_wg=params.wfs_per_wg, wf_grid=tuple(params.wf_grid),
         threads_per_wf=params.threads_per_wf, registers_per_thread=params.registers_per_thread,
         lds_per_wg_B=params.lds_per_wg_B, wg_order={"kind": params.wg_order},
-        role="producer", collective="all-reduce",
+        role="producer" if direction == "gemm_rs" else "none", collective="all-reduce" if direction == "gemm_rs" else None,
     )
 
 
@@ -220,6 +230,10 @@ def workload_kernel(workload) -> KernelRecord:
     """
     from t3sim.workload.trace import load_trace
 
+    direction = getattr(workload, "direction", "gemm_rs")
+    if workload.trace and direction != "gemm_rs":
+        raise InputError("workload.direction", f"{direction} with workload.trace (a trace's kernels are producer GEMMs)",
+                         "workload.direction=gemm_rs with a trace, or no workload.trace")
     if workload.trace:
         trace = load_trace(workload.trace)
         if len(trace) == 1:
@@ -229,4 +243,5 @@ def workload_kernel(workload) -> KernelRecord:
         except KeyError:
             raise InputError(f"{workload.trace}", f"no kernel for sub-layer {workload.sublayer}",
                              ", ".join(k.sublayer for k in trace)) from None
-    return kernel_for(workload.model, workload.tp, workload.sublayer, TileParams(dtype=workload.dtype), workload.num_tokens)
+    return kernel_for(workload.model, workload.tp, workload.sublayer, TileParams(dtype=workload.dtype), workload.num_tokens,
+                      direction)
