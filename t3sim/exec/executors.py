@@ -87,10 +87,19 @@ def _send_progress(status: report.RunStatus) -> None:
 
 
 def _tagged(fn: Callable, index: int, item: Any) -> Any:
-    """``fn(item)`` in a worker, its progress reports tagged with the task ``index``."""
+    """``fn(item)`` in a worker, its progress reports tagged with the task ``index``; then an end marker
+    ``(index, None)`` on the same queue, after the task's last report (one feeder per worker keeps order), so
+    the parent knows it has every report of the task before it hands the result on."""
     global _task
     _task = index
-    return fn(item)
+    try:
+        return fn(item)
+    finally:
+        if _progress_queue is not None:
+            try:
+                _progress_queue.put_nowait((index, None))
+            except Exception:  # best effort, as the reports themselves
+                pass
 
 
 def local_pool(fn: Callable, items: Sequence[Any], jobs: int,
@@ -104,10 +113,13 @@ def local_pool(fn: Callable, items: Sequence[Any], jobs: int,
     try:
         futures = {pool.submit(_tagged, fn, i, item): i for i, item in enumerate(items)}
         pending = set(futures)
+        ended: set = set()  # tasks whose end marker arrived: all their reports were handed on
         while pending:
             done, pending = wait(pending, timeout=report.POLL_S if queue is not None else None,
                                  return_when=FIRST_COMPLETED)
-            _drain(queue, on_progress)
+            _drain(queue, on_progress, ended)
+            for f in done:  # a result can overtake its last reports: wait (bounded) for the task's end marker
+                _drain(queue, on_progress, ended, until=futures[f])
             for f in sorted(done, key=futures.__getitem__):
                 try:
                     value = f.result()
@@ -125,16 +137,24 @@ def local_pool(fn: Callable, items: Sequence[Any], jobs: int,
             queue.cancel_join_thread()
 
 
-def _drain(queue, on_progress: Optional[OnProgress]) -> None:
-    """Hand every progress report waiting in ``queue`` to ``on_progress``."""
+#: longest wait for a finished task's end marker (s): progress is best effort, a lost marker must not hang a sweep
+END_MARKER_WAIT_S = 5.0
+
+
+def _drain(queue, on_progress: Optional[OnProgress], ended: set, until: Optional[int] = None) -> None:
+    """Hand every progress report waiting in ``queue`` to ``on_progress`` (end markers go to ``ended``); with
+    ``until``, keep reading until that task's end marker has arrived (at most :data:`END_MARKER_WAIT_S`)."""
     if queue is None or on_progress is None:
         return
-    while True:
+    while until is None or until not in ended:
         try:
-            index, status = queue.get_nowait()
+            index, status = queue.get(timeout=END_MARKER_WAIT_S) if until is not None else queue.get_nowait()
         except Exception:  # queue.Empty (or a queue closed under us)
             return
-        on_progress(index, status)
+        if status is None:
+            ended.add(index)
+        else:
+            on_progress(index, status)
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
