@@ -38,3 +38,22 @@ def test_sweep_counts_a_shared_simulation_once(tmp_path):
     assert alone["points"] == alone["simulations"] == 2
     assert shared["simulated_us"] == alone["simulated_us"] > 0
     assert shared["dram_requests"] == alone["dram_requests"] > 0
+
+
+def test_every_registered_scheme_has_a_bench_case():
+    """issue 17: a t3sim bench case per scheme (named in a case's overrides, in its config, or in the fc2-tp8 set)."""
+    from t3sim.commands.bench_cmd import CASES
+    from t3sim.schemes import SCHEMES
+    from tests.conftest import REPO
+
+    covered = set()
+    for case in CASES.values():
+        if case["kind"] != "experiment":
+            continue
+        sets = [o.split("=", 1)[1] for o in case.get("overrides", []) if o.startswith("scheme.kind=")]
+        if sets:
+            covered.update(sets)
+        else:
+            text = (REPO / case["config"]).read_text()
+            covered.update(name for name in SCHEMES if f"kind: {name}\n" in text)
+    assert set(SCHEMES) - covered == set()

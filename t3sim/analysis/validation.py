@@ -403,22 +403,34 @@ def plot_comparison(cmp: Comparison, path: str | Path, title: Optional[str] = No
         tag = (f"{r.fields['size_mb']:g} MiB" if cmp.kind == "collective" else
                f"{r.fields['sublayer']} {r.fields['what']}" if cmp.kind == "overlap" else str(r.fields["sublayer"]))
         ax.annotate(tag, (r.measured_us, s), textcoords="offset points", xytext=(5, -10), fontsize=7)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
-
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        axis.set_major_formatter(StrMethodFormatter("{x:g}"))
-        axis.set_minor_formatter(NullFormatter())
+    log_log_axes(ax, lo, hi, (1.0, 2.0, 5.0))
     ax.set_xlabel("measured time (us)")
     ax.set_ylabel("simulated time (us)")
     what = {"collective": "reduce-scatter", "overlap": "GEMM + RS overlap"}.get(cmp.kind, "GEMM")
     ax.set_title(title or f"{what} on {cmp.system}: geomean error {cmp.geomean_error:.1%}", fontsize=9)
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(True, which="both", alpha=0.25)
+    return save_figure(fig, path)
+
+
+def log_log_axes(ax, lo: float, hi: float, subs) -> None:
+    """Both axes of ``ax`` logarithmic over ``[lo, hi]``, labelled at ``subs`` x powers of ten, plain numbers."""
+    from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
+        axis.set_major_formatter(StrMethodFormatter("{x:g}"))
+        axis.set_minor_formatter(NullFormatter())
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    """Lay out ``fig``, write it to ``path`` (creating its folder) at 150 dpi and close it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

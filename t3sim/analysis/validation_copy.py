@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from t3sim.analysis.validation import CONTENTION_BACKGROUNDS as BACKGROUNDS
-from t3sim.analysis.validation import CONTENTION_COLUMNS, MeasuredRow, geomean_error, write_records_csv  # noqa: F401
+from t3sim.analysis.validation import (CONTENTION_COLUMNS, MeasuredRow, geomean_error, log_log_axes,  # noqa: F401
+                                      save_figure, write_records_csv)
 
 
 @dataclass
@@ -202,16 +203,7 @@ def plot_contention(cmp: ContentionComparison, path, title: Optional[str] = None
             ys += s
         lo, hi = min(xs + ys) / 1.15, max(xs + ys) * 1.15
         ax.plot([lo, hi], [lo, hi], ":", color="k", lw=1.2)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(lo, hi)
-        from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
-
-        for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
-            axis.set_major_formatter(StrMethodFormatter("{x:g}"))
-            axis.set_minor_formatter(NullFormatter())
+        log_log_axes(ax, lo, hi, (1.0, 1.5, 2.0, 3.0, 5.0, 7.0))
         err = cmp.metric(what)
         ax.set_title(f"{label}: geomean error {err:.1%}", fontsize=9)
         ax.set_xlabel(f"measured {label}")
@@ -219,9 +211,4 @@ def plot_contention(cmp: ContentionComparison, path, title: Optional[str] = None
         ax.grid(True, which="both", alpha=0.25)
         ax.legend(fontsize=7)
     fig.suptitle(title or f"GEMM / copy contention on {cmp.system}", fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -71,6 +71,12 @@ CASES: Dict[str, dict] = {
                             overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=OP", "workload.tokens=2048",
                                        "scheme.kind=flux_rs"],
                             what="Mega-GPT-2 OP TP=4 on 4 H200s, 2048 tokens, flux_rs (atomic reduction, homogeneous)"),
+    **{f"{kind.replace('_', '-')}-op-h200-2k": dict(
+        kind="experiment", config="configs/experiments/overlap-schemes-h200.yaml",
+        overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=OP", "workload.tokens=2048",
+                   f"scheme.kind={kind}"],
+        what=f"Mega-GPT-2 OP TP=4 on 4 H200s, 2048 tokens, {kind} (homogeneous)")
+       for kind in ("concurrent", "chunked", "chunked_dma")},
     "flux-ag-fc1-h200-1k": dict(kind="experiment", config="configs/experiments/overlap-schemes-h200.yaml",
                                 overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=FC-1",
                                            "workload.tokens=1024", "workload.direction=ag_gemm",

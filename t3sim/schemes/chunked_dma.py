@@ -230,8 +230,7 @@ def chunked_dma_program(model, with_ag: bool = True) -> Program:
     landed, then the AG (functional mode: the check of every reduced element instead)."""
     parts = chunk_parts(model)
     ctx = DmaScatter(model, parts)
-    model.context = ctx
-    model.add_stats(ctx.stats)
+    model.attach(ctx)
     functional = ctx.functional
     last = len(parts) - 1
     p = Program()

@@ -125,8 +125,7 @@ def copy_program(model, copiers: Copiers) -> Program:
 def run_copy(model) -> ProgramRun:
     """Run the GEMM beside the background copies on ``model`` (module doc)."""
     copiers = Copiers(model)
-    model.context = copiers
-    model.add_stats(copiers.stats)
+    model.attach(copiers)
     return run_program(model, copy_program(model, copiers))
 
 

@@ -414,8 +414,7 @@ def flux_program(model, ctx: FluxContext, with_ag: bool = True) -> Program:
 def run_flux(model) -> ProgramRun:
     """Run the fused GEMM+RS, then the all-gather, on ``model`` (module doc)."""
     ctx = FluxContext(model)
-    model.context = ctx
-    model.add_stats(ctx.stats)
+    model.attach(ctx)
     return run_program(model, flux_program(model, ctx))
 
 

@@ -278,8 +278,7 @@ def flux_ag_program(model, ctx: FluxAgContext) -> Program:
 def run_flux_ag(model) -> ProgramRun:
     """Run the fused AllGather+GEMM on ``model`` (module doc)."""
     ctx = FluxAgContext(model)
-    model.context = ctx
-    model.add_stats(ctx.stats)
+    model.attach(ctx)
     return run_program(model, flux_ag_program(model, ctx))
 
 

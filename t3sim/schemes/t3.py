@@ -427,8 +427,7 @@ def t3_program(model, ctx: T3Context) -> Program:
 def run_t3(model) -> ProgramRun:
     """Run the fused GEMM-RS then the all-gather on ``model`` (module doc)."""
     ctx = T3Context(model)
-    model.context = ctx
-    model.add_stats(ctx.stats)
+    model.attach(ctx)
     model.add_timeline(ctx.timeline)
     return run_program(model, t3_program(model, ctx))
 

@@ -149,6 +149,13 @@ class SystemModel:
                               {g: d.confined(cu_mask) for g, d in self.dispatchers.items()})
 
     # ------------------------------------------------------------------ stats
+    def attach(self, context):
+        """Make ``context`` (a scheme's components: trackers, DMA engines, copy engines...) the run's
+        :attr:`context` and have :meth:`stats` include ``context.stats()``; returns it."""
+        self.context = context
+        self.add_stats(context.stats)
+        return context
+
     def add_stats(self, source: Callable[[], Stats]) -> None:
         """Have :meth:`stats` include ``source()`` (a scheme's own components: trackers, DMA engines...)."""
         self._stats_sources.append(source)
