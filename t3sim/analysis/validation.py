@@ -122,8 +122,8 @@ def _positive(value: str, name: str, where: str) -> float:
     return v
 
 
-def _parse_overlap(r: Dict[str, str], where: str) -> List[MeasuredRow]:
-    """One overlap CSV row as one :class:`MeasuredRow` per measured column (module doc)."""
+def _overlap_shape(r: Dict[str, str], where: str) -> Dict[str, object]:
+    """The typed shape fields of an overlap row (model, sub-layer, TP, dtype, M, N, K)."""
     dtype = (r.get("dtype") or "bf16").strip()
     if dtype not in DTYPE_BYTES:
         raise InputError(where, f"dtype={dtype!r}", ", ".join(DTYPE_BYTES))
@@ -131,6 +131,12 @@ def _parse_overlap(r: Dict[str, str], where: str) -> List[MeasuredRow]:
                             "tp": _typed(r["tp"], int, "tp", where, 2), "dtype": dtype}
     for dim in ("M", "N", "K"):
         f[dim] = _typed(r[dim], int, dim, where, 1)
+    return f
+
+
+def _parse_overlap(r: Dict[str, str], where: str) -> List[MeasuredRow]:
+    """One overlap CSV row as one :class:`MeasuredRow` per measured column (module doc)."""
+    f = _overlap_shape(r, where)
     return [MeasuredRow(where, {**f, "what": what}, _positive(r[col], col, where))
             for what, col in OVERLAP_MEASURED.items()]
 
@@ -374,9 +380,8 @@ def read_comparison(path: str | Path, system: str) -> Comparison:
             what = r["what"].strip()
             if what not in OVERLAP_MEASURED:
                 raise InputError(where, f"what={what!r}", ", ".join(OVERLAP_MEASURED))
-            shape = {k: r[k] for k in ("model", "sublayer", "tp", "M", "N", "K", "dtype")}
-            typed = next(t for t in _parse_overlap({**shape, **{c: r["measured_us"] for c in OVERLAP_MEASURED.values()}},
-                                                   where) if t.fields["what"] == what)
+            typed = MeasuredRow(where, {**_overlap_shape(r, where), "what": what},
+                                _positive(r["measured_us"], "measured_us", where))
         else:
             fields = {k: r[k] for k in KINDS[kind] if k != "median_us"}
             typed = _parse_row(kind, {**fields, "median_us": r["measured_us"]}, where)
