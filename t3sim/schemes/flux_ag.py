@@ -152,8 +152,6 @@ class FluxAgContext:
             raise InputError("workload.sublayer", f"{k.sublayer} (its ag_gemm GEMM reads A column-major, so a "
                              "block of rows is not contiguous and is not one copy)",
                              "a sub-layer whose ag_gemm GEMM is a forward one (IP, FC-1)")
-        if model.exp.workload.direction != "ag_gemm":
-            raise InputError("workload.direction", f"{model.exp.workload.direction} with scheme.kind=flux_ag", "ag_gemm")
 
     # ---------------------------------------------------------------- geometry
     def shard_tiles(self, r: int) -> range:
