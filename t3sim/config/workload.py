@@ -11,6 +11,7 @@ from t3sim.config.base import F, Model
 Sublayer = Literal["OP", "FC-2", "FC-1", "IP"]
 DType = Literal["fp16", "bf16", "fp32", "fp8"]
 Direction = Literal["gemm_rs", "ag_gemm"]
+Collective = Literal["all_reduce", "reduce_scatter"]
 
 #: Bytes per element of each dtype.
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8": 1}
@@ -68,6 +69,13 @@ class WorkloadConfig(Model):
              "FC-2 backward); only with schemes that run that direction",
         source="paper Secs. 2.4, 6.1 (gemm_rs); FLUX (Chang et al. 2024) Sec. 2, Fig. 2 and Sec. 5.1 (AllGather shapes "
                "(n, k) = (4H, H)); Megatron-LM sequence parallelism (Korthikanti et al. 2022)")
+    collective: Collective = F(
+        "all_reduce", unit="enum",
+        desc="gemm_rs: the collective the GEMM's output feeds: all_reduce (the reduce-scatter, then the all-gather "
+             "that completes the all-reduce: the paper's sliced sub-layers) or reduce_scatter (the operation ends at "
+             "the reduce-scatter: FLUX's GEMM+ReduceScatter operation); with ag_gemm only all_reduce (the default) is "
+             "accepted, the all-gather there being the operation's input",
+        source="paper Secs. 2.4, 6.1 (all_reduce); FLUX (Chang et al. 2024) Sec. 5.1 (operation-level GEMM+ReduceScatter)")
     trace: Optional[str] = F(None, unit="path", desc="GEMM trace file to run (default: generated from model/sublayer/tp)", source="traces/FORMAT.md")
 
     @property
@@ -77,4 +85,8 @@ class WorkloadConfig(Model):
     @model_validator(mode="after")
     def _tp(self) -> "WorkloadConfig":
         check_tp(self.model.hidden_size, self.tp)
+        if self.direction == "ag_gemm" and self.collective != "all_reduce":
+            raise ValueError(f"collective={self.collective} with direction=ag_gemm, whose collective is the "
+                             "all-gather of its input; allowed: collective=all_reduce (the default) with ag_gemm, "
+                             "reduce_scatter only with direction=gemm_rs")
         return self

@@ -28,6 +28,8 @@ RS of C.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from t3sim.errors import InputError
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.program import Kernel, Program, ProgramRun, cu_split, run_program
@@ -35,7 +37,7 @@ from t3sim.schemes.sequential import boundary
 from t3sim.workload.chunks import chunks
 
 
-def chunked_program(model, with_ag: bool = True) -> Program:
+def chunked_program(model, with_ag: Optional[bool] = None) -> Program:
     """The chunk GEMMs on ``compute``, each chunk's RS on ``comm`` after it (module doc); then the AG."""
     parts = chunk_parts(model)
     gemm_cus, comm_mask = cu_split(model)
@@ -48,7 +50,7 @@ def chunked_program(model, with_ag: bool = True) -> Program:
                              lambda c=c: model.collective("reduce_scatter", base_B=model.c_base + c.c_offset_B,
                                                           elems=c.c_elems, cu_mask=comm_mask).done,
                              comm=True, after=(f"gemm_c{c.index}",)))
-    if with_ag:
+    if model.with_ag if with_ag is None else with_ag:
         p.add("compute", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
                                 after=(f"rs_c{len(parts) - 1}",)))
     return p
@@ -58,11 +60,11 @@ def chunk_parts(model):
     """The chunks of the workload's GEMM (``scheme.chunks`` along ``scheme.chunk_axis``); InputError if too many."""
     sc = model.exp.scheme
     k = model.kernel
-    tiles = k.tiles_m if sc.chunk_axis == "M" else k.tiles_n
-    if sc.chunks > tiles:
-        raise InputError("scheme.chunks", f"{sc.chunks} chunks of a GEMM with {tiles} tile "
-                         f"{'rows' if sc.chunk_axis == 'M' else 'columns'} ({k.M} x {k.N}, {k.tile_m} x {k.tile_n} tiles)",
-                         f"1..{tiles}, or scheme.chunk_axis={'N' if sc.chunk_axis == 'M' else 'M'}")
+    whole = k.M if sc.chunk_axis == "M" else k.N
+    if sc.chunks > whole:
+        raise InputError("scheme.chunks", f"{sc.chunks} chunks of a GEMM with {whole} "
+                         f"{'rows' if sc.chunk_axis == 'M' else 'columns'} ({k.M} x {k.N})",
+                         f"1..{whole}, or scheme.chunk_axis={'N' if sc.chunk_axis == 'M' else 'M'}")
     return chunks(k, sc.chunks, sc.chunk_axis)
 
 

@@ -46,7 +46,7 @@ and writes 1 x the GPU's shard of C; every element of C is reduced exactly once.
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -224,7 +224,7 @@ def check_reduced(model, ctx: DmaScatter) -> int:
     return checked
 
 
-def chunked_dma_program(model, with_ag: bool = True) -> Program:
+def chunked_dma_program(model, with_ag: Optional[bool] = None) -> Program:
     """The chunk GEMMs on ``compute``, each chunk's
     copy-engine scatter on ``dma`` when it ends, the local reduction on ``compute`` once the last scatter has
     landed, then the AG (functional mode: the check of every reduced element instead)."""
@@ -242,7 +242,7 @@ def chunked_dma_program(model, with_ag: bool = True) -> Program:
         p.add("dma", Kernel(f"scatter_c{c.index}", "dma", "rs", lambda c=c: ctx.scatter(c.index), comm=True,
                             after=(f"gemm_c{c.index}",)))
     p.add("compute", Kernel("reduce", "copy", "rs", ctx.reduce, comm=True, after=(f"scatter_c{last}",)))
-    if with_ag:
+    if model.with_ag if with_ag is None else with_ag:
         ag = (lambda: check_reduced(model, ctx) and None) if functional else \
             (lambda: model.collective("all_gather").done)
         p.add("compute", Kernel("ag", "collective", "ag", ag, comm=True))

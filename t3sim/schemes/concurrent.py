@@ -19,12 +19,14 @@ launch.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from t3sim.schemes.program import Kernel, Program, ProgramRun, cu_split, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 
 
-def concurrent_program(model, with_ag: bool = True) -> Program:
+def concurrent_program(model, with_ag: Optional[bool] = None) -> Program:
     """GEMM on ``compute`` beside an independent RS on ``comm`` (module doc); then the AG."""
     indep = model.alloc(model.c_elems * model.elem_B)
     gemm_cus, comm_mask = cu_split(model)
@@ -36,7 +38,7 @@ def concurrent_program(model, with_ag: bool = True) -> Program:
     first, second = (("compute", gemm), ("comm", rs))[:: 1 if model.exp.scheme.launch_first == "gemm" else -1]
     p.add(*first)
     p.add(*second)
-    if with_ag:
+    if model.with_ag if with_ag is None else with_ag:
         p.add("compute", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
                                 after=("rs",)))
     return p

@@ -75,7 +75,7 @@ alone.
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import simpy
@@ -380,7 +380,7 @@ class FluxOutput:
         return Stored(written=written)  # posted stores: the WG retires at once
 
 
-def flux_program(model, ctx: FluxContext, with_ag: bool = True) -> Program:
+def flux_program(model, ctx: FluxContext, with_ag: Optional[bool] = None) -> Program:
     """The fused kernel (with its companion, the communication it issues), then the all-gather (module doc)."""
     def gemm():
         if ctx.variant == "pull":
@@ -393,21 +393,22 @@ def flux_program(model, ctx: FluxContext, with_ag: bool = True) -> Program:
         mc_boundary()
         ctx.gemm_end()
 
-    def ag():
-        if ctx.functional:
+    def rs_end():
+        if ctx.functional:  # check every owner's shard now: a functional run stops after the reduce-scatter
             ctx.words_checked = final_shard_check(model)
-            return None
-        return model.collective("all_gather").done
 
+    a2a = ctx.variant == "a2a_local"
     p = Program()
     p.add("main", Kernel("flux_gemm", "fused", "gemm", gemm, on_end=gemm_end))
-    p.add("comm", Kernel("flux_rs", "fused", "rs", lambda: ctx.completion.done, comm=True, start_with="flux_gemm"))
+    p.add("comm", Kernel("flux_rs", "fused", "rs", lambda: ctx.completion.done, comm=True, start_with="flux_gemm",
+                         on_end=None if a2a else rs_end))
     last = "flux_rs"
-    if ctx.variant == "a2a_local":  # the local reduction once every GPU's all-to-all stores have landed
-        p.add("main", Kernel("flux_reduce", "copy", "rs", ctx.reduce, comm=True, after=("flux_rs",)))
+    if a2a:  # the local reduction once every GPU's all-to-all stores have landed
+        p.add("main", Kernel("flux_reduce", "copy", "rs", ctx.reduce, comm=True, after=("flux_rs",), on_end=rs_end))
         last = "flux_reduce"
-    if with_ag:
-        p.add("main", Kernel("ag", "collective", "ag", ag, comm=True, after=(last,)))
+    if (model.with_ag if with_ag is None else with_ag) and not ctx.functional:  # the AG has no functional data path
+        p.add("main", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
+                             after=(last,)))
     return p
 
 

@@ -16,6 +16,8 @@ of a Sequential run whose RS reductions use near-memory op-and-store (Fig.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from functools import partial
 
 from t3sim.schemes.program import Kernel, Phases, Program, ProgramRun, run_program
@@ -32,14 +34,14 @@ def boundary(model):
     return on_end
 
 
-def sequential_program(model, rs_variant: str = "baseline", with_ag: bool = True) -> Program:
+def sequential_program(model, rs_variant: str = "baseline", with_ag: Optional[bool] = None) -> Program:
     """GEMM -> RS -> AG back to back on one stream (``with_ag=False``: GEMM -> RS, as measured in
     shared/reference/h200/overlap_4gpu.csv)."""
     p = Program()
     p.add("main", Kernel("gemm", "gemm", "gemm", model.gemm, on_end=boundary(model)))
     p.add("main", Kernel("rs", "collective", "rs", lambda: model.collective("reduce_scatter", variant=rs_variant).done,
                          comm=True))
-    if with_ag:
+    if model.with_ag if with_ag is None else with_ag:
         p.add("main", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True))
     return p
 

@@ -407,20 +407,16 @@ def t3_program(model, ctx: T3Context) -> Program:
         for g, tr in ctx.trackers.items():
             tr.check_done()
             model.hiers[g].mem.set_enqueue_hook(None)
-
-    def ag():
-        if ctx.functional:
-            # check the reduced chunks now; the all-gather kernel has no functional data path, so a
-            # functional run stops after the reduce-scatter (ag = 0)
+        if ctx.functional:  # check the reduced chunks now: a functional run stops after the reduce-scatter
             ctx.words_checked = final_chunk_check(model)
-            return None
-        return model.collective("all_gather").done
 
     p = Program()
     p.add("main", Kernel("t3_gemm", "fused", "gemm", gemm, on_end=gemm_end))
     p.add("dma", Kernel("fused_rs", "dma", "rs", lambda: ctx.completion.done, comm=True, start_with="t3_gemm",
                         on_end=rs_end))
-    p.add("main", Kernel("ag", "collective", "ag", ag, comm=True, after=("fused_rs",)))
+    if model.with_ag and not ctx.functional:  # the all-gather kernel has no functional data path
+        p.add("main", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
+                             after=("fused_rs",)))
     return p
 
 

@@ -78,6 +78,9 @@ class SystemModel:
         self.b_base = _up(self.a_base + k.M * k.K * eb)
         self.c_base = _up(self.b_base + k.K * k.N * eb)
         self.c_elems = k.M * k.N
+        w = exp.workload
+        #: gemm_rs programs end with the all-gather that completes the all-reduce (``workload.collective``)
+        self.with_ag = w.direction == "gemm_rs" and w.collective == "all_reduce"
         self.scratch_base = _up(self.c_base + self.c_elems * eb)
         # further buffers (independent arrays, per-kernel receive slots) are bump-allocated past the default
         # collective's receive slots (at most N-1 of them: direct RS)

@@ -1,10 +1,15 @@
 """Software decomposition of a GEMM into chunks (CoCoNet, Transformer Engine, PyTorch AsyncTP; issue 12).
 
 A GEMM ``C[M, N] = A[M, K] B[K, N]`` split into ``C`` chunks along ``M``
-(rows of A and C) or ``N`` (columns of B and C). Splits fall on tile
-boundaries: the ``tiles`` tile rows (columns) are dealt out as evenly as
-possible, the first chunks getting the extra tile, so every chunk is itself a
-tiled GEMM kernel and the chunks' output tiles partition C's tiles exactly.
+(rows of A and C) or ``N`` (columns of B and C). With at most as many chunks
+as tile rows (columns), splits fall on tile boundaries: the ``tiles`` tile rows
+(columns) are dealt out as evenly as possible, the first chunks getting the
+extra tile, so every chunk is itself a tiled GEMM kernel and the chunks' output
+tiles partition C's tiles exactly. With more chunks than tiles (Transformer
+Engine splitting a 64-row GEMM eight ways, FLUX Sec. 6), the rows (columns)
+themselves are dealt out the same way and every chunk is a GEMM of one partial
+tile row (column): a tensor-core tile computes its whole ``tile_m x tile_n``
+block whatever the rows present, and each chunk reads all of B (A) again.
 
 Each chunk's operand slices are contiguous regions, as for PyTorch tensors
 sliced along their outer dimension (``A[r0:r1]`` of a row-major ``A``,
@@ -64,15 +69,18 @@ def chunks(kernel, count: int, axis: str = "M") -> List[Chunk]:
     tile = kernel.tile_m if axis == "M" else kernel.tile_n
     whole = kernel.M if axis == "M" else kernel.N
     order = kernel.wg_order if kernel.wg_order.get("kind") != "explicit" else {"kind": "row_major"}
+    if count > tiles:  # sub-tile chunks: deal out the rows (columns); one partial tile row (column) each
+        tiles, tile = whole, 1
     out = []
     for i, r in enumerate(split(tiles, count)):
         lo, hi = r.start * tile, min(whole, r.stop * tile)
+        n = -(-(hi - lo) // (kernel.tile_m if axis == "M" else kernel.tile_n))  # tile rows (columns) of the chunk
         if axis == "M":
-            k = dataclasses.replace(kernel, M=hi - lo, tiles_m=len(r), num_wgs=len(r) * kernel.tiles_n,
+            k = dataclasses.replace(kernel, M=hi - lo, tiles_m=n, num_wgs=n * kernel.tiles_n,
                                     wg_order=order)
             out.append(Chunk(i, count, axis, k, lo * kernel.K * eb, 0, lo * kernel.N * eb))
         else:
-            k = dataclasses.replace(kernel, N=hi - lo, tiles_n=len(r), num_wgs=kernel.tiles_m * len(r),
+            k = dataclasses.replace(kernel, N=hi - lo, tiles_n=n, num_wgs=kernel.tiles_m * n,
                                     wg_order=order)
             out.append(Chunk(i, count, axis, k, 0, lo * kernel.K * eb, lo * kernel.M * eb))
     return out

@@ -87,10 +87,16 @@ def test_chunks_partition_the_output_and_each_chunk_rs_is_exact():
     m = SystemModel(e)
     k = m.kernel
     for axis in ("M", "N"):
-        for count in (1, 2, 3, 4):  # 4 tile rows, 34 tile columns
+        tiles = k.tiles_m if axis == "M" else k.tiles_n
+        for count in (1, 2, 3, 4, 6, 8):  # 4 tile rows, 34 tile columns; 6 and 8 rows: sub-tile chunks
             parts = chunks(k, count, axis)
             assert sum(c.c_elems for c in parts) == k.M * k.N
-            assert sum(c.kernel.num_wgs for c in parts) == k.num_wgs
+            if count <= tiles:
+                assert sum(c.kernel.num_wgs for c in parts) == k.num_wgs
+            else:  # a partial tile row each (FLUX Sec. 6: Transformer Engine splitting a small m eight ways)
+                assert all(c.kernel.tiles_m == 1 and c.kernel.num_wgs == k.tiles_n for c in parts)
+                sizes = [c.kernel.M for c in parts]
+                assert max(sizes) - min(sizes) <= 1
             offs = [c.c_offset_B for c in parts] + [k.M * k.N * m.elem_B]
             assert all(offs[i + 1] - offs[i] == parts[i].c_elems * m.elem_B for i in range(count))  # contiguous
             for c in parts:
@@ -120,7 +126,7 @@ def test_options_are_rejected_by_schemes_that_do_not_use_them():
     with pytest.raises(InputError, match="scheme.launch_first"):
         simulate(exp(*SMALL, "scheme.kind=chunked", "scheme.launch_first=comm"))
     with pytest.raises(InputError, match="scheme.chunks"):
-        simulate(exp(*SMALL, "scheme.kind=chunked", "scheme.chunks=999"))
+        simulate(exp(*SMALL, "scheme.kind=chunked", "scheme.chunks=999999"))
 
 
 def test_schemes_registered_with_label_and_color():
