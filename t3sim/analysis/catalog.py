@@ -11,6 +11,7 @@ fig20              Fig. 20
 sweep-tracker      tracker sweep
 sweep-mca          MCA sweep
 validation/<sys>   Fig. 14 (``t3sim validate`` output CSV)
+flux-op-*          FLUX Figs. 11-14 (``flux-op``: ECT and E_overlap per node; every token count kept)
 =================  ==========================================================================
 """
 
@@ -21,11 +22,15 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from t3sim.analysis import figs_study as S
 from t3sim.analysis import figs_sublayer as L
+from t3sim.analysis import flux_op
 from t3sim.analysis.report import Inputs
 from t3sim.analysis.runs import load_runs
 
-RESULT_EXPERIMENTS = ("t3-sublayers", "fig06", "fig17", "fig19", "fig20", "sweep-tracker", "sweep-mca")
-FIGURES = ("fig04", "fig06", "fig14", "fig15", "fig16", "fig17", "fig18", "fig19", "fig20", "sweep-tracker", "sweep-mca")
+#: FLUX's operation-level experiments (configs/experiments/flux-op*.yaml), one per node
+FLUX_EXPERIMENTS = ("flux-op-a100-pcie", "flux-op-a100-nvlink", "flux-op-h800")
+RESULT_EXPERIMENTS = ("t3-sublayers", "fig06", "fig17", "fig19", "fig20", "sweep-tracker", "sweep-mca") + FLUX_EXPERIMENTS
+FIGURES = ("fig04", "fig06", "fig14", "fig15", "fig16", "fig17", "fig18", "fig19", "fig20", "sweep-tracker", "sweep-mca",
+           "flux-op")
 VALIDATION_SYSTEM = "h200-4gpu"
 VALIDATION_STEM = "reduce_scatter_4gpu"
 
@@ -37,7 +42,7 @@ def validation_csv(root: str | Path, system: str = VALIDATION_SYSTEM) -> Path:
 def load_inputs(root: str | Path, hashes: Optional[Mapping[str, Iterable[str]]] = None,
                 names: Sequence[str] = RESULT_EXPERIMENTS) -> Inputs:
     """Runs of every results experiment under ``root`` (exactly ``hashes[name]`` where given)."""
-    runs = {n: load_runs(root, n, (hashes or {}).get(n)) for n in names}
+    runs = {n: load_runs(root, n, (hashes or {}).get(n), every_size=n in FLUX_EXPERIMENTS) for n in names}
     v = validation_csv(root)
     return Inputs(runs, v if v.is_file() else None)
 
@@ -62,10 +67,18 @@ def draw(fig: str, inp: Inputs, out: str | Path, formats: Sequence[str] = ("png"
         return S.fig19(runs, out, formats) if S.fig19_rows(runs) else []
     if fig == "fig20":
         return L.fig20(inp.get("fig20"), sub, out, formats) if L.fig20_rows(inp.get("fig20"), sub) else []
+    if fig == "flux-op":
+        runs = flux_runs(inp)
+        return flux_op.figure(runs, out, formats) if flux_op.flux_rows(runs) else []
     if fig in ("sweep-tracker", "sweep-mca"):
         runs = inp.get(fig)
         return S.sweep(runs, fig.split("-")[1], out, formats) if runs else []
     raise ValueError(f"unknown figure {fig!r}; known: {', '.join(FIGURES)}")
+
+
+def flux_runs(inp: Inputs) -> List:
+    """Every FLUX operation-level run loaded (all nodes)."""
+    return [r for n in FLUX_EXPERIMENTS for r in inp.get(n)]
 
 
 def draw_all(inp: Inputs, out: str | Path, formats: Sequence[str] = ("png",),

@@ -82,3 +82,7 @@ EXPLANATIONS: Dict[str, str] = {
 
 #: keys whose t3sim value cannot exist (the paper gives no inputs for it)
 NOT_REPRODUCIBLE = {"s24_comm_future_max"}
+
+#: causes of differences from FLUX's stated operation-level numbers (:mod:`t3sim.analysis.flux_numbers` keys);
+#: only checked causes, each saying where the check is written down (experiments/flux-op/README.md)
+FLUX_EXPLANATIONS: Dict[str, str] = {}

@@ -147,13 +147,14 @@ def identity(run: Run) -> str:
 
 
 def load_runs(root: str | Path, experiment: str, hashes: Optional[Iterable[str]] = None,
-              tokens: Optional[int] = None) -> List[Run]:
+              tokens: Optional[int] = None, every_size: bool = False) -> List[Run]:
     """The runs of ``results/<experiment>/``: those in ``hashes`` if given, else one per point identity
-    (the most tokens, or exactly ``tokens`` when given)."""
+    (the most tokens, or exactly ``tokens`` when given); ``every_size``: every run (an experiment whose sweep
+    axis is the token count)."""
     store = ResultStore(root)
-    if hashes is not None:
-        wanted = set(hashes)
-        return [read_run(p) for p in store.iter_runs(experiment) if p.name in wanted]
+    if hashes is not None or every_size:
+        wanted = set(hashes) if hashes is not None else None
+        return [read_run(p) for p in store.iter_runs(experiment) if wanted is None or p.name in wanted]
     best: Dict[str, Run] = {}
     for p in store.iter_runs(experiment):
         r = read_run(p)

@@ -1,5 +1,6 @@
-"""``t3sim reproduce [--quick] [--out DIR] [-j N]``: run (or reuse) every experiment of the T3 paper,
-draw every figure and write ``<out>/REPRODUCTION.md`` (paper value, t3sim value, difference, cause).
+"""``t3sim reproduce [--quick] [--out DIR] [-j N]``: run (or reuse) every experiment of the T3 paper and FLUX's
+operation-level ones, draw every figure and write ``<out>/REPRODUCTION.md`` (paper value, t3sim value,
+difference, cause).
 
 Full mode runs the experiments under ``experiments/`` at the paper's sizes into ``results/`` (finished
 points are reused by config hash, so a re-run only draws and writes). ``--quick`` runs a reduced set
@@ -32,16 +33,19 @@ def _set(key: str, value) -> str:
 
 @dataclass(frozen=True)
 class Spec:
-    """One experiment file to run: its results name, what it answers, and its --quick overrides."""
+    """One experiment file to run: its results name, what it answers, and its --quick overrides (None: not run
+    by --quick)."""
 
     folder: str
     results: str
     answers: str
-    quick: Sequence[str] = field(default_factory=tuple)
+    quick: Optional[Sequence[str]] = field(default_factory=tuple)
+    #: the experiment file, repo-relative (default: ``experiments/<folder>/experiment.yaml``)
+    config: str = ""
 
     @property
     def path(self) -> Path:
-        return REPO / "experiments" / self.folder / "experiment.yaml"
+        return REPO / (self.config or f"experiments/{self.folder}/experiment.yaml")
 
 
 SPECS = (
@@ -69,6 +73,24 @@ SPECS = (
               "system.memory_controller.arbitration.occupancy_threshold": 5}]),
           _set("sweep.grid", {"workload.sublayer": ["FC-2"]}))),
 )
+#: FLUX's operation-level experiments, one per node (issue 13); --quick: the A100 NVLink node only, at m = 128 with a
+#: 2048-wide model and the non-overlapped, Transformer Engine (DMA) and FLUX schemes of each direction
+_FLUX_QUICK = ("workload.model.hidden_size=2048", _set("sweep.grid", {"workload.tokens": [128]}), _set("sweep.cases", [
+    {"workload.collective": "reduce_scatter", "scheme.kind": "sequential"},
+    {"workload.collective": "reduce_scatter", "scheme.kind": "chunked_dma", "scheme.chunks": 8},
+    {"workload.collective": "reduce_scatter", "scheme.kind": "flux_rs", "scheme.flux_reduce": "a2a_local"},
+    {"workload.direction": "ag_gemm", "workload.sublayer": "FC-1", "scheme.kind": "sequential"},
+    {"workload.direction": "ag_gemm", "workload.sublayer": "FC-1", "scheme.kind": "flux_ag"}]))
+SPECS += (
+    Spec("flux-op", "flux-op-a100-nvlink", "FLUX Figs. 12, 14 (A100 NVLink; FLUX Sec. 5.1)", _FLUX_QUICK,
+         "configs/experiments/flux-op.yaml"),
+    Spec("flux-op-a100-pcie", "flux-op-a100-pcie", "FLUX Figs. 11, 14 (A100 PCIe; FLUX Sec. 5.1)", None,
+         "configs/experiments/flux-op-a100-pcie.yaml"),
+    Spec("flux-op-h800", "flux-op-h800", "FLUX Figs. 13, 14 (H800 NVLink; FLUX Sec. 5.1)", None,
+         "configs/experiments/flux-op-h800.yaml"),
+)
+
+
 def _validation_inputs() -> Dict[str, str]:
     """``experiments/fig14/validate.yaml``: the system and measured CSV of ``t3sim validate`` (repo-relative)."""
     import yaml
@@ -150,6 +172,8 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     Points that failed are listed in the report's notes and appended to ``failures`` if given."""
     from t3sim.analysis import catalog
     from t3sim.analysis.comparison import write_csv_atomic
+    from t3sim.analysis import flux_numbers
+    from t3sim.analysis.explanations import FLUX_EXPLANATIONS
     from t3sim.analysis.report import metrics, render, table_rows
     from t3sim.analysis.plotting import rows_csv
 
@@ -161,7 +185,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     infos: List[Dict[str, object]] = []
     hashes: Dict[str, List[str]] = {}
     for spec in SPECS:
-        if only and spec.folder not in only:
+        if (only and spec.folder not in only) or (quick and spec.quick is None):
             continue
         if run:
             log.write(f"== {spec.folder} ({spec.path.relative_to(REPO)})\n")
@@ -173,6 +197,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     inp = catalog.load_inputs(out, hashes)
     figs = catalog.draw_all(inp, out / "figures", formats)
     values = metrics(inp)
+    flux_values = flux_numbers.metrics(catalog.flux_runs(inp))
     notes = [f"{i['name']}: {e}" for i in infos for e in i.get("errors", [])]
     if failures is not None:
         failures.extend(notes)
@@ -183,9 +208,11 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
         notes.append("quick mode: fewer cases (T-NLG TP=8 sub-layers; GPT-3 OP and FC-2 at TP=32, so no TP=32 training "
                      "point), 128 tokens, one validation row.")
     md = render(values, quick=quick, experiments=infos,
-                figures=[str(p) for ps in figs.values() for p in ps if p.suffix != ".csv"], notes=notes)
+                figures=[str(p) for ps in figs.values() for p in ps if p.suffix != ".csv"], notes=notes,
+                flux_values=flux_values)
     path = write_csv_atomic(out / "REPRODUCTION.md", md)
-    write_csv_atomic(out / "reproduction.csv", rows_csv(table_rows(values)))
+    write_csv_atomic(out / "reproduction.csv", rows_csv(
+        table_rows(values) + table_rows(flux_values, flux_numbers.NUMBERS, FLUX_EXPLANATIONS)))
     return path
 
 

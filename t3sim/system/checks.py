@@ -51,9 +51,6 @@ def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
         raise InputError(f"{pre}workload.trace: {exc.where}", exc.found, exc.allowed) from None
     src = f"trace {w.trace}" if w.trace else "workload"
     field = "workload.tokens" if not w.trace else f"{w.trace} kernel {k.name}"
-    if k.M < k.tile_m:
-        raise InputError(f"{pre}{field}", f"M = {k.M} tokens, below one GEMM tile of tile_m = {k.tile_m} rows",
-                         f"at least {k.tile_m} tokens")
     if k.N < k.tile_n:
         raise InputError(f"{pre}{src}", f"N = {k.N} (hidden size), below one GEMM tile of tile_n = {k.tile_n} columns",
                          f"N >= {k.tile_n}")
