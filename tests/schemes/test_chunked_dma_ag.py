@@ -148,3 +148,19 @@ def test_direction_registered():
 
     assert scheme_for("chunked_dma").directions == ("gemm_rs", "ag_gemm")
     check_experiment(exp(*SMALL))
+
+
+def test_timeline_and_determinism():
+    """The timeline shows each GPU's compute and dma streams; the same config gives byte-identical statistics."""
+    from t3sim.system.run import simulate
+    from t3sim.system.timeline import validate
+
+    cfg = exp(*SMALL, "simulation.mode=homogeneous")
+    r = simulate(cfg, timeline=True)
+    assert validate(r.timeline) == []
+    ev = r.timeline["traceEvents"]
+    tids = {e["args"]["name"]: e["tid"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    on_dma = sorted(e["name"] for e in ev if e.get("tid") == tids["stream gpu0.dma"] and e["ph"] == "X")
+    assert on_dma == ["gpu0.push_d1", "gpu0.push_d2", "gpu0.push_d3"]
+    assert "stream gpu0.compute" in tids
+    assert simulate(cfg).stats.to_dict() == simulate(cfg).stats.to_dict()
