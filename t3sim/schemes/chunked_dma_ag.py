@@ -236,8 +236,11 @@ class ChunkAgContext:
         ev.callbacks.append(lambda _e: rec.__setitem__(4, self.env.now))
         return ev
 
-    def step_ended(self, g: int) -> None:
+    def step_ended(self, g: int, boundary: bool) -> None:
+        """GPU ``g``'s current step ended; its last step's end is a kernel boundary for its memory controllers."""
         self.steps[g][-1][5] = self.env.now
+        if boundary:
+            self.model.hiers[g].port.kernel_boundary()
 
     # ---------------------------------------------------------------- results
     def stats(self) -> Stats:
@@ -276,7 +279,7 @@ def chunked_dma_ag_program(model, ctx: ChunkAgContext) -> Program:
                 p.add(f"gpu{g}.compute", Kernel(
                     f"gpu{g}.gemm_{tag}", "gemm", "gemm",
                     lambda g=g, tag=tag, chunk=chunk: model.gemm(f"gemm_{tag}", chunk=chunk, gpus=[g]),
-                    on_end=(lambda g=g, last=last: (ctx.step_ended(g), last and model.hiers[g].port.kernel_boundary()))))
+                    on_end=lambda g=g, last=last: ctx.step_ended(g, boundary=last)))
         for d in range(1, n):
             for j in range(c):
                 tag = f"d{d}" if c == 1 else f"d{d}_{j}"
