@@ -83,6 +83,12 @@ CASES: Dict[str, dict] = {
                                            "simulation.mode=explicit", "scheme.kind=flux_ag"],
                                 what="Mega-GPT-2 FC-1 consumer GEMM (AG direction) TP=4 on 4 H200s, 1024 tokens, "
                                      "flux_ag (push, explicit)"),
+    "chunked-dma-ag-fc1-h200-1k": dict(kind="experiment", config="configs/experiments/overlap-schemes-h200.yaml",
+                                       overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=FC-1",
+                                                  "workload.tokens=1024", "workload.direction=ag_gemm",
+                                                  "scheme.kind=chunked_dma", "scheme.chunks=4"],
+                                       what="Mega-GPT-2 FC-1 consumer GEMM (AG direction) TP=4 on 4 H200s, 1024 tokens, "
+                                            "chunked_dma (one step per shard, copy-engine pushes, homogeneous)"),
 }
 for _s in SCHEMES:
     CASES[f"fc2-tp8-{_s}"] = dict(kind="experiment", config=_DEFAULT, overrides=[f"scheme.kind={_s}"],

@@ -15,8 +15,8 @@ class SchemeConfig(Model):
     """Overlap scheme (paper Sec. 5.3): which kernels run, how outputs are mapped, which arbitration applies."""
 
     kind: str = F("sequential", unit="name", desc="registered overlap scheme (sequential, t3, t3_mca, ideal_gemm_rs_overlap, ideal_rs_nmc, concurrent, chunked, copy, ...)", source="paper Sec. 5.3; issue 12")
-    chunks: int = F(4, unit="count", desc="chunked, chunked_dma: GEMM chunks C; each chunk's reduce-scatter is issued when the chunk ends (rejected by schemes that do not chunk)",
-                    source="issue 12; shared/reference/h200/README.md (chunked_decomposition: 4 chunks of M/4 rows)", ge=1)
+    chunks: int = F(4, unit="count", desc="chunked, chunked_dma: GEMM chunks C; each chunk's reduce-scatter is issued when the chunk ends; chunked_dma with workload.direction=ag_gemm: GEMM steps, a multiple of the GPUs N (one step per shard of A, or chunks/N steps per shard); rejected by schemes that do not chunk",
+                    source="issue 12; shared/reference/h200/README.md (chunked_decomposition: 4 chunks of M/4 rows); FLUX Sec. 2.2 (ag_gemm: decomposition aligned with the number of devices)", ge=1)
     chunk_axis: Literal["M", "N"] = F("M", unit="enum", desc="chunked, chunked_dma: split the GEMM along M (rows of A and C) or N (columns of B and C)",
                                       source="issue 12 (CoCoNet / Transformer Engine split along the output's rows)")
     launch_first: Literal["gemm", "comm"] = F(

@@ -40,6 +40,10 @@ reduction carry the values they read; :func:`check_reduced` checks every GPU's r
 word against the sum of all GPUs' partials, and the run stops after the reduction (as T3's does: the
 all-gather kernel has no functional data path).
 
+Direction ``ag_gemm`` (``workload.direction``): the shard-based AllGather+GEMM of
+:mod:`t3sim.schemes.chunked_dma_ag` (one GEMM step per shard of A, each after the copy-engine push that
+delivers it), dispatched by :func:`run_chunked_dma`.
+
 Invariants (tests): each GPU sends (N - 1)/N of C's bytes over the links; the reduction reads N x
 and writes 1 x the GPU's shard of C; every element of C is reduced exactly once.
 """
@@ -60,6 +64,7 @@ from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.chunked import chunk_parts
+from t3sim.schemes.chunked_dma_ag import run_chunked_dma_ag
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.schemes.t3 import store_data
@@ -250,11 +255,16 @@ def chunked_dma_program(model, with_ag: Optional[bool] = None) -> Program:
 
 
 def run_chunked_dma(model) -> ProgramRun:
+    """gemm_rs: :func:`chunked_dma_program`; ag_gemm: :mod:`t3sim.schemes.chunked_dma_ag`."""
+    if model.exp.workload.direction == "ag_gemm":
+        return run_chunked_dma_ag(model)
     return run_program(model, chunked_dma_program(model))
 
 
 register_simulation("chunked_dma", run_chunked_dma)
 register_scheme(Scheme("chunked_dma", "GEMM in C chunks; when a chunk ends the copy engines write every peer's shard of it "
                        "into the peer's receive slot (no CUs); one local reduction kernel after the last chunk "
-                       "(PyTorch AsyncTP / TE userbuffers style); then AG", label="Chunked (DMA)", color="#bcbd22",
-                       paper_section="issue 12", simulation="chunked_dma", options=("chunks", "chunk_axis")))
+                       "(PyTorch AsyncTP / TE userbuffers style); then AG. workload.direction=ag_gemm: one GEMM step per "
+                       "shard of A in arrival order, each after a stream wait for the copy-engine push that delivers it",
+                       label="Chunked (DMA)", color="#bcbd22", paper_section="issue 12; FLUX Secs. 2.2, 5",
+                       simulation="chunked_dma", options=("chunks", "chunk_axis"), directions=("gemm_rs", "ag_gemm")))

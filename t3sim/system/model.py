@@ -106,8 +106,9 @@ class SystemModel:
         return base
 
     def gemm(self, name: str = "gemm", sink_for=None, order=None, num_cus=None, on_stage_done=None,
-             order_for=None, chunk=None, prologue_for=None) -> simpy.Event:
-        """Launch the workload's GEMM on every simulated GPU; event fires with {gpu: GemmRun}.
+             order_for=None, chunk=None, prologue_for=None, gpus=None) -> simpy.Event:
+        """Launch the workload's GEMM on every simulated GPU (``gpus``: on those only, e.g. one GPU's own
+        stream of chunk GEMMs); event fires with {gpu: GemmRun}.
 
         ``order_for(gpu)`` gives a per-GPU WG order (T3's staggering); else ``order`` for all.
         ``chunk``: a :class:`~t3sim.workload.chunks.Chunk` -- run only that part of the GEMM (software
@@ -120,7 +121,7 @@ class SystemModel:
             k = chunk.kernel
             a, b, c = a + chunk.a_offset_B, b + chunk.b_offset_B, c + chunk.c_offset_B
         events = {}
-        for g in self.sim_gpus:
+        for g in (self.sim_gpus if gpus is None else gpus):
             h = self.hiers[g]
             sink: OutputSink = sink_for(g) if sink_for else CachedLocalOutput(h)
             gk = GemmKernel(self.engine, f"gpu{g}.{name}", h, self.system.gpu, k,
