@@ -62,42 +62,28 @@ to another shadow: the links carry it and it is dropped), so every link carries
 its full traffic. GPU 0's local reduction (``a2a_local``) starts once every
 store, shadows' included, has landed.
 
-Homogeneous mode (``pull``), by rotation symmetry (``g -> g + k`` mod N maps GPU ``g``'s
-shard, order and pulls onto GPU ``g + k``'s: with the swizzle, GPU ``k``'s order is GPU 0's
-with every tile's shard coordinate shifted by ``k`` shards, exactly where the shard axis has a
-multiple of N tiles; ring and switch are invariant under it):
-
-* Partials: GPU 0's stores are real local writes; shadow ``j``'s ``seq``-th partial tile
-  (``orders[j][seq]``) counts as written when GPU 0's ``seq``-th is (shadows write no
-  memory): it flags GPU 0's part of that tile one path latency ``j -> 0`` later. A tile is
-  pulled once its N flags are in, as in explicit mode.
-* Reads: GPU 0's pull of its requests ``R`` (addresses in shard 0) from shadow ``d``: the
-  request's path latency ``0 -> d``; then, for ``d``'s DRAM read, which is not simulated, its
-  image under the rotation by ``-d``: shadow ``N - d`` reads the same requests of its own
-  shard from GPU 0 at that moment, so GPU 0's DRAM serves ``R + (N - d) x shard`` (its
-  partial C; category ``rs``, real traffic); when that read completes, every GPU ``k``
-  receives its data from ``k + d`` over the links: GPU 0's from ``d`` (its pull's data),
-  GPU ``N - d``'s from GPU 0 (GPU 0's egress) and the shadow-to-shadow ones (delivered and
-  dropped; on a ring they share GPU 0's links, on a switch they do not touch its ports),
-  so every link carries every GPU's pull traffic. The reduction ends when GPU 0 stored
-  every owned tile and every mirrored transfer has arrived. Functional data: shadow ``d``'s
-  partial is computed (:func:`~t3sim.schemes.t3.store_data`), GPU 0's read from its memory.
-* Without the swizzle the system is not rotation-symmetric: every GPU runs one order, so
-  the owner of the last-written shard pulls last and ends the reduce-scatter. Homogeneous
-  mode then runs every GPU's order with GPU 0's shard last (a relabelling of the GPUs, so
-  GPU 0 is that last owner and the phase times are the operation's). The other owners pull
-  earlier, during the GEMM; their reads of GPU 0's partial (its DRAM, its egress) are
-  still mirrored at GPU 0's own pulls (later than in the real run: GPU 0's GEMM does not
-  see them; the GEMM phase comes out up to ~1 % short, its end plus the tail within
-  ~0.5 % on the tests' configurations) and the shadow-to-shadow reads are not sent
-  (sent at GPU 0's pulls, they would pile N - 2 owners' pulls onto the links at the end,
-  where the real run has only the last owner's).
-
-Approximations: a shadow's partial is written when GPU 0's symmetric one is, and a
-shadow's DRAM serves a read when GPU 0's serves its image (the usual homogeneous
-assumptions); where the symmetry is broken (a shard axis whose tiles do not split into N,
-shortest-path ties on an even ring, DRAM channels of rotated addresses) GPU 0 stands for
-all GPUs (tests: its times are within a few percent of the explicit run's).
+Homogeneous mode (``pull``), by rotation symmetry (``g -> g + k`` mod N maps GPU ``g``'s shard,
+order and pulls onto GPU ``g + k``'s; with the swizzle, GPU ``k``'s order is GPU 0's shifted by
+``k`` shards, exactly where the shard axis has a multiple of N tiles; rings and switches are
+invariant). Partials: shadow ``j``'s ``seq``-th partial (``orders[j][seq]``) counts as written
+when GPU 0's ``seq``-th is (shadows write no memory) and flags GPU 0's part of it one path
+latency ``j -> 0`` later. Reads: GPU 0's pull of requests ``R`` (in shard 0) from shadow ``d``
+takes the request's path latency ``0 -> d``; ``d``'s DRAM read, not simulated, is replaced by
+its image under the rotation by ``-d``: GPU ``N - d`` reads the same requests of its shard from
+GPU 0 then, so GPU 0's DRAM serves ``R + (N - d) x shard`` of its partial C (category ``rs``);
+when that read completes every GPU ``k`` receives its data from ``k + d``: GPU 0's from ``d``,
+GPU ``N - d``'s from GPU 0 (GPU 0's egress), and the shadow-to-shadow ones (dropped on arrival;
+on a ring they share GPU 0's links). The reduction ends when GPU 0 stored its owned tiles and
+every mirrored transfer arrived. Functional data: shadow partials are computed (``store_data``).
+Without the swizzle there is no such symmetry: every GPU runs one order and the owner of the
+last-written shard pulls last and ends the RS. Homogeneous mode then runs the order with GPU 0's
+shard last (a relabelling: GPU 0 is that last owner, its times the operation's). The other
+owners pull during the GEMM; their reads of GPU 0's partial (DRAM, egress) are still mirrored at
+GPU 0's own pulls (its GEMM misses them: the GEMM phase comes out up to ~1 % short, the RS's end
+within ~1 % on the tests' ring), and shadow-to-shadow reads are not sent (at GPU 0's pulls they
+would pile N - 2 owners' pulls onto the links at the end, where the real run has one owner's).
+Where the symmetry is broken (a shard axis not of N x whole tiles, shortest-path ties on an even
+ring, DRAM channels of rotated addresses) GPU 0 stands for all GPUs.
 
 Functional mode: partials are :func:`t3sim.schemes.t3.partial_value` (exact
 in float32) and every simulated owner's shard is checked against the sum of all
@@ -434,6 +420,9 @@ class FluxContext:
         s.add("flux.pull.remote_read_B", self.pulled_B, "B", "bytes the pull CTAs read from peers over the links")
         s.add("flux.reduced_B", self.reduced_B, "B",
               "bytes of reduced shard stored by the pull CTAs or the local reduction kernels (simulated GPUs)")
+        if self.mirror:
+            s.add("flux.pull.mirrored_B", self.mirror_B, "B", "homogeneous mode: bytes of the shadows' pulls sent "
+                  "over the links as GPU 0 pulled (module doc)")
         for g, red in self.reducers.items():
             s.merge(f"gpu{g}.flux_reduce", red.stats())
         return s

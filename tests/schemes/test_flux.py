@@ -96,7 +96,10 @@ def test_homogeneous_pull_matches_explicit(n, swizzle):
     # the mirrored transfers: GPU 0's egress (N - 1 owners' reads of its partial) and, with the swizzle, every
     # shadow-to-shadow read, so every link carries the explicit run's bytes
     assert c.mirror_B == (n - 1) * shard * ((n - 1) if swizzle == "true" else 1)
-    if swizzle == "true":
+    assert h.stats().value("flux.pull.mirrored_B") == c.mirror_B and "flux.pull.mirrored_B" not in x.stats().names()
+    if swizzle == "false":  # one order on every GPU, relabelled so that GPU 0's shard is written last
+        assert all(c.orders[g] == c.orders[0] for g in range(n)) and c.parts[c.orders[0][-1]][-1][0] == 0
+    else:
         assert net.bytes_injected == xnet.bytes_injected
         assert {k: v.bytes_sent for k, v in net.links.items()} == {k: v.bytes_sent for k, v in xnet.links.items()}
 
