@@ -83,7 +83,8 @@ GPU 0's own pulls (its GEMM misses them: the GEMM phase comes out up to ~1 % sho
 within ~1 % on the tests' ring), and shadow-to-shadow reads are not sent (at GPU 0's pulls they
 would pile N - 2 owners' pulls onto the links at the end, where the real run has one owner's).
 Where the symmetry is broken (a shard axis not of N x whole tiles, shortest-path ties on an even
-ring, DRAM channels of rotated addresses) GPU 0 stands for all GPUs.
+ring, DRAM channels of rotated addresses) GPU 0 stands for all GPUs, which run in lockstep (an
+explicit run's tile is ready at the slowest of its N writers: homogeneous ends a little early).
 
 Functional mode: partials are :func:`t3sim.schemes.t3.partial_value` (exact
 in float32) and every simulated owner's shard is checked against the sum of all
