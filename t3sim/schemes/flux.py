@@ -30,7 +30,6 @@ Reduction (``scheme.flux_reduce``, Sec. 4.2):
   link back in ``sm_store_payload_B`` packets, an SM's load transactions) and
   the local one, and store the sum in place. The additions take no modelled
   time (a few adds per loaded element, far below the loads' time).
-  Explicit mode only.
 * ``a2a_local`` -- write-only all-to-all (the Write branch, Sec. 3.1): the
   epilogue stores each remote part as plain stores into the owner's receive
   slot for this source (``N - 1`` slots of one shard each, allocated on every
@@ -62,6 +61,30 @@ sending every remote part over the network (to GPU 0: written into its memory;
 to another shadow: the links carry it and it is dropped), so every link carries
 its full traffic. GPU 0's local reduction (``a2a_local``) starts once every
 store, shadows' included, has landed.
+
+Homogeneous mode (``pull``), by rotation symmetry (``g -> g + k`` mod N maps GPU ``g``'s shard,
+order and pulls onto GPU ``g + k``'s; with the swizzle, GPU ``k``'s order is GPU 0's shifted by
+``k`` shards, exactly where the shard axis has a multiple of N tiles; rings and switches are
+invariant). Partials: shadow ``j``'s ``seq``-th partial (``orders[j][seq]``) counts as written
+when GPU 0's ``seq``-th is (shadows write no memory) and flags GPU 0's part of it one path
+latency ``j -> 0`` later. Reads: GPU 0's pull of requests ``R`` (in shard 0) from shadow ``d``
+takes the request's path latency ``0 -> d``; ``d``'s DRAM read, not simulated, is replaced by
+its image under the rotation by ``-d``: GPU ``N - d`` reads the same requests of its shard from
+GPU 0 then, so GPU 0's DRAM serves ``R + (N - d) x shard`` of its partial C (category ``rs``);
+when that read completes every GPU ``k`` receives its data from ``k + d``: GPU 0's from ``d``,
+GPU ``N - d``'s from GPU 0 (GPU 0's egress), and the shadow-to-shadow ones (dropped on arrival;
+on a ring they share GPU 0's links). The reduction ends when GPU 0 stored its owned tiles and
+every mirrored transfer arrived. Functional data: shadow partials are computed (``store_data``).
+Without the swizzle there is no such symmetry: every GPU runs one order and the owner of the
+last-written shard pulls last and ends the RS. Homogeneous mode then runs the order with GPU 0's
+shard last (a relabelling: GPU 0 is that last owner, its times the operation's). The other
+owners pull during the GEMM; their reads of GPU 0's partial (DRAM, egress) are still mirrored at
+GPU 0's own pulls (its GEMM misses them: the GEMM phase comes out up to ~1 % short, the RS's end
+within ~1 % on the tests' ring), and shadow-to-shadow reads are not sent (at GPU 0's pulls they
+would pile N - 2 owners' pulls onto the links at the end, where the real run has one owner's).
+Where the symmetry is broken (a shard axis not of N x whole tiles, shortest-path ties on an even
+ring, DRAM channels of rotated addresses) GPU 0 stands for all GPUs, which run in lockstep (an
+explicit run's tile is ready at the slowest of its N writers: homogeneous ends a little early).
 
 Functional mode: partials are :func:`t3sim.schemes.t3.partial_value` (exact
 in float32) and every simulated owner's shard is checked against the sum of all
@@ -142,6 +165,12 @@ class FluxContext:
         col = k.c_layout == "col_major"
         self.orders = {g: (swizzled_order(base, g, N, k.tiles_m, k.tiles_n, col) if self.swizzle else base)
                        for g in range(N)}
+        #: homogeneous pull: GPU 0's pulls of shadows' partials are mirrored reads of its own (module doc)
+        self.mirror = self.homogeneous and self.variant == "pull"
+        if self.mirror and not self.swizzle:  # one order on every GPU, GPU 0's shard last: GPU 0 is the last owner
+            last = swizzled_order(base, 0, N, k.tiles_m, k.tiles_n, col)
+            self.orders = {g: last for g in range(N)}
+        self.mirror_B = 0
         self.completion = Completion(self.env)
         self.fabric = Fabric(model.engine, model.network, model.hiers, self.completion,
                              port=model.network.new_port("flux.stores"), name="flux.fabric")
@@ -192,9 +221,6 @@ class FluxContext:
                              f"supports {', '.join(model.system.gpu.atomic_add_dtypes) or 'no type'} "
                              "(system.gpu.atomic_add_dtypes)",
                              "scheme.flux_reduce=pull, or workload.dtype in system.gpu.atomic_add_dtypes")
-        if self.variant == "pull" and self.homogeneous:
-            raise InputError("simulation.mode", "homogeneous with scheme.flux_reduce=pull",
-                             "simulation.mode=explicit (the pull reduction's remote reads are simulated on every GPU)")
         if self.variant != "atomic" and self.functional:
             a = self.shared_requests(model)
             if a:
@@ -269,6 +295,8 @@ class FluxContext:
     # ---------------------------------------------------------------- pull reduction
     def _partial_written(self, g: int, tile: int) -> None:
         for o, _ in self.parts[tile]:
+            if o not in self.queues:  # a shadow owner (homogeneous mode): its pulls are not simulated
+                continue
             if o == g:
                 self._flag(o, tile)
             else:
@@ -317,7 +345,8 @@ class FluxContext:
             tile = yield q.get()
             idx = next(ix for v, ix in self.parts[tile] if v == o)
             addrs = r.addr[idx]
-            reads = [env.process(self._remote_read(o, j, addrs)) for j in range(self.N) if j != o]
+            reads = [env.process(self._mirrored_read(idx, j) if self.mirror else self._remote_read(o, j, addrs))
+                     for j in range(self.N) if j != o]
             reads.append(hier.port.access(addrs, Kind.READ, Stream.COMM, Source.COLLECTIVE))
             hier.traffic["rs"]["read"] += REQ_B * len(idx)
             got = yield env.all_of(reads)
@@ -343,6 +372,38 @@ class FluxContext:
                        payload_B=self.payload_B)
         return res.data if self.functional else None
 
+    def _mirrored_read(self, idx: np.ndarray, d: int):
+        """Homogeneous mode: GPU 0 reads its owned requests ``idx`` of shadow ``d``'s partial (module doc). The
+        request's path latency; then, for ``d``'s DRAM read, the rotation's image read at GPU 0's DRAM (shadow
+        ``N - d`` reading GPU 0's partial of the same requests of its own shard); then every GPU ``k`` receives
+        its data from ``k + d``: GPU 0's from ``d``, the shadows' mirrored (dropped on arrival). Value: shadow
+        ``d``'s partial (functional mode) or None."""
+        net, N, r = self.model.network, self.N, self.table.reqs
+        addrs = r.addr[idx]
+        nbytes = REQ_B * len(addrs)
+        yield self.env.timeout(net.path_latency_ticks(0, d))
+        h0 = self.model.hiers[0]
+        yield h0.port.access(addrs + (N - d) * self.shard_B, Kind.READ, Stream.COMM, Source.COLLECTIVE)
+        h0.traffic["rs"]["read"] += nbytes
+        self.pulled_B += nbytes
+        meta = PacketMeta(addr=int(addrs[0]), tag="flux.pull", port=self.pull_port)
+        mine = net.send(d, 0, nbytes, meta, payload_B=self.payload_B)
+        for k in range(1, N):
+            if not self.swizzle and (k + d) % N:  # shadow-to-shadow reads: only under the rotation symmetry
+                continue
+            self.completion.add()
+            self.mirror_B += nbytes
+            net.send((k + d) % N, k, nbytes, meta, payload_B=self.payload_B).callbacks.append(
+                lambda _e: self.completion.finish())
+        yield mine
+        return store_data(d, addrs, r.mask[idx]) if self.functional else None
+
+    def shadows_written(self, seq: int) -> None:
+        """Homogeneous pull: GPU 0's ``seq``-th partial tile is written, so is every shadow ``j``'s (its order's
+        ``seq``-th): flag GPU 0's parts of them (module doc)."""
+        for j in range(1, self.N):
+            self._partial_written(j, self.orders[j][seq])
+
     # ---------------------------------------------------------------- end
     def gemm_end(self) -> None:
         """The fused kernel ended: every store it will issue has been sent (homogeneous: shadows' too)."""
@@ -360,6 +421,9 @@ class FluxContext:
         s.add("flux.pull.remote_read_B", self.pulled_B, "B", "bytes the pull CTAs read from peers over the links")
         s.add("flux.reduced_B", self.reduced_B, "B",
               "bytes of reduced shard stored by the pull CTAs or the local reduction kernels (simulated GPUs)")
+        if self.mirror:
+            s.add("flux.pull.mirrored_B", self.mirror_B, "B", "homogeneous mode: bytes of the shadows' pulls sent "
+                  "over the links as GPU 0 pulled (module doc)")
         for g, red in self.reducers.items():
             s.merge(f"gpu{g}.flux_reduce", red.stats())
         return s
@@ -374,7 +438,9 @@ class FluxOutput:
     def store(self, seq: int, tile: int, reqs) -> Stored:
         ctx = self.ctx
         written = ctx.store_tile(self.g, tile)
-        if ctx.homogeneous and self.g == 0:  # every shadow stores its seq-th tile now (symmetry)
+        if ctx.mirror and self.g == 0:  # every shadow's seq-th partial is written when GPU 0's is (symmetry)
+            written.callbacks.append(lambda _e, seq=seq: ctx.shadows_written(seq))
+        elif ctx.homogeneous and self.g == 0:  # every shadow stores its seq-th tile now (symmetry)
             for j in range(1, ctx.N):
                 ctx.store_tile(j, ctx.orders[j][seq])
         return Stored(written=written)  # posted stores: the WG retires at once
