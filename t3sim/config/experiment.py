@@ -17,6 +17,12 @@ class SchemeConfig(Model):
     kind: str = F("sequential", unit="name", desc="registered overlap scheme (sequential, t3, t3_mca, ideal_gemm_rs_overlap, ideal_rs_nmc, concurrent, chunked, copy, ...)", source="paper Sec. 5.3; issue 12")
     chunks: int = F(4, unit="count", desc="chunked, chunked_dma: GEMM chunks C; each chunk's reduce-scatter is issued when the chunk ends; chunked_dma with workload.direction=ag_gemm: GEMM steps, a multiple of the GPUs N (one step per shard of A, or chunks/N steps per shard); rejected by schemes that do not chunk",
                     source="issue 12; shared/reference/h200/README.md (chunked_decomposition: 4 chunks of M/4 rows); FLUX Sec. 2.2 (ag_gemm: decomposition aligned with the number of devices)", ge=1)
+    compute_streams: int = F(1, unit="count",
+                             desc="chunked, chunked_dma: streams the chunk GEMMs are issued over, round robin (chunk i on "
+                                  "stream i mod S), so consecutive chunks run concurrently where the dispatcher has CUs "
+                                  "for them (GPU multiplexing, FLUX Sec. 2.2); 1: one compute stream",
+                             source="Transformer Engine common/comm_gemm_overlap.h: NVTE_COMM_OVERLAP_MAX_STREAMS = 3 "
+                                    "(its split_overlap_rs/_ag issue chunk i's GEMM on _stream_compute[i % 3])", ge=1)
     chunk_axis: Literal["M", "N"] = F("M", unit="enum", desc="chunked, chunked_dma: split the GEMM along M (rows of A and C) or N (columns of B and C)",
                                       source="issue 12 (CoCoNet / Transformer Engine split along the output's rows)")
     launch_first: Literal["gemm", "comm"] = F(

@@ -44,16 +44,23 @@ def chunked_program(model, with_ag: Optional[bool] = None) -> Program:
     p = Program()
     for c in parts:
         on_end = boundary(model) if c.index == len(parts) - 1 else None
-        p.add("compute", Kernel(f"gemm_c{c.index}", "gemm", "gemm", lambda c=c: model.gemm(f"gemm_c{c.index}", chunk=c, num_cus=gemm_cus),
+        p.add(compute_stream(model, c.index), Kernel(f"gemm_c{c.index}", "gemm", "gemm", lambda c=c: model.gemm(f"gemm_c{c.index}", chunk=c, num_cus=gemm_cus),
                                 on_end=on_end))
         p.add("comm", Kernel(f"rs_c{c.index}", "collective", "rs",
                              lambda c=c: model.collective("reduce_scatter", base_B=model.c_base + c.c_offset_B,
                                                           elems=c.c_elems, cu_mask=comm_mask).done,
                              comm=True, after=(f"gemm_c{c.index}",)))
     if model.with_ag if with_ag is None else with_ag:
-        p.add("compute", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
+        p.add(compute_stream(model, 0), Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
                                 after=(f"rs_c{len(parts) - 1}",)))
     return p
+
+
+def compute_stream(model, i: int, prefix: str = "") -> str:
+    """The stream chunk ``i``'s GEMM is issued on: ``compute`` with one stream, else ``compute<i mod S>``
+    (``scheme.compute_streams``, round robin as Transformer Engine does)."""
+    s = model.exp.scheme.compute_streams
+    return f"{prefix}compute" if s == 1 else f"{prefix}compute{i % s}"
 
 
 def chunk_parts(model):
@@ -75,4 +82,4 @@ def run_chunked(model) -> ProgramRun:
 register_simulation("chunked", run_chunked)
 register_scheme(Scheme("chunked", "GEMM in C chunks, each chunk's RS (a CU-driven collective) issued on a second stream "
                        "when it ends (CoCoNet/TE style); then AG", label="Chunked", color="#17becf",
-                       paper_section="issue 12", simulation="chunked", options=("chunks", "chunk_axis", "comm_cus")))
+                       paper_section="issue 12", simulation="chunked", options=("chunks", "chunk_axis", "comm_cus", "compute_streams")))

@@ -63,7 +63,7 @@ from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.chunked import chunk_parts
+from t3sim.schemes.chunked import chunk_parts, compute_stream
 from t3sim.schemes.chunked_dma_ag import run_chunked_dma_ag
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
@@ -241,16 +241,17 @@ def chunked_dma_program(model, with_ag: Optional[bool] = None) -> Program:
     p = Program()
     for c in parts:
         sink = (lambda g: FunctionalOutput(model.hiers[g], g)) if functional else None
-        p.add("compute", Kernel(f"gemm_c{c.index}", "gemm", "gemm",
+        p.add(compute_stream(model, c.index), Kernel(f"gemm_c{c.index}", "gemm", "gemm",
                                 lambda c=c, sink=sink: model.gemm(f"gemm_c{c.index}", chunk=c, sink_for=sink),
                                 on_end=boundary(model) if c.index == last else None))
         p.add("dma", Kernel(f"scatter_c{c.index}", "dma", "rs", lambda c=c: ctx.scatter(c.index), comm=True,
                             after=(f"gemm_c{c.index}",)))
-    p.add("compute", Kernel("reduce", "copy", "rs", ctx.reduce, comm=True, after=(f"scatter_c{last}",)))
+    p.add(compute_stream(model, 0), Kernel("reduce", "copy", "rs", ctx.reduce, comm=True,
+                                           after=tuple(f"gemm_c{c.index}" for c in parts) + (f"scatter_c{last}",)))
     if model.with_ag if with_ag is None else with_ag:
         ag = (lambda: check_reduced(model, ctx) and None) if functional else \
             (lambda: model.collective("all_gather").done)
-        p.add("compute", Kernel("ag", "collective", "ag", ag, comm=True))
+        p.add(compute_stream(model, 0), Kernel("ag", "collective", "ag", ag, comm=True, after=("reduce",)))
     return p
 
 
@@ -267,4 +268,4 @@ register_scheme(Scheme("chunked_dma", "GEMM in C chunks; when a chunk ends the c
                        "(PyTorch AsyncTP / TE userbuffers style); then AG. workload.direction=ag_gemm: one GEMM step per "
                        "shard of A in arrival order, each after a stream wait for the copy-engine push that delivers it",
                        label="Chunked (DMA)", color="#bcbd22", paper_section="issue 12; FLUX Secs. 2.2, 5",
-                       simulation="chunked_dma", options=("chunks", "chunk_axis"), directions=("gemm_rs", "ag_gemm")))
+                       simulation="chunked_dma", options=("chunks", "chunk_axis", "compute_streams"), directions=("gemm_rs", "ag_gemm")))

@@ -65,6 +65,7 @@ from t3sim.dma.copy_engine import Copy, CopyEngines
 from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
+from t3sim.schemes.chunked import compute_stream
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.workload.chunks import Chunk, chunks
@@ -236,9 +237,9 @@ class ChunkAgContext:
         ev.callbacks.append(lambda _e: rec.__setitem__(4, self.env.now))
         return ev
 
-    def step_ended(self, g: int, boundary: bool) -> None:
-        """GPU ``g``'s current step ended; its last step's end is a kernel boundary for its memory controllers."""
-        self.steps[g][-1][5] = self.env.now
+    def step_ended(self, g: int, s: int, j: int, boundary: bool) -> None:
+        """GPU ``g``'s step ``(s, j)`` ended; its last step's end is a kernel boundary for its memory controllers."""
+        next(r for r in self.steps[g] if r[0] == f"s{s}_{j}")[5] = self.env.now
         if boundary:
             self.model.hiers[g].port.kernel_boundary()
 
@@ -274,12 +275,13 @@ def chunked_dma_ag_program(model, ctx: ChunkAgContext) -> Program:
                 tag = f"s{s}" if c == 1 else f"s{s}_{j}"
                 chunk = ctx.parts[ctx.shard_at(g, s)][j]
                 last = s == n - 1 and j == c - 1
-                p.add(f"gpu{g}.compute", Kernel(f"gpu{g}.wait_{tag}", "wait", "ag",
-                                                lambda g=g, s=s, j=j: ctx.wait(g, s, j), comm=True))
-                p.add(f"gpu{g}.compute", Kernel(
+                stream = compute_stream(model, s * c + j, f"gpu{g}.")
+                p.add(stream, Kernel(f"gpu{g}.wait_{tag}", "wait", "ag", lambda g=g, s=s, j=j: ctx.wait(g, s, j),
+                                     comm=True))
+                p.add(stream, Kernel(
                     f"gpu{g}.gemm_{tag}", "gemm", "gemm",
                     lambda g=g, tag=tag, chunk=chunk: model.gemm(f"gemm_{tag}", chunk=chunk, gpus=[g]),
-                    on_end=lambda g=g, last=last: ctx.step_ended(g, boundary=last)))
+                    on_end=lambda g=g, s=s, j=j, last=last: ctx.step_ended(g, s, j, boundary=last)))
         for d in range(1, n):
             for j in range(c):
                 tag = f"d{d}" if c == 1 else f"d{d}_{j}"

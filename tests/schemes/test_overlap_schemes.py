@@ -153,3 +153,19 @@ def test_cu_reservation_confines_each_kernel(alone, kind):
         _run(lambda m: build(m, with_ag=False), f"scheme.kind={kind}", "scheme.comm_cus=8")
     with pytest.raises(InputError, match="scheme.comm_cus"):
         simulate(exp(*SMALL, "scheme.comm_cus=2"))  # sequential does not reserve CUs
+
+
+def test_compute_streams_run_consecutive_chunks_concurrently():
+    """scheme.compute_streams = 3 (Transformer Engine's NVTE_COMM_OVERLAP_MAX_STREAMS): chunks 0-2 launch together
+    on their own streams, chunk 3 when chunk 0 (its stream's predecessor) ends; each chunk's RS still follows its
+    own chunk; the decomposition gets no slower than on one stream (the later chunks fill the earlier ones'
+    partial waves)."""
+    _m1, one = _run(lambda m: chunked_program(m), "scheme.kind=chunked", "scheme.chunks=4")
+    _m3, three = _run(lambda m: chunked_program(m), "scheme.kind=chunked", "scheme.chunks=4", "scheme.compute_streams=3")
+    recs = {r.name: r for r in three.records}
+    assert recs["gemm_c0"].start == recs["gemm_c1"].start == recs["gemm_c2"].start
+    assert recs["gemm_c3"].start == recs["gemm_c0"].end
+    assert {recs[f"gemm_c{i}"].stream for i in range(4)} == {"compute0", "compute1", "compute2"}
+    for i in range(4):
+        assert recs[f"rs_c{i}"].start >= recs[f"gemm_c{i}"].end
+    assert three.phases().total <= one.phases().total
