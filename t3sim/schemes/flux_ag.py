@@ -69,9 +69,9 @@ Approximation: the shadows' copies follow GPU 0's timing, so what differs betwee
 explicit run (a GPU's own contention between its engine reads, the peers' reads of its shard and its
 GEMM's traffic, which the rotation maps onto GPU 0's only when all GPUs are alike) is GPU 0's.
 
-Not built: functional data, A layouts whose row blocks are not contiguous (``trans_a`` false: a tile would be a strided
-copy), and PCIe's ring forwarding (a ring topology here gets direct transfers routed over the
-ring's links).
+Not built: functional data, A layouts whose row blocks are not contiguous (``trans_a`` false: a
+tile would be a strided copy), and PCIe's ring forwarding (a ring topology here gets direct
+transfers routed over the ring's links).
 
 Invariants (tests): each GPU receives exactly ``(N-1)/N`` of A; no WG starts its main loop before
 its tiles' signals are set; the fused kernel is never faster than the GEMM alone.
@@ -256,14 +256,14 @@ class FluxAgContext:
     def _mirror_push(self, c: Copy, dst_addrs: np.ndarray) -> None:
         """Homogeneous push: GPU 0 sent these lines of its tile to peer ``d``; every shadow ``j`` sends the same
         lines of its own shard's tile to ``j + d`` now (module doc)."""
-        t = c.tag[1]
-        nb = REQ_B * len(dst_addrs)
+        t, n = c.tag[1], len(dst_addrs)
         for j in range(1, self.N):
             p = (j + c.peer) % self.N
             self.completion.add()
-            self.shadow_B += nb
-            then = (lambda _pl, j=j, t=t + j * self.tiles_per_shard, n=len(dst_addrs): self._mirror_landed(j, t, n)) \
-                if p == 0 else (lambda _pl: self.completion.finish())
+            self.shadow_B += REQ_B * n
+            # shadow N - d's copy lands in GPU 0's buffer: its lines count towards the tile's signal
+            then = (lambda _pl, j=j, ts=t + j * self.tiles_per_shard: self._mirror_landed(j, ts, n)) if p == 0 \
+                else (lambda _pl: self.completion.finish())
             self.fabric.send(j, p, Payload(dst_addrs + j * self.shard_B, None, None, "store", None, category="ag",
                                            then=then))
 
@@ -281,8 +281,8 @@ class FluxAgContext:
         return self.env.process(self._remote_read(gpu, c.peer, src_addrs))
 
     def _mirrored_read(self, d: int, addrs: np.ndarray):
-        """Homogeneous pull: GPU 0 reads these lines of peer ``d``'s tile; shadow ``N - d`` the same lines of GPU 0's
-        (module doc): GPU 0's DRAM serves the latter, whose timing stands in for ``d``'s read of the former."""
+        """Homogeneous pull: GPU 0 reads these lines of peer ``d``'s tile, shadow ``N - d`` the same lines of GPU
+        0's (module doc): GPU 0's DRAM serves the latter, whose timing stands in for ``d``'s read of the former."""
         net = self.model.network
         yield self.env.timeout(net.path_latency_ticks(0, d))  # the requests cross the links (symmetric paths)
         own = addrs - d * self.shard_B  # GPU 0's tile of the same index, same offset
