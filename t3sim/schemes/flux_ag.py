@@ -50,10 +50,14 @@ issued at the same instant and taking the same time, because every GPU's copy en
   read from GPU 0's DRAM), every shadow ``j`` sends the same lines of its own shard's tile ``i`` to
   ``j + d`` at that instant (as :mod:`t3sim.schemes.chunked_dma` mirrors its scatter): every link
   carries every GPU's traffic; the copy from shadow ``N - d`` lands in GPU 0's gathered buffer as
-  real writes into its memory (category ``ag``); packets to shadows are delivered and dropped. GPU
-  0's signal of a tile is set one path latency after the last of that tile's mirrored lines is
-  written at GPU 0 (as an explicit peer's copy sets it); GPU 0's own copies to shadows set no
-  signal, but end the communication one path latency after they landed, as in explicit mode.
+  real writes into its memory (category ``ag``); packets to shadows are delivered and dropped. A
+  shadow's memory is not simulated: by symmetry, GPU 0's request to ``d`` is written there when
+  shadow ``N - d``'s mirrored request is written at GPU 0, so that is when GPU 0's engine gets the
+  request's credits back (completing it on delivery at the shadow instead would free the credits
+  a destination write early and speed GPU 0's engines up). GPU 0's signal of a tile is set one
+  path latency after the last of that tile's mirrored lines is written at GPU 0 (as an explicit
+  peer's copy sets it); GPU 0's copies to shadows set no signal, but end the communication one
+  path latency after they are done, as in explicit mode.
 * ``pull`` -- when GPU 0 pulls lines of peer ``d``'s tile ``i``, shadow ``N - d`` pulls the same
   lines of GPU 0's tile ``i`` at the same instant: after the request's path latency, GPU 0's DRAM
   serves that read (real read traffic, category ``ag``) and GPU 0's egress carries the data to the
@@ -247,28 +251,34 @@ class FluxAgContext:
     def _peer_send(self, gpu: int, c: Copy, off: int, dst_addrs: np.ndarray, data):
         """A push copy's request: its lines written into the peer's gathered buffer over the links."""
         ev = self.env.event()
+        if self.homogeneous:  # the shadow drops the lines: their write's time is that of the mirrored lines at GPU 0
+            self.completion.add()
+            self.fabric.send(gpu, c.peer, Payload(dst_addrs, None, None, "store", data, category="ag",
+                                                  then=lambda _pl: self.completion.finish()))
+            self._mirror_push(c, dst_addrs, ev)
+            return ev
         self.fabric.send(gpu, c.peer, Payload(dst_addrs, None, None, "store", data, category="ag",
                                               then=lambda _pl: ev.succeed()))
-        if self.homogeneous:
-            self._mirror_push(c, dst_addrs)
         return ev
 
-    def _mirror_push(self, c: Copy, dst_addrs: np.ndarray) -> None:
+    def _mirror_push(self, c: Copy, dst_addrs: np.ndarray, done: simpy.Event) -> None:
         """Homogeneous push: GPU 0 sent these lines of its tile to peer ``d``; every shadow ``j`` sends the same
-        lines of its own shard's tile to ``j + d`` now (module doc)."""
+        lines of its own shard's tile to ``j + d`` now (module doc); ``done`` fires when shadow ``N - d``'s have been
+        written at GPU 0 (the stand-in for GPU 0's lines written at ``d``)."""
         t, n = c.tag[1], len(dst_addrs)
         for j in range(1, self.N):
             p = (j + c.peer) % self.N
             self.completion.add()
             self.shadow_B += REQ_B * n
             # shadow N - d's copy lands in GPU 0's buffer: its lines count towards the tile's signal
-            then = (lambda _pl, j=j, ts=t + j * self.tiles_per_shard: self._mirror_landed(j, ts, n)) if p == 0 \
-                else (lambda _pl: self.completion.finish())
+            then = (lambda _pl, j=j, ts=t + j * self.tiles_per_shard: self._mirror_landed(j, ts, n, done)) \
+                if p == 0 else (lambda _pl: self.completion.finish())
             self.fabric.send(j, p, Payload(dst_addrs + j * self.shard_B, None, None, "store", None, category="ag",
                                            then=then))
 
-    def _mirror_landed(self, j: int, t: int, n: int) -> None:
+    def _mirror_landed(self, j: int, t: int, n: int, done: simpy.Event) -> None:
         """Homogeneous push: ``n`` lines of shadow ``j``'s tile ``t`` were written at GPU 0."""
+        done.succeed()
         self.completion.finish()
         self._left[t] -= n
         if self._left[t] == 0:
