@@ -29,17 +29,44 @@ COLUMNS = ("system", "model", "sublayer", "tp", "scheme", "total_us", "gemm_us",
            "gemm_alone_us", "ect_us", "overlap_efficiency", "speedup_pct")
 
 
+#: per scheme kind, the option that tells its variants apart in one sweep (FLUX's reductions)
+VARIANT_OPTION = {"flux_rs": "flux_reduce"}
+
+
+def series(run: Run) -> str:
+    """The run's series: its scheme kind, or ``kind:variant`` for a kind swept over :data:`VARIANT_OPTION`."""
+    opt = VARIANT_OPTION.get(run.scheme)
+    return f"{run.scheme}:{run.cfg(f'scheme.{opt}')}" if opt else run.scheme
+
+
+def _shade(color: str, i: int) -> str:
+    """``color`` lightened for the ``i``-th variant of a scheme (0: unchanged)."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    return to_hex(tuple(c + (1 - c) * min(0.25 * i, 0.75) for c in to_rgb(color))) if i else color
+
+
 def scheme_styles(runs: Sequence[Run]) -> Dict[str, Tuple[str, str]]:
-    """scheme kind -> (label, colour), as the results recorded them (kind and grey when they did not)."""
-    return {r.scheme: (scheme_name(r.scheme), scheme_color(r.scheme)) for r in runs}
+    """series -> (label, colour), as the results recorded them (kind and grey when they did not); a kind's
+    variants get its label with the variant and lighter shades of its colour."""
+    out: Dict[str, Tuple[str, str]] = {}
+    for key in sorted({series(r) for r in runs}):
+        kind, _, variant = key.partition(":")
+        i = sum(1 for k in out if k.partition(":")[0] == kind)
+        out[key] = ((f"{scheme_name(kind)} ({variant})" if variant else scheme_name(kind)), _shade(scheme_color(kind), i))
+    return {k: out[k] for k in dict.fromkeys(series(r) for r in runs)}
 
 
 def overlap_rows(runs: Sequence[Run]) -> List[Dict]:
     """One row per (case, scheme) whose case has a Sequential run (module doc); cases in paper order."""
     cases: Dict[tuple, Dict[str, Run]] = {}
-    for r in runs:
+    tokens: Dict[tuple, int] = {}
+    for r in runs:  # one case per (system, model, sub-layer, TP), at the largest token count present
         key = (str(r.cfg("system.name", "")), r.model, r.sublayer, r.tp)
-        cases.setdefault(key, {})[r.scheme] = r
+        if r.tokens > tokens.get(key, -1):
+            tokens[key], cases[key] = r.tokens, {}
+        if r.tokens == tokens[key]:
+            cases[key][series(r)] = r
     rows = []
     for key in sorted(cases, key=lambda k: (k[0], *case_sort_key(k[1], k[2], k[3]))):
         by = cases[key]

@@ -58,6 +58,14 @@ class SchemeConfig(Model):
              "buffer and set the peer's signal) or pull (each GPU's copy engines read the peers' tiles into its own "
              "buffer and set its own signal)",
         source="FLUX Alg. 3, Secs. 3.2, 4.3 (pull- and push-based DataTransfer, a tuning knob)")
+    flux_ag_copy_streams: int = F(
+        0, unit="count",
+        desc="flux_ag: host streams the copies are issued on, round robin in topology order; a stream's copies run one "
+             "after another (CUDA stream order), so with 1 the tiles arrive one by one in the order the tile swizzle "
+             "expects; 0: every copy on a stream of its own (all issued at the kernel's launch, queued FIFO on "
+             "system.copy_engine.engines); explicit mode only unless 0",
+        source="FLUX Alg. 3 (one host loop of DataTransfer, SetSignal per tile) and Sec. 4.3 (signals set with "
+               "cuStreamWriteValue on a stream); the paper does not say how many streams: assumption", ge=0)
     flux_comm_tile_rows: int = F(
         0, unit="count",
         desc="flux_ag: rows of A per communication tile (one copy and one signal each); 0: the shard's M/N rows; "

@@ -21,8 +21,14 @@ peer's tiles in row order (Sec. 4.3). ``scheme.flux_ag_mode``:
   links, the peer's DRAM is read, the data comes back in bulk-copy packets) and write it into its
   own gathered buffer; then the engine sets the local signal (at once).
 
-The copies of one GPU queue FIFO for its copy engines (more copies than engines wait). The
-copy engines' DRAM traffic is category ``ag``.
+The copies of one GPU are issued on ``scheme.flux_ag_copy_streams`` host streams, round robin in that
+order; a stream's copies run one after another (CUDA stream order: Alg. 3 is one host loop of
+DataTransfer and SetSignal, and Sec. 4.3's communication order only matters if transfers are ordered),
+so with one stream the tiles arrive one at a time in the order the swizzle expects; copies of several
+streams share the copy engines (more copies than engines queue FIFO). The default, 0, puts every copy on
+a stream of its own: all are issued at the kernel's launch and the engines take them in order.
+Homogeneous mode runs only the default (its mirrored copies were checked against explicit mode for it). The copy
+engines' DRAM traffic is category ``ag``.
 
 The kernel (Alg. 2). The GEMM's WGs run as the plain GEMM's do, except that before its main loop a
 WG waits (``WaitSignal``, spinning: it holds its CU slot, but adds nothing to the CU's math) until
@@ -183,6 +189,10 @@ class FluxAgContext:
 
     def _check(self, model) -> None:
         k = model.kernel
+        if model.mode != "explicit" and model.exp.scheme.flux_ag_copy_streams:
+            raise InputError("scheme.flux_ag_copy_streams", f"{model.exp.scheme.flux_ag_copy_streams} in "
+                             f"simulation.mode={model.mode}", "0 (one stream per copy) in homogeneous mode, or "
+                             "simulation.mode=explicit")
         if model.exp.simulation.functional_data:
             raise InputError("simulation.functional_data", "true with scheme.kind=flux_ag, which has no functional "
                              "check yet", "false")
@@ -209,21 +219,24 @@ class FluxAgContext:
 
     # ---------------------------------------------------------------- the host's copies (Alg. 3)
     def launch(self):
-        """Issue every GPU's copies in topology order (module doc); the event fires when all landed and signalled."""
+        """Issue every GPU's copies in topology order (module doc), round robin over its
+        ``scheme.flux_ag_copy_streams`` streams, each stream's copies one after another; the event fires when
+        all landed and signalled."""
+        streams = self.model.exp.scheme.flux_ag_copy_streams or (self.N - 1) * self.tiles_per_shard
+        direction = "d2p" if self.mode == "push" else "p2d"
         for g in self.model.sim_gpus:
+            jobs = []
             for d in range(1, self.N):
                 p = (g + d) % self.N
                 if self.mode == "push":  # my shard's tiles into p's buffer; p's signals
                     src, dst, owner = g, p, g
                 else:  # p's shard's tiles into my buffer; my signals
                     src, dst, owner = p, g, p
-                for t in self.shard_tiles(owner):
-                    a = self.tile_addr(t)
-                    self.completion.add()
-                    self.copies += 1
-                    direction = "d2p" if self.mode == "push" else "p2d"
-                    ev = self.engines[g].copy(a, a, self.tile_B, direction, peer=p, tag=(dst, t))
-                    ev.callbacks.append(lambda _e, src=src, dst=dst, t=t: self._landed(src, dst, t))
+                jobs += [(p, src, dst, t) for t in self.shard_tiles(owner)]
+            self.completion.add(len(jobs))
+            self.copies += len(jobs)
+            for s in range(min(streams, len(jobs))):
+                self.env.process(self._stream(g, direction, jobs[s::streams]))
         if self.homogeneous and self.mode == "push":  # GPU 0's signals, set by the mirrored copies (module doc)
             for t in range(self.T):
                 if t not in self.shard_tiles(0):
@@ -231,6 +244,15 @@ class FluxAgContext:
                     self._left[t] = self.tile_B // REQ_B
         self.completion.seal()
         return self.completion.done
+
+    def _stream(self, g: int, direction: str, jobs):
+        """One copy stream of GPU ``g``: each copy is issued when the one before it on the stream has landed
+        (CUDA stream order; the signal write that follows it on the stream is one path latency, not waited for)."""
+        for p, src, dst, t in jobs:
+            a = self.tile_addr(t)
+            ev = self.engines[g].copy(a, a, self.tile_B, direction, peer=p, tag=(dst, t))
+            ev.callbacks.append(lambda _e, src=src, dst=dst, t=t: self._landed(src, dst, t))
+            yield ev
 
     def _landed(self, src: int, dst: int, t: int) -> None:
         """Tile ``t`` is in ``dst``'s buffer: set its signal (push: a remote write, one path latency)."""
@@ -386,5 +408,5 @@ register_scheme(Scheme("flux_ag", "FLUX: AllGather+GEMM fused in the prologue: h
                        "communication tiles (push or pull, ring order after the local rank) set per-tile signals; each "
                        "GEMM WG waits on its tiles' signals before its main loop",
                        label="FLUX AG", color="#e377c2", paper_section="FLUX Algs. 2-3, Secs. 3.2, 4.1, 4.3",
-                       simulation="flux_ag", options=("flux_ag_mode", "flux_comm_tile_rows", "flux_swizzle"),
+                       simulation="flux_ag", options=("flux_ag_mode", "flux_comm_tile_rows", "flux_swizzle", "flux_ag_copy_streams"),
                        directions=("ag_gemm",)))

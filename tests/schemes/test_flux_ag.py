@@ -236,3 +236,23 @@ def test_homogeneous_bytes_by_symmetry(hom_runs, mode):
         assert ce.pulled_B == ce.written_B == moved and ce.peer_B == 0 and ctx.fabric.sent_B == 0
     assert m.hiers[0].traffic["ag"]["read"] == m.hiers[0].traffic["ag"]["write"] == moved
     assert m.stats()["flux_ag.shadow_B"].value == ctx.shadow_B
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_one_copy_stream_lands_tiles_in_issue_order(mode):
+    """scheme.flux_ag_copy_streams = 1 (Alg. 3's one host loop): a GPU's copies run one after another, so its
+    signals are set in the topology order (peer r+1's tiles first for pull, r-1's for push) and strictly one
+    after another; the default (0: every copy at once on the engines) moves the same bytes."""
+    m1, _ = _run(f"scheme.flux_ag_mode={mode}", "scheme.flux_ag_copy_streams=1", "scheme.flux_comm_tile_rows=128")
+    m0, _ = _run(f"scheme.flux_ag_mode={mode}", "scheme.flux_comm_tile_rows=128")
+    ctx, n = m1.context, m1.n
+    for g in m1.sim_gpus:
+        assert ctx.received_B[g] == m0.context.received_B[g]
+        order = [(g + d) % n if mode == "pull" else (g - d) % n for d in range(1, n)]
+        ticks = [ctx.set_tick[g][t] for p in order for t in ctx.shard_tiles(p)]
+        assert ticks == sorted(ticks) and len(set(ticks)) == len(ticks)
+
+
+def test_copy_streams_need_explicit_mode():
+    with pytest.raises(InputError, match="scheme.flux_ag_copy_streams"):
+        _run("simulation.mode=homogeneous", "scheme.flux_ag_copy_streams=1")
