@@ -180,6 +180,17 @@ def _numbers_table(rows: Sequence[Dict[str, object]]) -> List[str]:
     return out
 
 
+def flux_section(flux_values: Dict[str, object]) -> List[str]:
+    """REPRODUCTION.md's FLUX section: every operation-level number FLUX states, beside t3sim's (Markdown lines)."""
+    rows = table_rows(flux_values, flux_numbers.NUMBERS, FLUX_EXPLANATIONS)
+    out = ["## FLUX (Chang et al. 2024): operation level (Sec. 5.1, Figs. 11-14; Sec. 6)", "",
+           "From the `flux-op-*` experiments (`experiments/flux-op/README.md`: what each method runs, and findings "
+           "1-7 behind the explanations).", ""]
+    out += _summary_line(rows)
+    out += [f"- {x}" for x in flux_numbers.READINGS] + [""]
+    return out + _numbers_table(rows)
+
+
 def render(values: Dict[str, object], *, quick: bool, experiments: Sequence[Dict[str, object]] = (),
            figures: Sequence[str] = (), notes: Sequence[str] = (),
            flux_values: Optional[Dict[str, object]] = None) -> str:
@@ -206,10 +217,7 @@ def render(values: Dict[str, object], *, quick: bool, experiments: Sequence[Dict
     out += ["", "## End-to-end model (Figs. 4, 19; Sec. 5.1.2 method)", ""]
     out += [f"- {a}" for a in e2e.ASSUMPTIONS]
     if flux_values is not None:
-        out += ["", "## FLUX (Chang et al. 2024): operation level (Sec. 5.1, Figs. 11-14; Sec. 6)", ""]
-        out += _summary_line(frows := table_rows(flux_values, flux_numbers.NUMBERS, FLUX_EXPLANATIONS))
-        out += [f"- {x}" for x in flux_numbers.READINGS] + [""]
-        out += _numbers_table(frows)
+        out += [""] + flux_section(flux_values)
     if figures:
         out += ["", "## Figures", ""] + [f"- `{p}`" for p in figures]
     if notes:
