@@ -5,7 +5,8 @@ difference, cause).
 Full mode runs the experiments under ``experiments/`` at the paper's sizes into ``results/`` (finished
 points are reused by config hash, so a re-run only draws and writes). ``--quick`` runs a reduced set
 (128 tokens, one GEMM tile row; T-NLG TP=8 only for the sixteen-case sweep, GPT-3 OP/FC-2 only at TP=32;
-one validation row) into ``results/quick/`` in a few minutes: it checks the pipeline end to end, its
+one validation row; FLUX on the A100 NVLink node only, at m = 64 of a 2048-wide model) into
+``results/quick/`` in a few minutes: it checks the pipeline end to end, its
 numbers are not the paper's sizes.
 """
 
@@ -73,9 +74,9 @@ SPECS = (
               "system.memory_controller.arbitration.occupancy_threshold": 5}]),
           _set("sweep.grid", {"workload.sublayer": ["FC-2"]}))),
 )
-#: FLUX's operation-level experiments, one per node (issue 13); --quick: the A100 NVLink node only, at m = 128 with a
+#: FLUX's operation-level experiments, one per node (issue 13); --quick: the A100 NVLink node only, at m = 64 with a
 #: 2048-wide model and the non-overlapped, Transformer Engine (DMA) and FLUX schemes of each direction
-_FLUX_QUICK = ("workload.model.hidden_size=2048", _set("sweep.grid", {"workload.tokens": [128]}), _set("sweep.cases", [
+_FLUX_QUICK = ("workload.model.hidden_size=2048", _set("sweep.grid", {"workload.tokens": [64]}), _set("sweep.cases", [
     {"workload.collective": "reduce_scatter", "scheme.kind": "sequential"},
     {"workload.collective": "reduce_scatter", "scheme.kind": "chunked_dma", "scheme.chunks": 8},
     {"workload.collective": "reduce_scatter", "scheme.kind": "flux_rs", "scheme.flux_reduce": "a2a_local"},

@@ -7,8 +7,9 @@ workload's GEMM (generated or from a trace) and run before anything is simulated
 ``t3sim run --timeline`` -- so an absurd point is one line of bad input (exit 2), not a crash or a
 meaningless result minutes later:
 
-* the GEMM covers at least one output tile in each dimension (``M >= tile_m``, ``N >= tile_n``):
-  a GEMM smaller than one WG's tile is below what the tiled kernel model describes;
+* the GEMM is at least one output tile wide (``N >= tile_n``; N is the hidden size or its shard). Fewer
+  rows than one tile (``M < tile_m``: FLUX's decoding sizes, m = 64) are allowed: the kernel runs one partial
+  tile row, its loads and stores clipped to M (:mod:`t3sim.compute.addresses`), as a tiled GEMM does;
 * its size is one the simulator can run (:func:`t3sim.workload.trace.check_size`);
 * a WG fits on a CU of the configured GPU (registers, LDS, threads);
 * the footprint -- A, B, C and one receive buffer the size of C, as the system model lays them out
