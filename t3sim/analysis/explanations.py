@@ -94,7 +94,8 @@ _PCIE = ("on a100-pcie-8gpu every scheme is communication-bound (m = 1024: GEMM 
 _TILE = ("t3sim runs every GEMM with the preset's one kernel (128 x 256 tiles on A100): an m = 64 AG+GEMM is 24 CTAs on 108 "
          "SMs, 283 us against 74 us to read B (151 MB) once at 2039 GB/s, and Transformer Engine's eight 8-row chunks each "
          "re-read all of B (455-1210 MB read, 852-2265 us); cuBLAS would pick a small-m kernel, so t3sim overstates TE's "
-         "small-m loss (experiments/flux-op/README.md, finding 4)")
+         "small-m loss, and FLUX's own m = 64 GEMM is as slow, which compresses FLUX's speedup over TE (experiments/"
+         "flux-op/README.md, finding 4)")
 _TMA = ("FLUX Sec. 6 attributes its small-m losses on H800 to fewer warps and to TMA stores shrunk to 8 rows; t3sim's fused "
         "epilogue stores cost per 64 B request whatever the tile shape and its kernels have no warp-count latency "
         "model, so that loss is not simulated (experiments/flux-op/README.md, finding 4)")
@@ -102,11 +103,18 @@ _FAST = ("t3sim's AllGather+GEMM at m = 4096-8192 on NVLink hides all communicat
          "take 20-40 us against a 2-4 ms GEMM, and no signal-polling or launch cost is modelled), above the paper's 96 % "
          "(experiments/flux-op/README.md, finding 1)")
 
+_NOSTART = ("at m = 64 the non-overlapped RS (1.5 MB) is 53 us on A100 NVLink, of which 35.6 us is NCCL's start-up (the "
+            "H200-fitted collective.launch_overhead_ns, assumed for every preset) and ~5 us link time; Transformer "
+            "Engine's copy-engine chunks pay no start-up at all (system.copy_engine has no issue or launch latency), so "
+            "its E there is 59-62 % where the paper's TE loses (experiments/flux-op/README.md, finding 4)")
+
 FLUX_EXPLANATIONS: Dict[str, str] = {
+    **{k: _NOSTART for k in ("small_te_e_nvlink_hi", "small_te_e_h800_hi", "small_flux_over_te_nvlink_lo")},
     **{k: _PCIE for k in ("te_e_pcie_lo", "te_e_pcie_hi", "avg_te_e_pcie", "flux_over_te_pcie_lo", "flux_over_te_pcie_hi",
                           "small_te_e_pcie_hi", "small_flux_over_te_pcie_lo", "small_flux_over_te_pcie_hi",
                           "small_flux_e_pcie_lo", "avg_flux_e_pcie")},
-    **{k: _TILE for k in ("small_te_e_pcie_lo", "small_te_e_nvlink_lo", "small_te_e_h800_lo", "te_e_nvlink_lo")},
+    **{k: _TILE for k in ("small_te_e_pcie_lo", "small_te_e_nvlink_lo", "small_te_e_h800_lo", "te_e_nvlink_lo",
+                          "small_flux_over_te_nvlink_hi", "small_flux_over_te_max")},
     **{k: _TMA for k in ("small_flux_e_h800_lo", "small_flux_e_h800_hi", "h800_rs64_flux_over_te",
                          "small_flux_over_te_h800_lo", "small_flux_over_te_h800_hi", "small_flux_over_te_min")},
     **{k: _FAST for k in ("flux_e_max", "te_e_nvlink_hi")},
