@@ -85,9 +85,9 @@ _FLUX_QUICK = ("workload.model.hidden_size=2048", _set("sweep.grid", {"workload.
 SPECS += (
     Spec("flux-op", "flux-op-a100-nvlink", "FLUX Figs. 12, 14 (A100 NVLink; FLUX Sec. 5.1)", _FLUX_QUICK),
     Spec("flux-op-a100-pcie", "flux-op-a100-pcie", "FLUX Figs. 11, 14 (A100 PCIe; FLUX Sec. 5.1)", None,
-         "configs/experiments/flux-op-a100-pcie.yaml"),
+         "experiments/flux-op/a100-pcie.yaml"),
     Spec("flux-op-h800", "flux-op-h800", "FLUX Figs. 13, 14 (H800 NVLink; FLUX Sec. 5.1)", None,
-         "configs/experiments/flux-op-h800.yaml"),
+         "experiments/flux-op/h800.yaml"),
 )
 
 
