@@ -49,6 +49,13 @@ class FunctionalStore:
     def read_addr(self, addr: int, access_B: int = 64) -> np.ndarray:
         return self.value(int(addr) // access_B)
 
+    def preload(self, addrs, data, access_B: int = 64) -> None:
+        """Set the lines at byte addresses ``addrs`` to ``data`` (``(n, elems)``) at once: a buffer's initial
+        contents, placed without timed traffic (as :meth:`read_addr` reads them)."""
+        d = np.asarray(data, dtype=self.dtype).reshape(len(addrs), self.elems)
+        for a, v in zip(np.asarray(addrs, dtype=np.int64).tolist(), d):
+            self.lines[a // access_B] = v.copy()
+
     def apply(self, ms, issued: np.ndarray) -> None:
         """Apply the column commands ``issued`` (request indices, in issue order per channel)."""
         first = ms.batches.first

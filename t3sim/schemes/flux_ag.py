@@ -79,7 +79,22 @@ Approximation: the shadows' copies follow GPU 0's timing, so what differs betwee
 explicit run (a GPU's own contention between its engine reads, the peers' reads of its shard and its
 GEMM's traffic, which the rotation maps onto GPU 0's only when all GPUs are alike) is GPU 0's.
 
-Not built: functional data, A layouts whose row blocks are not contiguous (``trans_a`` false: a
+Functional data (``simulation.functional_data``, explicit and homogeneous). At the start every simulated
+GPU ``r``'s own shard of A holds :func:`a_values` (4 B words identifying their owner and address), placed
+in its functional store without timed traffic (A is an input). The copies carry the values they read:
+push copies read them with their lines and the fabric writes them at the peer; pull copies' peer reads
+return them. Homogeneous mode: a shadow's values are :func:`a_values` of its lines (the mirrored push
+payloads GPU 0 receives, and what GPU 0's mirrored pulls bring back, carry them). Checks: when a WG's
+prologue passes, the A rows of its GEMM tile row in that GPU's memory must already hold their values
+(read from the functional store then; once per GPU and tile row, at the first WG of the row to pass,
+the earliest: A is written only by the one copy of each tile, and the final check sees its values
+still in place); at the end of the run (:func:`check_gathered`) every simulated GPU's whole gathered A
+must equal the concatenation of all GPUs' shards, word by word. The GEMM's C stores carry
+:func:`~t3sim.schemes.t3.store_data` values as uncached near-memory stores (the L2 keeps no values),
+so a functional run's timing differs from the timing run's (as :mod:`t3sim.schemes.chunked_dma`'s);
+its copies bypass the L2 (``copy_engine.l2_allocate`` false, else rejected).
+
+Not built: A layouts whose row blocks are not contiguous (``trans_a`` false: a
 tile would be a strided copy), and PCIe's ring forwarding (a ring topology here gets direct
 transfers routed over the ring's links).
 
@@ -103,10 +118,25 @@ from t3sim.errors import InputError
 from t3sim.interconnect.network import PacketMeta
 from t3sim.results.stats import Stats
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
+from t3sim.schemes.chunked_dma import FunctionalOutput
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.workload import wg_order
+
+WORD_B = 4  # bytes per functional word (float32)
+
+
+def a_values(n: int, a_base: int, shard_B: int, addrs: np.ndarray) -> np.ndarray:
+    """Functional values of A's 64 B lines at byte addresses ``addrs``: ``(len(addrs), 16)`` float32.
+
+    Word ``w`` (4 B, counted from ``a_base``) of owner ``r = (addr - a_base) // shard_B`` holds
+    ``r + n (w mod P)``, ``P = 2**24 // n``: integers below ``2**24``, exact in float32, distinct for every
+    (owner, word) of an A of up to ``P`` words (larger: they repeat every ``P`` words)."""
+    off = np.asarray(addrs, dtype=np.int64) - a_base
+    w = off[:, None] // WORD_B + np.arange(REQ_B // WORD_B, dtype=np.int64)[None, :]
+    owner = (off // shard_B)[:, None]
+    return (owner + n * (w % ((1 << 24) // n))).astype(np.float32)
 
 
 def comm_tile_rows(model) -> int:
@@ -186,6 +216,14 @@ class FluxAgContext:
         self.shadow_B = 0  # homogeneous: bytes the shadows' mirrored copies sent over the links
         #: homogeneous push: per tile GPU 0 receives, its 64 B lines not yet written at GPU 0
         self._left: Dict[int, int] = {}
+        self.functional = model.exp.simulation.functional_data
+        #: functional mode: 4 B words checked at prologues and at the end; WGs whose tile row was checked
+        self.prologue_words = self.words_checked = self.wgs_covered = 0
+        self._row_checked: Dict[int, set] = {g: set() for g in model.sim_gpus}
+        if self.functional:
+            for g in model.sim_gpus:  # the GPU's own shard: its initial contents (no timed traffic)
+                addrs = self.lines(self.shard_B * g, self.shard_B)
+                model.hiers[g].mem.functional.preload(addrs, self.values(addrs))
 
     def _check(self, model) -> None:
         k = model.kernel
@@ -193,9 +231,9 @@ class FluxAgContext:
             raise InputError("scheme.flux_ag_copy_streams", f"{model.exp.scheme.flux_ag_copy_streams} in "
                              f"simulation.mode={model.mode}", "0 (one stream per copy) in homogeneous mode, or "
                              "simulation.mode=explicit")
-        if model.exp.simulation.functional_data:
-            raise InputError("simulation.functional_data", "true with scheme.kind=flux_ag, which has no functional "
-                             "check yet", "false")
+        if model.exp.simulation.functional_data and model.system.copy_engine.l2_allocate:
+            raise InputError("system.copy_engine.l2_allocate", "true with simulation.functional_data and "
+                             "scheme.kind=flux_ag", "false (functional copies bypass the L2, which keeps no values)")
         if not k.trans_a:
             raise InputError("workload.sublayer", f"{k.sublayer} (its ag_gemm GEMM reads A column-major, so a "
                              "block of rows is not contiguous and is not one copy)",
@@ -209,6 +247,29 @@ class FluxAgContext:
     def tile_addr(self, t: int) -> int:
         """Byte address of communication tile ``t`` in the gathered A (the same on every GPU)."""
         return self.model.a_base + t * self.tile_B
+
+    def lines(self, off_B: int, nbytes: int) -> np.ndarray:
+        """Addresses of the 64 B lines of ``nbytes`` of the gathered A from byte ``off_B``."""
+        return self.model.a_base + off_B + REQ_B * np.arange(nbytes // REQ_B, dtype=np.int64)
+
+    def values(self, addrs: np.ndarray) -> np.ndarray:
+        """Functional values of A's lines at ``addrs`` (:func:`a_values`)."""
+        return a_values(self.N, self.model.a_base, self.shard_B, addrs)
+
+    def check_rows(self, g: int, r0: int, r1: int, what: str) -> int:
+        """Functional mode: rows ``[r0, r1)`` of GPU ``g``'s gathered A hold their values now; returns the 4 B
+        words checked, raises AssertionError naming ``what`` on a mismatch."""
+        addrs = self.lines(r0 * self.row_B, (r1 - r0) * self.row_B)
+        fs = self.model.hiers[g].mem.functional
+        got = np.stack([fs.read_addr(int(a)) for a in addrs])
+        want = self.values(addrs)
+        bad = got != want
+        if bad.any():
+            line = int(np.flatnonzero(bad.any(axis=1))[0])
+            raise AssertionError(f"GPU {g} {what}: {int(bad.sum())} of {bad.size} words of A rows [{r0}, {r1}) "
+                                 f"differ at tick {self.env.now}; first at byte {int(addrs[line]) - self.model.a_base} "
+                                 f"of A: got {got[line][:4]} want {want[line][:4]}")
+        return got.size
 
     def needed(self, tile: int) -> range:
         """Communication tiles that GEMM tile ``tile``'s A rows overlap."""
@@ -297,8 +358,9 @@ class FluxAgContext:
             # shadow N - d's copy lands in GPU 0's buffer: its lines count towards the tile's signal
             then = (lambda _pl, j=j, ts=t + j * self.tiles_per_shard: self._mirror_landed(j, ts, n, done)) \
                 if p == 0 else (lambda _pl: self.completion.finish())
-            self.fabric.send(j, p, Payload(dst_addrs + j * self.shard_B, None, None, "store", None, category="ag",
-                                           then=then))
+            addrs = dst_addrs + j * self.shard_B
+            data = self.values(addrs) if self.functional and p == 0 else None  # shadow j's lines: their values
+            self.fabric.send(j, p, Payload(addrs, None, None, "store", data, category="ag", then=then))
 
     def _mirror_landed(self, j: int, t: int, n: int, done: simpy.Event) -> None:
         """Homogeneous push: ``n`` lines of shadow ``j``'s tile ``t`` were written at GPU 0."""
@@ -332,16 +394,17 @@ class FluxAgContext:
                                             port=self.pull_port)).callbacks.append(
                 lambda _e: self.completion.finish())
         yield mine
-        return None
+        return self.values(addrs) if self.functional else None  # shadow d's lines: their values (module doc)
 
     def _remote_read(self, g: int, p: int, addrs: np.ndarray):
         net = self.model.network
         yield self.env.timeout(net.path_latency_ticks(g, p))  # the read request crosses the links
         cfg = self.model.system.copy_engine
         hp = self.model.hiers[p]
-        yield hp.read(addrs, "ag", self.engines[g].stream, uncached=not cfg.l2_allocate)
+        data = yield hp.read(addrs, "ag", self.engines[g].stream, uncached=not cfg.l2_allocate,
+                             with_data=self.functional)
         yield net.send(p, g, REQ_B * len(addrs), PacketMeta(addr=int(addrs[0]), tag="flux_ag.pull", port=self.pull_port))
-        return None
+        return data if self.functional else None
 
     # ---------------------------------------------------------------- the kernel's prologue (Alg. 2)
     def prologue_for(self, g: int):
@@ -349,17 +412,34 @@ class FluxAgContext:
         sig = self.signals[g]
         log = self.waits[g]
 
+        def passed(seq: int, tile: int, t0: int) -> None:
+            log.append((seq, tile, t0, self.env.now))
+            if self.functional:
+                self._check_prologue(g, tile)
+
         def prologue(seq: int, tile: int) -> Optional[simpy.Event]:
             pending = [sig[t] for t in self.needed(tile) if not sig[t].triggered]
             t0 = self.env.now
             if not pending:
-                log.append((seq, tile, t0, t0))
+                passed(seq, tile, t0)
                 return None
             ev = pending[0] if len(pending) == 1 else self.env.all_of(pending)
-            ev.callbacks.append(lambda _e: log.append((seq, tile, t0, self.env.now)))
+            ev.callbacks.append(lambda _e: passed(seq, tile, t0))
             return ev
 
         return prologue
+
+    def _check_prologue(self, g: int, tile: int) -> None:
+        """Functional mode: a WG of GEMM tile ``tile`` passed its prologue on GPU ``g`` now: its A rows must be
+        in place (checked at the first WG of the tile row to pass, module doc)."""
+        k = self.model.kernel
+        tm = tile // k.tiles_n
+        self.wgs_covered += 1
+        if tm in self._row_checked[g]:
+            return
+        self._row_checked[g].add(tm)
+        r0, r1 = tm * k.tile_m, min(k.M, (tm + 1) * k.tile_m)
+        self.prologue_words += self.check_rows(g, r0, r1, f"prologue of GEMM tile {tile} (tile row {tm})")
 
     # ---------------------------------------------------------------- results
     def stats(self) -> Stats:
@@ -382,13 +462,23 @@ class FluxAgContext:
         if self.homogeneous:
             s.add("flux_ag.shadow_B", self.shadow_B, "B",
                   "bytes the shadows' mirrored copies sent over the links (homogeneous mode)")
+        if self.functional:
+            s.add("flux_ag.functional.prologue_words_checked", self.prologue_words, "count",
+                  "4 B words of A checked in place when a WG's prologue passed (first WG of each tile row and GPU)")
+            s.add("flux_ag.functional.prologue_wgs", self.wgs_covered, "count",
+                  "WGs whose prologue passed with their A rows checked in place (module doc)")
+            s.add("flux_ag.functional.words_checked", self.words_checked, "count",
+                  "4 B words of the gathered A checked against all GPUs' shards at the end")
         return s
 
 
 def flux_ag_program(model, ctx: FluxAgContext) -> Program:
     """The fused kernel with its companion, the host-issued copies (module doc)."""
+    sink = (lambda g: FunctionalOutput(model.hiers[g], g)) if ctx.functional else None  # C carries values
+
     def gemm():
-        return model.gemm("flux_gemm", order_for=lambda g: ctx.orders[g], prologue_for=ctx.prologue_for)
+        return model.gemm("flux_gemm", order_for=lambda g: ctx.orders[g], prologue_for=ctx.prologue_for,
+                          sink_for=sink)
 
     p = Program()
     p.add("main", Kernel("flux_gemm", "fused", "gemm", gemm, on_end=boundary(model)))
@@ -400,7 +490,20 @@ def run_flux_ag(model) -> ProgramRun:
     """Run the fused AllGather+GEMM on ``model`` (module doc)."""
     ctx = FluxAgContext(model)
     model.attach(ctx)
-    return run_program(model, flux_ag_program(model, ctx))
+    run = run_program(model, flux_ag_program(model, ctx))
+    if ctx.functional:
+        check_gathered(model, ctx)
+    return run
+
+
+def check_gathered(model, ctx: FluxAgContext) -> int:
+    """Functional mode: every simulated GPU's whole gathered A equals the concatenation of all GPUs' shards,
+    word by word. Returns the 4 B words checked (also kept in ``ctx.words_checked``); raises AssertionError."""
+    checked = 0
+    for g in model.sim_gpus:
+        checked += ctx.check_rows(g, 0, model.kernel.M, "gathered A at the end")
+    ctx.words_checked = checked
+    return checked
 
 
 register_simulation("flux_ag", run_flux_ag)

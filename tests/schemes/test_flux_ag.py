@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from t3sim.config.workload import ModelConfig
@@ -137,7 +138,7 @@ def test_comm_tile_rows_changes_signals():
     (("scheme.flux_comm_tile_rows=100",), "scheme.flux_comm_tile_rows"),   # not a divisor of M/N
     (("scheme.flux_comm_tile_rows=512",), "scheme.flux_comm_tile_rows"),   # above M/N
     (("scheme.flux_comm_tile_rows=64",), "scheme.flux_comm_tile_rows"),    # below the GEMM tile
-    (("simulation.functional_data=true",), "simulation.functional_data"),
+    (("simulation.functional_data=true", "system.copy_engine.l2_allocate=true"), "system.copy_engine.l2_allocate"),
     (("workload.sublayer=OP",), "workload.sublayer"),                      # A column-major: rows not contiguous
 ])
 def test_bad_values_rejected(extra, field):
@@ -256,3 +257,91 @@ def test_one_copy_stream_lands_tiles_in_issue_order(mode):
 def test_copy_streams_need_explicit_mode():
     with pytest.raises(InputError, match="scheme.flux_ag_copy_streams"):
         _run("simulation.mode=homogeneous", "scheme.flux_ag_copy_streams=1")
+# ---------------------------------------------------------------- functional data (issue 13 done-when)
+def _functional(n, mode, *extra, tile_rows=0):
+    """FC-1 of a 256-wide model at TP=n with functional data: shards of 128 rows (one GEMM tile row), or 256 rows
+    cut into communication tiles of ``tile_rows``; 8 CUs, so later tile rows' WGs start after the first stage."""
+    tokens = 128 * n if not tile_rows else 256 * n
+    m = SystemModel(exp(*SMALL, f"workload.tp={n}", f"system.interconnect.num_gpus={n}", f"workload.tokens={tokens}",
+                        "workload.model.hidden_size=256", "simulation.functional_data=true", "scheme.kind=flux_ag",
+                        f"scheme.flux_ag_mode={mode}", f"scheme.flux_comm_tile_rows={tile_rows}", *extra))
+    scheme_for("flux_ag").run(m)
+    m.network.check_conserved()
+    return m
+
+
+def _assert_exact(m):
+    """The whole gathered A on every simulated GPU was checked at the end, and every tile row of it at the first
+    prologue that needed it, so every WG passed its prologue with its rows in place."""
+    ctx, k = m.context, m.kernel
+    words = len(m.sim_gpus) * k.M * k.K * m.elem_B // 4
+    assert ctx.words_checked == words and ctx.prologue_words == words
+    assert ctx.wgs_covered == len(m.sim_gpus) * k.num_wgs
+    st = m.stats()
+    assert st["flux_ag.functional.words_checked"].value == words
+    assert sum(b > a for g in m.sim_gpus for _s, _t, a, b in ctx.waits[g]) > 0  # some prologues waited for copies
+
+
+@pytest.mark.parametrize("n,mode,topo", [(2, "push", "ring"), (2, "pull", "ring"), (4, "push", "switch"),
+                                         (4, "pull", "ring"), (8, "push", "ring"), (8, "pull", "switch")])
+def test_functional_exact(n, mode, topo):
+    """Explicit mode, one communication tile per shard: every GPU's gathered A is all GPUs' shards word by word."""
+    _assert_exact(_functional(n, mode, f"system.interconnect.kind={topo}"))
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_functional_exact_small_comm_tiles(mode):
+    """Communication tiles of 128 rows (half a shard), tile swizzle off: still exact."""
+    m = _functional(4, mode, "scheme.flux_swizzle=false", tile_rows=128)
+    assert m.context.tiles_per_shard == 2
+    _assert_exact(m)
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_functional_exact_homogeneous(mode):
+    """Homogeneous mode: GPU 0's gathered A (its own shard and the shadows' mirrored copies) is exact."""
+    m = _functional(4, mode, "simulation.mode=homogeneous")
+    assert list(m.sim_gpus) == [0]
+    _assert_exact(m)
+
+
+def test_functional_values_distinct():
+    """Every (owner, 4 B word) of A has its own value, exact in float32."""
+    from t3sim.schemes.flux_ag import a_values
+
+    n, shard_B = 8, 1 << 16
+    addrs = 4096 + 64 * np.arange(n * shard_B // 64)
+    v = a_values(n, 4096, shard_B, addrs)
+    assert len(np.unique(v)) == v.size and v.max() < 2 ** 24 and np.all(v == np.round(v))
+    assert np.all(v % n == (np.arange(len(addrs)) * 64 // shard_B)[:, None])  # the owner is the value mod n
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_functional_check_catches_early_signal(monkeypatch, mode):
+    """If a copy's signal were set when it is issued (before its data lands), the prologue check fails."""
+    from t3sim.dma.copy_engine import CopyEngines
+
+    real = CopyEngines.copy
+
+    def early(self, *a, **kw):
+        real(self, *a, **kw)  # the copy still runs; its signal no longer waits for it
+        return self.env.timeout(0)
+
+    monkeypatch.setattr(CopyEngines, "copy", early)
+    with pytest.raises(AssertionError, match="prologue"):
+        _functional(4, mode, "scheme.flux_swizzle=false")
+
+
+def test_functional_final_check_catches_a_wrong_word():
+    """The end-of-run check compares every word: one corrupted word of a received shard fails it."""
+    from t3sim.schemes.flux_ag import check_gathered
+
+    m = _functional(2, "push")
+    ctx = m.context
+    fs = m.hiers[1].mem.functional
+    a = ctx.tile_addr(0) + 64 * 5  # GPU 0's shard, received by GPU 1
+    bad = fs.read_addr(a)
+    bad[3] += 1
+    fs.preload([a], bad[None, :])
+    with pytest.raises(AssertionError, match="GPU 1 gathered A"):
+        check_gathered(m, ctx)
