@@ -108,7 +108,27 @@ _NOSTART = ("at m = 64 the non-overlapped RS (1.5 MB) is 53 us on A100 NVLink, o
             "Engine's copy-engine chunks pay no start-up at all (system.copy_engine has no issue or launch latency), so "
             "its E there is 59-62 % where the paper's TE loses (experiments/flux-op/README.md, finding 4)")
 
+_STEP = ("Transformer Engine's AllGather steps at m = 1024 are one 128-row tile row each: 24 CTAs of the preset's fixed "
+         "128 x 256 kernel on 108 SMs (72 on three streams), 870 us against the 567 us GEMM on A100 NVLink (E -135 %); "
+         "cuBLAS would pick a kernel for 128 x 6144 x 12288 (experiments/flux-op/README.md, findings 3-4)")
+_TE_RS = ("t3sim's Transformer Engine includes copy-engine reduce-scatter chunks (chunked_dma) and three compute streams; "
+          "TE 1.4's pipelined RS runs its userbuffers reduce-scatter on SMs: restricted to the SM-driven chunked "
+          "variants, TE's GEMM+RS E at m = 1024-8192 is 24-40 % (A100 NVLink) and 2-40 % (H800) instead of 40-79 %, "
+          "and its AllGather steps on three streams hide everything at m >= 2048 (experiments/flux-op/README.md, "
+          "finding 3)")
+_NOCOST = ("t3sim's FLUX pays only for moving data and waiting for it: no signal-polling latency (flux_ag's prologue "
+           "sees a signal the tick it is set), no fence or flag per epilogue tile, no extra registers; its lowest E at "
+           "m = 1024-8192 is the AllGather's, whose copies, all issued at launch, deliver the first remote tiles late "
+           "(experiments/flux-op/README.md, findings 1 and 7)")
+_ORDER = ("FLUX's AllGather copies are all issued at the kernel's launch (scheme.flux_ag_copy_streams 0), so at m = "
+          "4096-8192 on H800 the first remote tiles arrive late and FLUX's AG+GEMM is 0.93-0.94x of TE's "
+          "(experiments/flux-op/README.md, finding 7)")
+
 FLUX_EXPLANATIONS: Dict[str, str] = {
+    **{k: _STEP for k in ("flux_over_te_nvlink_hi", "te_e_h800_lo")},
+    **{k: _TE_RS for k in ("avg_te_e_nvlink", "avg_te_e_h800")},
+    **{k: _NOCOST for k in ("flux_e_nvlink_lo", "flux_e_h800_lo", "avg_flux_e_nvlink", "small_flux_e_nvlink_lo")},
+    **{k: _ORDER for k in ("flux_over_te_h800_lo",)},
     **{k: _NOSTART for k in ("small_te_e_nvlink_hi", "small_te_e_h800_hi", "small_flux_over_te_nvlink_lo")},
     **{k: _PCIE for k in ("te_e_pcie_lo", "te_e_pcie_hi", "avg_te_e_pcie", "flux_over_te_pcie_lo", "flux_over_te_pcie_hi",
                           "small_te_e_pcie_hi", "small_flux_over_te_pcie_lo", "small_flux_over_te_pcie_hi",

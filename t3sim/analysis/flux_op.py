@@ -46,7 +46,8 @@ def method_of(run: Run) -> Tuple[str, str]:
     if s == "sequential":
         return "non-overlap", "sequential"
     if s in ("chunked", "chunked_dma"):
-        return "TE", f"{s} x{run.cfg('scheme.chunks')}"
+        streams = run.cfg("scheme.compute_streams", 1) or 1
+        return "TE", f"{s} x{run.cfg('scheme.chunks')}" + (f" s{streams}" if streams > 1 else "")
     if s == "flux_rs":
         return "FLUX", f"flux_rs {run.cfg('scheme.flux_reduce')}" + ("" if run.cfg("scheme.flux_swizzle", True)
                                                                      else " no-swizzle")
