@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Sequence
 
-from t3sim.analysis.flux_op import LARGE_M, SMALL_M, SYSTEMS, flux_rows, select, speedups_over
+from t3sim.analysis.flux_op import LARGE_M, SMALL_M, flux_rows, select, speedups_over
 from t3sim.analysis.paper_numbers import PaperNumber
 from t3sim.analysis.runs import Run
 
@@ -117,5 +117,3 @@ def metrics(runs: Sequence[Run]) -> Dict[str, float]:
     out["small_flux_over_te_min"], out["small_flux_over_te_max"] = _lo_hi(excl)
     return out
 
-
-__all__ = ["NUMBERS", "NUMBERS_BY_KEY", "metrics", "SYSTEMS"]
