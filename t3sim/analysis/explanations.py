@@ -105,8 +105,9 @@ _FAST = ("t3sim's AllGather+GEMM at m = 4096-8192 on NVLink hides all communicat
 
 _NOSTART = ("at m = 64 the non-overlapped RS (1.5 MB) is 53 us on A100 NVLink, of which 35.6 us is NCCL's start-up (the "
             "H200-fitted collective.launch_overhead_ns, assumed for every preset) and ~5 us link time; Transformer "
-            "Engine's copy-engine chunks pay no start-up at all (system.copy_engine has no issue or launch latency), so "
-            "its E there is 59-62 % where the paper's TE loses (experiments/flux-op/README.md, finding 4)")
+            "Engine's copy-engine chunks pay only the copy engines' 2 us launch latency (system.copy_engine."
+            "launch_latency_ns, an assumption), so its E there is 59-62 % where the paper's TE loses "
+            "(experiments/flux-op/README.md, finding 4)")
 
 _STEP = ("Transformer Engine's AllGather steps at m = 1024 are one 128-row tile row each: 24 CTAs of the preset's fixed "
          "128 x 256 kernel on 108 SMs (72 on three streams), 870 us against the 567 us GEMM on A100 NVLink (E -135 %); "
