@@ -99,8 +99,8 @@ _TILE = ("t3sim runs every GEMM with the preset's one kernel (128 x 256 tiles on
 _TMA = ("FLUX Sec. 6 attributes its small-m losses on H800 to fewer warps and to TMA stores shrunk to 8 rows; t3sim's fused "
         "epilogue stores cost per 64 B request whatever the tile shape and its kernels have no warp-count latency "
         "model, so that loss is not simulated (experiments/flux-op/README.md, finding 4)")
-_FAST = ("t3sim's AllGather+GEMM at m = 4096-8192 on NVLink hides all communication (E = 100 %: the copies of each M/N tile "
-         "take 20-40 us against a 2-4 ms GEMM, and no signal-polling or launch cost is modelled), above the paper's 96 % "
+_FAST = ("t3sim's AllGather+GEMM at m = 4096-8192 on NVLink hides all communication (E = 100 %: the 7 peers' M/N tiles, 88-176 MB, "
+         "take 0.34-0.68 ms at 258.7 GB/s against a 2.2-4.2 ms GEMM, and no signal-polling cost is modelled), above the paper's 96 % "
          "(experiments/flux-op/README.md, finding 1)")
 
 _NOSTART = ("at m = 64 the non-overlapped RS (1.5 MB) is 53 us on A100 NVLink, of which 35.6 us is NCCL's start-up (the "
@@ -115,7 +115,7 @@ _STEP = ("Transformer Engine's AllGather steps at m = 1024 are one 128-row tile 
 _TE_RS = ("t3sim's Transformer Engine includes copy-engine reduce-scatter chunks (chunked_dma) and three compute streams; "
           "TE 1.4's pipelined RS runs its userbuffers reduce-scatter on SMs: restricted to the SM-driven chunked "
           "variants, TE's GEMM+RS E at m = 1024-8192 is 24-40 % (A100 NVLink) and 2-40 % (H800) instead of 40-79 %, "
-          "and its AllGather steps on three streams hide everything at m >= 2048 (experiments/flux-op/README.md, "
+          "and its AllGather steps on three streams reach 47-100 % at m >= 2048 (experiments/flux-op/README.md, "
           "finding 3)")
 _NOCOST = ("t3sim's FLUX pays only for moving data and waiting for it: no signal-polling latency (flux_ag's prologue "
            "sees a signal the tick it is set), no fence or flag per epilogue tile, no extra registers; its lowest E at "
