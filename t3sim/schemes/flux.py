@@ -62,29 +62,7 @@ to another shadow: the links carry it and it is dropped), so every link carries
 its full traffic. GPU 0's local reduction (``a2a_local``) starts once every
 store, shadows' included, has landed.
 
-Homogeneous mode (``pull``), by rotation symmetry (``g -> g + k`` mod N maps GPU ``g``'s shard,
-order and pulls onto GPU ``g + k``'s; with the swizzle, GPU ``k``'s order is GPU 0's shifted by
-``k`` shards, exactly where the shard axis has a multiple of N tiles; rings and switches are
-invariant). Partials: shadow ``j``'s ``seq``-th partial (``orders[j][seq]``) counts as written
-when GPU 0's ``seq``-th is (shadows write no memory) and flags GPU 0's part of it one path
-latency ``j -> 0`` later. Reads: GPU 0's pull of requests ``R`` (in shard 0) from shadow ``d``
-takes the request's path latency ``0 -> d``; ``d``'s DRAM read, not simulated, is replaced by
-its image under the rotation by ``-d``: GPU ``N - d`` reads the same requests of its shard from
-GPU 0 then, so GPU 0's DRAM serves ``R + (N - d) x shard`` of its partial C (category ``rs``);
-when that read completes every GPU ``k`` receives its data from ``k + d``: GPU 0's from ``d``,
-GPU ``N - d``'s from GPU 0 (GPU 0's egress), and the shadow-to-shadow ones (dropped on arrival;
-on a ring they share GPU 0's links). The reduction ends when GPU 0 stored its owned tiles and
-every mirrored transfer arrived. Functional data: shadow partials are computed (``store_data``).
-Without the swizzle there is no such symmetry: every GPU runs one order and the owner of the
-last-written shard pulls last and ends the RS. Homogeneous mode then runs the order with GPU 0's
-shard last (a relabelling: GPU 0 is that last owner, its times the operation's). The other
-owners pull during the GEMM; their reads of GPU 0's partial (DRAM, egress) are still mirrored at
-GPU 0's own pulls (its GEMM misses them: the GEMM phase comes out up to ~1 % short, the RS's end
-within ~1 % on the tests' ring), and shadow-to-shadow reads are not sent (at GPU 0's pulls they
-would pile N - 2 owners' pulls onto the links at the end, where the real run has one owner's).
-Where the symmetry is broken (a shard axis not of N x whole tiles, shortest-path ties on an even
-ring, DRAM channels of rotated addresses) GPU 0 stands for all GPUs, which run in lockstep (an
-explicit run's tile is ready at the slowest of its N writers: homogeneous ends a little early).
+Homogeneous mode (``pull``): :mod:`t3sim.schemes.flux_pull`.
 
 Functional mode: partials are :func:`t3sim.schemes.t3.partial_value` (exact
 in float32) and every simulated owner's shard is checked against the sum of all
@@ -101,28 +79,20 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
-import simpy
 
-from t3sim.compute.dispatcher import Footprint
 from t3sim.compute.gemm_kernel import Stored, gemm_geometry
 from t3sim.compute.memhier import REQ_B
 from t3sim.dma.copy_kernel import SMCopyKernel
 from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
-from t3sim.interconnect.network import PacketMeta
-from t3sim.memory.request import Kind, Source, Stream
+from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
+from t3sim.schemes.flux_pull import FluxPull
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.schemes.t3 import OutputTable, store_data, word_mask
-from t3sim.sim.clock import ns_to_ticks
 from t3sim.workload import wg_order
-
-#: a pull CTA: one warpgroup (Hopper's unit of warp specialisation) of few registers, no shared memory
-#: (assumption: FLUX does not publish its pull CTA's shape)
-PULL_THREADS = 128
-PULL_REGISTERS_PER_THREAD = 32
 
 
 def swizzled_order(base: List[int], g: int, n: int, tiles_m: int, tiles_n: int, col_major: bool) -> List[int]:
@@ -165,25 +135,17 @@ class FluxContext:
         col = k.c_layout == "col_major"
         self.orders = {g: (swizzled_order(base, g, N, k.tiles_m, k.tiles_n, col) if self.swizzle else base)
                        for g in range(N)}
-        #: homogeneous pull: GPU 0's pulls of shadows' partials are mirrored reads of its own (module doc)
+        #: homogeneous pull: GPU 0's pulls of shadows' partials are mirrored reads of its own (flux_pull)
         self.mirror = self.homogeneous and self.variant == "pull"
         if self.mirror and not self.swizzle:  # one order on every GPU, GPU 0's shard last: GPU 0 is the last owner
             last = swizzled_order(base, 0, N, k.tiles_m, k.tiles_n, col)
             self.orders = {g: last for g in range(N)}
-        self.mirror_B = 0
         self.completion = Completion(self.env)
         self.fabric = Fabric(model.engine, model.network, model.hiers, self.completion,
                              port=model.network.new_port("flux.stores"), name="flux.fabric")
         self.local_store_B = 0
         self.remote_store_B = 0
         self.words_checked = 0
-        # pull state
-        self.pull_port = model.network.new_port("flux.pull")
-        self.ready_count: Dict[Tuple[int, int], int] = {}
-        self.queues: Dict[int, simpy.Store] = {}
-        self.items: Dict[int, int] = {}
-        self.taken: Dict[int, int] = {}
-        self.pulled_B = 0
         self.reduced_B = 0
         # a2a_local state: receive slots (slot r - 1 holds the shard from the GPU r hops back) and reducers
         self.recv = model.alloc((N - 1) * self.shard_B) if self.variant == "a2a_local" else -1
@@ -192,12 +154,8 @@ class FluxContext:
             cfg = model.system.copy_engine
             self.reducers = {g: SMCopyKernel(model.engine, g, model.hiers[g], model.dispatchers[g], model.system.gpu,
                                              cfg, category="rs") for g in model.sim_gpus}
-        if self.variant == "pull":
-            for o in model.sim_gpus:
-                self.queues[o] = simpy.Store(self.env)
-                self.items[o] = sum(1 for ps in self.parts for v, _ in ps if v == o)
-                self.taken[o] = 0
-                self.completion.add(self.items[o])
+        #: the pull reduction (its CTAs, flags and reads), for flux_reduce=pull
+        self.pull = FluxPull(self) if self.variant == "pull" else None
 
     # ---------------------------------------------------------------- checks
     def _check(self, model) -> None:
@@ -274,7 +232,7 @@ class FluxContext:
             written = h.write(r.addr[a:b], "gemm", Stream.COMPUTE, uncached=True, wg_id=wg[a:b], wf_id=r.wf_id[a:b],
                               data=data)
             self.local_store_B += REQ_B * (b - a)
-            written.callbacks.append(lambda _e, g=g, tile=tile: self._partial_written(g, tile))
+            written.callbacks.append(lambda _e, g=g, tile=tile: self.pull.partial_written(g, tile))
         return written
 
     # ---------------------------------------------------------------- a2a_local reduction
@@ -292,118 +250,6 @@ class FluxContext:
             self.reduced_B += self.shard_B
         return evs[0] if len(evs) == 1 else self.env.all_of(evs)
 
-    # ---------------------------------------------------------------- pull reduction
-    def _partial_written(self, g: int, tile: int) -> None:
-        for o, _ in self.parts[tile]:
-            if o not in self.queues:  # a shadow owner (homogeneous mode): its pulls are not simulated
-                continue
-            if o == g:
-                self._flag(o, tile)
-            else:
-                lat = self.model.network.path_latency_ticks(g, o)
-                self.env.timeout(lat).callbacks.append(lambda _e, o=o, tile=tile: self._flag(o, tile))
-
-    def _flag(self, o: int, tile: int) -> None:
-        key = (o, tile)
-        n = self.ready_count.get(key, 0) + 1
-        self.ready_count[key] = n
-        if n == self.N:
-            self.queues[o].put(tile)
-
-    def start_pullers(self) -> None:
-        """Launch every simulated GPU's pull CTAs (before the GEMM's WGs, in the fused kernel's launch)."""
-        gpu = self.model.system.gpu
-        fp = Footprint.of(gpu, PULL_THREADS, PULL_REGISTERS_PER_THREAD, 0)
-        n = self.model.exp.scheme.flux_pull_ctas
-        launch = ns_to_ticks(gpu.kernel_launch_overhead_ns)
-        for o in self.model.sim_gpus:
-            disp = self.model.dispatchers[o]
-            st = {"next": 0}
-
-            def place(cu, o=o, st=st, disp=disp):
-                st["next"] += 1
-                self.env.process(self._puller(o, disp, st["h"], cu))
-
-            st["h"] = disp.register(f"gpu{o}.flux_pull", fp, lambda st=st: n - st["next"], place)
-
-            def start(_e=None, st=st, disp=disp, place=place):
-                while st["next"] < n:
-                    cu = disp.acquire(st["h"])
-                    if cu is None:
-                        break
-                    place(cu)
-                disp.settled(st["h"])
-
-            self.env.timeout(launch).callbacks.append(start)
-
-    def _puller(self, o: int, disp, h: int, cu: int):
-        env, q = self.env, self.queues[o]
-        r = self.table.reqs
-        hier = self.model.hiers[o]
-        while self.taken[o] < self.items[o]:
-            self.taken[o] += 1
-            tile = yield q.get()
-            idx = next(ix for v, ix in self.parts[tile] if v == o)
-            addrs = r.addr[idx]
-            reads = [env.process(self._mirrored_read(idx, j) if self.mirror else self._remote_read(o, j, addrs))
-                     for j in range(self.N) if j != o]
-            reads.append(hier.port.access(addrs, Kind.READ, Stream.COMM, Source.COLLECTIVE))
-            hier.traffic["rs"]["read"] += REQ_B * len(idx)
-            got = yield env.all_of(reads)
-            data = None
-            if self.functional:
-                data = sum(v if isinstance(v, np.ndarray) else v.data for v in (got[e] for e in reads))
-            wev = hier.write(addrs, "rs", Stream.COMM, uncached=True, data=data)
-            self.reduced_B += REQ_B * len(idx)
-            wev.callbacks.append(lambda _e: self.completion.finish())
-        disp.release(h, cu)
-
-    def _remote_read(self, o: int, j: int, addrs: np.ndarray):
-        """GPU ``o`` reads ``addrs`` of GPU ``j`` over the link: the request's path latency, ``j``'s DRAM read, the
-        data back over the links. Value: the data (functional mode) or None."""
-        net = self.model.network
-        yield self.env.timeout(net.path_latency_ticks(o, j))
-        hj = self.model.hiers[j]
-        res = yield hj.port.access(addrs, Kind.READ, Stream.COMM, Source.COLLECTIVE)
-        hj.traffic["rs"]["read"] += REQ_B * len(addrs)
-        nbytes = REQ_B * len(addrs)
-        self.pulled_B += nbytes
-        yield net.send(j, o, nbytes, PacketMeta(addr=int(addrs[0]), tag="flux.pull", port=self.pull_port),
-                       payload_B=self.payload_B)
-        return res.data if self.functional else None
-
-    def _mirrored_read(self, idx: np.ndarray, d: int):
-        """Homogeneous mode: GPU 0 reads its owned requests ``idx`` of shadow ``d``'s partial (module doc). The
-        request's path latency; then, for ``d``'s DRAM read, the rotation's image read at GPU 0's DRAM (shadow
-        ``N - d`` reading GPU 0's partial of the same requests of its own shard); then every GPU ``k`` receives
-        its data from ``k + d``: GPU 0's from ``d``, the shadows' mirrored (dropped on arrival). Value: shadow
-        ``d``'s partial (functional mode) or None."""
-        net, N, r = self.model.network, self.N, self.table.reqs
-        addrs = r.addr[idx]
-        nbytes = REQ_B * len(addrs)
-        yield self.env.timeout(net.path_latency_ticks(0, d))
-        h0 = self.model.hiers[0]
-        yield h0.port.access(addrs + (N - d) * self.shard_B, Kind.READ, Stream.COMM, Source.COLLECTIVE)
-        h0.traffic["rs"]["read"] += nbytes
-        self.pulled_B += nbytes
-        meta = PacketMeta(addr=int(addrs[0]), tag="flux.pull", port=self.pull_port)
-        mine = net.send(d, 0, nbytes, meta, payload_B=self.payload_B)
-        for k in range(1, N):
-            if not self.swizzle and (k + d) % N:  # shadow-to-shadow reads: only under the rotation symmetry
-                continue
-            self.completion.add()
-            self.mirror_B += nbytes
-            net.send((k + d) % N, k, nbytes, meta, payload_B=self.payload_B).callbacks.append(
-                lambda _e: self.completion.finish())
-        yield mine
-        return store_data(d, addrs, r.mask[idx]) if self.functional else None
-
-    def shadows_written(self, seq: int) -> None:
-        """Homogeneous pull: GPU 0's ``seq``-th partial tile is written, so is every shadow ``j``'s (its order's
-        ``seq``-th): flag GPU 0's parts of them (module doc)."""
-        for j in range(1, self.N):
-            self._partial_written(j, self.orders[j][seq])
-
     # ---------------------------------------------------------------- end
     def gemm_end(self) -> None:
         """The fused kernel ended: every store it will issue has been sent (homogeneous: shadows' too)."""
@@ -418,12 +264,13 @@ class FluxContext:
         s.add("flux.fabric.sent_B", self.fabric.sent_B, "B", "bytes of remote stores sent by simulated and shadow GPUs")
         s.add("flux.fabric.landed_B", self.fabric.landed_B, "B",
               "bytes of those stores written at (or delivered to) their owner")
-        s.add("flux.pull.remote_read_B", self.pulled_B, "B", "bytes the pull CTAs read from peers over the links")
+        s.add("flux.pull.remote_read_B", self.pull.pulled_B if self.pull else 0, "B",
+              "bytes the pull CTAs read from peers over the links")
         s.add("flux.reduced_B", self.reduced_B, "B",
               "bytes of reduced shard stored by the pull CTAs or the local reduction kernels (simulated GPUs)")
         if self.mirror:
-            s.add("flux.pull.mirrored_B", self.mirror_B, "B", "homogeneous mode: bytes of the shadows' pulls sent "
-                  "over the links as GPU 0 pulled (module doc)")
+            s.add("flux.pull.mirrored_B", self.pull.mirror_B, "B", "homogeneous mode: bytes of the shadows' pulls "
+                  "sent over the links as GPU 0 pulled (t3sim.schemes.flux_pull)")
         for g, red in self.reducers.items():
             s.merge(f"gpu{g}.flux_reduce", red.stats())
         return s
@@ -439,7 +286,7 @@ class FluxOutput:
         ctx = self.ctx
         written = ctx.store_tile(self.g, tile)
         if ctx.mirror and self.g == 0:  # every shadow's seq-th partial is written when GPU 0's is (symmetry)
-            written.callbacks.append(lambda _e, seq=seq: ctx.shadows_written(seq))
+            written.callbacks.append(lambda _e, seq=seq: ctx.pull.shadows_written(seq))
         elif ctx.homogeneous and self.g == 0:  # every shadow stores its seq-th tile now (symmetry)
             for j in range(1, ctx.N):
                 ctx.store_tile(j, ctx.orders[j][seq])
@@ -449,8 +296,8 @@ class FluxOutput:
 def flux_program(model, ctx: FluxContext, with_ag: Optional[bool] = None) -> Program:
     """The fused kernel (with its companion, the communication it issues), then the all-gather (module doc)."""
     def gemm():
-        if ctx.variant == "pull":
-            ctx.start_pullers()
+        if ctx.pull:
+            ctx.pull.start()
         return model.gemm("flux_gemm", sink_for=lambda g: FluxOutput(ctx, g), order_for=lambda g: ctx.orders[g])
 
     mc_boundary = boundary(model)

@@ -48,9 +48,9 @@ def test_functional_exact_and_bytes_conserved(reduce, n, swizzle):
     if reduce != "pull":
         assert ctx.fabric.sent_B == ctx.fabric.landed_B == ctx.remote_store_B == remote
         assert ctx.local_store_B == n * ctx.shard_B
-        assert ctx.pulled_B == 0
+        assert ctx.pull is None  # no pull CTAs, no pulled bytes
     else:
-        assert ctx.pulled_B == remote and ctx.fabric.sent_B == 0
+        assert ctx.pull.pulled_B == remote and ctx.fabric.sent_B == 0
         assert ctx.local_store_B == n * c_B and ctx.reduced_B == c_B
     assert sum(m.network.bytes_delivered.values()) >= remote
     assert p.ag == 0 and p.total == p.gemm + p.rs  # a functional run stops after the reduce-scatter
@@ -89,15 +89,15 @@ def test_homogeneous_pull_matches_explicit(n, swizzle):
     assert ph.gemm + ph.rs == pytest.approx(px.gemm + px.rs, rel=0.025)
     assert h.hiers[0].traffic == x.hiers[0].traffic  # GPU 0's DRAM bytes, category by category
     c, shard = h.context, h.context.shard_B
-    assert c.completion.done.triggered and c.completion.n == 0 and c.taken[0] == c.items[0]
+    assert c.completion.done.triggered and c.completion.n == 0 and c.pull.taken[0] == c.pull.items[0]
     assert c.local_store_B == h.c_elems * h.elem_B and c.reduced_B == shard
-    assert c.pulled_B == (n - 1) * shard and x.context.pulled_B == n * c.pulled_B
+    assert c.pull.pulled_B == (n - 1) * shard and x.context.pull.pulled_B == n * c.pull.pulled_B
     net, xnet = h.network, x.network
     assert net.bytes_injected[0] == xnet.bytes_injected[0] and net.bytes_delivered[0] == xnet.bytes_delivered[0]
     # the mirrored transfers: GPU 0's egress (N - 1 owners' reads of its partial) and, with the swizzle, every
     # shadow-to-shadow read, so every link carries the explicit run's bytes
-    assert c.mirror_B == (n - 1) * shard * ((n - 1) if swizzle == "true" else 1)
-    assert h.stats().value("flux.pull.mirrored_B") == c.mirror_B and "flux.pull.mirrored_B" not in x.stats().names()
+    assert c.pull.mirror_B == (n - 1) * shard * ((n - 1) if swizzle == "true" else 1)
+    assert h.stats().value("flux.pull.mirrored_B") == c.pull.mirror_B and "flux.pull.mirrored_B" not in x.stats().names()
     if swizzle == "false":  # one order on every GPU, relabelled so that GPU 0's shard is written last
         assert all(c.orders[g] == c.orders[0] for g in range(n)) and c.parts[c.orders[0][-1]][-1][0] == 0
     else:
