@@ -65,6 +65,7 @@ from t3sim.dma.copy_engine import Copy, CopyEngines
 from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
+from t3sim.schemes.ag_gemm import check_row_sharded
 from t3sim.schemes.chunked import compute_stream
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.sim.clock import TICKS_PER_US
@@ -113,10 +114,7 @@ class ChunkAgContext:
         if model.exp.simulation.functional_data:
             raise InputError("simulation.functional_data", "true with scheme.kind=chunked_dma and "
                              "workload.direction=ag_gemm, which has no functional check", "false")
-        if not k.trans_a:
-            raise InputError("workload.sublayer", f"{k.sublayer} (its ag_gemm GEMM reads A column-major, so a "
-                             "block of rows is not contiguous and is not one copy)",
-                             "a sub-layer whose ag_gemm GEMM is a forward one (IP, FC-1)")
+        check_row_sharded(model)
         self.n = n = model.n
         self.env = model.env
         self.homogeneous = model.mode == "homogeneous"
@@ -214,15 +212,18 @@ class ChunkAgContext:
             a, _nb = self.sub(j, k)
             addrs = a + REQ_B * np.arange(j0, j1, dtype=np.int64)
             self.shadow_B += REQ_B * (j1 - j0)
-            then = None
-            if p == 0:
-                comp = self.incoming[j, k]
-                comp.add()
-
-                def then(_pl, comp=comp, nb=REQ_B * (j1 - j0)):
-                    self.received_B[0] += nb
-                    comp.finish()
+            then = self._landed_at_0(self.incoming[j, k], REQ_B * (j1 - j0)) if p == 0 else None
             self.fabric.send(j, p, Payload(addrs, None, None, "store", None, category="ag", then=then))
+
+    def _landed_at_0(self, comp: Completion, nbytes: int):
+        """The ``then`` of a mirrored payload to GPU 0: count it in ``comp`` (its sub-chunk's landings)."""
+        comp.add()
+
+        def then(_pl):
+            self.received_B[0] += nbytes
+            comp.finish()
+
+        return then
 
     # ---------------------------------------------------------------- the steps' stream waits
     def wait(self, g: int, s: int, j: int):

@@ -80,10 +80,10 @@ explicit run (a GPU's own contention between its engine reads, the peers' reads 
 GEMM's traffic, which the rotation maps onto GPU 0's only when all GPUs are alike) is GPU 0's.
 
 Functional data (``simulation.functional_data``, explicit and homogeneous). At the start every simulated
-GPU ``r``'s own shard of A holds :func:`a_values` (4 B words identifying their owner and address), placed
+GPU ``r``'s own shard of A holds :func:`~t3sim.schemes.ag_gemm.a_values` (4 B words identifying their owner and address), placed
 in its functional store without timed traffic (A is an input). The copies carry the values they read:
 push copies read them with their lines and the fabric writes them at the peer; pull copies' peer reads
-return them. Homogeneous mode: a shadow's values are :func:`a_values` of its lines (the mirrored push
+return them. Homogeneous mode: a shadow's values are :func:`~t3sim.schemes.ag_gemm.a_values` of its lines (the mirrored push
 payloads GPU 0 receives, and what GPU 0's mirrored pulls bring back, carry them). Checks: when a WG's
 prologue passes, the A rows of its GEMM tile row in that GPU's memory must already hold their values
 (read from the functional store then; once per GPU and tile row, at the first WG of the row to pass,
@@ -117,27 +117,13 @@ from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
 from t3sim.interconnect.network import PacketMeta
 from t3sim.results.stats import Stats
+from t3sim.schemes.ag_gemm import GatheredA, check_row_sharded
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.chunked_dma import FunctionalOutput
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.workload import wg_order
-
-WORD_B = 4  # bytes per functional word (float32)
-
-
-def a_values(n: int, a_base: int, shard_B: int, addrs: np.ndarray) -> np.ndarray:
-    """Functional values of A's 64 B lines at byte addresses ``addrs``: ``(len(addrs), 16)`` float32.
-
-    Word ``w`` (4 B, counted from ``a_base``) of owner ``r = (addr - a_base) // shard_B`` holds
-    ``r + n (w mod P)``, ``P = 2**24 // n``: integers below ``2**24``, exact in float32, distinct for every
-    (owner, word) of an A of up to ``P`` words (larger: they repeat every ``P`` words)."""
-    off = np.asarray(addrs, dtype=np.int64) - a_base
-    w = off[:, None] // WORD_B + np.arange(REQ_B // WORD_B, dtype=np.int64)[None, :]
-    owner = (off // shard_B)[:, None]
-    return (owner + n * (w % ((1 << 24) // n))).astype(np.float32)
-
 
 def comm_tile_rows(model) -> int:
     """``scheme.flux_comm_tile_rows`` resolved (0: ``M/N``), checked (module doc); raises InputError."""
@@ -172,9 +158,11 @@ class FluxAgContext:
         self.shard_rows = k.M // N
         self.tiles_per_shard = self.shard_rows // self.rows
         self.T = N * self.tiles_per_shard  # communication tiles of A
-        self.row_B = k.K * model.elem_B  # A is row-major (trans_a): a row block is contiguous
+        #: A's row shards and their functional values (A is row-major: a row block is contiguous)
+        self.a = GatheredA(model)
+        self.row_B = self.a.row_B
         self.tile_B = self.rows * self.row_B
-        self.shard_B = self.shard_rows * self.row_B  # tile i of shard j is j shards past tile i of shard 0
+        self.shard_B = self.a.shard_B  # tile i of shard j is j shards past tile i of shard 0
         if self.tile_B % REQ_B:
             raise InputError("scheme.flux_comm_tile_rows", f"{self.rows} rows of {self.row_B} B = {self.tile_B} B, "
                              f"not whole {REQ_B} B requests", f"a row count whose bytes are a multiple of {REQ_B}")
@@ -221,12 +209,9 @@ class FluxAgContext:
         self.prologue_words = self.words_checked = self.wgs_covered = 0
         self._row_checked: Dict[int, set] = {g: set() for g in model.sim_gpus}
         if self.functional:
-            for g in model.sim_gpus:  # the GPU's own shard: its initial contents (no timed traffic)
-                addrs = self.lines(self.shard_B * g, self.shard_B)
-                model.hiers[g].mem.functional.preload(addrs, self.values(addrs))
+            self.a.preload()  # each GPU's own shard: its initial contents (no timed traffic)
 
     def _check(self, model) -> None:
-        k = model.kernel
         if model.mode != "explicit" and model.exp.scheme.flux_ag_copy_streams:
             raise InputError("scheme.flux_ag_copy_streams", f"{model.exp.scheme.flux_ag_copy_streams} in "
                              f"simulation.mode={model.mode}", "0 (one stream per copy) in homogeneous mode, or "
@@ -234,10 +219,7 @@ class FluxAgContext:
         if model.exp.simulation.functional_data and model.system.copy_engine.l2_allocate:
             raise InputError("system.copy_engine.l2_allocate", "true with simulation.functional_data and "
                              "scheme.kind=flux_ag", "false (functional copies bypass the L2, which keeps no values)")
-        if not k.trans_a:
-            raise InputError("workload.sublayer", f"{k.sublayer} (its ag_gemm GEMM reads A column-major, so a "
-                             "block of rows is not contiguous and is not one copy)",
-                             "a sub-layer whose ag_gemm GEMM is a forward one (IP, FC-1)")
+        check_row_sharded(model)
 
     # ---------------------------------------------------------------- geometry
     def shard_tiles(self, r: int) -> range:
@@ -247,29 +229,6 @@ class FluxAgContext:
     def tile_addr(self, t: int) -> int:
         """Byte address of communication tile ``t`` in the gathered A (the same on every GPU)."""
         return self.model.a_base + t * self.tile_B
-
-    def lines(self, off_B: int, nbytes: int) -> np.ndarray:
-        """Addresses of the 64 B lines of ``nbytes`` of the gathered A from byte ``off_B``."""
-        return self.model.a_base + off_B + REQ_B * np.arange(nbytes // REQ_B, dtype=np.int64)
-
-    def values(self, addrs: np.ndarray) -> np.ndarray:
-        """Functional values of A's lines at ``addrs`` (:func:`a_values`)."""
-        return a_values(self.N, self.model.a_base, self.shard_B, addrs)
-
-    def check_rows(self, g: int, r0: int, r1: int, what: str) -> int:
-        """Functional mode: rows ``[r0, r1)`` of GPU ``g``'s gathered A hold their values now; returns the 4 B
-        words checked, raises AssertionError naming ``what`` on a mismatch."""
-        addrs = self.lines(r0 * self.row_B, (r1 - r0) * self.row_B)
-        fs = self.model.hiers[g].mem.functional
-        got = np.stack([fs.read_addr(int(a)) for a in addrs])
-        want = self.values(addrs)
-        bad = got != want
-        if bad.any():
-            line = int(np.flatnonzero(bad.any(axis=1))[0])
-            raise AssertionError(f"GPU {g} {what}: {int(bad.sum())} of {bad.size} words of A rows [{r0}, {r1}) "
-                                 f"differ at tick {self.env.now}; first at byte {int(addrs[line]) - self.model.a_base} "
-                                 f"of A: got {got[line][:4]} want {want[line][:4]}")
-        return got.size
 
     def needed(self, tile: int) -> range:
         """Communication tiles that GEMM tile ``tile``'s A rows overlap."""
@@ -359,7 +318,7 @@ class FluxAgContext:
             then = (lambda _pl, j=j, ts=t + j * self.tiles_per_shard: self._mirror_landed(j, ts, n, done)) \
                 if p == 0 else (lambda _pl: self.completion.finish())
             addrs = dst_addrs + j * self.shard_B
-            data = self.values(addrs) if self.functional and p == 0 else None  # shadow j's lines: their values
+            data = self.a.values(addrs) if self.functional and p == 0 else None  # shadow j's lines: their values
             self.fabric.send(j, p, Payload(addrs, None, None, "store", data, category="ag", then=then))
 
     def _mirror_landed(self, j: int, t: int, n: int, done: simpy.Event) -> None:
@@ -394,7 +353,7 @@ class FluxAgContext:
                                             port=self.pull_port)).callbacks.append(
                 lambda _e: self.completion.finish())
         yield mine
-        return self.values(addrs) if self.functional else None  # shadow d's lines: their values (module doc)
+        return self.a.values(addrs) if self.functional else None  # shadow d's lines: their values (module doc)
 
     def _remote_read(self, g: int, p: int, addrs: np.ndarray):
         net = self.model.network
@@ -439,7 +398,7 @@ class FluxAgContext:
             return
         self._row_checked[g].add(tm)
         r0, r1 = tm * k.tile_m, min(k.M, (tm + 1) * k.tile_m)
-        self.prologue_words += self.check_rows(g, r0, r1, f"prologue of GEMM tile {tile} (tile row {tm})")
+        self.prologue_words += self.a.check_rows(g, r0, r1, f"prologue of GEMM tile {tile} (tile row {tm})")
 
     # ---------------------------------------------------------------- results
     def stats(self) -> Stats:
@@ -501,7 +460,7 @@ def check_gathered(model, ctx: FluxAgContext) -> int:
     word by word. Returns the 4 B words checked (also kept in ``ctx.words_checked``); raises AssertionError."""
     checked = 0
     for g in model.sim_gpus:
-        checked += ctx.check_rows(g, 0, model.kernel.M, "gathered A at the end")
+        checked += ctx.a.check_rows(g, 0, model.kernel.M, "gathered A at the end")
     ctx.words_checked = checked
     return checked
 
