@@ -29,14 +29,19 @@ COLUMNS = ("system", "model", "sublayer", "tp", "scheme", "total_us", "gemm_us",
            "gemm_alone_us", "ect_us", "overlap_efficiency", "speedup_pct")
 
 
-#: per scheme kind, the option that tells its variants apart in one sweep (FLUX's reductions)
-VARIANT_OPTION = {"flux_rs": "flux_reduce"}
-
-
-def series(run: Run) -> str:
-    """The run's series: its scheme kind, or ``kind:variant`` for a kind swept over :data:`VARIANT_OPTION`."""
-    opt = VARIANT_OPTION.get(run.scheme)
-    return f"{run.scheme}:{run.cfg(f'scheme.{opt}')}" if opt else run.scheme
+def series_keys(runs: Sequence[Run]) -> List[str]:
+    """Each run's series: its scheme kind, or ``kind:v1/v2`` where runs of that kind differ in ``scheme.*``
+    options (FLUX's reductions in one sweep): the values of the options that vary among the kind's runs
+    (options a run's config lacks, from an older schema, do not count)."""
+    values: Dict[str, Dict[str, set]] = {}
+    for r in runs:
+        opts = values.setdefault(r.scheme, {})
+        for k, v in (r.cfg("scheme") or {}).items():
+            if k != "kind" and v is not None:
+                opts.setdefault(k, set()).add(str(v))
+    varying = {kind: sorted(k for k, vs in opts.items() if len(vs) > 1) for kind, opts in values.items()}
+    return [r.scheme + (":" + "/".join(str(r.cfg(f"scheme.{k}")) for k in varying[r.scheme])
+                        if varying[r.scheme] else "") for r in runs]
 
 
 def _shade(color: str, i: int) -> str:
@@ -49,24 +54,25 @@ def _shade(color: str, i: int) -> str:
 def scheme_styles(runs: Sequence[Run]) -> Dict[str, Tuple[str, str]]:
     """series -> (label, colour), as the results recorded them (kind and grey when they did not); a kind's
     variants get its label with the variant and lighter shades of its colour."""
+    keys = series_keys(runs)
     out: Dict[str, Tuple[str, str]] = {}
-    for key in sorted({series(r) for r in runs}):
+    for key in sorted(set(keys)):
         kind, _, variant = key.partition(":")
         i = sum(1 for k in out if k.partition(":")[0] == kind)
         out[key] = ((f"{scheme_name(kind)} ({variant})" if variant else scheme_name(kind)), _shade(scheme_color(kind), i))
-    return {k: out[k] for k in dict.fromkeys(series(r) for r in runs)}
+    return {k: out[k] for k in dict.fromkeys(keys)}
 
 
 def overlap_rows(runs: Sequence[Run]) -> List[Dict]:
     """One row per (case, scheme) whose case has a Sequential run (module doc); cases in paper order."""
     cases: Dict[tuple, Dict[str, Run]] = {}
     tokens: Dict[tuple, int] = {}
-    for r in runs:  # one case per (system, model, sub-layer, TP), at the largest token count present
+    for r, name in zip(runs, series_keys(runs)):  # one case per (system, model, sub-layer, TP), at its largest size
         key = (str(r.cfg("system.name", "")), r.model, r.sublayer, r.tp)
         if r.tokens > tokens.get(key, -1):
             tokens[key], cases[key] = r.tokens, {}
         if r.tokens == tokens[key]:
-            cases[key][series(r)] = r
+            cases[key][name] = r
     rows = []
     for key in sorted(cases, key=lambda k: (k[0], *case_sort_key(k[1], k[2], k[3]))):
         by = cases[key]
