@@ -156,6 +156,16 @@ class Fabric(Component):
         if pl.then is not None:
             pl.then(pl)
 
+    def stats(self):
+        """``sent_B`` and ``landed_B`` (merge under the owner's prefix, e.g. ``flux.fabric``)."""
+        from t3sim.results.stats import Stats
+
+        s = Stats()
+        s.add("sent_B", self.sent_B, "B", "bytes of payloads sent over the links, by simulated GPUs and (homogeneous "
+              "mode) the shadows mirrored from GPU 0")
+        s.add("landed_B", self.landed_B, "B", "bytes of those written at their destination (at a shadow: delivered)")
+        return s
+
     def _receive(self, packet) -> None:
         pl = packet.meta.tag
         if not isinstance(pl, Payload):

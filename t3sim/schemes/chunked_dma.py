@@ -200,10 +200,7 @@ class DmaScatter:
         for g in self.engines:
             s.merge(f"gpu{g}.chunk_scatter", self.engines[g].stats())
             s.merge(f"gpu{g}.chunk_reduce", self.reducers[g].stats())
-        s.add("chunked.fabric.sent_B", self.fabric.sent_B, "B",
-              "bytes the chunk scatters sent (simulated GPUs' copy engines and, homogeneous mode, mirrored shadows)")
-        s.add("chunked.fabric.landed_B", self.fabric.landed_B, "B",
-              "bytes of those written at (or, at a shadow, delivered to) their destination")
+        s.merge("chunked.fabric", self.fabric.stats())
         s.add("chunked.fabric.shadow_B", self.shadow_B, "B", "bytes of those the homogeneous mode's shadows sent")
         return s
 

@@ -257,10 +257,7 @@ class ChunkAgContext:
                   "GEMM steps whose stream wait found the shard not yet there")
             s.add(f"gpu{g}.chunk_ag.wait_us_total", sum(waited) / TICKS_PER_US, "us",
                   "sum over GEMM steps of the stream wait for their shard")
-        s.add("chunk_ag.fabric.sent_B", self.fabric.sent_B, "B",
-              "bytes the pushes sent (simulated GPUs' copy engines and, homogeneous mode, mirrored shadows)")
-        s.add("chunk_ag.fabric.landed_B", self.fabric.landed_B, "B",
-              "bytes of those written at (or, at a shadow, delivered to) their destination")
+        s.merge("chunk_ag.fabric", self.fabric.stats())
         s.add("chunk_ag.fabric.shadow_B", self.shadow_B, "B", "bytes of those the homogeneous mode's shadows sent")
         return s
 

@@ -261,9 +261,7 @@ class FluxContext:
               "bytes the fused kernel's epilogues stored into their own GPU's memory (simulated GPUs)")
         s.add("flux.remote_store_B", self.remote_store_B, "B",
               "bytes the fused kernel's epilogues stored to peer GPUs over the links (simulated GPUs)")
-        s.add("flux.fabric.sent_B", self.fabric.sent_B, "B", "bytes of remote stores sent by simulated and shadow GPUs")
-        s.add("flux.fabric.landed_B", self.fabric.landed_B, "B",
-              "bytes of those stores written at (or delivered to) their owner")
+        s.merge("flux.fabric", self.fabric.stats())
         s.add("flux.pull.remote_read_B", self.pull.pulled_B if self.pull else 0, "B",
               "bytes the pull CTAs read from peers over the links")
         s.add("flux.reduced_B", self.reduced_B, "B",

@@ -416,8 +416,7 @@ class FluxAgContext:
             s.add(f"gpu{g}.flux_ag.wgs_waited", sum(1 for x in waited if x > 0), "count",
                   "WGs whose prologue waited for a signal")
             s.add(f"gpu{g}.flux_ag.wait_us_total", sum(waited) / TICKS_PER_US, "us", "sum over WGs of the prologue's wait")
-        s.add("flux_ag.fabric.sent_B", self.fabric.sent_B, "B", "bytes the push copies sent over the links")
-        s.add("flux_ag.fabric.landed_B", self.fabric.landed_B, "B", "bytes of those written at their destination")
+        s.merge("flux_ag.fabric", self.fabric.stats())
         if self.homogeneous:
             s.add("flux_ag.shadow_B", self.shadow_B, "B",
                   "bytes the shadows' mirrored copies sent over the links (homogeneous mode)")

@@ -181,8 +181,7 @@ class T3Context:
         for g in self.model.hiers:
             s.merge(f"gpu{g}.tracker", self.trackers[g].stats())
             s.merge(f"gpu{g}.dma", self.dmas[g].stats())
-        s.add("t3.fabric.sent_B", self.fabric.sent_B, "B", "bytes of remote/DMA payloads sent by simulated and shadow GPUs")
-        s.add("t3.fabric.landed_B", self.fabric.landed_B, "B", "bytes of those payloads written at (or delivered to) their destination")
+        s.merge("t3.fabric", self.fabric.stats())
         return s
 
     def timeline(self, g: int, pid: int) -> list:
