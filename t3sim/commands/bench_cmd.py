@@ -77,18 +77,15 @@ CASES: Dict[str, dict] = {
                    f"scheme.kind={kind}"],
         what=f"Mega-GPT-2 OP TP=4 on 4 H200s, 2048 tokens, {kind} (homogeneous)")
        for kind in ("concurrent", "chunked", "chunked_dma")},
-    "flux-ag-fc1-h200-1k": dict(kind="experiment", config="configs/experiments/overlap-schemes-h200.yaml",
-                                overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=FC-1",
-                                           "workload.tokens=1024", "workload.direction=ag_gemm",
-                                           "simulation.mode=explicit", "scheme.kind=flux_ag"],
-                                what="Mega-GPT-2 FC-1 consumer GEMM (AG direction) TP=4 on 4 H200s, 1024 tokens, "
-                                     "flux_ag (push, explicit)"),
-    "chunked-dma-ag-fc1-h200-1k": dict(kind="experiment", config="configs/experiments/overlap-schemes-h200.yaml",
-                                       overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=FC-1",
-                                                  "workload.tokens=1024", "workload.direction=ag_gemm",
-                                                  "scheme.kind=chunked_dma", "scheme.chunks=4"],
-                                       what="Mega-GPT-2 FC-1 consumer GEMM (AG direction) TP=4 on 4 H200s, 1024 tokens, "
-                                            "chunked_dma (one step per shard, copy-engine pushes, homogeneous)"),
+    **{f"{name}-ag-fc1-h200-1k": dict(
+        kind="experiment", config="configs/experiments/overlap-schemes-h200.yaml",
+        overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=FC-1", "workload.tokens=1024",
+                   "workload.direction=ag_gemm", *extra],
+        what=f"Mega-GPT-2 FC-1 consumer GEMM (AG direction) TP=4 on 4 H200s, 1024 tokens, {what}")
+       for name, extra, what in (
+           ("flux", ["simulation.mode=explicit", "scheme.kind=flux_ag"], "flux_ag (push, explicit)"),
+           ("chunked-dma", ["scheme.kind=chunked_dma", "scheme.chunks=4"],
+            "chunked_dma (one step per shard, copy-engine pushes, homogeneous)"))},
 }
 for _s in SCHEMES:
     CASES[f"fc2-tp8-{_s}"] = dict(kind="experiment", config=_DEFAULT, overrides=[f"scheme.kind={_s}"],
