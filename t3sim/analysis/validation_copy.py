@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from t3sim.analysis.validation import CONTENTION_BACKGROUNDS as BACKGROUNDS
-from t3sim.analysis.validation import (CONTENTION_COLUMNS, MeasuredRow, geomean_error, log_log_axes,  # noqa: F401
+from t3sim.analysis.validation import (MeasuredRow, geomean_error, log_log_axes,
                                       save_figure, write_records_csv)
 
 
