@@ -29,11 +29,12 @@ import simpy
 from t3sim.collectives.gpu_hook import BufferLayout, GpuCollectiveHook
 from t3sim.collectives.mirror import MirrorHook
 from t3sim.collectives.nccl import NcclLayout, NcclRing
-from t3sim.collectives.nccl_schedule import build_schedule
+from t3sim.collectives.nccl_schedule import NCCL_COLLECTIVES, build_schedule
 from t3sim.collectives.plan import Plan
 from t3sim.collectives.runner import CollectiveRun, CollectiveRunner, CostHook, plan_for_system
 from t3sim.compute.dispatcher import Footprint
 from t3sim.compute.memhier import MemoryHierarchy
+from t3sim.errors import InputError
 from t3sim.interconnect.network import Network
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
@@ -66,6 +67,10 @@ def _run_nccl(engine: Engine, network: Network, plan: Plan, hiers: Dict[int, Mem
     if variant != "baseline":
         raise ValueError(f"collective.protocol=nccl_simple runs NCCL's kernels: variant {variant!r} is not one of them "
                          "(use protocol 'steps' for near-memory reductions)")
+    if plan.collective not in NCCL_COLLECTIVES:
+        raise InputError("system.collective.protocol", f"nccl_simple with a {plan.collective} (NCCL's ring Simple "
+                         f"kernel runs {', '.join(NCCL_COLLECTIVES)}; its all-to-all is p2p send/recv, not modelled)",
+                         "protocol steps for an all-to-all")
     nc = cc.nccl
     channels = cus if cus is not None else (cc.cus if cc.cus is not None else system.gpu.num_cus)
     sched = build_schedule(plan.collective, plan.n, plan.num_elems, plan.elem_bytes, channels, buffer_B=nc.buffer_B,

@@ -10,7 +10,7 @@ from t3sim.config.base import F, Model
 
 Sublayer = Literal["OP", "FC-2", "FC-1", "IP"]
 DType = Literal["fp16", "bf16", "fp32", "fp8"]
-Direction = Literal["gemm_rs", "ag_gemm"]
+Direction = Literal["gemm_rs", "ag_gemm", "a2a_gemm"]
 Collective = Literal["all_reduce", "reduce_scatter"]
 
 #: Bytes per element of each dtype.
@@ -47,6 +47,29 @@ class ModelConfig(Model):
         return self
 
 
+class GemmShapeConfig(Model):
+    """A GEMM given by its shape instead of a model's sub-layer: the whole operator over the ``tp`` GPUs.
+
+    Reading of FiCCO Table I (issue 14): the table's (M, N, K) are the whole operator, not one GPU's
+    share. N is the layer's full output width (g9's 18432 = 16384 + 2 x 1024 is llama-3-405b's fused QKV
+    projection, g10's 106496 = 2 x 53248 its fused gate+up FFN; g11/g12 the same for llama-2-70b; g14-g16's
+    28672 = 2 x 14336 a whole Mixtral expert's gate+up), and the all-gathered A is M x K. So with
+    ``workload.direction: ag_gemm`` (SP+TP, g1-g12) every GPU gathers all M rows of A and multiplies them
+    by its weight shard: ``M x N/tp x K`` per GPU; with ``a2a_gemm`` (EP, g13-g16, one expert per GPU and
+    equal load) every GPU's expert receives M/tp of the M routed rows, M/tp^2 from each GPU:
+    ``M/tp x N x K`` per GPU. Either way each GPU does 1/tp of the operator's 2MNK FLOPs."""
+
+    name: str = F(..., unit="name", desc="the GEMM's name (e.g. FiCCO Table I's g1..g16); names results, traces and plots",
+                  source="FiCCO (paper 001) Table I", min_length=1)
+    M: int = F(..., unit="count", desc="rows of A and C over all GPUs (the gathered / routed token dimension)",
+               source="FiCCO Table I", gt=0)
+    N: int = F(..., unit="count", desc="columns of B and C of the whole operator (ag_gemm: each GPU holds N/tp of them)",
+               source="FiCCO Table I", gt=0)
+    K: int = F(..., unit="count", desc="reduction depth (columns of A, rows of B)", source="FiCCO Table I", gt=0)
+    model: Optional[str] = F(None, unit="name", desc="descriptive: the model the GEMM comes from (not simulated)",
+                             source="FiCCO Table I")
+
+
 def check_tp(hidden_size: int, tp: int) -> None:
     """Raise ``ValueError`` if ``tp`` does not divide the hidden size."""
     if tp < 1 or hidden_size % tp:
@@ -56,7 +79,12 @@ def check_tp(hidden_size: int, tp: int) -> None:
 class WorkloadConfig(Model):
     """What one experiment runs: a model's sliced sub-layer at a TP degree."""
 
-    model: ModelConfig = F(..., unit="mapping", desc="the Transformer model (usually `base: models/<name>.yaml`)", source="paper Table 2")
+    model: Optional[ModelConfig] = F(None, unit="mapping", desc="the Transformer model (usually `base: models/<name>.yaml`); exactly one of model and gemm", source="paper Table 2")
+    gemm: Optional[GemmShapeConfig] = F(
+        None, unit="mapping",
+        desc="a GEMM given by its whole-operator shape (M, N, K) instead of a model's sub-layer (FiCCO Table I); only "
+             "with direction ag_gemm or a2a_gemm; exactly one of model and gemm",
+        source="FiCCO (paper 001) Table I; issue 14")
     sublayer: Sublayer = F("FC-2", unit="enum", desc="sliced sub-layer: OP, FC-2 (forward), FC-1, IP (backward)", source="paper Sec. 6.1")
     tp: int = F(8, unit="count", desc="tensor-parallel degree (GPUs sharing the sub-layer)", source="paper Table 2", gt=0)
     tokens: Optional[int] = F(None, unit="count", desc="override T (tokens = SL x B when unset)", source="paper Sec. 5.2", gt=0)
@@ -66,7 +94,9 @@ class WorkloadConfig(Model):
         desc="gemm_rs: the sub-layer's producer GEMM (M = T, N = H, K = H*f/TP) whose output is reduce-scattered, then "
              "all-gathered; ag_gemm: the sub-layer's consumer GEMM (M = T, N = H*f/TP, K = H) whose input A (T x H, "
              "row-sharded over the TP GPUs) is all-gathered first (sequence parallelism: IP and FC-1 forward, OP and "
-             "FC-2 backward); only with schemes that run that direction",
+             "FC-2 backward), or workload.gemm's M x N/tp x K; a2a_gemm: an expert GEMM (workload.gemm only, "
+             "M/tp x N x K per GPU) whose input rows arrive by an all-to-all, M/tp^2 from each GPU (expert "
+             "parallelism, FiCCO Sec. IV-B2); only with schemes that run that direction",
         source="paper Secs. 2.4, 6.1 (gemm_rs); FLUX (Chang et al. 2024) Sec. 2, Fig. 2 and Sec. 5.1 (AllGather shapes "
                "(n, k) = (4H, H)); Megatron-LM sequence parallelism (Korthikanti et al. 2022)")
     collective: Collective = F(
@@ -80,13 +110,44 @@ class WorkloadConfig(Model):
 
     @property
     def num_tokens(self) -> int:
+        if self.gemm is not None:
+            return self.gemm.M
         return self.tokens if self.tokens is not None else self.model.tokens
+
+    @property
+    def name(self) -> str:
+        """The model's name, or the shape-given GEMM's."""
+        return self.gemm.name if self.gemm is not None else self.model.name
 
     @model_validator(mode="after")
     def _tp(self) -> "WorkloadConfig":
-        check_tp(self.model.hidden_size, self.tp)
-        if self.direction == "ag_gemm" and self.collective != "all_reduce":
-            raise ValueError(f"collective={self.collective} with direction=ag_gemm, whose collective is the "
-                             "all-gather of its input; allowed: collective=all_reduce (the default) with ag_gemm, "
-                             "reduce_scatter only with direction=gemm_rs")
+        if (self.model is None) == (self.gemm is None):
+            raise ValueError("give exactly one of workload.model (a Transformer sub-layer) and workload.gemm (a GEMM "
+                             f"by its shape); found {'both' if self.model is not None else 'neither'}")
+        if self.gemm is not None:
+            self._check_gemm()
+        else:
+            check_tp(self.model.hidden_size, self.tp)
+            if self.direction == "a2a_gemm":
+                raise ValueError("direction=a2a_gemm with workload.model; allowed: a2a_gemm only with workload.gemm "
+                                 "(an expert-parallel GEMM given by its shape)")
+        if self.direction != "gemm_rs" and self.collective != "all_reduce":
+            raise ValueError(f"collective={self.collective} with direction={self.direction}, whose collective is the "
+                             "all-gather (all-to-all) of its input; allowed: collective=all_reduce (the default) with "
+                             "ag_gemm and a2a_gemm, reduce_scatter only with direction=gemm_rs")
         return self
+
+    def _check_gemm(self) -> None:
+        g, tp = self.gemm, self.tp
+        for name in ("sublayer", "tokens", "trace"):
+            if name in self.model_fields_set:
+                raise ValueError(f"{name} with workload.gemm, whose shape is given; allowed: {name} only with workload.model")
+        if self.direction == "gemm_rs":
+            raise ValueError("direction=gemm_rs with workload.gemm; allowed: ag_gemm (all-gather, then the GEMM) or "
+                             "a2a_gemm (all-to-all, then the expert GEMM)")
+        if self.direction == "ag_gemm" and g.N % tp:
+            raise ValueError(f"gemm.N={g.N} with tp={tp} (ag_gemm: each GPU holds N/tp columns of B); allowed: N a "
+                             f"multiple of {tp}")
+        if self.direction == "a2a_gemm" and g.M % (tp * tp):
+            raise ValueError(f"gemm.M={g.M} with tp={tp} (a2a_gemm: each GPU's expert gets M/tp rows, M/tp^2 from "
+                             f"each GPU); allowed: M a multiple of {tp * tp}")

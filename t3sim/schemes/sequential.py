@@ -48,18 +48,22 @@ def sequential_program(model, rs_variant: str = "baseline", with_ag: Optional[bo
 
 def ag_gemm_program(model) -> Program:
     """``workload.direction=ag_gemm``: the all-gather of the GEMM's input A (each GPU holds its 1/N of A's
-    rows), then the GEMM, back to back on one stream."""
+    rows), then the GEMM, back to back on one stream. ``a2a_gemm``: the all-to-all that brings the expert
+    GEMM's M rows of A, M/N from each GPU (each GPU's own M rows of routed tokens, block ``p`` for GPU
+    ``p``; the collective's ``all_to_all`` plan), then the GEMM; its phase is ``ag`` too (the input's
+    collective)."""
     k = model.kernel
+    coll = "all_to_all" if model.exp.workload.direction == "a2a_gemm" else "all_gather"
     p = Program()
     p.add("main", Kernel("ag", "collective", "ag", lambda: model.collective(
-        "all_gather", base_B=model.a_base, elems=k.M * k.K).done, comm=True))
+        coll, base_B=model.a_base, elems=k.M * k.K).done, comm=True))
     p.add("main", Kernel("gemm", "gemm", "gemm", model.gemm, on_end=boundary(model)))
     return p
 
 
 def run_sequential(model, rs_variant: str = "baseline") -> ProgramRun:
     """Run GEMM -> RS -> AG back to back on ``model`` (``workload.direction=ag_gemm``: AG of A -> GEMM)."""
-    if model.exp.workload.direction == "ag_gemm":
+    if model.exp.workload.direction in ("ag_gemm", "a2a_gemm"):
         return run_program(model, ag_gemm_program(model), phase_order=("ag", "rs", "gemm"))
     return run_program(model, sequential_program(model, rs_variant))
 
@@ -72,9 +76,10 @@ def compose_ideal(p: Phases) -> Phases:
 register_simulation("sequential/baseline", run_sequential)
 register_simulation("sequential/nmc", partial(run_sequential, rs_variant="nmc"))
 register_scheme(Scheme("sequential", "GEMM, then RS, then AG, each a separate kernel with all CUs (the baseline); "
-                       "workload.direction=ag_gemm: AG of the input, then the GEMM",
+                       "workload.direction=ag_gemm: AG of the input, then the GEMM; a2a_gemm: the all-to-all of "
+                       "the input, then the GEMM",
                        label="Sequential", color="#7f7f7f", simulation="sequential/baseline",
-                       directions=("gemm_rs", "ag_gemm")))
+                       directions=("gemm_rs", "ag_gemm", "a2a_gemm")))
 register_scheme(Scheme("ideal_gemm_rs_overlap", "max(isolated GEMM, isolated RS) + AG: perfect software overlap, no contention",
                        label="Ideal-GEMM-RS-Overlap", color="#1f77b4", ideal=True, simulation="sequential/baseline",
                        compose=compose_ideal))

@@ -146,7 +146,9 @@ class SystemModel:
         else:
             recv = self.alloc(max(1, self.n - 1) * _up(elems * self.elem_B))
         plan = plan_for_system(self.system, collective, elems, self.elem_B)
-        layout = BufferLayout(bases={"buf": base_B}, recv_base_B=recv, recv_slot_B=_up(elems * self.elem_B))
+        # an all-to-all reads its "in" buffer and writes an "out" buffer of its own (collectives.plan)
+        bases = {"in": base_B, "out": self.alloc(elems * self.elem_B)} if collective == "all_to_all" else {"buf": base_B}
+        layout = BufferLayout(bases=bases, recv_base_B=recv, recv_slot_B=_up(elems * self.elem_B))
         return run_collective(self.engine, self.network, plan, self.hiers, mode=self.mode, system=self.system,
                               variant=variant, layout=layout, cus=cus,
                               dispatchers=self.dispatchers if cu_mask is None else

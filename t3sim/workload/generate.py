@@ -204,6 +204,26 @@ def tile_params(gemm_kernel, dtype: str, threads_per_wf: int) -> TileParams:
                       dtype=dtype)
 
 
+def shape_kernel(gemm, tp: int, direction: str, params: TileParams = TileParams()) -> KernelRecord:
+    """One GPU's kernel of a GEMM given by its whole-operator shape (``workload.gemm``,
+    :class:`~t3sim.config.workload.GemmShapeConfig`): ``M x N/tp x K`` for ``ag_gemm`` (all M gathered rows
+    times the GPU's weight shard), ``M/tp x N x K`` for ``a2a_gemm`` (the GPU's expert over its routed rows).
+    A is row-major (``trans_a``), so a block of its rows is one contiguous copy, as the ag_gemm schemes need."""
+    if direction not in ("ag_gemm", "a2a_gemm"):
+        raise InputError("workload.direction", f"{direction} with workload.gemm", "ag_gemm, a2a_gemm")
+    params.check()
+    M, N = (gemm.M, gemm.N // tp) if direction == "ag_gemm" else (gemm.M // tp, gemm.N)
+    tiles_m, tiles_n = tile_grid(M, N, params.tile_m, params.tile_n)
+    return KernelRecord(
+        name=f"{gemm.name}.tp{tp}.{direction}", model=gemm.name, sublayer="GEMM", pass_="fwd", tp=tp,
+        M=M, N=N, K=gemm.K, dtype=params.dtype, trans_a=True, trans_b=True, c_layout=params.c_layout,
+        tile_m=params.tile_m, tile_n=params.tile_n, tile_k=params.tile_k,
+        tiles_m=tiles_m, tiles_n=tiles_n, num_wgs=tiles_m * tiles_n,
+        wfs_per_wg=params.wfs_per_wg, wf_grid=tuple(params.wf_grid),
+        threads_per_wf=params.threads_per_wf, registers_per_thread=params.registers_per_thread,
+        lds_per_wg_B=params.lds_per_wg_B, wg_order={"kind": params.wg_order}, role="none", collective=None)
+
+
 def system_kernel(workload, system) -> KernelRecord:
     """The GEMM an experiment runs on ``system``: :func:`workload_kernel`, re-tiled with the system's
     ``gemm_kernel`` when it names one (the kernel its BLAS picks, the one ``t3sim validate`` validated)."""
@@ -231,6 +251,8 @@ def workload_kernel(workload) -> KernelRecord:
     from t3sim.workload.trace import load_trace
 
     direction = getattr(workload, "direction", "gemm_rs")
+    if getattr(workload, "gemm", None) is not None:
+        return shape_kernel(workload.gemm, workload.tp, direction, TileParams(dtype=workload.dtype))
     if workload.trace and direction != "gemm_rs":
         raise InputError("workload.direction", f"{direction} with workload.trace (a trace's kernels are producer GEMMs)",
                          "workload.direction=gemm_rs with a trace, or no workload.trace")
