@@ -68,6 +68,29 @@ class GemmShapeConfig(Model):
     K: int = F(..., unit="count", desc="reduction depth (columns of A, rows of B)", source="FiCCO Table I", gt=0)
     model: Optional[str] = F(None, unit="name", desc="descriptive: the model the GEMM comes from (not simulated)",
                              source="FiCCO Table I")
+    scale_M: int = F(1, unit="count",
+                     desc="simulate M / scale_M rows instead of M (a scaled shape for a GEMM too large to simulate "
+                          "whole; results are the scaled GEMM's, and analyses say so); 1 = as given",
+                     source="issue 14 (scaled shapes while no sampled simulation exists)", ge=1)
+    scale_K: int = F(1, unit="count", desc="simulate K / scale_K instead of K (as scale_M); 1 = as given",
+                     source="issue 14 (scaled shapes while no sampled simulation exists)", ge=1)
+
+    @property
+    def sim_M(self) -> int:
+        """Rows simulated: M / scale_M."""
+        return self.M // self.scale_M
+
+    @property
+    def sim_K(self) -> int:
+        """Reduction depth simulated: K / scale_K."""
+        return self.K // self.scale_K
+
+    @model_validator(mode="after")
+    def _scales(self) -> "GemmShapeConfig":
+        for dim, sc in (("M", self.scale_M), ("K", self.scale_K)):
+            if getattr(self, dim) % sc:
+                raise ValueError(f"gemm.scale_{dim}={sc} does not divide gemm.{dim}={getattr(self, dim)}; allowed: a divisor")
+        return self
 
 
 def check_tp(hidden_size: int, tp: int) -> None:
@@ -111,7 +134,7 @@ class WorkloadConfig(Model):
     @property
     def num_tokens(self) -> int:
         if self.gemm is not None:
-            return self.gemm.M
+            return self.gemm.sim_M
         return self.tokens if self.tokens is not None else self.model.tokens
 
     @property
@@ -148,6 +171,6 @@ class WorkloadConfig(Model):
         if self.direction == "ag_gemm" and g.N % tp:
             raise ValueError(f"gemm.N={g.N} with tp={tp} (ag_gemm: each GPU holds N/tp columns of B); allowed: N a "
                              f"multiple of {tp}")
-        if self.direction == "a2a_gemm" and g.M % (tp * tp):
-            raise ValueError(f"gemm.M={g.M} with tp={tp} (a2a_gemm: each GPU's expert gets M/tp rows, M/tp^2 from "
-                             f"each GPU); allowed: M a multiple of {tp * tp}")
+        if self.direction == "a2a_gemm" and g.sim_M % (tp * tp):
+            raise ValueError(f"gemm.M={g.M} / scale_M={g.scale_M} with tp={tp} (a2a_gemm: each GPU's expert gets M/tp "
+                             f"rows, M/tp^2 from each GPU); allowed: M / scale_M a multiple of {tp * tp}")

@@ -208,15 +208,16 @@ def shape_kernel(gemm, tp: int, direction: str, params: TileParams = TileParams(
     """One GPU's kernel of a GEMM given by its whole-operator shape (``workload.gemm``,
     :class:`~t3sim.config.workload.GemmShapeConfig`): ``M x N/tp x K`` for ``ag_gemm`` (all M gathered rows
     times the GPU's weight shard), ``M/tp x N x K`` for ``a2a_gemm`` (the GPU's expert over its routed rows).
-    A is row-major (``trans_a``), so a block of its rows is one contiguous copy, as the ag_gemm schemes need."""
+    A is row-major (``trans_a``), so a block of its rows is one contiguous copy, as the ag_gemm schemes need.
+    M and K are the simulated ones (``gemm.scale_M``, ``gemm.scale_K``)."""
     if direction not in ("ag_gemm", "a2a_gemm"):
         raise InputError("workload.direction", f"{direction} with workload.gemm", "ag_gemm, a2a_gemm")
     params.check()
-    M, N = (gemm.M, gemm.N // tp) if direction == "ag_gemm" else (gemm.M // tp, gemm.N)
+    M, N = (gemm.sim_M, gemm.N // tp) if direction == "ag_gemm" else (gemm.sim_M // tp, gemm.N)
     tiles_m, tiles_n = tile_grid(M, N, params.tile_m, params.tile_n)
     return KernelRecord(
         name=f"{gemm.name}.tp{tp}.{direction}", model=gemm.name, sublayer="GEMM", pass_="fwd", tp=tp,
-        M=M, N=N, K=gemm.K, dtype=params.dtype, trans_a=True, trans_b=True, c_layout=params.c_layout,
+        M=M, N=N, K=gemm.sim_K, dtype=params.dtype, trans_a=True, trans_b=True, c_layout=params.c_layout,
         tile_m=params.tile_m, tile_n=params.tile_n, tile_k=params.tile_k,
         tiles_m=tiles_m, tiles_n=tiles_n, num_wgs=tiles_m * tiles_n,
         wfs_per_wg=params.wfs_per_wg, wf_grid=tuple(params.wf_grid),

@@ -61,11 +61,19 @@ def test_workload_kernel_follows_the_shape(tmp_path):
     (("workload.tokens=64",), "tokens with workload.gemm"),
     (("workload.direction=gemm_rs",), "direction=gemm_rs with workload.gemm"),
     (("workload.gemm.N=1026",), "gemm.N=1026 with tp=4"),
-    (("workload.direction=a2a_gemm", "workload.gemm.M=1000"), "gemm.M=1000 with tp=4"),
+    (("workload.direction=a2a_gemm", "workload.gemm.M=1000"), "gemm.M=1000 / scale_M=1 with tp=4"),
+    (("workload.gemm.scale_K=3",), "scale_K=3 does not divide gemm.K=256"),
 ])
 def test_bad_shapes_are_rejected(tmp_path, setting, match):
     with pytest.raises(Exception, match=match):
         _exp(tmp_path, extra=setting)
+
+
+def test_scales_shrink_the_simulated_gemm_only(tmp_path):
+    e = _exp(tmp_path, M=2048, N=4096, K=512, extra=("workload.gemm.scale_M=4", "workload.gemm.scale_K=2"))
+    k = workload_kernel(e.workload)
+    assert (k.M, k.N, k.K) == (512, 1024, 256)
+    assert (e.workload.gemm.M, e.workload.gemm.K) == (2048, 512)  # the operator's shape stays as given
 
 
 def test_model_and_gemm_are_exclusive(tmp_path):
