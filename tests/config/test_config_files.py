@@ -17,7 +17,7 @@ ALL_CONFIGS = sorted(glob.glob(str(REPO / "configs/**/*.yaml"), recursive=True))
 def test_there_are_configs():
     names = {p.split("configs/")[1] for p in ALL_CONFIGS}
     for required in ["systems/t3-table1.yaml", "systems/t3-table1-2xcu.yaml", "systems/mi210-4gpu.yaml",
-                     "systems/h200-4gpu.yaml", "models/mega-gpt-2.yaml", "models/t-nlg.yaml", "models/gpt-3.yaml",
+                     "systems/h200-4gpu.yaml", "systems/mi300x-8gpu.yaml", "models/mega-gpt-2.yaml", "models/t-nlg.yaml", "models/gpt-3.yaml",
                      "models/palm.yaml", "models/mt-nlg.yaml", "experiments/default.yaml"]:
         assert required in names
 
@@ -49,6 +49,24 @@ def test_table1_values():
     ic = s.interconnect
     assert (ic.kind, ic.num_gpus, ic.link_latency_ns, ic.bidirectional) == ("ring", 8, 500, True)
     assert 2 * ic.link_bandwidth_GBps == 150  # "150 GB/s bi-directional"
+
+
+def test_mi300x_preset_matches_its_sources():
+    """FiCCO's MI300X platform (issue 14 item 1): datasheet compute and HBM peaks, the whitepaper's aggregate L2
+    read bandwidth, a full mesh of 64 GB/s links, and a GEMM kernel that fits one workgroup per CU."""
+    from t3sim.compute.occupancy import occupancy
+
+    s = load_system(REPO / "configs/systems/mi300x-8gpu.yaml")
+    g = s.gpu
+    assert g.num_cus * g.fp16_flops_per_cycle * g.clock_GHz / 1e3 == pytest.approx(1307.4, rel=1e-3)
+    assert s.hbm.peak_bandwidth_GBps == pytest.approx(5325, rel=1e-3)  # footnote MI300-05A
+    assert s.l2.banks * s.l2.bank_bandwidth_B_per_cycle * s.l2.clock_GHz / 1e3 == pytest.approx(34.4, rel=1e-3)
+    ic = s.interconnect
+    assert (ic.kind, ic.num_gpus, ic.links_per_gpu, ic.link_bandwidth_GBps) == ("direct", 8, 7, 64)
+    gk = s.gemm_kernel
+    occ = occupancy(g, wfs_per_wg=gk.wf_grid[0] * gk.wf_grid[1], registers_per_thread=gk.registers_per_thread,
+                    lds_per_wg_B=(gk.tile_m + gk.tile_n) * gk.tile_k * 2 * gk.lds_stages)  # bf16
+    assert occ.wgs_per_cu == 1 and occ.lds_carveout_B == 64 * 1024 and occ.l1_capacity_B == 32 * 1024
 
 
 def test_2xcu_inherits_everything_but_cus():
