@@ -77,6 +77,21 @@ class SchemeConfig(Model):
                             source="assumption: FLUX (Sec. 4.2) does not publish how many thread blocks it specialises for "
                                    "the pull reduction", gt=0)
 
+    ficco_schedule: Literal["uniform_fused_1d", "hetero_fused_1d", "hetero_unfused_1d", "uniform_fused_2d"] = F(
+        "uniform_fused_1d", unit="enum",
+        desc="ficco: which FiCCO schedule runs the AllGather+GEMM: uniform_fused_1d (every step gathers its N row "
+             "pieces, local one included, into one GEMM, then scatters the output rows), hetero_fused_1d (the local "
+             "shard's GEMM first, then one GEMM per step over the N-1 gathered remote pieces, scattered), "
+             "hetero_unfused_1d (the local shard's GEMM, then one GEMM per remote piece, in place: no gather or "
+             "scatter), uniform_fused_2d (K-sharded: every step gathers its N column blocks and runs an accumulating "
+             "GEMM over the whole M rows); t3sim/schemes/ficco.py states the reading of each",
+        source="FiCCO Sec. V-A, V-B (Fig. 11(b), lost: the reading is in t3sim/schemes/ficco.py)")
+    ficco_comm: Literal["dma", "rccl"] = F(
+        "dma", unit="enum",
+        desc="ficco: what moves each step's pieces: dma (copy-engine copies, hipMemcpyDtoDAsync) or rccl (a CU-driven "
+             "collective per step, FiCCO-rccl; not built yet: rejected)",
+        source="FiCCO Secs. IV-B1, VI-E")
+
     @field_validator("kind")
     @classmethod
     def _kind(cls, v: str) -> str:
