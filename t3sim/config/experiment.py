@@ -20,7 +20,8 @@ class SchemeConfig(Model):
     compute_streams: int = F(1, unit="count",
                              desc="chunked, chunked_dma: streams the chunk GEMMs are issued over, round robin (chunk i on "
                                   "stream i mod S), so consecutive chunks run concurrently where the dispatcher has CUs "
-                                  "for them (GPU multiplexing, FLUX Sec. 2.2); 1: one compute stream",
+                                  "for them (GPU multiplexing, FLUX Sec. 2.2); ficco with hetero_unfused_1d: the "
+                                  "per-piece GEMMs likewise; 1: one compute stream",
                              source="Transformer Engine common/comm_gemm_overlap.h: NVTE_COMM_OVERLAP_MAX_STREAMS = 3 "
                                     "(its split_overlap_rs/_ag issue chunk i's GEMM on _stream_compute[i % 3])", ge=1)
     chunk_axis: Literal["M", "N"] = F("M", unit="enum", desc="chunked, chunked_dma: split the GEMM along M (rows of A and C) or N (columns of B and C)",
