@@ -183,3 +183,13 @@ def test_bad_values_rejected(extra, field):
         scheme_for("ficco").check_options(cfg.scheme)  # as t3sim.system.run does before simulating
         scheme_for("ficco").simulate(SystemModel(cfg))
     assert e.value.where == field
+
+
+@pytest.mark.parametrize("sched", ["uniform_fused_1d", "uniform_fused_2d"])
+def test_sm_copy_path(sched):
+    """copy_engine.d2d_path=sm: the gathers and scatters run as SM copy kernels (kind copy) on the CUs; still exact."""
+    m, run = _run(2, sched, "simulation.mode=explicit", "simulation.functional_data=true",
+                  "system.copy_engine.d2d_path=sm")
+    assert m.context.sm and {r.kind for r in run.records if "gather" in r.name} == {"copy"}
+    _bytes_invariants(m)
+    assert m.context.data.c_words > 0
