@@ -85,7 +85,9 @@ CASES: Dict[str, dict] = {
        for name, extra, what in (
            ("flux", ["simulation.mode=explicit", "scheme.kind=flux_ag"], "flux_ag (push, explicit)"),
            ("chunked-dma", ["scheme.kind=chunked_dma", "scheme.chunks=4"],
-            "chunked_dma (one step per shard, copy-engine pushes, homogeneous)"))},
+            "chunked_dma (one step per shard, copy-engine pushes, homogeneous)"),
+           ("ficco", ["scheme.kind=ficco", "scheme.ficco_schedule=uniform_fused_1d"],
+            "ficco uniform_fused_1d (all-to-all copy-engine steps, gather/GEMM/scatter, homogeneous)"))},
 }
 for _s in SCHEMES:
     CASES[f"fc2-tp8-{_s}"] = dict(kind="experiment", config=_DEFAULT, overrides=[f"scheme.kind={_s}"],

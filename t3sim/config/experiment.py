@@ -20,7 +20,8 @@ class SchemeConfig(Model):
     compute_streams: int = F(1, unit="count",
                              desc="chunked, chunked_dma: streams the chunk GEMMs are issued over, round robin (chunk i on "
                                   "stream i mod S), so consecutive chunks run concurrently where the dispatcher has CUs "
-                                  "for them (GPU multiplexing, FLUX Sec. 2.2); 1: one compute stream",
+                                  "for them (GPU multiplexing, FLUX Sec. 2.2); ficco with hetero_unfused_1d: the "
+                                  "per-piece GEMMs likewise; 1: one compute stream",
                              source="Transformer Engine common/comm_gemm_overlap.h: NVTE_COMM_OVERLAP_MAX_STREAMS = 3 "
                                     "(its split_overlap_rs/_ag issue chunk i's GEMM on _stream_compute[i % 3])", ge=1)
     chunk_axis: Literal["M", "N"] = F("M", unit="enum", desc="chunked, chunked_dma: split the GEMM along M (rows of A and C) or N (columns of B and C)",
@@ -76,6 +77,21 @@ class SchemeConfig(Model):
                                  "GEMM's WGs for the whole fused kernel",
                             source="assumption: FLUX (Sec. 4.2) does not publish how many thread blocks it specialises for "
                                    "the pull reduction", gt=0)
+
+    ficco_schedule: Literal["uniform_fused_1d", "hetero_fused_1d", "hetero_unfused_1d", "uniform_fused_2d"] = F(
+        "uniform_fused_1d", unit="enum",
+        desc="ficco: which FiCCO schedule runs the AllGather+GEMM: uniform_fused_1d (every step gathers its N row "
+             "pieces, local one included, into one GEMM, then scatters the output rows), hetero_fused_1d (the local "
+             "shard's GEMM first, then one GEMM per step over the N-1 gathered remote pieces, scattered), "
+             "hetero_unfused_1d (the local shard's GEMM, then one GEMM per remote piece, in place: no gather or "
+             "scatter), uniform_fused_2d (K-sharded: every step gathers its N column blocks and runs an accumulating "
+             "GEMM over the whole M rows); t3sim/schemes/ficco.py states the reading of each",
+        source="FiCCO Sec. V-A, V-B (Fig. 11(b), lost: the reading is in t3sim/schemes/ficco.py)")
+    ficco_comm: Literal["dma", "rccl"] = F(
+        "dma", unit="enum",
+        desc="ficco: what moves each step's pieces: dma (copy-engine copies, hipMemcpyDtoDAsync) or rccl (a CU-driven "
+             "collective per step, FiCCO-rccl; not built yet: rejected)",
+        source="FiCCO Secs. IV-B1, VI-E")
 
     @field_validator("kind")
     @classmethod

@@ -56,7 +56,7 @@ back to back.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -108,19 +108,25 @@ def shard_chunks(model) -> List[List[Chunk]]:
 class ChunkAgContext:
     """The shard pushes, flags and step records of every simulated GPU (module doc)."""
 
-    def __init__(self, model):
+    def __init__(self, model, pieces: Optional[List[List[Tuple[int, int]]]] = None, name: str = "chunked"):
+        """``pieces[p][j]``: byte offset from ``model.a_base`` and length of piece ``j`` of GPU ``p``'s part of A
+        (the same offsets on every GPU; rotation symmetry needs piece ``j`` of every GPU the same length);
+        None: ``chunked_dma``'s sub-chunks (:func:`shard_chunks`). ``name`` prefixes the fabric's port."""
         self.model = model
         k = model.kernel
-        if model.exp.simulation.functional_data:
-            raise InputError("simulation.functional_data", "true with scheme.kind=chunked_dma and "
-                             "workload.direction=ag_gemm, which has no functional check", "false")
-        check_row_sharded(model)
+        self.row_B = k.K * model.elem_B
+        if pieces is None:
+            if model.exp.simulation.functional_data:
+                raise InputError("simulation.functional_data", "true with scheme.kind=chunked_dma and "
+                                 "workload.direction=ag_gemm, which has no functional check", "false")
+            check_row_sharded(model)
+            self.parts = shard_chunks(model)
+            pieces = [[(c.a_offset_B, c.kernel.M * self.row_B) for c in cs] for cs in self.parts]
+        self.pieces = pieces
         self.n = n = model.n
         self.env = model.env
         self.homogeneous = model.mode == "homogeneous"
-        self.parts = shard_chunks(model)
-        self.c = len(self.parts[0])
-        self.row_B = k.K * model.elem_B
+        self.c = len(pieces[0])
         #: per consumer GPU, per (shard, sub-chunk): the event its flag is set (own shard: preset)
         self.flags: Dict[int, Dict[Tuple[int, int], object]] = {}
         self.flag_tick: Dict[int, Dict[Tuple[int, int], int]] = {}
@@ -136,8 +142,8 @@ class ChunkAgContext:
                         self.flag_tick[g][p, j] = self.env.now
         #: per GPU: (step name, shard, sub-chunk, wait start, flag set, GEMM end) ticks
         self.steps: Dict[int, List[list]] = {g: [] for g in model.sim_gpus}
-        self.port = model.network.new_port("chunked.ag_push")
-        self.fabric = Fabric(model.engine, model.network, model.hiers, port=self.port, name="chunked.ag_fabric")
+        self.port = model.network.new_port(f"{name}.ag_push")
+        self.fabric = Fabric(model.engine, model.network, model.hiers, port=self.port, name=f"{name}.ag_fabric")
         self.engines: Dict[int, CopyEngines] = {
             g: CopyEngines(model.engine, g, model.hiers[g], model.system.copy_engine, category="ag",
                            peer_send=self._peer_send) for g in model.sim_gpus}
@@ -150,8 +156,8 @@ class ChunkAgContext:
     # ---------------------------------------------------------------- geometry
     def sub(self, p: int, j: int) -> Tuple[int, int]:
         """Byte address (the same on every GPU) and length of sub-chunk ``j`` of shard ``p`` of A."""
-        c = self.parts[p][j]
-        return self.model.a_base + c.a_offset_B, c.kernel.M * self.row_B
+        off, nb = self.pieces[p][j]
+        return self.model.a_base + off, nb
 
     def shard_at(self, g: int, s: int) -> int:
         """The shard GPU ``g``'s step ``s`` computes: its own, then ``g - 1``, ``g - 2``, ... (arrival order)."""
