@@ -37,3 +37,10 @@ def test_1d_classes_follow_the_metric(M, N, K, tau):
 def test_bad_arguments_raise():
     with pytest.raises(ValueError):
         pick(0, 1, 1, gpus=8, peak_TFLOPS=1.0)
+
+
+def test_config_names_the_same_schedules():
+    from typing import get_args
+
+    from t3sim.config.experiment import SchemeConfig
+    assert get_args(SchemeConfig.model_fields["ficco_schedule"].annotation) == SCHEDULES
