@@ -85,6 +85,23 @@ def _ficco_cases(comms):
             for c in comms for s in SCHEDULES]
 
 
+#: The scale check: two Table I scenarios at their rule's scale and at 2x more rows and depth (4x the FLOPs;
+#: 16x would take ~12 minutes per FiCCO point), to show how the scaled results move toward full size (the scaled decomposed GEMMs have fewer tiles
+#: than at full size, so DIL is overstated; issue 14 asks to say which points are scaled).
+SCALE_CHECK = ("g2", "g6")
+
+
+def _scale_check() -> list:
+    out = []
+    for n, _par, model, (M, N, K) in TABLE_I:
+        if n not in SCALE_CHECK:
+            continue
+        sm, sk = scale_for(M, N, K, tp=TP, direction="ag_gemm", flop_budget=BUDGET_FLOP)
+        for f in (1, 2):
+            out.append(f"{{name: {n}, M: {M}, N: {N}, K: {K}, scale_M: {sm // f}, scale_K: {sk // f}, model: {model}}}")
+    return out
+
+
 def configs() -> dict:
     """File name -> text of every generated experiment config."""
     sp = [_gemm(n, shape, "ag_gemm", model) for n, par, model, shape in TABLE_I if par == "SP+TP"]
@@ -99,6 +116,8 @@ def configs() -> dict:
         "ficco-ep.yaml": _config("ficco-ep", "FiCCO Table I EP all-to-all + expert GEMM scenarios g13-g16", "a2a_gemm",
                                  ep, base + _ficco_cases(["dma", "rccl"]), "(no shard-based overlap: AsyncTP is tensor-"
                                  "parallel only);"),
+        "ficco-scale.yaml": _config("ficco-scale", "FiCCO scale check, g2 and g6 at 1x and 4x the rule's FLOPs",
+                                    "ag_gemm", _scale_check(), base + _ficco_cases(["dma"]), ""),
         "ficco-synthetic.yaml": _config("ficco-synthetic", "16 synthetic all-gather + GEMM scenarios for FiCCO's "
                                         "heuristic (Sec. VI-D)", "ag_gemm", syn, base + _ficco_cases(["dma"]), ""),
     }

@@ -64,11 +64,16 @@ def ficco_rows(runs: Sequence[Run]) -> List[Dict]:
         mv = method_of(r)
         if mv is None or r.cfg("workload.gemm") is None:
             continue
-        points.setdefault((str(r.cfg("name", "")), str(r.cfg("workload.gemm.name"))), []).append((*mv, r))
+        g = r.cfg("workload.gemm")
+        points.setdefault((str(r.cfg("name", "")), str(g["name"]), int(g.get("scale_M", 1)), int(g.get("scale_K", 1))),
+                          []).append((*mv, r))
+    names: Dict[Tuple[str, str], set] = {}
+    for e, n, sm, sk in points:
+        names.setdefault((e, n), set()).add((sm, sk))
 
     def order(k):
         name = k[1]
-        return (k[0], name.rstrip("0123456789"), int(name[len(name.rstrip("0123456789")):] or 0))
+        return (k[0], name.rstrip("0123456789"), int(name[len(name.rstrip("0123456789")):] or 0), -k[2], -k[3])
 
     rows = []
     for key in sorted(points, key=order):
@@ -89,7 +94,8 @@ def ficco_rows(runs: Sequence[Run]) -> List[Dict]:
         for m, v, r in sorted(items, key=lambda x: (METHODS.index(x[0]), SCHEDULES.index(x[1])
                                                     if x[1] in SCHEDULES else -1, x[1])):
             t = f(r.summary, "total_us")
-            rows.append({"experiment": key[0], "scenario": key[1], "direction": d, **sh,
+            label = key[1] if len(names[key[:2]]) == 1 else f"{key[1]} /{key[2]}x{key[3]}"  # one name at several scales
+            rows.append({"experiment": key[0], "scenario": label, "direction": d, **sh,
                          "otb_FLOP_per_B": otb(sh["M"], sh["N"], sh["K"], elem),
                          "mt_GB": elem * (sh["M"] * sh["K"] + sh["N"] * sh["K"] + sh["M"] * sh["N"]) / 1e9,
                          "method": m, "variant": v, "total_us": t, "gemm_us": f(r.summary, "gemm_us"),
@@ -166,3 +172,12 @@ def figure(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png"
         ax.legend(fontsize=6, ncol=6, loc="upper right")
     fig.tight_layout()
     return save(fig, rows, out, stem, formats, COLUMNS)
+
+
+def char_metrics(runs: Sequence[Run]) -> Dict[str, float]:
+    """The characterization's numbers (DIL, CIL; FiCCO Secs. IV-C, IV-D) from the ``ficco-char`` runs: filled in
+    when that experiment exists; NaN for every key until then."""
+    keys = ("shard_comm_slowdown", "comm_dil_geomean", "comm_dil_vs_size", "gemm_dil_64_vs_8", "gemm_dil_row_vs_col_mk",
+            "gemm_dil_vs_otb", "gemm_cil_ficco", "gemm_cil_shard", "comm_cil_ficco", "comm_cil_shard",
+            "gemm_cil_dma_vs_rccl", "gemm_cil_vs_mt")
+    return {k: math.nan for k in keys}

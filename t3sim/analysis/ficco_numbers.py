@@ -7,9 +7,12 @@ text is read where it is not explicit.
 
 from __future__ import annotations
 
-from typing import List
+import math
+from typing import Dict, List, Sequence
 
 from t3sim.analysis.paper_numbers import PaperNumber
+from t3sim.analysis.runs import Run
+from t3sim.workload.ficco import SCHEDULES
 
 P = PaperNumber
 
@@ -77,3 +80,38 @@ NUMBERS: List[PaperNumber] = [
 ]
 if len({n.key for n in NUMBERS}) != len(NUMBERS):
     raise RuntimeError("duplicate FiCCO paper-number key")
+
+
+def _finite(v):
+    return [x for x in v if isinstance(x, float) and math.isfinite(x)]
+
+
+def _max(v) -> float:
+    v = _finite(list(v))
+    return max(v) if v else math.nan
+
+
+def metrics(runs: Sequence[Run]) -> Dict[str, float]:
+    """``{key: t3sim value}`` from the FiCCO experiments' runs (NaN where they have no results); the
+    characterization's numbers (DIL, CIL) come from :func:`t3sim.analysis.ficco.char_metrics`."""
+    from t3sim.analysis import ficco
+
+    rows = [r for r in ficco.ficco_rows(runs) if r["experiment"] in ("ficco-sp", "ficco-ep")]
+    scs = ficco.scenarios(rows)
+    out: Dict[str, float] = {}
+    out["ideal_max"] = _max(r["ideal_speedup"] for r in rows)
+    best_1d = [max(_finite([ficco.speedup(rows, s, "ficco-dma", v) for v in SCHEDULES if v.endswith("_1d")]) or
+                   [math.nan]) for s in scs]
+    out["ficco_1d_max"] = _max(best_1d)
+    out["ficco_2d_max"] = _max(ficco.speedup(rows, s, "ficco-dma", "uniform_fused_2d") for s in scs)
+    shard = _finite([ficco.speedup(rows, s, "shard") for s in scs])
+    out["shard_slowdown_max"] = 1 / min(shard) if shard else math.nan
+    out["shard_best_speedup"] = max(shard) - 1 if shard else math.nan
+    for key, exp in (("heuristic_table_i", None), ("heuristic_synthetic", "ficco-synthetic")):
+        accs = [ficco.heuristic_accuracy(ficco.ficco_rows(runs), e) for e in ((exp,) if exp else ("ficco-sp", "ficco-ep"))]
+        n = sum(a[2] for a in accs)
+        out[key] = 100 * sum(a[0] * a[2] for a in accs if a[2]) / n if n else math.nan
+        if exp:
+            out["heuristic_loss"] = 100 * accs[0][1] if accs[0][2] else math.nan
+    out.update(ficco.char_metrics(runs))
+    return out
