@@ -1,0 +1,68 @@
+"""analysis.ficco and ficco_numbers (issue 14): speedups, ideal, heuristic scoring and the figure, on the real
+ficco-synthetic points with made-up times (nothing simulated)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from t3sim.analysis import ficco, ficco_numbers
+from t3sim.analysis.runs import Run
+from t3sim.config.sweep import expand
+from t3sim.workload.ficco import SCHEDULES
+
+from tests.conftest import REPO
+
+#: made-up times per method: the baseline's comm 100, GEMM 200; FiCCO schedules get per-scenario orders
+BASE = {"gemm_us": 200.0, "ag_us": 100.0, "rs_us": 0.0, "total_us": 300.0}
+
+
+def _runs(winner):
+    """Runs of every ficco-synthetic point; ``winner(scenario)`` is the schedule made fastest there."""
+    out = []
+    for p in expand(REPO / "configs/experiments/ficco-synthetic.yaml"):
+        cfg = p.config.model_dump(mode="json")
+        kind = cfg["scheme"]["kind"]
+        if kind == "sequential":
+            summ = dict(BASE)
+        else:
+            s = cfg["scheme"]["ficco_schedule"]
+            t = 250.0 if s == winner(cfg["workload"]["gemm"]["name"]) else 280.0 + SCHEDULES.index(s)
+            summ = {"gemm_us": t, "ag_us": 0.0, "rs_us": 0.0, "total_us": t}
+        out.append(Run(Path(f"/x/{p.label}"), "ficco-synthetic", cfg, {"scheme": kind, **summ}))
+    return out
+
+
+def test_rows_speedups_and_ideal():
+    rows = ficco.ficco_rows(_runs(lambda n: "uniform_fused_1d"))
+    assert len(ficco.scenarios(rows)) == 16
+    base = [r for r in rows if r["method"] == "baseline"]
+    assert all(r["speedup"] == 1.0 and r["ideal_speedup"] == pytest.approx(1.5) for r in base)  # (200+100)/200
+    win = [r for r in rows if r["variant"] == "uniform_fused_1d"]
+    assert all(r["speedup"] == pytest.approx(300 / 250) and r["best_ficco_dma"] == "uniform_fused_1d" for r in win)
+    assert all(r["M"] % r["sim_M"] == 0 and r["sim_M"] < r["M"] for r in rows)  # every point is scaled
+
+
+def test_heuristic_scored_against_the_simulated_best():
+    rows0 = ficco.ficco_rows(_runs(lambda n: "uniform_fused_1d"))
+    picks = {r["scenario"]: r["heuristic_pick"] for r in rows0}
+    right = ficco.ficco_rows(_runs(lambda n: picks[n]))  # the heuristic's pick made fastest everywhere
+    acc, loss, n = ficco.heuristic_accuracy(right, "ficco-synthetic")
+    assert (acc, loss, n) == (1.0, 0.0, 16)
+    wrong = ficco.ficco_rows(_runs(lambda n: next(s for s in SCHEDULES if s != picks[n])))
+    acc, loss, n = ficco.heuristic_accuracy(wrong, "ficco-synthetic")
+    assert acc == 0.0 and n == 16
+    picked_t = [280.0 + SCHEDULES.index(picks[s]) for s in ficco.scenarios(wrong)]
+    assert loss == pytest.approx(sum(1 - (300 / t) / (300 / 250) for t in picked_t) / 16)
+
+
+def test_metrics_and_figure(tmp_path):
+    runs = _runs(lambda n: "hetero_fused_1d")
+    v = ficco_numbers.metrics(runs)
+    assert set(v) >= {n.key for n in ficco_numbers.NUMBERS}
+    assert math.isnan(v["ficco_1d_max"])  # no ficco-sp/ep runs: not reported from the synthetic set
+    assert 0 <= v["heuristic_synthetic"] <= 100
+    paths = ficco.figure(runs, tmp_path)
+    assert any(p.suffix == ".png" for p in paths) and any(p.suffix == ".csv" for p in paths)
