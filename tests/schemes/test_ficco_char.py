@@ -193,3 +193,15 @@ def test_other_chunking_schemes_reject_k(kind):
     with pytest.raises(InputError) as e:
         scheme_for(kind).simulate(SystemModel(cfg))
     assert e.value.where == "scheme.chunk_axis"
+
+
+def test_shipped_config_is_generated():
+    """configs/experiments/ficco-char.yaml is exactly what experiments/ficco/make_configs.py writes."""
+    import importlib.util
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("make_ficco_configs", REPO / "experiments/ficco/make_configs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert (REPO / "configs/experiments/ficco-char.yaml").read_text() == mod.configs()["ficco-char.yaml"]
