@@ -1,7 +1,8 @@
-"""Write configs/experiments/ficco-{sp,ep,synthetic}.yaml: FiCCO's Table I scenarios and 16 synthetic ones
+"""Write configs/experiments/ficco-{sp,ep,synthetic,char}.yaml: FiCCO's Table I scenarios and 16 synthetic ones
 (issue 14), every GEMM scaled by :func:`t3sim.workload.ficco.scale_for` to at most :data:`BUDGET_FLOP` per GPU.
 
-Run from the repository root: ``python experiments/ficco/make_configs.py``; a test checks the shipped files are
+Run from the repository root: ``python experiments/ficco/make_configs.py [FILE ...]`` (FILE: only those, e.g.
+ficco-char.yaml); a test checks the shipped files are
 what this writes (so no scale is chosen by hand).
 """
 
@@ -102,13 +103,72 @@ def _scale_check() -> list:
     return out
 
 
+#: 64-way K (column) chunks only where one GPU's C is at most this (MiB): each of the 64 accumulating chunks reads
+#: and writes all of C, so the point costs ~2.7 s of simulation per MiB of C (g2 scaled: 64 MiB, 170 s); the rule
+#: keeps the characterization under ~1 CPU-hour (issue 14's 4 CPU-hours for all of FiCCO) and is fixed before any
+#: result. It keeps g1, g3, g5, g7 (M < K, where the paper expects column sharding to be the better one) and g6, g14.
+MAX_C_64K_MiB = 32
+
+
+def _char_cases(shape_names_64k):
+    """The characterization's points (FiCCO Secs. IV-C, IV-D), each a scheme.* case of ficco_char."""
+    fc = "scheme.kind: ficco_char"
+    gemm = [f"{{{fc}, scheme.char_part: gemm, scheme.chunks: 1}}"]
+    gemm += [f"{{{fc}, scheme.char_part: gemm, scheme.chunks: {c}, scheme.chunk_axis: {ax}}}"
+             for ax in ("M", "K") for c in (8, 64) if (c, ax) != (64, "K")]
+    # the CIL units alone: one 8-way M shard; one of 8 a2a steps (dma, rccl); one shard to one peer (p2p)
+    unit = f"{fc}, scheme.char_pieces: first"
+    gemm += [f"{{{unit}, scheme.char_part: gemm, scheme.chunks: 8}}"]
+    comm = []
+    for steps in (1, 8):
+        for c in ("dma", "rccl"):
+            comm.append(f"{{{fc}, scheme.char_part: comm, scheme.ficco_comm: {c}, scheme.char_comm_steps: {steps}}}")
+    comm.append(f"{{{fc}, scheme.char_part: comm, scheme.char_comm_pattern: p2p}}")
+    steps8 = [f"scheme.ficco_comm: {c}, scheme.char_comm_steps: 8" for c in ("dma", "rccl")] + \
+        ["scheme.char_comm_pattern: p2p"]
+    comm += [f"{{{unit}, scheme.char_part: comm, {x}}}" for x in steps8]
+    both = [f"{{{unit}, scheme.char_part: both, scheme.chunks: 8, {x}}}" for x in steps8]
+    k64 = [f"{{workload.gemm: {g}, {fc}, scheme.char_part: gemm, scheme.chunks: 64, scheme.chunk_axis: K}}"
+           for g in shape_names_64k]
+    return gemm + comm + both, k64
+
+
+def _char_config(gemms, cases, k64):
+    """ficco-char.yaml: every point an explicit case (scenario x case, then the 64-way K points), no grid (a grid
+    would cross the scenario-specific 64-way K points with every scenario)."""
+    doc = ("ficco_char = FiCCO's characterization (t3sim/schemes/ficco_char.py): GEMM alone as 1, 8/64 M chunks,\n"
+           "# 8 K chunks (64 K chunks for the scenarios listed last, C <= %d MiB per GPU: cost); the all-gather alone, "
+           "whole and in\n# 8 all-to-all steps, dma and rccl, and shard by shard peer to peer (p2p); one 8-way M shard "
+           "beside one\n# step (dma, rccl) or one p2p shard, and each of those units alone (CIL). g13-g16 (EP) are "
+           "read as all-gather +\n# GEMM of the same operator shapes (the characterization of Secs. IV-C/IV-D runs "
+           "the same kernels for them)." % MAX_C_64K_MiB)
+    text = _config("ficco-char", "FiCCO's DIL and CIL characterization (Secs. IV-C, IV-D) on Table I g1-g16",
+                   "ag_gemm", gemms, [], "")
+    text = text.replace("# Schemes: sequential = the baseline (the collective, then one GEMM); \n# ficco = FiCCO's four "
+                        "schedules with copy-engine (dma) and CU-driven (rccl) communication.", "# Scheme: " + doc)
+    text = text.replace("scheme:\n  kind: sequential", "scheme:\n  kind: ficco_char")
+    text = text[:text.index("  grid:")]
+    lines = ["  cases:"] + [f"    - {{workload.gemm: {g}, {c[1:]}" for g in gemms for c in cases]
+    return text + "\n".join(lines + [f"    - {c}" for c in k64]) + "\n"
+
+
 def configs() -> dict:
     """File name -> text of every generated experiment config."""
     sp = [_gemm(n, shape, "ag_gemm", model) for n, par, model, shape in TABLE_I if par == "SP+TP"]
     ep = [_gemm(n, shape, "a2a_gemm", model) for n, par, model, shape in TABLE_I if par == "EP"]
     syn = [_gemm(n, shape, "ag_gemm") for n, shape in SYNTHETIC]
     base = ["{scheme.kind: sequential}"]
+    char = []
+    names_64k = []
+    for n, _par, model, shape in TABLE_I:
+        M, N, K = shape
+        sm, sk = scale_for(M, N, K, tp=TP, direction="ag_gemm", flop_budget=BUDGET_FLOP)
+        char.append(_gemm(n, shape, "ag_gemm", model))
+        if (M // sm) * (N // TP) * 2 <= MAX_C_64K_MiB * 2 ** 20:
+            names_64k.append(char[-1])
+    cases, k64 = _char_cases(names_64k)
     return {
+        "ficco-char.yaml": _char_config(char, cases, k64),
         "ficco-sp.yaml": _config("ficco-sp", "FiCCO Table I SP+TP all-gather + GEMM scenarios g1-g12", "ag_gemm", sp,
                                  base + ["{scheme.kind: chunked_dma, scheme.chunks: 8}"] + _ficco_cases(["dma", "rccl"]),
                                  "chunked_dma with 8 chunks = shard-based overlap\n# (PyTorch AsyncTP: one shard "
@@ -123,12 +183,17 @@ def configs() -> dict:
     }
 
 
-def main() -> None:
+def main(names=None) -> None:
+    """Write the generated configs (``names``: only those files, e.g. ``ficco-char.yaml``)."""
     out = Path("configs/experiments")
     for name, text in configs().items():
+        if names and name not in names:
+            continue
         (out / name).write_text(text)
         print(f"wrote {out / name}")
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])

@@ -87,7 +87,10 @@ CASES: Dict[str, dict] = {
            ("chunked-dma", ["scheme.kind=chunked_dma", "scheme.chunks=4"],
             "chunked_dma (one step per shard, copy-engine pushes, homogeneous)"),
            ("ficco", ["scheme.kind=ficco", "scheme.ficco_schedule=uniform_fused_1d"],
-            "ficco uniform_fused_1d (all-to-all copy-engine steps, gather/GEMM/scatter, homogeneous)"))},
+            "ficco uniform_fused_1d (all-to-all copy-engine steps, gather/GEMM/scatter, homogeneous)"),
+           ("ficco-char", ["scheme.kind=ficco_char", "scheme.char_part=both", "scheme.chunks=4",
+                           "scheme.char_comm_steps=4", "scheme.char_pieces=first"],
+            "ficco_char: one M/4 GEMM shard beside one of 4 all-to-all copy-engine steps (CIL unit, homogeneous)"))},
 }
 for _s in SCHEMES:
     CASES[f"fc2-tp8-{_s}"] = dict(kind="experiment", config=_DEFAULT, overrides=[f"scheme.kind={_s}"],

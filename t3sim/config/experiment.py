@@ -15,7 +15,7 @@ class SchemeConfig(Model):
     """Overlap scheme (paper Sec. 5.3): which kernels run, how outputs are mapped, which arbitration applies."""
 
     kind: str = F("sequential", unit="name", desc="registered overlap scheme (sequential, t3, t3_mca, ideal_gemm_rs_overlap, ideal_rs_nmc, concurrent, chunked, copy, ...)", source="paper Sec. 5.3; issue 12")
-    chunks: int = F(4, unit="count", desc="chunked, chunked_dma: GEMM chunks C; each chunk's reduce-scatter is issued when the chunk ends; chunked_dma with workload.direction=ag_gemm: GEMM steps, a multiple of the GPUs N (one step per shard of A, or chunks/N steps per shard); rejected by schemes that do not chunk",
+    chunks: int = F(4, unit="count", desc="chunked, chunked_dma: GEMM chunks C; each chunk's reduce-scatter is issued when the chunk ends; chunked_dma with workload.direction=ag_gemm: GEMM steps, a multiple of the GPUs N (one step per shard of A, or chunks/N steps per shard); ficco_char: the per-GPU GEMM as C chunks along scheme.chunk_axis (FiCCO Sec. IV-C1: 1, 8, 64); rejected by schemes that do not chunk",
                     source="issue 12; shared/reference/h200/README.md (chunked_decomposition: 4 chunks of M/4 rows); FLUX Sec. 2.2 (ag_gemm: decomposition aligned with the number of devices)", ge=1)
     compute_streams: int = F(1, unit="count",
                              desc="chunked, chunked_dma: streams the chunk GEMMs are issued over, round robin (chunk i on "
@@ -24,10 +24,15 @@ class SchemeConfig(Model):
                                   "per-piece GEMMs likewise; 1: one compute stream",
                              source="Transformer Engine common/comm_gemm_overlap.h: NVTE_COMM_OVERLAP_MAX_STREAMS = 3 "
                                     "(its split_overlap_rs/_ag issue chunk i's GEMM on _stream_compute[i % 3])", ge=1)
-    chunk_axis: Literal["M", "N"] = F("M", unit="enum", desc="chunked, chunked_dma: split the GEMM along M (rows of A and C) or N (columns of B and C)",
-                                      source="issue 12 (CoCoNet / Transformer Engine split along the output's rows)")
+    chunk_axis: Literal["M", "N", "K"] = F(
+        "M", unit="enum",
+        desc="chunked, chunked_dma: split the GEMM along M (rows of A and C) or N (columns of B and C); ficco_char: M "
+             "(row sharding) or K (column sharding: accumulating chunk GEMMs, C += A_i B_i, beta = 1, A and B stored "
+             "K-block-major, t3sim/workload/chunks.py); K is rejected by the other schemes",
+        source="issue 12 (CoCoNet / Transformer Engine split along the output's rows); FiCCO Sec. IV-C1 (row (M) or "
+               "column (K) sharding, column sharding needs accumulative GEMM kernels)")
     launch_first: Literal["gemm", "comm"] = F(
-        "gemm", unit="enum", desc="concurrent, copy: which stream launches its kernel first, the GEMM's or the other one (concurrent: the RS; copy: the copy streams); the GPU dispatches WGs in launch order (t3sim/compute/dispatcher.py)",
+        "gemm", unit="enum", desc="concurrent, copy, ficco_char (char_part=both): which stream launches its kernel first, the GEMM's or the other one (concurrent: the RS; copy: the copy streams; ficco_char: the all-gather step); the GPU dispatches WGs in launch order (t3sim/compute/dispatcher.py)",
         source="issue 12 (a host program issues one stream's work before the other's)")
     comm_cus: int = F(0, unit="count", desc="concurrent, chunked: CUs reserved for the communication kernels: the reduce-scatters' CTAs run only on the last comm_cus CUs and the GEMM's WGs only on the others (0: no reservation, every kernel may use every CU in launch order); the all-gather after them uses every CU",
                       source="paper Sec. 3.2.1, Fig. 6 (72-8 and 64-16 CU splits of an 80-CU GPU); issue 12", ge=0)
@@ -90,8 +95,31 @@ class SchemeConfig(Model):
     ficco_comm: Literal["dma", "rccl"] = F(
         "dma", unit="enum",
         desc="ficco: what moves each step's pieces: dma (copy-engine copies, hipMemcpyDtoDAsync) or rccl (a CU-driven "
-             "collective per step, FiCCO-rccl; not built yet: rejected)",
-        source="FiCCO Secs. IV-B1, VI-E")
+             "collective per step, FiCCO-rccl; not built yet: rejected); ficco_char: the same for its all-gather "
+             "(rccl: one CU-driven all_gather collective per step)",
+        source="FiCCO Secs. IV-B1, IV-D1, VI-E")
+    char_part: Literal["gemm", "comm", "both"] = F(
+        "gemm", unit="enum",
+        desc="ficco_char: what runs: gemm (the per-GPU GEMM as scheme.chunks chunks back to back, no communication: "
+             "GEMM DIL), comm (the all-gather of A alone, no GEMM: communication DIL), both (the GEMM chunks on one "
+             "stream beside the all-gather steps on others, launched together: CIL)",
+        source="FiCCO Secs. IV-C1, IV-C2, IV-D")
+    char_comm_pattern: Literal["a2a", "p2p"] = F(
+        "a2a", unit="enum",
+        desc="ficco_char: how the all-gather moves A: a2a (FiCCO: in each step every GPU sends 1/char_comm_steps of "
+             "its shard to all N-1 peers at once) or p2p (shard-based overlap, PyTorch AsyncTP / chunked_dma: every "
+             "GPU sends its whole shard to one peer at a time, peers r+1, r+2, ... one after another; copy engines only)",
+        source="FiCCO Secs. III-A, IV-C2, IV-D1 (shard-based overlap CIL), VI-B (7x communication slowdown)")
+    char_comm_steps: int = F(
+        1, unit="count",
+        desc="ficco_char with char_comm_pattern=a2a: steps the all-gather is cut into (1: the whole all-gather at "
+             "once; N: FiCCO's steps, 'collective size scaled down 8-way for eight GPU system'); p2p: 1 only",
+        source="FiCCO Secs. III-A, IV-C2", ge=1)
+    char_pieces: Literal["all", "first"] = F(
+        "all", unit="enum",
+        desc="ficco_char: run every GEMM chunk and every all-gather step (p2p: every peer) back to back, or only the "
+             "first of each (with char_part=both: one M/N-row GEMM shard beside one step, FiCCO Sec. IV-D's CIL unit)",
+        source="FiCCO Sec. IV-D1 ('8-way M-sharded GEMM concurrently with RCCL or DMA-based all-gather')")
 
     @field_validator("kind")
     @classmethod

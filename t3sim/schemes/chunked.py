@@ -67,6 +67,9 @@ def chunk_parts(model):
     """The chunks of the workload's GEMM (``scheme.chunks`` along ``scheme.chunk_axis``); InputError if too many."""
     sc = model.exp.scheme
     k = model.kernel
+    if sc.chunk_axis == "K":
+        raise InputError("scheme.chunk_axis", f"K with scheme.kind={sc.kind} (its chunks each reduce-scatter a part "
+                         "of C; K chunks would each produce all of C)", "M or N")
     whole = k.M if sc.chunk_axis == "M" else k.N
     if sc.chunks > whole:
         raise InputError("scheme.chunks", f"{sc.chunks} chunks of a GEMM with {whole} "

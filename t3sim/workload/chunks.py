@@ -1,8 +1,11 @@
 """Software decomposition of a GEMM into chunks (CoCoNet, Transformer Engine, PyTorch AsyncTP; issue 12).
 
 A GEMM ``C[M, N] = A[M, K] B[K, N]`` split into ``C`` chunks along ``M``
-(rows of A and C) or ``N`` (columns of B and C). With at most as many chunks
-as tile rows (columns), splits fall on tile boundaries: the ``tiles`` tile rows
+(rows of A and C), ``N`` (columns of B and C) or ``K`` (the reduction: columns
+of A, rows of B; every chunk computes all of C, and chunks after the first
+accumulate into it, ``C += A_i B_i``, beta = 1: :attr:`Chunk.accumulate`; FiCCO
+Sec. IV-C1's column sharding). With at most as many chunks
+as tile rows (columns; along K, ``tile_k`` steps), splits fall on tile boundaries: the ``tiles`` tile rows
 (columns) are dealt out as evenly as possible, the first chunks getting the
 extra tile, so every chunk is itself a tiled GEMM kernel and the chunks' output
 tiles partition C's tiles exactly. With more chunks than tiles (Transformer
@@ -17,6 +20,14 @@ sliced along their outer dimension (``A[r0:r1]`` of a row-major ``A``,
 after another): :attr:`Chunk.a_offset_B`, :attr:`Chunk.b_offset_B` and
 :attr:`Chunk.c_offset_B` are byte offsets from the whole arrays' bases, and
 :attr:`Chunk.c_elems` elements of C start at ``c_offset_B``.
+
+Along ``K`` a chunk's A block (columns ``[k0, k1)`` of an ``M x K`` A) is strided
+in a row-major A; t3sim stores A and B **K-block-major** (as ``ficco``'s
+uniform_fused_2d stores A): block ``i`` of A is ``M x (k1 - k0)`` in its own
+layout at byte ``M k0 e`` from A's base, block ``i`` of B ``(k1 - k0) x N`` at
+``k0 N e`` -- for a B stored K-row-major (forward GEMMs, ``trans_b``) exactly its
+natural rows -- and each chunk's C is the whole C (``c_offset_B`` = 0). The
+blocks partition A's and B's bytes, so the chunks read what the whole GEMM reads.
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ from typing import List
 
 from t3sim.config.workload import DTYPE_BYTES
 
-AXES = ("M", "N")
+AXES = ("M", "N", "K")
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,11 @@ class Chunk:
     @property
     def c_elems(self) -> int:
         return self.kernel.M * self.kernel.N
+
+    @property
+    def accumulate(self) -> bool:
+        """The chunk adds into C (beta = 1): a K chunk after the first (module doc)."""
+        return self.axis == "K" and self.index > 0
 
 
 def split(n_tiles: int, count: int) -> List[range]:
@@ -65,15 +81,22 @@ def chunks(kernel, count: int, axis: str = "M") -> List[Chunk]:
     if axis not in AXES:
         raise ValueError(f"chunk axis must be one of {AXES}, got {axis!r}")
     eb = DTYPE_BYTES[kernel.dtype]
-    tiles = kernel.tiles_m if axis == "M" else kernel.tiles_n
-    tile = kernel.tile_m if axis == "M" else kernel.tile_n
-    whole = kernel.M if axis == "M" else kernel.N
+    if axis == "K":
+        tiles, tile, whole = -(-kernel.K // kernel.tile_k), kernel.tile_k, kernel.K
+    else:
+        tiles = kernel.tiles_m if axis == "M" else kernel.tiles_n
+        tile = kernel.tile_m if axis == "M" else kernel.tile_n
+        whole = kernel.M if axis == "M" else kernel.N
     order = kernel.wg_order if kernel.wg_order.get("kind") != "explicit" else {"kind": "row_major"}
     if count > tiles:  # sub-tile chunks: deal out the rows (columns); one partial tile row (column) each
         tiles, tile = whole, 1
     out = []
     for i, r in enumerate(split(tiles, count)):
         lo, hi = r.start * tile, min(whole, r.stop * tile)
+        if axis == "K":  # K-block-major A and B (module doc); the whole C
+            k = dataclasses.replace(kernel, K=hi - lo, wg_order=order)
+            out.append(Chunk(i, count, axis, k, lo * kernel.M * eb, lo * kernel.N * eb, 0))
+            continue
         n = -(-(hi - lo) // (kernel.tile_m if axis == "M" else kernel.tile_n))  # tile rows (columns) of the chunk
         if axis == "M":
             k = dataclasses.replace(kernel, M=hi - lo, tiles_m=n, num_wgs=n * kernel.tiles_n,
