@@ -76,43 +76,44 @@ def pick(M: int, N: int, K: int, *, gpus: int, peak_TFLOPS: float, elem_B: int =
     return Pick(s, o, m, metric, tau_ms, why)
 
 
-#: Smallest K a scaled shape keeps (:func:`scale_for`): K >= 2048 keeps every Table I GEMM's op-to-byte
-#: ratio above ~900 FLOP/B, several times an MI300X's machine balance (1307 TFLOPS / 5.3 TB/s = 247 FLOP/B),
-#: so no scaled GEMM turns memory-bound.
-MIN_SCALED_K = 2048
+#: Smallest K a scaled shape keeps (:func:`scale_for`): 8 k-steps of a 64-deep tile. At K = 512 the scaled GEMMs'
+#: op-to-byte ratio stays above ~400 FLOP/B, over an MI300X's machine balance (1307 TFLOPS / 5.3 TB/s = 247
+#: FLOP/B), so none turns memory-bound.
+MIN_SCALED_K = 512
 
 
 def scale_for(M: int, N: int, K: int, *, tp: int, direction: str, flop_budget: float) -> tuple:
     """``(scale_M, scale_K)`` (``workload.gemm.scale_M/K``) that shrink the whole-operator GEMM until one
     GPU's share, ``2 M N K / tp`` FLOPs, is at most ``flop_budget`` (issue 14: scaled shapes while t3sim has
-    no sampled simulation; keep the study within ~4 CPU-hours).
+    no sampled simulation).
 
-    The rule, fixed before any result (never per scenario): find the smallest power of two ``s`` with
-    ``2MNK / (tp s^2) <= flop_budget``; divide K by ``s_K = min(s, K / MIN_SCALED_K)`` (a power of two; K
-    stays >= :data:`MIN_SCALED_K` so the GEMM stays compute-bound), and M by the smallest divisor
-    ``s_M >= s^2 / s_K`` of M that leaves whole pieces (M / s_M a multiple of ``tp^2``, FiCCO's 1D pieces;
-    ``tp^3`` for a2a_gemm, whose GPU gets M/tp rows). N is kept: with M and K shrunk alike the
-    communication (M x K) and the GEMM (M x N x K) shrink alike, so the communication-to-GEMM ratio that
-    sets the overlap's ideal speedup (FiCCO Sec. VI-B) stays. Where that would turn an M > K GEMM into
-    M <= K (the relation that picks 1D or 2D), K takes further factors of two (below MIN_SCALED_K if it
-    must) until M > K again. OTB and MT cannot both stay: their product is the FLOP count (module doc)."""
-    flops = 2 * M * N * K / tp
-    s = 1
-    while flops / (s * s) > flop_budget:
-        s *= 2
-    s_k = 1
-    while s_k < s and K % (2 * s_k) == 0 and K // (2 * s_k) >= MIN_SCALED_K:
-        s_k *= 2
+    The rule, fixed before any scenario result (never per scenario), depth first:
+
+    * N is kept, and M and K are only divided (by powers of two for K, by divisors that leave whole FiCCO
+      pieces for M: M / scale_M a multiple of ``tp^2``, ``tp^3`` for a2a_gemm). Communication (M x K) and
+      GEMM (M x N x K) then shrink by the same factor, so the communication-to-GEMM ratio that sets the
+      overlap's ideal speedup (FiCCO Sec. VI-B) is kept.
+    * K is halved first, down to :data:`MIN_SCALED_K`, and, where M <= K, only while it stays above M (the
+      relation that picks 1D or 2D, Sec. V-C). Rows are the dimension FiCCO decomposes: every 1D schedule's
+      GEMMs have M/tp or fewer rows, and their tile count against the GPU's CUs is the decomposition loss
+      (Sec. IV-C1), so M is the last to shrink. (A first rule, M and K alike, left an 8-way shard of g2 with
+      64 tiles on 304 CUs instead of 512 and made every 1D schedule 2-8x slower than at full size.)
+    * Then M is divided (and, where M <= K, K again whenever K > 2M), until the budget is met -- unless the
+      next divisor that leaves whole pieces would overshoot to under half the budget (g13's M = 785 x 2^11
+      jumps from a divisor of 20 to 157), where the larger shape is kept, over the budget.
+
+    OTB and MT cannot both stay: their product is the FLOP count (module doc); OTB falls with K."""
     granule = tp ** 3 if direction == "a2a_gemm" else tp ** 2
-
-    def scale_m(s_k: int) -> int:
-        for s_m in range(-(-s * s // s_k), M + 1):
-            if M % s_m == 0 and (M // s_m) % granule == 0:
-                return s_m
-        raise ValueError(f"scale_for: no scale of M = {M} leaves a multiple of {granule} rows")
-
-    s_m = scale_m(s_k)
-    while M > K and M // s_m <= K // s_k and K % (2 * s_k) == 0:  # keep M > K: shift scale from M to K
-        s_k *= 2
-        s_m = scale_m(s_k)
+    s_m = s_k = 1
+    while 2 * (M // s_m) * N * (K // s_k) / tp > flop_budget:
+        m, k = M // s_m, K // s_k
+        if K % (2 * s_k) == 0 and k // 2 >= MIN_SCALED_K and (M > K or k // 2 > m):
+            s_k *= 2
+            continue
+        nxt = next((d for d in range(2 * s_m, M + 1) if M % d == 0 and (M // d) % granule == 0), None)
+        if nxt is None:
+            raise ValueError(f"scale_for: no scale of M = {M} leaves a multiple of {granule} rows under the budget")
+        if 2 * (M // nxt) * N * (K // s_k) / tp < flop_budget / 2:
+            break  # the next whole-piece divisor of M overshoots to under half the budget: keep the larger shape
+        s_m = nxt
     return s_m, s_k
