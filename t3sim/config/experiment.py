@@ -90,7 +90,7 @@ class SchemeConfig(Model):
     ficco_comm: Literal["dma", "rccl"] = F(
         "dma", unit="enum",
         desc="ficco: what moves each step's pieces: dma (copy-engine copies, hipMemcpyDtoDAsync) or rccl (a CU-driven "
-             "collective per step, FiCCO-rccl; not built yet: rejected)",
+             "collective per step, FiCCO-rccl: t3sim/schemes/ficco_rccl.py)",
         source="FiCCO Secs. IV-B1, VI-E")
 
     @field_validator("kind")

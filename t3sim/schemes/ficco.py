@@ -1,6 +1,7 @@
 """``ficco``: FiCCO's DMA-driven finer-grain AllGather+GEMM schedules (FiCCO Secs. III, V-A, V-B, VI-A..VI-C).
 
-Direction ``ag_gemm`` only (FiCCO excludes reduce-scatter: "DMA engines cannot reduce"; issue 14). Layout
+Directions ``ag_gemm`` and ``a2a_gemm`` (FiCCO excludes reduce-scatter: "DMA engines cannot reduce"; issue
+14). Layout
 as :mod:`t3sim.schemes.chunked_dma_ag`: N GPUs, A is ``M x K`` row-major (forward consumer GEMMs; others
 rejected, :func:`~t3sim.schemes.ag_gemm.check_row_sharded`), GPU ``r`` holds rows ``[r S, (r+1) S)``,
 ``S = M/N``, at their place in the gathered A (``model.a_base``, the same address on every GPU); B is the
@@ -72,12 +73,25 @@ what runs after it (the last scatter); ``rs`` = 0; ``total`` = the operation's s
 gathers and scatters are communication (``kernels.exposed_comm_us``: time some of them run and no GEMM
 does). Per GPU: bytes sent, gathered and scattered, GEMMs, stream waits (``ficco.*``).
 
+EP all-to-all (``workload.direction=a2a_gemm``, FiCCO Sec. IV-B2; ``M`` here is the expert GEMM's rows per
+GPU, the workload's M/tp). GPU ``q``'s routed tokens are a token buffer of its own (``M x K``, allocated
+past the arrays), laid out as A: block ``p`` (``S`` rows, bound for expert GPU ``p``) where A's shard ``p``
+is (2D: K-block-major, as A). After the all-to-all GPU ``r``'s A (the expert input) holds block ``r`` of
+every GPU ``q`` at rows ``[q S, (q+1) S)``: the all-gather layout, except that what ``q`` sends to ``r`` is
+``q``'s block ``r`` (different data per destination: the push of piece ``s`` to ``r`` reads the token
+buffer at piece ``(r, s)``'s offset, :class:`ChunkAgContext`'s ``src_of``) and that GPU ``q``'s own block
+``q`` is **read in place in its token buffer** (a reading: no local copy; the hetero local GEMM runs on
+it, the uniform gathers take its piece from there), so A's own-block rows stay unwritten. The steps,
+flags, gathers, GEMMs and scatters are the all-gather's.
+
+FiCCO-rccl (``scheme.ficco_comm=rccl``): each step's transfers are one CU-driven collective kernel (an
+all-gather, or an all-to-all); where the data lands and how the schedules read it:
+:mod:`t3sim.schemes.ficco_rccl`.
+
 Homogeneous mode: GPU 0 runs its whole program; the shadows' transfers are ChunkAgContext's mirrored
 copies (rotation symmetry); gathers and scatters are local to GPU 0.
 
-Functional data (explicit mode): :mod:`t3sim.schemes.ficco_data`.
-
-Not built: ``scheme.ficco_comm=rccl`` (rejected), the EP all-to-all direction.
+Functional data (explicit mode, dma; rejected with rccl): :mod:`t3sim.schemes.ficco_data`.
 
 Invariants (tests): each GPU receives ``(N-1)/N`` of A; no GEMM starts before its pieces' flags; GEMMs per
 GPU N, 1+N, 1+N(N-1), N; gathered bytes per step ``S K`` (uniform 1D), ``(N-1) m K`` (hetero fused), 0

@@ -20,6 +20,11 @@ preloaded, as flux_ag's), the copies carry what they read, and:
   wrong data or put in the wrong place holds another row's value (word 0s are distinct per row);
 * at the end every GPU's gathered A equals all GPUs' shards, word by word.
 
+``a2a_gemm``: each GPU's token buffer holds values identifying (its GPU, offset) (:meth:`FiccoData.tok_values`);
+GPU ``r``'s A rows of sender ``q`` must hold ``q``'s token-buffer values of block ``r`` (:meth:`FiccoData.want`),
+checked at every GEMM's start (own block: in the token buffer), for every routed piece at the end, and
+through C's rows as above.
+
 The values must stay exact in float32 (below ``2**24``): larger shapes are rejected.
 """
 
