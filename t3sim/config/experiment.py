@@ -95,7 +95,7 @@ class SchemeConfig(Model):
     ficco_comm: Literal["dma", "rccl"] = F(
         "dma", unit="enum",
         desc="ficco: what moves each step's pieces: dma (copy-engine copies, hipMemcpyDtoDAsync) or rccl (a CU-driven "
-             "collective per step, FiCCO-rccl; not built yet: rejected); ficco_char: the same for its all-gather "
+             "collective per step, FiCCO-rccl: t3sim/schemes/ficco_rccl.py); ficco_char: the same for its all-gather "
              "(rccl: one CU-driven all_gather collective per step)",
         source="FiCCO Secs. IV-B1, IV-D1, VI-E")
     char_part: Literal["gemm", "comm", "both"] = F(

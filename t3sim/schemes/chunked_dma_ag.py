@@ -56,7 +56,7 @@ back to back.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -108,11 +108,15 @@ def shard_chunks(model) -> List[List[Chunk]]:
 class ChunkAgContext:
     """The shard pushes, flags and step records of every simulated GPU (module doc)."""
 
-    def __init__(self, model, pieces: Optional[List[List[Tuple[int, int]]]] = None, name: str = "chunked"):
+    def __init__(self, model, pieces: Optional[List[List[Tuple[int, int]]]] = None, name: str = "chunked",
+                 src_of: Optional[Callable[[int, int, int], int]] = None):
         """``pieces[p][j]``: byte offset from ``model.a_base`` and length of piece ``j`` of GPU ``p``'s part of A
         (the same offsets on every GPU; rotation symmetry needs piece ``j`` of every GPU the same length);
-        None: ``chunked_dma``'s sub-chunks (:func:`shard_chunks`). ``name`` prefixes the fabric's port."""
+        None: ``chunked_dma``'s sub-chunks (:func:`shard_chunks`). ``name`` prefixes the fabric's port.
+        ``src_of(g, dst, j)``: the byte address GPU ``g`` reads the piece ``j`` it sends to ``dst`` from
+        (an all-to-all: different data per destination); None: the piece's own place in A."""
         self.model = model
+        self.src_of = src_of
         k = model.kernel
         self.row_B = k.K * model.elem_B
         if pieces is None:
@@ -172,7 +176,8 @@ class ChunkAgContext:
         self.copies += 1
         if self.homogeneous:  # GPU 0's incoming copy of the same (d, j) is mirrored by its issue (module doc)
             self.incoming[(-d) % self.n, j] = Completion(self.env)
-        ev = self.engines[g].copy(a, a, nb, "d2p", peer=dst, tag=(d, j))
+        src = a if self.src_of is None else self.src_of(g, dst, j)
+        ev = self.engines[g].copy(src, a, nb, "d2p", peer=dst, tag=(d, j))
         ev.callbacks.append(lambda _e: self._copied(g, dst, d, j))
         return ev
 

@@ -1,6 +1,7 @@
 """``ficco``: FiCCO's DMA-driven finer-grain AllGather+GEMM schedules (FiCCO Secs. III, V-A, V-B, VI-A..VI-C).
 
-Direction ``ag_gemm`` only (FiCCO excludes reduce-scatter: "DMA engines cannot reduce"; issue 14). Layout
+Directions ``ag_gemm`` and ``a2a_gemm`` (FiCCO excludes reduce-scatter: "DMA engines cannot reduce"; issue
+14). Layout
 as :mod:`t3sim.schemes.chunked_dma_ag`: N GPUs, A is ``M x K`` row-major (forward consumer GEMMs; others
 rejected, :func:`~t3sim.schemes.ag_gemm.check_row_sharded`), GPU ``r`` holds rows ``[r S, (r+1) S)``,
 ``S = M/N``, at their place in the gathered A (``model.a_base``, the same address on every GPU); B is the
@@ -72,12 +73,25 @@ what runs after it (the last scatter); ``rs`` = 0; ``total`` = the operation's s
 gathers and scatters are communication (``kernels.exposed_comm_us``: time some of them run and no GEMM
 does). Per GPU: bytes sent, gathered and scattered, GEMMs, stream waits (``ficco.*``).
 
+EP all-to-all (``workload.direction=a2a_gemm``, FiCCO Sec. IV-B2; ``M`` here is the expert GEMM's rows per
+GPU, the workload's M/tp). GPU ``q``'s routed tokens are a token buffer of its own (``M x K``, allocated
+past the arrays), laid out as A: block ``p`` (``S`` rows, bound for expert GPU ``p``) where A's shard ``p``
+is (2D: K-block-major, as A). After the all-to-all GPU ``r``'s A (the expert input) holds block ``r`` of
+every GPU ``q`` at rows ``[q S, (q+1) S)``: the all-gather layout, except that what ``q`` sends to ``r`` is
+``q``'s block ``r`` (different data per destination: the push of piece ``s`` to ``r`` reads the token
+buffer at piece ``(r, s)``'s offset, :class:`ChunkAgContext`'s ``src_of``) and that GPU ``q``'s own block
+``q`` is **read in place in its token buffer** (a reading: no local copy; the hetero local GEMM runs on
+it, the uniform gathers take its piece from there), so A's own-block rows stay unwritten. The steps,
+flags, gathers, GEMMs and scatters are the all-gather's.
+
+FiCCO-rccl (``scheme.ficco_comm=rccl``): each step's transfers are one CU-driven collective kernel (an
+all-gather, or an all-to-all); where the data lands and how the schedules read it:
+:mod:`t3sim.schemes.ficco_rccl`.
+
 Homogeneous mode: GPU 0 runs its whole program; the shadows' transfers are ChunkAgContext's mirrored
 copies (rotation symmetry); gathers and scatters are local to GPU 0.
 
-Functional data (explicit mode): :mod:`t3sim.schemes.ficco_data`.
-
-Not built: ``scheme.ficco_comm=rccl`` (rejected), the EP all-to-all direction.
+Functional data (explicit mode, dma; rejected with rccl): :mod:`t3sim.schemes.ficco_data`.
 
 Invariants (tests): each GPU receives ``(N-1)/N`` of A; no GEMM starts before its pieces' flags; GEMMs per
 GPU N, 1+N, 1+N(N-1), N; gathered bytes per step ``S K`` (uniform 1D), ``(N-1) m K`` (hetero fused), 0
@@ -91,7 +105,7 @@ import dataclasses
 from typing import Dict, List, Optional, Tuple
 
 from t3sim.compute.memhier import REQ_B
-from t3sim.dma.copy_engine import CopyPath
+from t3sim.dma.copy_engine import CopyEngines, CopyPath
 from t3sim.dma.copy_kernel import SMCopyKernel
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
@@ -132,8 +146,12 @@ class FiccoContext:
         self.model = model
         sc = model.exp.scheme
         self.schedule = sc.ficco_schedule
-        if sc.ficco_comm != "dma":
-            raise InputError("scheme.ficco_comm", f"{sc.ficco_comm} (FiCCO-rccl is not built yet)", "dma")
+        #: FiCCO-rccl: a CU-driven collective per step (t3sim.schemes.ficco_rccl); a2a: the EP direction
+        self.rccl = sc.ficco_comm == "rccl"
+        self.a2a = model.exp.workload.direction == "a2a_gemm"
+        if self.rccl and model.exp.simulation.functional_data:
+            raise InputError("simulation.functional_data", "true with scheme.ficco_comm=rccl (the collective kernels "
+                             "of t3sim.collectives move no functional values)", "false, or scheme.ficco_comm=dma")
         check_row_sharded(model)
         k = model.kernel
         self.n = n = model.n
@@ -161,13 +179,24 @@ class FiccoContext:
         #: the GEMMs' kernel: row-major C (module doc)
         self.base = dataclasses.replace(k, c_layout="row_major", wg_order=(
             k.wg_order if k.wg_order.get("kind") != "explicit" else {"kind": "row_major"}))
+        #: a2a: each GPU's routed tokens, laid out as A (block p, GPU p's rows, where A's shard p is); the
+        #: pieces sent and the local block are read from it (module doc)
+        self.tok = model.alloc(self.M * self.K * self.eb) if self.a2a else None
+        self.src0 = self.tok if self.a2a else model.a_base
         pieces = [[(self.piece_off(p, s), self.piece_B) for s in range(n)] for p in range(n)]
-        self.push = ChunkAgContext(model, pieces=pieces, name="ficco")
         cfg = model.system.copy_engine
+        self.push: Optional[ChunkAgContext] = None
+        if not self.rccl:
+            self.push = ChunkAgContext(model, pieces=pieces, name="ficco", src_of=(
+                lambda g, dst, j: self.tok + self.piece_off(dst, j)) if self.a2a else None)
         self.sm = cfg.d2d_path == "sm"
         self.copiers: Dict[int, CopyPath] = {
             g: SMCopyKernel(model.engine, g, model.hiers[g], model.dispatchers[g], model.system.gpu, cfg, category="ag")
-            if self.sm else self.push.engines[g] for g in model.sim_gpus}
+            if self.sm else self.push.engines[g] if self.push else
+            CopyEngines(model.engine, g, model.hiers[g], cfg, category="ag") for g in model.sim_gpus}
+        self.packed_B = {g: 0 for g in model.sim_gpus}
+        #: FiCCO-rccl: the launched step collectives (t3sim.schemes.ficco_rccl)
+        self.collectives: list = []
         self.gathered_B = {g: 0 for g in model.sim_gpus}
         self.scattered_B = {g: 0 for g in model.sim_gpus}
         #: per GPU: (wait name, start tick, end tick) of its stream waits
@@ -194,6 +223,14 @@ class FiccoContext:
             return (s * self.M + p * self.S) * self.kb * self.eb
         return (p * self.S + s * self.m) * self.K * self.eb
 
+    def piece_at(self, g: int, p: int, s: int) -> int:
+        """Byte address GPU ``g`` reads piece ``s`` of GPU ``p`` at: dma: its place in the gathered A (its own:
+        where it is, in A or the token buffer); rccl: its slot in the step collective's output (module doc)."""
+        if self.rccl:
+            from t3sim.schemes.ficco_rccl import step_out
+            return step_out(self, s) + p * self.piece_B
+        return (self.src0 if p == g else self.model.a_base) + self.piece_off(p, s)
+
     def remote_order(self, g: int) -> List[int]:
         """GPU ``g``'s peers in the order their pieces are expected: ``g-1, g-2, ...`` (each sender issues its
         copies to ``+1, +2, ...`` first)."""
@@ -213,27 +250,31 @@ class FiccoContext:
     def plan(self, g: int) -> Tuple[List[Gemm], Dict[int, list], Dict[int, list]]:
         """GPU ``g``'s GEMMs, and per step its gather and scatter copies ``(src B, dst B, bytes)`` (module doc)."""
         n, m, S, K, eb, NB = self.n, self.m, self.S, self.K, self.eb, self.N_loc * self.eb
-        a0, c0 = self.model.a_base, self.model.c_base
+        c0 = self.model.c_base
         gemms: List[Gemm] = []
         gathers: Dict[int, list] = {}
         scatters: Dict[int, list] = {}
         sched = self.schedule
         if sched in ("hetero_fused_1d", "hetero_unfused_1d"):  # the local shard at once, in place
             off = g * S * K * eb
-            gemms.append(Gemm("gemm_local", self.chunk(0, S, a0 + off, c0 + g * S * NB), -1, (),
+            gemms.append(Gemm("gemm_local", self.chunk(0, S, self.src0 + off, c0 + g * S * NB), -1, (),
                               [(0, off, S * K * eb)]))
         for s in range(n):
             if sched == "hetero_unfused_1d":
                 for p in self.remote_order(g):
                     off = self.piece_off(p, s)
                     r0 = p * S + s * m
-                    gemms.append(Gemm(f"gemm_s{s}_p{p}", self.chunk(len(gemms), m, a0 + off, c0 + r0 * NB), s,
+                    gemms.append(Gemm(f"gemm_s{s}_p{p}", self.chunk(len(gemms), m, self.piece_at(g, p, s), c0 + r0 * NB), s,
                                       ((p, s),), [(0, off, m * K * eb)]))
                 continue
             owners = list(range(n)) if sched != "hetero_fused_1d" else self.remote_order(g)
             nb = self.piece_B
-            buf = self.buffer("in", s, len(owners) * nb)
-            gathers[s] = [(a0 + self.piece_off(p, s), buf + i * nb, nb) for i, p in enumerate(owners)]
+            if self.rccl and sched != "hetero_fused_1d":  # the step collective's output is the gathered buffer
+                from t3sim.schemes.ficco_rccl import step_out
+                buf = step_out(self, s)
+            else:
+                buf = self.buffer("in", s, len(owners) * nb)
+                gathers[s] = [(self.piece_at(g, p, s), buf + i * nb, nb) for i, p in enumerate(owners)]
             a_src = [(i * nb, self.piece_off(p, s), nb) for i, p in enumerate(owners)]
             flags = tuple((p, s) for p in owners if p != g)
             if self.two_d:
@@ -272,13 +313,19 @@ class FiccoContext:
         s = Stats()
         s.add("ficco.schedule", self.schedule, "text", "FiCCO schedule run (scheme.ficco_schedule)")
         s.add("ficco.piece_B", self.piece_B, "B", "bytes of one transferred piece (1D: M/N^2 rows; 2D: M/N rows x K/N)")
-        s.add("ficco.copies", self.push.copies, "count", "copy-engine transfers issued (simulated GPUs)")
-        s.merge("ficco.fabric", self.push.fabric.stats())
-        s.add("ficco.fabric.shadow_B", self.push.shadow_B, "B", "bytes of those the homogeneous mode's shadows sent")
+        push = self.push
+        if push is not None:
+            s.add("ficco.copies", push.copies, "count", "copy-engine transfers issued (simulated GPUs)")
+            s.merge("ficco.fabric", push.fabric.stats())
+            s.add("ficco.fabric.shadow_B", push.shadow_B, "B", "bytes of those the homogeneous mode's shadows sent")
+        else:
+            from t3sim.schemes.ficco_rccl import stats as rccl_stats
+            s.merge("", rccl_stats(self))
         for g in self.model.sim_gpus:
             p = f"gpu{g}.ficco"
-            s.add(f"{p}.sent_B", self.push.engines[g].peer_B, "B", "bytes of A this GPU's copy engines sent to peers")
-            s.add(f"{p}.received_B", self.push.received_B[g], "B", "bytes of A that landed in this GPU's buffer")
+            if push is not None:
+                s.add(f"{p}.sent_B", push.engines[g].peer_B, "B", "bytes of A this GPU's copy engines sent to peers")
+                s.add(f"{p}.received_B", push.received_B[g], "B", "bytes of A that landed in this GPU's buffer")
             s.add(f"{p}.gathered_B", self.gathered_B[g], "B", "bytes the gather copies moved into step buffers")
             s.add(f"{p}.scattered_B", self.scattered_B[g], "B", "bytes the scatter copies moved into C")
             s.add(f"{p}.gemms", len(self.gemms.get(g, ())), "count", "GEMM kernels this GPU ran")
@@ -286,7 +333,8 @@ class FiccoContext:
             s.add(f"{p}.waits_blocked", sum(1 for x in waited if x > 0), "count",
                   "stream waits that found a flag not yet set")
             s.add(f"{p}.wait_us_total", sum(waited) / TICKS_PER_US, "us", "sum of the stream waits' durations")
-            s.merge(f"{p}_copy", self.push.engines[g].stats())
+            if push is not None:
+                s.merge(f"{p}_copy", push.engines[g].stats())
             if self.sm:
                 s.merge(f"{p}_sm_copy", self.copiers[g].stats())
         if self.data is not None:
@@ -301,8 +349,11 @@ def ficco_program(model, ctx: FiccoContext) -> Program:
     n = ctx.n
     p = Program()
     copy_kind = "copy" if ctx.sm else "dma"
+    if ctx.rccl:
+        from t3sim.schemes.ficco_rccl import add_collectives
+        add_collectives(model, ctx, p, copy_kind)
     for g in model.sim_gpus:
-        for d in range(1, n):
+        for d in range(1, n if not ctx.rccl else 1):
             for s in range(n):
                 p.add(f"gpu{g}.dma{d}", Kernel(f"gpu{g}.push_s{s}_d{d}", "dma", "ag",
                                                lambda g=g, d=d, s=s: ctx.push.push(g, d, s), comm=True))
@@ -312,16 +363,19 @@ def ficco_program(model, ctx: FiccoContext) -> Program:
         for i, gm in enumerate(gemms):
             fused = gm.step in gathers
             stream = compute_stream(model, i, f"gpu{g}.") if not fused else f"gpu{g}.compute"
-            after: Tuple[str, ...] = ()
+            # rccl: the step's data is there when the step's collective has ended
+            coll: Tuple[str, ...] = (f"coll_s{gm.step}",) if ctx.rccl and gm.flags else ()
+            after: Tuple[str, ...] = () if fused else coll
             if fused:  # its gather: on the gather stream, after a wait for the step's remote pieces
                 gs = f"gpu{g}.gather"
-                if gm.flags:
+                if gm.flags and not ctx.rccl:
                     p.add(gs, Kernel(f"gpu{g}.wait_s{gm.step}", "wait", "ag",
                                      lambda g=g, gm=gm: ctx.wait(g, f"wait_s{gm.step}", gm.flags), comm=True))
                 p.add(gs, Kernel(f"gpu{g}.gather_s{gm.step}", copy_kind, "ag",
-                                 lambda g=g, c=gathers[gm.step]: ctx.local_copies(g, c, ctx.gathered_B), comm=True))
+                                 lambda g=g, c=gathers[gm.step]: ctx.local_copies(g, c, ctx.gathered_B), comm=True,
+                                 after=coll))
                 after = (f"gpu{g}.gather_s{gm.step}",)
-            elif gm.flags:
+            elif gm.flags and not ctx.rccl:
                 p.add(stream, Kernel(f"gpu{g}.wait_{gm.name[5:]}", "wait", "ag",
                                      lambda g=g, gm=gm: ctx.wait(g, f"wait_{gm.name[5:]}", gm.flags), comm=True))
             on_end = (lambda g=g: model.hiers[g].port.kernel_boundary()) if gm.name == last else None
@@ -357,4 +411,5 @@ register_scheme(Scheme("ficco", "FiCCO: the AllGather decomposed one level finer
                        "all-to-all copy-engine steps), with one of four gather/GEMM/scatter schedules "
                        "(uniform/hetero, fused/unfused, 1D/2D)", label="FiCCO", color="#8c564b",
                        paper_section="FiCCO Secs. III, V-A, V-B, VI-C", simulation="ficco",
-                       options=("ficco_schedule", "ficco_comm", "compute_streams"), directions=("ag_gemm",)))
+                       options=("ficco_schedule", "ficco_comm", "compute_streams"),
+                       directions=("ag_gemm", "a2a_gemm")))

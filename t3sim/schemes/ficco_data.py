@@ -20,6 +20,11 @@ preloaded, as flux_ag's), the copies carry what they read, and:
   wrong data or put in the wrong place holds another row's value (word 0s are distinct per row);
 * at the end every GPU's gathered A equals all GPUs' shards, word by word.
 
+``a2a_gemm``: each GPU's token buffer holds values identifying (its GPU, offset) (:meth:`FiccoData.tok_values`);
+GPU ``r``'s A rows of sender ``q`` must hold ``q``'s token-buffer values of block ``r`` (:meth:`FiccoData.want`),
+checked at every GEMM's start (own block: in the token buffer), for every routed piece at the end, and
+through C's rows as above.
+
 The values must stay exact in float32 (below ``2**24``): larger shapes are rejected.
 """
 
@@ -102,20 +107,43 @@ class FiccoData:
             raise InputError("workload.tokens", f"M = {ctx.M}, K = {ctx.K} with simulation.functional_data and "
                              "scheme.kind=ficco (check values would pass 2**24, inexact in float32)",
                              "a smaller GEMM for functional checks")
-        for g in model.sim_gpus:  # each GPU's own pieces: their initial contents
+        for g in model.sim_gpus:  # each GPU's own pieces (a2a: its whole token buffer): their initial contents
+            if ctx.a2a:
+                off = REQ_B * np.arange(ctx.M * ctx.K * ctx.eb // REQ_B, dtype=np.int64)
+                model.hiers[g].mem.functional.preload(ctx.tok + off, self.tok_values(g, off))
+                continue
             for s in range(n):
                 addrs = self.a.lines(ctx.piece_off(g, s), ctx.piece_B)
                 model.hiers[g].mem.functional.preload(addrs, self.a.values(addrs))
         self.gemm_words = self.a_words = self.c_words = 0
         self.gemms_checked = 0
 
+    def tok_values(self, q, off: np.ndarray) -> np.ndarray:
+        """a2a: the values of GPU ``q``'s token buffer's 64 B lines at byte offsets ``off``: word ``w`` holds
+        ``q + n (w mod P)`` (as :func:`~t3sim.schemes.ag_gemm.a_values` with ``q`` the owner); ``q`` may be
+        an array (one per line)."""
+        n = self.ctx.n
+        w = np.asarray(off, dtype=np.int64)[:, None] // WORD_B + np.arange(REQ_B // WORD_B, dtype=np.int64)[None, :]
+        return (np.asarray(q, dtype=np.int64).reshape(-1, 1) + n * (w % ((1 << 24) // n))).astype(np.float32)
+
+    def want(self, g: int, off: np.ndarray) -> np.ndarray:
+        """The values GPU ``g``'s gathered A must hold at byte offsets ``off`` (lines). ag: A's values; a2a:
+        the sender ``q``'s (A's shard ``q``, 1D; its part of each K block, 2D) token buffer at the same
+        offset moved from block ``q`` to block ``g`` (what ``q`` routed to ``g``)."""
+        ctx = self.ctx
+        off = np.asarray(off, dtype=np.int64)
+        if not ctx.a2a:
+            return self.a.values(self.model.a_base + off)
+        cols = ctx.kb if ctx.two_d else ctx.K
+        q = ((off // (cols * ctx.eb)) % ctx.M) // ctx.S
+        return self.tok_values(q, off + (g - q) * ctx.S * cols * ctx.eb)
+
     def check_segment(self, g: int, op_B: int, src_B: int, nbytes: int, what: str) -> int:
         """GPU ``g``'s ``nbytes`` at byte address ``op_B`` hold the gathered A's values at offset ``src_B`` now."""
-        a0 = self.model.a_base
         lines = REQ_B * np.arange(nbytes // REQ_B, dtype=np.int64)
         fs = self.model.hiers[g].mem.functional
         got = np.stack([fs.read_addr(int(a)) for a in op_B + lines])
-        want = self.a.values(a0 + src_B + lines)
+        want = self.want(g, src_B + lines)
         bad = got != want
         if bad.any():
             i = int(np.flatnonzero(bad.any(axis=1))[0])
@@ -145,14 +173,20 @@ class FiccoData:
         """Every GPU's gathered A and C (module doc); raises AssertionError on the first mismatch."""
         ctx, m = self.ctx, self.model
         NB = ctx.N_loc * ctx.eb
-        a0 = m.a_base
         rows = np.arange(ctx.M, dtype=np.int64)
-        if ctx.two_d:
-            want = sum(self.a.values(a0 + (s * ctx.M + rows) * ctx.kb * ctx.eb)[:, 0] + 1 for s in range(ctx.n))
-        else:
-            want = self.a.values(a0 + rows * ctx.K * ctx.eb)[:, 0] + 1
         for g in m.sim_gpus:
-            self.a_words += self.a.check_rows(g, 0, ctx.M, "gathered A at the end")
+            if ctx.two_d:
+                want = sum(self.want(g, (s * ctx.M + rows) * ctx.kb * ctx.eb)[:, 0] + 1 for s in range(ctx.n))
+            else:
+                want = self.want(g, rows * ctx.K * ctx.eb)[:, 0] + 1
+            if not ctx.a2a:
+                self.a_words += self.a.check_rows(g, 0, ctx.M, "gathered A at the end")
+            else:  # every piece routed to g is in its A (its own block stays in its token buffer, read there)
+                for p in range(ctx.n):
+                    for s in range(ctx.n):
+                        if p != g:
+                            off = ctx.piece_off(p, s)
+                            self.a_words += self.check_segment(g, m.a_base + off, off, ctx.piece_B, "A at the end")
             fs = m.hiers[g].mem.functional
             per = NB // REQ_B
             got = np.stack([fs.read_addr(int(m.c_base + j * REQ_B)) for j in range(ctx.M * per)])

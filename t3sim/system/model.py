@@ -135,11 +135,12 @@ class SystemModel:
         return self.env.all_of(list(events.values()))
 
     def collective(self, collective: str, variant: str = "baseline", cus=None, base_B=None,
-                   elems=None, cu_mask=None) -> CollectiveKernel:
+                   elems=None, cu_mask=None, out_B=None) -> CollectiveKernel:
         """Launch ``collective`` (as a GPU kernel, RCCL style) over the GEMM output C, or over the ``elems``
         elements at ``base_B`` (a chunk of C, an independent array) with receive slots of its own. Its CTAs
         take CUs through the GPUs' dispatchers, beside whatever else runs; ``cu_mask`` (CU indices) confines
-        them to those CUs (a CU reservation)."""
+        them to those CUs (a CU reservation). ``out_B``: an all-to-all's output buffer (``elems`` elements;
+        default: a fresh one)."""
         if base_B is None:
             base_B, elems = self.c_base, self.c_elems
             recv = self.scratch_base
@@ -147,7 +148,7 @@ class SystemModel:
             recv = self.alloc(max(1, self.n - 1) * _up(elems * self.elem_B))
         plan = plan_for_system(self.system, collective, elems, self.elem_B)
         # an all-to-all reads its "in" buffer and writes an "out" buffer of its own (collectives.plan)
-        bases = {"in": base_B, "out": self.alloc(elems * self.elem_B)} if collective == "all_to_all" else {"buf": base_B}
+        bases = {"in": base_B, "out": self.alloc(elems * self.elem_B) if out_B is None else out_B} if collective == "all_to_all" else {"buf": base_B}
         layout = BufferLayout(bases=bases, recv_base_B=recv, recv_slot_B=_up(elems * self.elem_B))
         return run_collective(self.engine, self.network, plan, self.hiers, mode=self.mode, system=self.system,
                               variant=variant, layout=layout, cus=cus,

@@ -42,7 +42,7 @@ def test_rows_speedups_and_ideal():
     assert all(r["speedup"] == 1.0 and r["ideal_speedup"] == pytest.approx(1.5) for r in base)  # (200+100)/200
     win = [r for r in rows if r["variant"] == "uniform_fused_1d"]
     assert all(r["speedup"] == pytest.approx(300 / 250) and r["best_ficco_dma"] == "uniform_fused_1d" for r in win)
-    assert all(r["M"] % r["sim_M"] == 0 and r["sim_M"] < r["M"] for r in rows)  # every point is scaled
+    assert all(r["M"] % r["sim_M"] == 0 and r["sim_M"] * r["sim_K"] < r["M"] * r["K"] for r in rows)  # all scaled
 
 
 def test_heuristic_scored_against_the_simulated_best():

@@ -167,7 +167,6 @@ def test_bytes_invariants_vary(n, mult, sched):
 
 @pytest.mark.parametrize("extra,field", [
     (("workload.direction=gemm_rs",), "workload.direction"),  # FiCCO excludes RS: DMA engines cannot reduce
-    (("scheme.ficco_comm=rccl",), "scheme.ficco_comm"),
     (("scheme.compute_streams=2",), "scheme.compute_streams"),  # uniform_fused_1d runs its steps in order
     (("workload.tokens=200",), "workload.tokens"),  # M not a multiple of N^2
     (("simulation.functional_data=true",), "simulation.functional_data"),  # homogeneous mode
