@@ -315,6 +315,7 @@ class GemmKernel(Component):
                         k_step_compute_cycles(k.tile_m, k.tile_n, k.tile_k, k.K, s, self.flops, share)
                         for s in range(s0, s1))
                 yield self.env.timeout(self._cycles_to_ticks(cycles))
+                self.beat()  # a deep-K WG can run longer than the watchdog's window
                 if pending is not None:
                     yield pending
             reqs = wg_store_requests(g, tm, tn, wg_id=seq)

@@ -132,7 +132,9 @@ class Component:
 
     Subclasses call :meth:`progressed` whenever they complete a unit of work
     and override :meth:`pending` to describe outstanding work (empty string
-    when idle).
+    when idle). A component whose unit of work can outlast the watchdog's window
+    (a WG's k-loop over a deep K) also calls :meth:`beat` on finer steps: the
+    watchdog counts beats, progress displays count only units.
     """
 
     def __init__(self, engine: "Engine", name: str):
@@ -140,10 +142,15 @@ class Component:
         self.env = engine.env
         self.name = name
         self.progress = 0
+        self.beats = 0
         engine.components.append(self)
 
     def progressed(self, n: int = 1) -> None:
         self.progress += n
+
+    def beat(self) -> None:
+        """Tell the watchdog that work inside a unit advanced (not counted as progress)."""
+        self.beats += 1
 
     def pending(self) -> str:
         """Human-readable outstanding work ('' = nothing outstanding)."""
@@ -245,7 +252,7 @@ class Engine:
                     exc.__cause__ = event._value
                     raise exc
                 if (n & 0x3FF) == 0 or (queue and queue[0][0] - last_progress_t > window):
-                    total = sum(c.progress for c in self.components)
+                    total = sum(c.progress + c.beats for c in self.components)
                     if total != last_progress:
                         last_progress, last_progress_t = total, now
                     elif now - last_progress_t > window:

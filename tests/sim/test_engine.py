@@ -86,3 +86,31 @@ def test_succeed_later_without_delay_succeeds_now():
     succeed_later(env, ev, 1, 0)
     env.run()
     assert ev.processed and ev.value == 1 and env.now == 0
+
+
+def test_beats_keep_a_long_unit_from_looking_stalled():
+    """A unit of work longer than the window (a deep-K WG) is not a stall while it beats; beats are not progress."""
+    e = Engine(watchdog_idle_ticks=1000)
+
+    class Long(Component):
+        def run(self):
+            for _ in range(10):
+                yield e.env.timeout(500)
+                self.beat()
+            self.progressed()
+            e.finish()
+
+    w = Long(e, "long")
+    e.env.process(w.run())
+    assert e.run() == 5000 and (w.progress, w.beats) == (1, 10)
+
+
+def test_a_wg_longer_than_the_watchdog_window_completes():
+    """One WG whose k-loop outlasts watchdog_idle_ns (every k-step beats the watchdog): not a stall."""
+    from tests.system.helpers import exp, gemm_only
+
+    e = exp("workload.tokens=128", "workload.model.hidden_size=4096", "workload.sublayer=FC-2", "system.gpu.num_cus=1",
+            "simulation.watchdog_idle_ns=10000")
+    run, m = gemm_only(e)
+    wgs = m.kernel.num_wgs
+    assert m.engine.env.now / wgs > 2 * 10_000 * 1000  # each WG (one at a time on the one CU) outlasts the 10 us window
