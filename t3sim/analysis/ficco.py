@@ -172,12 +172,3 @@ def figure(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png"
         ax.legend(fontsize=6, ncol=6, loc="upper right")
     fig.tight_layout()
     return save(fig, rows, out, stem, formats, COLUMNS)
-
-
-def char_metrics(runs: Sequence[Run]) -> Dict[str, float]:
-    """The characterization's numbers (DIL, CIL; FiCCO Secs. IV-C, IV-D) from the ``ficco-char`` runs: filled in
-    when that experiment exists; NaN for every key until then."""
-    keys = ("shard_comm_slowdown", "comm_dil_geomean", "comm_dil_vs_size", "gemm_dil_64_vs_8", "gemm_dil_row_vs_col_mk",
-            "gemm_dil_vs_otb", "gemm_cil_ficco", "gemm_cil_shard", "comm_cil_ficco", "comm_cil_shard",
-            "gemm_cil_dma_vs_rccl", "gemm_cil_vs_mt")
-    return {k: math.nan for k in keys}

@@ -93,8 +93,8 @@ def _max(v) -> float:
 
 def metrics(runs: Sequence[Run]) -> Dict[str, float]:
     """``{key: t3sim value}`` from the FiCCO experiments' runs (NaN where they have no results); the
-    characterization's numbers (DIL, CIL) come from :func:`t3sim.analysis.ficco.char_metrics`."""
-    from t3sim.analysis import ficco
+    characterization's numbers (DIL, CIL) come from :func:`t3sim.analysis.ficco_char.metrics`."""
+    from t3sim.analysis import ficco, ficco_char
 
     rows = [r for r in ficco.ficco_rows(runs) if r["experiment"] in ("ficco-sp", "ficco-ep")]
     scs = ficco.scenarios(rows)
@@ -113,5 +113,6 @@ def metrics(runs: Sequence[Run]) -> Dict[str, float]:
         out[key] = 100 * sum(a[0] * a[2] for a in accs if a[2]) / n if n else math.nan
         if exp:
             out["heuristic_loss"] = 100 * accs[0][1] if accs[0][2] else math.nan
-    out.update(ficco.char_metrics(runs))
-    return out
+    keys = [n.key for n in NUMBERS]
+    out.update({k: v for k, v in ficco_char.metrics(runs).items() if k in keys})
+    return {k: out.get(k, math.nan) for k in keys}
