@@ -12,6 +12,7 @@ sweep-tracker      tracker sweep
 sweep-mca          MCA sweep
 validation/<sys>   Fig. 14 (``t3sim validate`` output CSV)
 flux-op-*          FLUX Figs. 11-14 (``flux-op``: ECT and E_overlap per node; every token count kept)
+ficco-*            FiCCO Figs. 12(b)-14 (``ficco``: speedups per scenario) and 7-9 (``ficco-char``: DIL, CIL)
 =================  ==========================================================================
 """
 
@@ -22,15 +23,18 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from t3sim.analysis import figs_study as S
 from t3sim.analysis import figs_sublayer as L
-from t3sim.analysis import flux_op
+from t3sim.analysis import ficco, ficco_char, flux_op
 from t3sim.analysis.report import Inputs
 from t3sim.analysis.runs import load_runs
 
 #: FLUX's operation-level experiments (configs/experiments/flux-op*.yaml), one per node
 FLUX_EXPERIMENTS = ("flux-op-a100-pcie", "flux-op-a100-nvlink", "flux-op-h800")
-RESULT_EXPERIMENTS = ("t3-sublayers", "fig06", "fig17", "fig19", "fig20", "sweep-tracker", "sweep-mca") + FLUX_EXPERIMENTS
+#: FiCCO's experiments (configs/experiments/ficco-*.yaml; issue 14)
+FICCO_EXPERIMENTS = ("ficco-sp", "ficco-ep", "ficco-synthetic", "ficco-scale", "ficco-char")
+RESULT_EXPERIMENTS = (("t3-sublayers", "fig06", "fig17", "fig19", "fig20", "sweep-tracker", "sweep-mca") + FLUX_EXPERIMENTS
+                      + FICCO_EXPERIMENTS)
 FIGURES = ("fig04", "fig06", "fig14", "fig15", "fig16", "fig17", "fig18", "fig19", "fig20", "sweep-tracker", "sweep-mca",
-           "flux-op")
+           "flux-op", "ficco", "ficco-char")
 VALIDATION_SYSTEM = "h200-4gpu"
 VALIDATION_STEM = "reduce_scatter_4gpu"
 
@@ -70,6 +74,12 @@ def draw(fig: str, inp: Inputs, out: str | Path, formats: Sequence[str] = ("png"
     if fig == "flux-op":
         runs = flux_runs(inp)
         return flux_op.figure(runs, out, formats) if flux_op.flux_rows(runs) else []
+    if fig == "ficco":
+        runs = ficco_runs(inp)
+        return ficco.figure(runs, out, formats) if ficco.ficco_rows(runs) else []
+    if fig == "ficco-char":
+        runs = inp.get("ficco-char")
+        return ficco_char.figure(runs, out, formats) if ficco_char.char_rows(runs) else []
     if fig in ("sweep-tracker", "sweep-mca"):
         runs = inp.get(fig)
         return S.sweep(runs, fig.split("-")[1], out, formats) if runs else []
@@ -79,6 +89,11 @@ def draw(fig: str, inp: Inputs, out: str | Path, formats: Sequence[str] = ("png"
 def flux_runs(inp: Inputs) -> List:
     """Every FLUX operation-level run loaded (all nodes)."""
     return [r for n in FLUX_EXPERIMENTS for r in inp.get(n)]
+
+
+def ficco_runs(inp: Inputs) -> List:
+    """Every FiCCO run loaded (all its experiments)."""
+    return [r for n in FICCO_EXPERIMENTS for r in inp.get(n)]
 
 
 def draw_all(inp: Inputs, out: str | Path, formats: Sequence[str] = ("png",),

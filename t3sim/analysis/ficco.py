@@ -9,7 +9,7 @@ Per scenario (a ``workload.gemm`` by name) and run:
 * ``total_us`` and ``speedup`` = the baseline's ``total_us`` over the run's;
 * the scenario's ``ideal`` speedup (Sec. VI-B: "operator decomposition scales linearly with no slowdowns"):
   ``(t_comm + t_GEMM) / max(t_comm, t_GEMM)`` from the baseline's two isolated phases;
-* the heuristic's pick (:func:`t3sim.workload.ficco.pick`) for the simulated (scaled) shape and for the full one.
+* the heuristic's pick (:func:`t3sim.config.ficco.pick`) for the simulated (scaled) shape and for the full one.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from t3sim.analysis.plotting import pyplot, save
 from t3sim.analysis.runs import Run, f
-from t3sim.workload.ficco import SCHEDULES, otb, pick
+from t3sim.config.ficco import SCHEDULES, otb, pick
 
 METHODS = ("baseline", "shard", "ficco-dma", "ficco-rccl")
 COLUMNS = ("experiment", "scenario", "direction", "M", "N", "K", "sim_M", "sim_K", "otb_FLOP_per_B", "mt_GB", "method",
@@ -141,7 +141,7 @@ def figure(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png"
     rows = ficco_rows(runs)
     exps = list(dict.fromkeys(r["experiment"] for r in rows))
     plt = pyplot()
-    fig, axes = plt.subplots(len(exps) or 1, 1, figsize=(14, 3.6 * max(len(exps), 1)), squeeze=False)
+    fig, axes = plt.subplots(len(exps) or 1, 1, figsize=(18, 4.2 * max(len(exps), 1)), squeeze=False)
     for ax, e in zip((a[0] for a in axes), exps):
         scs = scenarios(rows, e)
         series = [("ideal", None, "ideal", None), ("shard", None, "shard overlap (AsyncTP)", None)]
@@ -149,13 +149,15 @@ def figure(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png"
         series += [("ficco-rccl", s, SCHEDULE_LABELS[s] + " rccl", "//") for s in SCHEDULES]
         series = [s for s in series if s[0] == "ideal" or any(r["method"] == s[0] and (s[1] is None or r["variant"] == s[1])
                                                                for r in rows if r["experiment"] == e)]
-        w = 0.85 / max(len(series), 1)
+        w = 0.7 / max(len(series), 1)
+        top = 0.0
         for k, (m, v, label, hatch) in enumerate(series):
             xs, ys = [], []
             for x, sc in enumerate(scs):
                 y = (next((r["ideal_speedup"] for r in rows if r["scenario"] == sc and r["experiment"] == e), math.nan)
                      if m == "ideal" else speedup([r for r in rows if r["experiment"] == e], sc, m, v))
                 if math.isfinite(y):
+                    top = max(top, y)
                     xs.append(x + (k - (len(series) - 1) / 2) * w)
                     ys.append(y)
                     pk = next((r for r in rows if r["scenario"] == sc and r["experiment"] == e), None)
@@ -164,6 +166,7 @@ def figure(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png"
             ax.bar(xs, ys, w, color=COLORS.get(v or m, "#7f7f7f"), hatch=hatch, label=label,
                    edgecolor="white" if hatch else None)
         ax.axhline(1.0, color="k", lw=0.7)
+        ax.set_ylim(0, 1.6 * max(top, 1.0))  # room for the legend above the bars
         ax.set_xticks(range(len(scs)))
         ax.set_xticklabels(scs, fontsize=8)
         ax.set_ylabel("speedup over baseline\n(AG/A2A then GEMM)", fontsize=8)

@@ -24,7 +24,7 @@ from typing import Dict, List, Sequence
 
 from t3sim.analysis.plotting import pyplot, save
 from t3sim.analysis.runs import Run
-from t3sim.workload.ficco import mt_B, otb
+from t3sim.config.ficco import mt_B, otb
 
 COLUMNS = ("scenario", "M", "N", "K", "sim_M", "sim_K", "otb_FLOP_per_B", "mt_GB", "a_MB", "dil_gemm_8M", "dil_gemm_64M",
            "dil_gemm_8K", "dil_gemm_64K", "dil_comm_dma", "dil_comm_rccl", "p2p_over_rccl_whole", "cil_gemm_dma",
@@ -157,20 +157,22 @@ def figure(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png"
                        ("dil_gemm_8K", "^", "8-way columns (K, accumulating)"), ("dil_gemm_64K", "v", "64-way columns")):
         pts = [(r["otb_FLOP_per_B"], r[c]) for r in rows if math.isfinite(r[c])]
         ax[0].scatter([p[0] for p in pts], [p[1] for p in pts], marker=mk, label=lab, s=18)
-    ax[0].set(xscale="log", yscale="log", xlabel="OTB of the Table I GEMM (FLOP/B)", ylabel="GEMM DIL (x)",
+    ax[0].set(xlabel="OTB of the Table I GEMM (FLOP/B)", ylabel="GEMM DIL (x)",
               title="GEMM DIL (Sec. IV-C1, Fig. 7)")
     for c, mk, lab in (("dil_comm_dma", "o", "dma: 8 steps / whole"), ("dil_comm_rccl", "s", "rccl: 8 steps / whole"),
                        ("p2p_over_rccl_whole", "x", "p2p shards / rccl whole")):
         pts = [(r["a_MB"], r[c]) for r in rows if math.isfinite(r[c])]
         ax[1].scatter([p[0] for p in pts], [p[1] for p in pts], marker=mk, label=lab, s=18)
-    ax[1].set(xscale="log", xlabel="A (simulated, MB)", ylabel="slowdown (x)", title="Communication DIL (Sec. IV-C2, Fig. 8)")
+    ax[1].set(xlabel="A (simulated, MB)", ylabel="slowdown (x)", title="Communication DIL (Sec. IV-C2, Fig. 8)")
     for c, mk, lab in (("cil_gemm_dma", "o", "GEMM beside dma step"), ("cil_gemm_rccl", "s", "GEMM beside rccl step"),
                        ("cil_gemm_p2p", "x", "GEMM beside p2p shard"), ("cil_comm_dma", "^", "dma step beside GEMM"),
                        ("cil_comm_rccl", "v", "rccl step beside GEMM"), ("cil_comm_p2p", "+", "p2p shard beside GEMM")):
         pts = [(r["mt_GB"], r[c]) for r in rows if math.isfinite(r[c])]
         ax[2].scatter([p[0] for p in pts], [p[1] for p in pts], marker=mk, label=lab, s=18)
-    ax[2].set(xscale="log", xlabel="MT of the Table I GEMM (GB)", ylabel="CIL (x)", title="CIL (Sec. IV-D, Fig. 9)")
+    ax[2].set(xlabel="MT of the Table I GEMM (GB)", ylabel="CIL (x)", title="CIL (Sec. IV-D, Fig. 9)")
     for a in ax:
+        if any(len(c.get_offsets()) for c in a.collections):
+            a.set_xscale("log")
         a.axhline(1.0, color="k", lw=0.6)
         a.grid(True, alpha=0.3)
         a.legend(fontsize=6)

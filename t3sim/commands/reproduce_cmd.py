@@ -89,6 +89,27 @@ SPECS += (
     Spec("flux-op-h800", "flux-op-h800", "FLUX Figs. 13, 14 (H800 NVLink; FLUX Sec. 5.1)", None,
          "experiments/flux-op/h800.yaml"),
 )
+#: FiCCO's experiments (issue 14); --quick: Table I g2 at a tiny scale (128 x 2048 x 512 per GPU), the baseline and
+#: the four DMA schedules, and four characterization points
+_FICCO_TINY = {"name": "g2", "M": 131072, "N": 16384, "K": 16384, "scale_M": 1024, "scale_K": 32}
+_FICCO_QUICK = (_set("sweep.grid", {"workload.gemm": [_FICCO_TINY]}),
+                _set("sweep.cases", [{"scheme.kind": "sequential"}] + [
+                    {"scheme.kind": "ficco", "scheme.ficco_schedule": s} for s in
+                    ("uniform_fused_1d", "hetero_fused_1d", "hetero_unfused_1d", "uniform_fused_2d")]))
+SPECS += (
+    Spec("ficco", "ficco-sp", "FiCCO Figs. 12(b), 13, 14 (Table I SP+TP, 8x MI300X; scaled shapes)", _FICCO_QUICK),
+    Spec("ficco-ep", "ficco-ep", "FiCCO Table I EP (all-to-all + expert GEMM)", None, "experiments/ficco/ep.yaml"),
+    Spec("ficco-synthetic", "ficco-synthetic", "FiCCO Sec. VI-D heuristic on 16 synthetic scenarios", None,
+         "experiments/ficco/synthetic.yaml"),
+    Spec("ficco-char", "ficco-char", "FiCCO Figs. 7-9 (DIL, CIL; Secs. IV-C, IV-D)", (_set("sweep.cases", [
+        {"workload.gemm": _FICCO_TINY, **c} for c in (
+            {"scheme.char_part": "gemm", "scheme.chunks": 1},
+            {"scheme.char_part": "gemm", "scheme.chunks": 8, "scheme.chunk_axis": "M"},
+            {"scheme.char_part": "comm", "scheme.char_comm_steps": 1},
+            {"scheme.char_part": "comm", "scheme.char_comm_steps": 8})]),)),
+    Spec("ficco-scale", "ficco-scale", "FiCCO scale check (g2 at 1x and 4x the scaled FLOPs)", None,
+         "experiments/ficco/scale.yaml"),
+)
 
 
 def _validation_inputs() -> Dict[str, str]:
@@ -172,8 +193,8 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     Points that failed are listed in the report's notes and appended to ``failures`` if given."""
     from t3sim.analysis import catalog
     from t3sim.analysis.comparison import write_csv_atomic
-    from t3sim.analysis import flux_numbers
-    from t3sim.analysis.explanations import FLUX_EXPLANATIONS
+    from t3sim.analysis import ficco_numbers, flux_numbers
+    from t3sim.analysis.explanations import FICCO_EXPLANATIONS, FLUX_EXPLANATIONS
     from t3sim.analysis.report import metrics, render, table_rows
     from t3sim.analysis.plotting import rows_csv
 
@@ -198,6 +219,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     figs = catalog.draw_all(inp, out / "figures", formats)
     values = metrics(inp)
     flux_values = flux_numbers.metrics(catalog.flux_runs(inp))
+    ficco_values = ficco_numbers.metrics(catalog.ficco_runs(inp))
     notes = [f"{i['name']}: {e}" for i in infos for e in i.get("errors", [])]
     if failures is not None:
         failures.extend(notes)
@@ -209,10 +231,11 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
                      "point), 128 tokens, one validation row.")
     md = render(values, quick=quick, experiments=infos,
                 figures=[str(p) for ps in figs.values() for p in ps if p.suffix != ".csv"], notes=notes,
-                flux_values=flux_values)
+                flux_values=flux_values, ficco_values=ficco_values)
     path = write_csv_atomic(out / "REPRODUCTION.md", md)
     write_csv_atomic(out / "reproduction.csv", rows_csv(
-        table_rows(values) + table_rows(flux_values, flux_numbers.NUMBERS, FLUX_EXPLANATIONS)))
+        table_rows(values) + table_rows(flux_values, flux_numbers.NUMBERS, FLUX_EXPLANATIONS)
+        + table_rows(ficco_values, ficco_numbers.NUMBERS, FICCO_EXPLANATIONS)))
     return path
 
 

@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Literal
 
 from pydantic import field_validator, model_validator
 
+from t3sim.config.ficco import SCHEDULES
 from t3sim.config.base import F, Model, check_kind
 from t3sim.config.system import SystemConfig
 from t3sim.config.workload import WorkloadConfig
@@ -83,7 +84,7 @@ class SchemeConfig(Model):
                             source="assumption: FLUX (Sec. 4.2) does not publish how many thread blocks it specialises for "
                                    "the pull reduction", gt=0)
 
-    ficco_schedule: Literal["uniform_fused_1d", "hetero_fused_1d", "hetero_unfused_1d", "uniform_fused_2d"] = F(
+    ficco_schedule: Literal[SCHEDULES] = F(
         "uniform_fused_1d", unit="enum",
         desc="ficco: which FiCCO schedule runs the AllGather+GEMM: uniform_fused_1d (every step gathers its N row "
              "pieces, local one included, into one GEMM, then scatters the output rows), hetero_fused_1d (the local "

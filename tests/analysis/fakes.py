@@ -18,8 +18,39 @@ from t3sim.results.store import ResultStore, RunResult
 K = {"OP": 1, "FC-2": 4, "FC-1": 4, "IP": 3}
 
 
+def fake_ficco(cfg) -> tuple:
+    """(summary, ficco_char stats or None) of a FiCCO point (workload.gemm): made-up times from its shape."""
+    from t3sim.schemes import scheme_for
+    from t3sim.config.ficco import SCHEDULES
+
+    w, sc, kind = cfg.workload, cfg.scheme, cfg.scheme.kind
+    g = w.gemm
+    gemm = 2 * g.sim_M * g.N * g.sim_K / w.tp / 1e6  # us at 1 PFLOP/s
+    comm = 2 * g.sim_M * g.sim_K * 7 / 8 / (336e3 if w.direction == "ag_gemm" else 8 * 336e3)
+    t = {"sequential": gemm + comm, "chunked_dma": gemm + 3 * comm}.get(kind, 0.0)
+    if kind == "ficco":
+        t = max(gemm, comm) * (1.05 + 0.1 * SCHEDULES.index(sc.ficco_schedule)) * (0.98 if sc.ficco_comm == "rccl" else 1)
+    stats = None
+    if kind == "ficco_char":
+        first = sc.char_pieces == "first"
+        gu = gemm * (1 + 0.05 * sc.chunks) / (8 if first else 1) if sc.char_part != "comm" else 0.0
+        cu = comm * (1.1 if sc.char_comm_steps > 1 else 1.0) * (7 if sc.char_comm_pattern == "p2p" else 1) / (
+            8 if first else 1) if sc.char_part != "gemm" else 0.0
+        if sc.char_part == "both":
+            gu, cu = gu * 1.05, cu * 1.08
+        stats = {"ficco_char": {"gemm_us": {"value": gu}, "comm_us": {"value": cu}}}
+        t = gu + cu
+    summ = {"scheme": kind, "scheme_label": scheme_for(kind).label, "scheme_color": scheme_for(kind).color,
+            "model": w.name, "sublayer": "GEMM", "tp": w.tp, "mode": "homogeneous", "gemm_us": round(t - comm if kind
+            == "sequential" else t, 3), "rs_us": 0.0, "ag_us": round(comm if kind == "sequential" else 0.0, 3),
+            "total_us": round(t, 3)}
+    return summ, stats
+
+
 def fake_summary(cfg) -> dict:
     w, sysc, kind = cfg.workload, cfg.system, cfg.scheme.kind
+    if w.gemm is not None:
+        return fake_ficco(cfg)[0]
     T, H, tp = w.num_tokens, w.model.hidden_size, w.tp
     g = 2.0 * T * H * K[w.sublayer] * H / tp / 40e6 * (80 / sysc.gpu.num_cus)  # ~40 TFLOP/s at 80 CUs
     rs = T * H * 2 * (tp - 1) / tp / 150e3 * 1.3
@@ -85,7 +116,8 @@ def fake_inputs(quick: bool = False):
         for i, p in enumerate(expand(spec.path, list(spec.quick) if quick else [])):
             runs.setdefault(spec.results, []).append(
                 Run(Path(f"/nonexistent/{spec.results}/{i:012d}"), p.config.name, p.config.model_dump(mode="json"),
-                    fake_summary(p.config)))
+                    fake_summary(p.config),
+                    fake_ficco(p.config)[1] if p.config.workload.gemm is not None else None))
     return Inputs(runs, None)
 
 
@@ -98,8 +130,11 @@ def write_fake_results(root: Path, quick: bool = True, only=None) -> Path:
             continue
         for p in expand(spec.path, list(spec.quick) if quick else []):
             summ = fake_summary(p.config)
-            store.write(RunResult(p.config.name, p.config.model_dump(mode="json"), fake_stats(summ), summ, 0,
-                                  {"wall_s": 0.0}))
+            st = fake_stats(summ)
+            if p.config.workload.gemm is not None and p.config.scheme.kind == "ficco_char":
+                for k, v in fake_ficco(p.config)[1]["ficco_char"].items():
+                    st.add(f"ficco_char.{k}", v["value"], "us", "fake")
+            store.write(RunResult(p.config.name, p.config.model_dump(mode="json"), st, summ, 0, {"wall_s": 0.0}))
     v = root / "validation" / "h200-4gpu" / "reduce_scatter_4gpu.csv"
     v.parent.mkdir(parents=True, exist_ok=True)
     with v.open("w", newline="") as fh:

@@ -1,11 +1,11 @@
 """The FiCCO experiment configs are what experiments/ficco/make_configs.py writes (issue 14): every scale comes
-from t3sim.workload.ficco.scale_for, none is chosen by hand."""
+from t3sim.config.ficco.scale_for, none is chosen by hand."""
 
 from __future__ import annotations
 
 import runpy
 
-from t3sim.workload.ficco import scale_for
+from t3sim.config.ficco import scale_for
 
 from tests.conftest import REPO
 
