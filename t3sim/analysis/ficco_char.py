@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Dict, List, Sequence
 
+from t3sim.analysis.figs_study import geomean
 from t3sim.analysis.plotting import pyplot, save
 from t3sim.analysis.runs import Run
 from t3sim.config.ficco import mt_B, otb
@@ -39,11 +40,6 @@ def _key(r: Run) -> tuple:
     pat = c("char_comm_pattern", "a2a")
     comm = "p2p" if pat == "p2p" else c("ficco_comm", "dma")
     return (part, comm, 1 if pat == "p2p" else c("char_comm_steps", 1), c("char_pieces", "all"))
-
-
-def geomean(v: Sequence[float]) -> float:
-    v = [x for x in v if isinstance(x, float) and math.isfinite(x) and x > 0]
-    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else math.nan
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Sequence
 
-from t3sim.analysis.paper_numbers import PaperNumber
+from t3sim.analysis.paper_numbers import PaperNumber, lo_hi
 from t3sim.analysis.runs import Run
 from t3sim.config.ficco import SCHEDULES
 
@@ -83,15 +83,6 @@ if len({n.key for n in NUMBERS}) != len(NUMBERS):
     raise RuntimeError("duplicate FiCCO paper-number key")
 
 
-def _finite(v):
-    return [x for x in v if isinstance(x, float) and math.isfinite(x)]
-
-
-def _max(v) -> float:
-    v = _finite(list(v))
-    return max(v) if v else math.nan
-
-
 def metrics(runs: Sequence[Run]) -> Dict[str, float]:
     """``{key: t3sim value}`` from the FiCCO experiments' runs (NaN where they have no results); the
     characterization's numbers (DIL, CIL) come from :func:`t3sim.analysis.ficco_char.metrics`."""
@@ -100,14 +91,12 @@ def metrics(runs: Sequence[Run]) -> Dict[str, float]:
     rows = [r for r in ficco.ficco_rows(runs) if r["experiment"] in ("ficco-sp", "ficco-ep")]
     scs = ficco.scenarios(rows)
     out: Dict[str, float] = {}
-    out["ideal_max"] = _max(r["ideal_speedup"] for r in rows)
-    best_1d = [max(_finite([ficco.speedup(rows, s, "ficco-dma", v) for v in SCHEDULES if v.endswith("_1d")]) or
-                   [math.nan]) for s in scs]
-    out["ficco_1d_max"] = _max(best_1d)
-    out["ficco_2d_max"] = _max(ficco.speedup(rows, s, "ficco-dma", "uniform_fused_2d") for s in scs)
-    shard = _finite([ficco.speedup(rows, s, "shard") for s in scs])
-    out["shard_slowdown_max"] = 1 / min(shard) if shard else math.nan
-    out["shard_best_speedup"] = max(shard) - 1 if shard else math.nan
+    out["ideal_max"] = lo_hi([r["ideal_speedup"] for r in rows])[1]
+    best_1d = [lo_hi([ficco.speedup(rows, s, "ficco-dma", v) for v in SCHEDULES if v.endswith("_1d")])[1] for s in scs]
+    out["ficco_1d_max"] = lo_hi(best_1d)[1]
+    out["ficco_2d_max"] = lo_hi([ficco.speedup(rows, s, "ficco-dma", "uniform_fused_2d") for s in scs])[1]
+    lo, hi = lo_hi([ficco.speedup(rows, s, "shard") for s in scs])
+    out["shard_slowdown_max"], out["shard_best_speedup"] = 1 / lo, hi - 1
     for key, exp in (("heuristic_table_i", None), ("heuristic_synthetic", "ficco-synthetic")):
         accs = [ficco.heuristic_accuracy(ficco.ficco_rows(runs), e) for e in ((exp,) if exp else ("ficco-sp", "ficco-ep"))]
         n = sum(a[2] for a in accs)

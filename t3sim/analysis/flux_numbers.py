@@ -14,7 +14,7 @@ import math
 from typing import Dict, List, Sequence
 
 from t3sim.analysis.flux_op import LARGE_M, SMALL_M, flux_rows, select, speedups_over
-from t3sim.analysis.paper_numbers import PaperNumber
+from t3sim.analysis.paper_numbers import PaperNumber, lo_hi
 from t3sim.analysis.runs import Run
 
 #: how the stated numbers are read (shown with the table in REPRODUCTION.md)
@@ -82,11 +82,6 @@ if len({n.key for n in NUMBERS}) != len(NUMBERS):
     raise RuntimeError("duplicate FLUX paper-number key")
 
 
-def _lo_hi(vals: Sequence[float]) -> tuple:
-    v = [x for x in vals if isinstance(x, float) and math.isfinite(x)]
-    return (min(v), max(v)) if v else (math.nan, math.nan)
-
-
 def _mean(vals: Sequence[float]) -> float:
     v = [x for x in vals if math.isfinite(x)]
     return sum(v) / len(v) if v else math.nan
@@ -100,19 +95,19 @@ def metrics(runs: Sequence[Run]) -> Dict[str, float]:
     e_all = []
     for sysname, t in _TAG.items():
         for pre, ms in (("", LARGE_M), ("small_", SMALL_M)):
-            out[f"{pre}flux_over_te_{t}_lo"], out[f"{pre}flux_over_te_{t}_hi"] = _lo_hi(speedups_over(rows, sysname, ms))
+            out[f"{pre}flux_over_te_{t}_lo"], out[f"{pre}flux_over_te_{t}_hi"] = lo_hi(speedups_over(rows, sysname, ms))
             for meth, name in (("FLUX", "flux_e"), ("TE", "te_e")):
                 e = [100 * r["overlap_efficiency"] for r in select(rows, sysname, meth, ms)]
-                out[f"{pre}{name}_{t}_lo"], out[f"{pre}{name}_{t}_hi"] = _lo_hi(e)
+                out[f"{pre}{name}_{t}_lo"], out[f"{pre}{name}_{t}_hi"] = lo_hi(e)
                 if meth == "FLUX":
                     e_all += e
                 if not pre:
                     out[f"avg_{name}_{t}"] = _mean(e)
-    out["flux_e_max"] = _lo_hi(e_all)[1]
+    out["flux_e_max"] = lo_hi(e_all)[1]
     rs64 = speedups_over(rows, _H800, (64,), direction="gemm_rs")
     out["h800_rs64_flux_over_te"] = rs64[0] if rs64 else math.nan
     small = [x for s in _TAG for x in speedups_over(rows, s, (64, 512, 1024))]
     excl = [x for x in small if not (rs64 and x == rs64[0])]
-    out["small_flux_over_te_min"], out["small_flux_over_te_max"] = _lo_hi(excl)
+    out["small_flux_over_te_min"], out["small_flux_over_te_max"] = lo_hi(excl)
     return out
 

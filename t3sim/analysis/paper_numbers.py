@@ -16,6 +16,8 @@ Figures 14-20 appear in the text only through these numbers (their captions surv
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -38,6 +40,12 @@ class PaperNumber:
         if self.kind.endswith("_x"):
             return f"{self.value:g}x"
         return str(self.value)
+
+
+def lo_hi(vals) -> tuple:
+    """(smallest, largest) of the finite floats among ``vals``; (NaN, NaN) if none (a stated range's ends)."""
+    v = [x for x in vals if isinstance(x, float) and math.isfinite(x)]
+    return (min(v), max(v)) if v else (math.nan, math.nan)
 
 
 P = PaperNumber

@@ -40,6 +40,14 @@ def a_values(n: int, a_base: int, shard_B: int, addrs: np.ndarray) -> np.ndarray
     return (owner + n * (w % ((1 << 24) // n))).astype(np.float32)
 
 
+def compare_lines(fs, addrs: np.ndarray, want: np.ndarray) -> tuple:
+    """Read the 64 B lines at ``addrs`` from functional store ``fs`` and compare them with ``want``:
+    ``(got, want, first differing line or -1, differing words)``."""
+    got = np.stack([fs.read_addr(int(a)) for a in addrs])
+    bad = got != want
+    return got, want, (int(np.flatnonzero(bad.any(axis=1))[0]) if bad.any() else -1), int(bad.sum())
+
+
 class GatheredA:
     """A's row shards on ``model``'s GPUs, with functional values (module doc). Sizes in bytes."""
 
@@ -67,13 +75,9 @@ class GatheredA:
         """Rows ``[r0, r1)`` of GPU ``g``'s gathered A hold their values now; returns the 4 B words checked,
         raises AssertionError naming ``what`` on a mismatch."""
         addrs = self.lines(r0 * self.row_B, (r1 - r0) * self.row_B)
-        fs = self.model.hiers[g].mem.functional
-        got = np.stack([fs.read_addr(int(a)) for a in addrs])
-        want = self.values(addrs)
-        bad = got != want
-        if bad.any():
-            line = int(np.flatnonzero(bad.any(axis=1))[0])
-            raise AssertionError(f"GPU {g} {what}: {int(bad.sum())} of {bad.size} words of A rows [{r0}, {r1}) "
+        got, want, line, nbad = compare_lines(self.model.hiers[g].mem.functional, addrs, self.values(addrs))
+        if nbad:
+            raise AssertionError(f"GPU {g} {what}: {nbad} of {got.size} words of A rows [{r0}, {r1}) "
                                  f"differ at tick {self.model.env.now}; first at byte "
                                  f"{int(addrs[line]) - self.model.a_base} of A: got {got[line][:4]} want {want[line][:4]}")
         return got.size

@@ -35,9 +35,7 @@ def concurrent_program(model, with_ag: Optional[bool] = None) -> Program:
                 lambda: model.collective("reduce_scatter", base_B=indep, elems=model.c_elems, cu_mask=comm_mask).done,
                 comm=True)
     p = Program()
-    first, second = (("compute", gemm), ("comm", rs))[:: 1 if model.exp.scheme.launch_first == "gemm" else -1]
-    p.add(*first)
-    p.add(*second)
+    p.add_in_launch_order(model.exp.scheme.launch_first, [("compute", gemm)], [("comm", rs)])
     if model.with_ag if with_ag is None else with_ag:
         p.add("compute", Kernel("ag", "collective", "ag", lambda: model.collective("all_gather").done, comm=True,
                                 after=("rs",)))

@@ -114,11 +114,7 @@ def copy_program(model, copiers: Copiers) -> Program:
                                   launch_copy(d, src, dst), repeat_until="gemm"))
               for i, d, src, dst in streams]
     p = Program()
-    order = [("compute", gemm)] + copies
-    if sc.launch_first == "comm":
-        order = copies + [("compute", gemm)]
-    for stream, k in order:
-        p.add(stream, k)
+    p.add_in_launch_order(sc.launch_first, [("compute", gemm)], copies)
     return p
 
 

@@ -116,7 +116,6 @@ from t3sim.schemes.chunked_dma_ag import ChunkAgContext
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.workload.chunks import Chunk
-from t3sim.config.ficco import SCHEDULES
 
 #: GEMMs per GPU of each schedule, for N GPUs
 GEMMS = {"uniform_fused_1d": lambda n: n, "hetero_fused_1d": lambda n: 1 + n,

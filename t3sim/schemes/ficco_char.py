@@ -250,12 +250,8 @@ def char_program(model, ctx: CharContext) -> Program:
                                                         lambda g=g, d=d, s=s: ctx.push.push(g, d, s), comm=True)))
             comm_streams.append((f"gpu{g}.recv", Kernel(f"gpu{g}.wait_recv", "wait", "ag",
                                                         lambda g=g: ctx.wait_recv(g), comm=True)))
-    order = gemm_streams + comm_streams
-    if model.exp.scheme.launch_first == "comm":
-        order = comm_streams + gemm_streams
     p = Program()
-    for stream, k in order:
-        p.add(stream, k)
+    p.add_in_launch_order(model.exp.scheme.launch_first, gemm_streams, comm_streams)
     return p
 
 

@@ -39,7 +39,7 @@ from t3sim.compute.memhier import REQ_B
 from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
-from t3sim.schemes.ag_gemm import WORD_B, GatheredA
+from t3sim.schemes.ag_gemm import WORD_B, GatheredA, compare_lines
 from t3sim.schemes.t3 import word_mask
 
 
@@ -141,13 +141,10 @@ class FiccoData:
     def check_segment(self, g: int, op_B: int, src_B: int, nbytes: int, what: str) -> int:
         """GPU ``g``'s ``nbytes`` at byte address ``op_B`` hold the gathered A's values at offset ``src_B`` now."""
         lines = REQ_B * np.arange(nbytes // REQ_B, dtype=np.int64)
-        fs = self.model.hiers[g].mem.functional
-        got = np.stack([fs.read_addr(int(a)) for a in op_B + lines])
-        want = self.want(g, src_B + lines)
-        bad = got != want
-        if bad.any():
-            i = int(np.flatnonzero(bad.any(axis=1))[0])
-            raise AssertionError(f"GPU {g} {what}: {int(bad.sum())} of {bad.size} words differ at tick "
+        got, want, i, nbad = compare_lines(self.model.hiers[g].mem.functional, op_B + lines,
+                                           self.want(g, src_B + lines))
+        if nbad:
+            raise AssertionError(f"GPU {g} {what}: {nbad} of {got.size} words differ at tick "
                                  f"{self.model.env.now}; first at byte {i * REQ_B} of the operand (gathered A byte "
                                  f"{src_B + i * REQ_B}): got {got[i][:4]} want {want[i][:4]}")
         return got.size

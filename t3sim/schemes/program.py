@@ -83,6 +83,13 @@ class Program:
             self.streams.setdefault(stream, []).append(kernel)
         return kernel
 
+    def add_in_launch_order(self, launch_first: str, gemm_side, comm_side) -> None:
+        """Add ``(stream, kernel)`` pairs: the GEMM's before the communication's, or after them when
+        ``launch_first`` (``scheme.launch_first``) is ``"comm"`` -- which the GPU sees first at equal ticks."""
+        for stream, kernel in (list(comm_side) + list(gemm_side) if launch_first == "comm"
+                               else list(gemm_side) + list(comm_side)):
+            self.add(stream, kernel)
+
     def kernels(self) -> List[Kernel]:
         return [k for ks in self.streams.values() for k in ks] + list(self.companions)
 

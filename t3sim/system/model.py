@@ -139,16 +139,20 @@ class SystemModel:
         """Launch ``collective`` (as a GPU kernel, RCCL style) over the GEMM output C, or over the ``elems``
         elements at ``base_B`` (a chunk of C, an independent array) with receive slots of its own. Its CTAs
         take CUs through the GPUs' dispatchers, beside whatever else runs; ``cu_mask`` (CU indices) confines
-        them to those CUs (a CU reservation). ``out_B``: an all-to-all's output buffer (``elems`` elements;
-        default: a fresh one)."""
+        them to those CUs (a CU reservation). ``out_B``: the plan's output buffer where it has one apart from
+        its input (an all-to-all's ``out``; default: a fresh one)."""
         if base_B is None:
             base_B, elems = self.c_base, self.c_elems
             recv = self.scratch_base
         else:
             recv = self.alloc(max(1, self.n - 1) * _up(elems * self.elem_B))
         plan = plan_for_system(self.system, collective, elems, self.elem_B)
-        # an all-to-all reads its "in" buffer and writes an "out" buffer of its own (collectives.plan)
-        bases = {"in": base_B, "out": self.alloc(elems * self.elem_B) if out_B is None else out_B} if collective == "all_to_all" else {"buf": base_B}
+        # the plan names its buffers (collectives.plan): the first is the array given (in place for RS/AG/AR, an
+        # all-to-all's "in"); any other (an all-to-all's "out") is out_B or a fresh buffer of its size
+        first, *others = plan.buffer_elems
+        bases = {first: base_B}
+        for name in others:
+            bases[name] = out_B if out_B is not None else self.alloc(max(plan.buffer_elems[name]) * self.elem_B)
         layout = BufferLayout(bases=bases, recv_base_B=recv, recv_slot_B=_up(elems * self.elem_B))
         return run_collective(self.engine, self.network, plan, self.hiers, mode=self.mode, system=self.system,
                               variant=variant, layout=layout, cus=cus,

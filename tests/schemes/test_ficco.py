@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from t3sim.errors import InputError
 from t3sim.schemes import scheme_for
-from t3sim.schemes.ficco import GEMMS, SCHEDULES, FiccoContext
+from t3sim.config.ficco import SCHEDULES
+from t3sim.schemes.ficco import GEMMS, FiccoContext
 from t3sim.schemes.program import Kernel, Program, run_program
 from t3sim.system.model import SystemModel
 from tests.system.helpers import exp

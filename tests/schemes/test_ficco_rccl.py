@@ -10,7 +10,8 @@ from t3sim.config import load_experiment
 from t3sim.errors import InputError
 from t3sim.schemes import scheme_for
 from t3sim.schemes.chunked_dma_ag import ChunkAgContext
-from t3sim.schemes.ficco import GEMMS, SCHEDULES
+from t3sim.config.ficco import SCHEDULES
+from t3sim.schemes.ficco import GEMMS
 from t3sim.system.model import SystemModel
 from tests.schemes.test_ficco import _run
 
