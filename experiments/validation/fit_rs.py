@@ -7,7 +7,10 @@ from). The launch overhead is additive in the simulator (every GPU waits it once
 so one simulation per row suffices. ``--lat`` repeats this for other interconnect.link_latency_ns values
 (a sensitivity study: the configured latency comes from NCCL's tuning constants, not from this fit).
 
-Usage: python experiments/validation/fit_rs.py [--system CONFIG] [--lat 300,1000] [--jobs N] [--out fit.json]
+``--set FIELD=VALUE`` (repeatable) refits with other fields changed: a sensitivity study of what a fit would
+need, e.g. ``--set interconnect.sm_store_payload_B=64`` (experiments/validation/README.md, "Remaining gap").
+
+Usage: python experiments/validation/fit_rs.py [--system CONFIG] [--lat 300,1000] [--set F=V ...] [--jobs N] [--out fit.json]
 """
 import argparse
 import csv
@@ -39,10 +42,10 @@ def golden_min(f, lo, hi, tol=1e-4):
 
 
 def _sim(args):
-    system_path, lat, mb = args
+    system_path, lat, mb, sets = args
     from t3sim.config import load_system
     from t3sim.system.validate import simulate_collective_row
-    over = ["collective.launch_overhead_ns=0"] + ([f"interconnect.link_latency_ns={lat}"] if lat is not None else [])
+    over = ["collective.launch_overhead_ns=0"] + list(sets) + ([f"interconnect.link_latency_ns={lat}"] if lat is not None else [])
     s = load_system(system_path, over)
     o = simulate_collective_row(s, "reduce_scatter", 4, mb, "bf16")
     return lat, mb, o.sim_us, o.wall_s
@@ -59,17 +62,19 @@ def main(argv=None):
     ap.add_argument("--system", default=str(HERE.parents[1] / "configs/systems/h200-4gpu.yaml"))
     ap.add_argument("--csv", default=str(HERE / "reduce_scatter_4gpu.csv"))
     ap.add_argument("--lat", default="", help="comma-separated link latencies (ns) to try; default: the configured one")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a system field for the fit (sensitivity study); repeatable")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="-")
     a = ap.parse_args(argv)
     rows = list(csv.DictReader(open(a.csv)))
     meas = {float(r["size_mb"]): float(r["median_us"]) for r in rows}
     lats = [float(x) for x in a.lat.split(",")] if a.lat else [None]
-    tasks = sorted(itertools.product([a.system], lats, meas), key=lambda t: -t[2])
+    tasks = sorted(((a.system, lat, mb, tuple(a.set)) for lat, mb in itertools.product(lats, meas)), key=lambda t: -t[2])
     with ProcessPoolExecutor(a.jobs) as pool:
         res = list(pool.map(_sim, tasks))
     sizes = sorted(meas)
-    out = {"rows": [dict(lat_ns=l, size_mib=m, sim0_us=s, wall_s=w) for l, m, s, w in res], "fits": [],
+    out = {"set": a.set, "rows": [dict(lat_ns=l, size_mib=m, sim0_us=s, wall_s=w) for l, m, s, w in res], "fits": [],
            "measured_line_us_per_MiB_and_us": line(sizes, [meas[m] for m in sizes])}
     for lat in lats:
         sims = {m: s for l, m, s, _ in res if l == lat}
