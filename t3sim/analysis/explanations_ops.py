@@ -36,7 +36,7 @@ _TILE_TEXT = (
     "t3sim runs every GEMM with the preset's one kernel (its fixed tile; experiments/flux-op/README.md, finding 4): an "
     "m = 64 AG+GEMM is a few CTAs ({nv_ag64_gemm_us:.0f} us alone on A100 NVLink), and Transformer Engine's eight "
     "8-row chunks each re-read all of B: its m = 64 AG+GEMM takes {te_ag64_us_lo:.0f}-{te_ag64_us_hi:.0f} us, "
-    "{te_ag64_over_gemm_lo:.1f}-{te_ag64_over_gemm_hi:.1f}x the whole GEMM; cuBLAS would pick a small-m kernel, so "
+    "{te_ag64_over_gemm_lo:.2f}-{te_ag64_over_gemm_hi:.2f}x the whole GEMM; cuBLAS would pick a small-m kernel, so "
     "t3sim overstates TE's small-m loss, and FLUX's own m = 64 GEMM is as slow, which compresses FLUX's speedup over "
     "TE (experiments/flux-op/README.md, finding 4)")
 _CHUNKS = C("TE's m = 64 AG+GEMM at least twice the whole GEMM on every node", "te_ag64_over_gemm_lo", ">=", 2.0)
@@ -178,7 +178,7 @@ FICCO_EXPLANATIONS: Dict[str, Claim] = {
          C("CU-driven steps pay a decomposition loss", "comm_dil_rccl_pct", ">", 0.0))),
     "gemm_dil_vs_otb": Claim(
         "DIL is measured on the scaled shapes but OTB on Table I's: the M < K scenarios (8-way row DIL "
-        "{mk_dil_lo:.1f}-{mk_dil_hi:.1f}x, their scaled GEMMs fill under half the CUs, so every row chunk costs a whole "
+        "{mk_dil_lo:.2f}-{mk_dil_hi:.2f}x, their scaled GEMMs fill under half the CUs, so every row chunk costs a whole "
         "wave; the others {other_dil_lo:.2f}-{other_dil_hi:.2f}x) have mid-range OTB",
         (DISAGREES, C("every M < K scenario's DIL above every other's", "mk_dil_lo", ">", "other_dil_hi"))),
     **{k: Claim(_NO_CIL_TEXT, (BELOW, _QUIET)) for k in ("gemm_cil_ficco", "gemm_cil_shard", "comm_cil_ficco",

@@ -106,9 +106,8 @@ def _fig18(rows: Rows) -> Dict[str, object]:
     same = [(x, s) for x, s in tp16 if x <= 1.05]
     out["gemm_rd16_n"], out["gemm_rd16_same_n"] = len(tp16), len(same)
     out["gemm_rd16_same_share"] = len(same) / len(tp16) if tp16 else NAN
-    if same:
-        ex = max(same, key=lambda x: x[1]["GEMM_reads_MB"])[1]
-        out["gemm_rd16_case"], out["gemm_rd16_MB"] = _case(ex), ex["GEMM_reads_MB"]
+    ex = max(same, key=lambda x: x[1]["GEMM_reads_MB"])[1] if same else None
+    out["gemm_rd16_case"], out["gemm_rd16_MB"] = (_case(ex), ex["GEMM_reads_MB"]) if ex else ("none", NAN)
     k, s, t = min(pairs, key=lambda p: p[2]["normalized_to_sequential"])
     out["dram_max_case"] = case_label(*k)
     out["dram_max_gemm_rd_x"] = s["GEMM_reads_MB"] / t["GEMM_reads_MB"]
