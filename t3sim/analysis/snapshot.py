@@ -42,6 +42,15 @@ def _invert(n: PaperNumber, t3sim: str, d: float) -> float:
     raise ValueError(f"unknown kind {n.kind!r}")
 
 
+def _edges(text: str) -> tuple:
+    """The two numbers at which the first number printed in ``text`` would print otherwise."""
+    m = re.match(r"\s*([-+]?\d+(?:\.(\d+))?)", text)
+    if not m:
+        return ()
+    x, h = float(m.group(1)), 0.5 * 10 ** -len(m.group(2) or "")
+    return (x - h, x + h)
+
+
 def value_of(n: PaperNumber, t3sim: str, diff_pts: str, diff: str | None = None) -> float:
     """t3sim's value of ``n`` from its report cells (the ``t3sim`` text, ``diff_pts`` and, to settle a value that the
     six significant digits of ``diff_pts`` leave on a rounding edge, the ``diff`` text); NaN where it has none."""
@@ -63,10 +72,14 @@ def value_of(n: PaperNumber, t3sim: str, diff_pts: str, diff: str | None = None)
     if diff is None or compare_number(n, v)[:2] == (t3sim, diff) or d == 0:
         return v
     ulp = 10 ** (math.floor(math.log10(abs(d))) - 5)  # diff_pts is written with six significant digits
-    for f in (0.1, -0.1, 0.25, -0.25, 0.45, -0.45):
-        w = _invert(n, t3sim, d + f * ulp)
-        if compare_number(n, w)[:2] == (t3sim, diff):
-            return w
+    cands = [_invert(n, t3sim, d + f * ulp) for f in (0.1, -0.1, 0.25, -0.25, 0.45, -0.45)]
+    # both cells on a rounding edge: try the edges themselves, float step by float step
+    cands += [v, *_edges(t3sim), *(_invert(n, t3sim, e) for e in _edges(diff))]
+    for c in cands:
+        for k in range(9):
+            for w in (c + k * math.ulp(c), c - k * math.ulp(c)):
+                if compare_number(n, w)[:2] == (t3sim, diff):
+                    return w
     return v
 
 

@@ -194,3 +194,15 @@ def test_from_snapshot_bad_folder_is_one_line_exit_2(tmp_path):
 def test_nan_facts_never_fill_a_text():
     c = Claim("{x:.1f}", (Cond("x known", "x", ">", 0.0),))
     assert not check(c, {"x": math.nan}).explained
+
+
+def test_snapshot_value_on_a_double_rounding_edge():
+    """Hypothesis' find: '1.1 %' and '-73.8 pts' for a 75 % paper value, only float rounding of v - 75 apart."""
+    from t3sim.analysis.paper_numbers import PaperNumber
+    from t3sim.analysis.snapshot import value_of
+
+    n = PaperNumber("x", "1", "q", 75, "pct", "f")
+    v = next(x for x in (1.15 - k * 1e-16 for k in range(100)) if compare_number(n, x)[:2] == ("1.1 %", "-73.8 pts"))
+    txt, dtxt, d, _ = compare_number(n, v)
+    back = value_of(n, txt, f"{d:.6g}", dtxt)
+    assert compare_number(n, back)[:2] == (txt, dtxt)
