@@ -8,6 +8,10 @@ points are reused by config hash, so a re-run only draws and writes). ``--quick`
 one validation row; FLUX on the A100 NVLink node only, at m = 64 of a 2048-wide model) into
 ``results/quick/`` in a few minutes: it checks the pipeline end to end, its
 numbers are not the paper's sizes.
+
+Each difference over 5 points carries a cause only while the cause's claim holds against the results
+(:mod:`t3sim.analysis.claims`). ``--from-snapshot DIR`` re-makes a committed snapshot's report from its own
+``reproduction.csv`` and ``figures/*.csv`` (:mod:`t3sim.analysis.snapshot`): no runs, every cause re-checked.
 """
 
 from __future__ import annotations
