@@ -96,6 +96,18 @@ def ficco_runs(inp: Inputs) -> List:
     return [r for n in FICCO_EXPERIMENTS for r in inp.get(n)]
 
 
+def tables(inp: Inputs) -> Dict[str, List[Dict]]:
+    """The rows each figure plots (and writes as ``<stem>.csv``), by figure stem, without drawing: what the
+    explanations' facts read (:mod:`t3sim.analysis.facts`)."""
+    sub = inp.get("t3-sublayers")
+    both = sub + inp.get("fig19")
+    return {"fig04": S.fig04_rows(both), "fig06": S.fig06_rows(inp.get("fig06")), "fig15": L.fig15_rows(sub),
+            "fig16": L.fig16_rows(sub), "fig18": L.fig18_rows(sub), "fig19": S.fig19_rows(both),
+            "fig20": L.fig20_rows(inp.get("fig20"), sub), "sweep-mca": S.sweep_rows(inp.get("sweep-mca"), "mca"),
+            "flux-op": flux_op.flux_rows(flux_runs(inp)), "ficco": ficco.ficco_rows(ficco_runs(inp)),
+            "ficco-char": ficco_char.char_rows(inp.get("ficco-char"))}
+
+
 def draw_all(inp: Inputs, out: str | Path, formats: Sequence[str] = ("png",),
              figures: Sequence[str] = FIGURES) -> Dict[str, List[Path]]:
     return {fig: draw(fig, inp, out, formats) for fig in figures}

@@ -16,6 +16,7 @@ from t3sim import __version__
 from t3sim.analysis import endtoend as e2e
 from t3sim.analysis.comparison import FLAG_PTS, PAPER, PAPER_CASE_KEYS, compare, metric_points
 from t3sim.analysis import ficco_numbers, flux_numbers
+from t3sim.analysis.claims import Claim, check, row_facts
 from t3sim.analysis.explanations import EXPLANATIONS, FICCO_EXPLANATIONS, FLUX_EXPLANATIONS, NOT_REPRODUCIBLE
 from t3sim.analysis.figs_study import fig04_rows, fig06_rows, fig14_geomean_error_pct, fig14_rows, fig19_rows, geomean
 from t3sim.analysis.figs_sublayer import fig20_rows, geomean_speedup_pct, mean_by
@@ -144,16 +145,39 @@ def compare_number(n: PaperNumber, v) -> Tuple[str, str, Optional[float], bool]:
     return txt, f"{d:+.1f} pts", d, abs(d) > FLAG_PTS
 
 
+def number_facts(numbers: Sequence[PaperNumber], values: Dict[str, object]) -> Dict[str, object]:
+    """Facts of every stated number: t3sim's value (its key), the paper's (``P_<key>``), t3sim - paper in points
+    (``D_<key>``) and its size (``A_<key>``); NaN where absent."""
+    out: Dict[str, object] = {}
+    for n in numbers:
+        v = values.get(n.key, math.nan)
+        out[n.key] = float(v) if _finite(v) else math.nan
+        if n.kind != "direction":
+            out[f"P_{n.key}"] = float(n.value)
+        d = compare_number(n, v)[2] if n.key not in NOT_REPRODUCIBLE else None
+        out[f"D_{n.key}"] = d if d is not None else math.nan
+        out[f"A_{n.key}"] = abs(d) if d is not None else math.nan
+    return out
+
+
 def table_rows(values: Dict[str, object], numbers: Sequence[PaperNumber] = NUMBERS,
-               explanations: Dict[str, str] = EXPLANATIONS) -> List[Dict[str, object]]:
+               explanations: Dict[str, Claim] = EXPLANATIONS,
+               facts: Optional[Dict[str, object]] = None) -> List[Dict[str, object]]:
+    """One row per stated number. A flagged row (or one t3sim cannot reproduce) gets its claim checked against
+    ``facts`` (:mod:`t3sim.analysis.facts`) plus the numbers' own: the filled text if its conditions hold, else
+    "not yet explained" with the condition that failed (``explained`` False, ``failed_condition`` set)."""
+    known = {**number_facts(numbers, values), **(facts or {})}
     rows = []
     for n in numbers:
-        txt, dtxt, d, flagged = compare_number(n, values.get(n.key, math.nan))
-        note = ""
+        v = values.get(n.key, math.nan)
+        txt, dtxt, d, flagged = compare_number(n, v)
+        note, explained, failed = "", "", ""
         if flagged or n.key in NOT_REPRODUCIBLE:
-            note = explanations.get(n.key, "not yet explained")
+            verdict = check(explanations.get(n.key), {**known, **row_facts(n.kind, n.value, v, d)})
+            note, explained, failed = verdict.text, verdict.explained, verdict.failed
         rows.append({"key": n.key, "section": n.section, "figure": n.figure, "quote": n.quote, "paper": n.paper_text(),
-                     "t3sim": txt, "diff": dtxt, "diff_pts": d, "flagged": flagged, "explanation": note})
+                     "t3sim": txt, "diff": dtxt, "diff_pts": d, "flagged": flagged, "explanation": note,
+                     "explained": explained, "failed_condition": failed})
     return rows
 
 
@@ -164,10 +188,12 @@ def _md(s: str) -> str:
 def _summary_line(rows: Sequence[Dict[str, object]]) -> List[str]:
     ran = [r for r in rows if r["t3sim"] not in ("not run", "n/a")]
     flagged = [r for r in rows if r["flagged"]]
-    unexplained = [r for r in flagged if r["explanation"] == "not yet explained"]
+    unexplained = [r for r in flagged if r["explained"] is not True]
+    stale = [r for r in unexplained if r["failed_condition"]]
     return [f"**{len(rows)} stated numbers**: {len(ran)} with a t3sim value, "
             f"{len(ran) - len(flagged)} within {FLAG_PTS:.0f} points (or agreeing in direction), "
-            f"{len(flagged)} further apart ({len(flagged) - len(unexplained)} explained, {len(unexplained)} not yet explained), "
+            f"{len(flagged)} further apart ({len(flagged) - len(unexplained)} explained, {len(unexplained)} not yet "
+            f"explained{f', {len(stale)} of them because a recorded cause no longer holds' if stale else ''}), "
             f"{len(rows) - len(ran)} without a value.", ""]
 
 
@@ -180,9 +206,9 @@ def _numbers_table(rows: Sequence[Dict[str, object]]) -> List[str]:
     return out
 
 
-def flux_section(flux_values: Dict[str, object]) -> List[str]:
+def flux_section(flux_values: Dict[str, object], facts: Optional[Dict[str, object]] = None) -> List[str]:
     """REPRODUCTION.md's FLUX section: every operation-level number FLUX states, beside t3sim's (Markdown lines)."""
-    rows = table_rows(flux_values, flux_numbers.NUMBERS, FLUX_EXPLANATIONS)
+    rows = table_rows(flux_values, flux_numbers.NUMBERS, FLUX_EXPLANATIONS, facts)
     out = ["## FLUX (Chang et al. 2024): operation level (Sec. 5.1, Figs. 11-14; Sec. 6)", "",
            "From the `flux-op-*` experiments (`experiments/flux-op/README.md`: what each method runs, and findings "
            "1-7 behind the explanations).", ""]
@@ -191,9 +217,9 @@ def flux_section(flux_values: Dict[str, object]) -> List[str]:
     return out + _numbers_table(rows)
 
 
-def ficco_section(ficco_values: Dict[str, object]) -> List[str]:
+def ficco_section(ficco_values: Dict[str, object], facts: Optional[Dict[str, object]] = None) -> List[str]:
     """REPRODUCTION.md's FiCCO section: every number FiCCO states, beside t3sim's (Markdown lines)."""
-    rows = table_rows(ficco_values, ficco_numbers.NUMBERS, FICCO_EXPLANATIONS)
+    rows = table_rows(ficco_values, ficco_numbers.NUMBERS, FICCO_EXPLANATIONS, facts)
     out = ["## FiCCO (paper 001): schedules, inefficiencies, heuristic (Secs. IV-VI, Figs. 7-14)", "",
            "From the `ficco-sp`, `ficco-ep`, `ficco-synthetic` and `ficco-char` experiments on the `mi300x-8gpu` preset "
            "(`experiments/ficco/README.md`: what runs, the scaled shapes, findings). Every point is a SCALED shape: "
@@ -205,17 +231,25 @@ def ficco_section(ficco_values: Dict[str, object]) -> List[str]:
 
 def render(values: Dict[str, object], *, quick: bool, experiments: Sequence[Dict[str, object]] = (),
            figures: Sequence[str] = (), notes: Sequence[str] = (),
-           flux_values: Optional[Dict[str, object]] = None, ficco_values: Optional[Dict[str, object]] = None) -> str:
-    rows = table_rows(values)
+           flux_values: Optional[Dict[str, object]] = None, ficco_values: Optional[Dict[str, object]] = None,
+           facts: Optional[Dict[str, Dict[str, object]]] = None, header: Sequence[str] = ()) -> str:
+    """The report (Markdown). ``facts``: per section (``t3``, ``flux``, ``ficco``) the facts its explanations'
+    claims are checked against (:func:`section_facts`); ``header``: lines put before the title."""
+    facts = facts or {}
+    rows = table_rows(values, facts=facts.get("t3"))
     title = "T3 (Pati et al., ASPLOS'24)" + (", FLUX (Chang et al. 2024)" if flux_values is not None else "") + (
         " and FiCCO" if ficco_values is not None else "")
-    out = [f"# Reproduction of {title} with t3sim", "",
+    out = list(header) + [f"# Reproduction of {title} with t3sim", "",
            f"Generated by `t3sim reproduce{' --quick' if quick else ''}` (t3sim {__version__}). "
            "Every number the paper states in its text for its results (Secs. 2.4, 3.2.1, 5.1.1, 6.1-6.4, 7.5; "
            "`t3sim/analysis/paper_numbers.py`) beside t3sim's. Differences are in percentage points "
            "(ratios compared as the percent they remove or add; `t3sim/analysis/paper_numbers.py`). "
-           f"Differences over {FLAG_PTS:.0f} points carry a one-line cause from `t3sim/analysis/explanations.py`, "
-           "or \"not yet explained\".", ""]
+           f"Differences over {FLAG_PTS:.0f} points carry a one-line cause from `t3sim/analysis/explanations.py` "
+           "(FLUX, FiCCO: `explanations_ops.py`). Each cause is a checked claim: it states the conditions it explains "
+           "(the direction of the difference, a range for t3sim's value, or the mechanism's own measured quantity) and "
+           "its numbers are filled from the results when this report is made (`t3sim/analysis/facts.py`, "
+           "`facts_ops.py`); where a condition fails the row reads \"not yet explained\" with the condition that "
+           "failed, as does a difference with no recorded cause.", ""]
     if quick:
         out += ["**Quick mode:** reduced token counts and cases (see the experiments table). These values exercise the "
                 "pipeline; they are *not* comparable with the paper's full-size numbers.", ""]
@@ -230,11 +264,30 @@ def render(values: Dict[str, object], *, quick: bool, experiments: Sequence[Dict
     out += ["", "## End-to-end model (Figs. 4, 19; Sec. 5.1.2 method)", ""]
     out += [f"- {a}" for a in e2e.ASSUMPTIONS]
     if flux_values is not None:
-        out += [""] + flux_section(flux_values)
+        out += [""] + flux_section(flux_values, facts.get("flux"))
     if ficco_values is not None:
-        out += [""] + ficco_section(ficco_values)
+        out += [""] + ficco_section(ficco_values, facts.get("ficco"))
     if figures:
         out += ["", "## Figures", ""] + [f"- `{p}`" for p in figures]
     if notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in notes]
     return "\n".join(out) + "\n"
+
+
+def section_facts(tables: Dict[str, List[Dict[str, object]]], values: Dict[str, object]) -> Dict[str, Dict[str, object]]:
+    """Per report section, the facts its claims are checked against, from the figure tables (rows by figure
+    stem: :func:`t3sim.analysis.catalog.tables`, or a snapshot's figure CSVs)."""
+    from t3sim.analysis.facts import t3_facts
+    from t3sim.analysis.facts_ops import ficco_facts, flux_facts
+
+    return {"t3": t3_facts(tables, values, NUMBERS), "flux": flux_facts(tables.get("flux-op", [])),
+            "ficco": ficco_facts(tables.get("ficco", []), tables.get("ficco-char", []))}
+
+
+def all_rows(values: Dict[str, object], flux_values: Dict[str, object], ficco_values: Dict[str, object],
+             facts: Optional[Dict[str, Dict[str, object]]] = None) -> List[Dict[str, object]]:
+    """Every section's table rows (``reproduction.csv``)."""
+    facts = facts or {}
+    return (table_rows(values, facts=facts.get("t3"))
+            + table_rows(flux_values, flux_numbers.NUMBERS, FLUX_EXPLANATIONS, facts.get("flux"))
+            + table_rows(ficco_values, ficco_numbers.NUMBERS, FICCO_EXPLANATIONS, facts.get("ficco")))

@@ -8,6 +8,10 @@ points are reused by config hash, so a re-run only draws and writes). ``--quick`
 one validation row; FLUX on the A100 NVLink node only, at m = 64 of a 2048-wide model) into
 ``results/quick/`` in a few minutes: it checks the pipeline end to end, its
 numbers are not the paper's sizes.
+
+Each difference over 5 points carries a cause only while the cause's claim holds against the results
+(:mod:`t3sim.analysis.claims`). ``--from-snapshot DIR`` re-makes a committed snapshot's report from its own
+``reproduction.csv`` and ``figures/*.csv`` (:mod:`t3sim.analysis.snapshot`): no runs, every cause re-checked.
 """
 
 from __future__ import annotations
@@ -129,6 +133,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="run only these experiment folders (repeatable; others are still read if present; "
                         "fig04, fig15 and fig18 are drawn from fig16's and fig19's runs)")
     p.add_argument("--no-run", action="store_true", help="do not simulate: draw and report from the results present")
+    p.add_argument("--from-snapshot", default=None, metavar="DIR",
+                   help="re-make a committed snapshot's report (DIR/REPRODUCTION.md, reproduction.csv) from its own "
+                        "reproduction.csv and figures/*.csv, re-checking every explanation; no runs are read "
+                        "(written to --out if given, else into DIR)")
     p.set_defaults(func=_run)
 
 
@@ -194,8 +202,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     from t3sim.analysis import catalog
     from t3sim.analysis.comparison import write_csv_atomic
     from t3sim.analysis import ficco_numbers, flux_numbers
-    from t3sim.analysis.explanations import FICCO_EXPLANATIONS, FLUX_EXPLANATIONS
-    from t3sim.analysis.report import metrics, render, table_rows
+    from t3sim.analysis.report import all_rows, metrics, render, section_facts
     from t3sim.analysis.plotting import rows_csv
 
     out = Path(out)
@@ -220,6 +227,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     values = metrics(inp)
     flux_values = flux_numbers.metrics(catalog.flux_runs(inp))
     ficco_values = ficco_numbers.metrics(catalog.ficco_runs(inp))
+    facts = section_facts(catalog.tables(inp), values)
     notes = [f"{i['name']}: {e}" for i in infos for e in i.get("errors", [])]
     if failures is not None:
         failures.extend(notes)
@@ -231,15 +239,39 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
                      "point), 128 tokens, one validation row.")
     md = render(values, quick=quick, experiments=infos,
                 figures=[str(p) for ps in figs.values() for p in ps if p.suffix != ".csv"], notes=notes,
-                flux_values=flux_values, ficco_values=ficco_values)
+                flux_values=flux_values, ficco_values=ficco_values, facts=facts)
     path = write_csv_atomic(out / "REPRODUCTION.md", md)
-    write_csv_atomic(out / "reproduction.csv", rows_csv(
-        table_rows(values) + table_rows(flux_values, flux_numbers.NUMBERS, FLUX_EXPLANATIONS)
-        + table_rows(ficco_values, ficco_numbers.NUMBERS, FICCO_EXPLANATIONS)))
+    write_csv_atomic(out / "reproduction.csv", rows_csv(all_rows(values, flux_values, ficco_values, facts)))
+    return path
+
+
+def from_snapshot(folder: Path, out: Optional[Path] = None) -> Path:
+    """Re-make a committed snapshot's ``REPRODUCTION.md`` and ``reproduction.csv`` from its own files
+    (:mod:`t3sim.analysis.snapshot`): the same values, every explanation re-checked against the snapshot's figure
+    CSVs. Written into ``out`` (default: ``folder``); returns the report's path."""
+    from t3sim.analysis import snapshot
+    from t3sim.analysis.comparison import write_csv_atomic
+    from t3sim.analysis.plotting import rows_csv
+    from t3sim.analysis.report import all_rows, render, section_facts
+
+    snap = snapshot.load(folder)
+    out = Path(out or folder)
+    v = snap.values
+    values = {k: x for sec in v.values() for k, x in sec.items()}
+    facts = section_facts(snap.tables, values)
+    md = render(v["t3"], quick=False, figures=snap.figures, notes=snap.notes, flux_values=v["flux"] or None,
+                ficco_values=v["ficco"] or None, facts=facts, header=snap.header)
+    path = write_csv_atomic(out / "REPRODUCTION.md", md)
+    write_csv_atomic(out / "reproduction.csv", rows_csv(all_rows(v["t3"], v["flux"], v["ficco"], facts)))
     return path
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.from_snapshot:
+        snap_out = Path(args.out) if args.out else Path(args.from_snapshot)
+        check_writable_dir(snap_out, "--out")
+        sys.stdout.write(f"report: {from_snapshot(Path(args.from_snapshot), snap_out)}\n")
+        return 0
     out = Path(args.out) if args.out else Path("results") / ("quick" if args.quick else "")
     check_writable_dir(out, "--out")
     formats = [x.strip() for x in args.formats.split(",") if x.strip()]

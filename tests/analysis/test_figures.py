@@ -115,25 +115,31 @@ def test_report_lists_every_stated_number(fake_root):
     text = path.read_text()
     t3_text, flux_text = text.split("\n## FLUX (Chang et al. 2024)")
     from t3sim.analysis import flux_numbers
-    from t3sim.analysis.explanations import EXPLANATIONS, FLUX_EXPLANATIONS, NOT_REPRODUCIBLE
+    from t3sim.analysis.explanations import NOT_REPRODUCIBLE
 
-    for part, numbers, why in ((t3_text, NUMBERS, EXPLANATIONS), (flux_text, flux_numbers.NUMBERS, FLUX_EXPLANATIONS)):
+    with (fake_root / "reproduction.csv").open(newline="") as fh:
+        checked = {r["key"]: r for r in csv.DictReader(fh)}
+    for part, numbers in ((t3_text, NUMBERS), (flux_text, flux_numbers.NUMBERS)):
         table = [ln for ln in part.splitlines() if ln.startswith("| ") and
                  (ln.split("|")[1].strip()[:1].isdigit() or ln.split("|")[1].strip() == "abstract")]
         assert len(table) == len(numbers)
         for n, row in zip(numbers, table):  # the table lists the numbers in order
             cells = [c.strip() for c in row.split("|")]
             assert cells[3] == '"' + n.quote.replace("|", "\\|") + '"', row
-            if "(!)" in cells[6] or n.key in NOT_REPRODUCIBLE:  # flagged: its own cause, or exactly "not yet explained"
-                assert cells[7] == why.get(n.key, "not yet explained").replace("|", "\\|").replace("\n", " "), row
+            c = checked[n.key]
+            if "(!)" in cells[6] or n.key in NOT_REPRODUCIBLE:  # flagged: its checked cause, or "not yet explained"
+                assert cells[7] == c["explanation"].replace("|", "\\|").replace("\n", " "), row
+                assert (c["explained"] == "True") != cells[7].startswith("not yet explained"), row
+                assert "{" not in cells[7] and "}" not in cells[7], row  # every quoted number was filled in
             else:
-                assert cells[7] == "", row
+                assert cells[7] == "" and c["explained"] == "", row
     assert (fake_root / "figures" / "fig16.png").is_file()
     assert "Quick mode" in text
 
 
 def test_analysis_never_imports_simulation_code():
-    code = ("import sys, t3sim.analysis.catalog, t3sim.analysis.report; "
+    code = ("import sys, t3sim.analysis.catalog, t3sim.analysis.report, t3sim.analysis.snapshot, "
+            "t3sim.analysis.facts, t3sim.analysis.facts_ops, t3sim.analysis.explanations_ops; "
             "bad = [m for m in sys.modules if m.split('.')[:2] in (['t3sim', s] for s in "
             "('sim', 'system', 'memory', 'compute', 'cache', 'dma', 'schemes', 'collectives', 'interconnect'))]; "
             "print(bad); sys.exit(1 if bad else 0)")

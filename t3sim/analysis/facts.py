@@ -1,0 +1,234 @@
+"""The measured quantities that the explanations' claims quote and check (pure; reads figure tables only).
+
+Facts come from *tables*: the rows each figure plots and writes as ``<stem>.csv`` (``fig04`` ... ``fig20``,
+``sweep-mca``, ``flux-op``, ``ficco``, ``ficco-char``). ``t3sim reproduce`` computes them from the runs
+(:func:`t3sim.analysis.catalog.tables`); a committed snapshot gives them back from its figure CSVs
+(:func:`read_tables`), so the same facts are checked either way. This module: the T3 paper's facts
+(:func:`t3_facts`); :mod:`t3sim.analysis.facts_ops` holds FLUX's and FiCCO's.
+
+Every fact is a number (NaN where the tables lack it) or a short label (a case name); names are distinct from
+the stated numbers' keys, which are facts too (t3sim's values), beside ``P_<key>`` (the paper's).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Dict, Iterable, List, Mapping, Sequence
+
+from t3sim.analysis.figs_study import geomean
+from t3sim.analysis.runs import case_label, model_name
+
+Rows = Sequence[Mapping[str, object]]
+Tables = Mapping[str, Rows]
+NAN = math.nan
+#: sub-layers per model in the sweeps (a model with fewer results lacks some)
+SUBLAYERS = 4
+
+
+def _typed(v: str):
+    if v in ("True", "False"):
+        return v == "True"
+    try:
+        x = float(v)
+    except ValueError:
+        return v
+    return int(x) if x.is_integer() and "." not in v and "e" not in v.lower() and "n" not in v.lower() else x
+
+
+def read_table(path: str | Path) -> List[Dict[str, object]]:
+    """A figure CSV back as rows: numbers typed, ``True``/``False`` as booleans, other cells as text."""
+    with Path(path).open(newline="") as fh:
+        return [{k: _typed(v) for k, v in r.items()} for r in csv.DictReader(fh)]
+
+
+def read_tables(folder: str | Path) -> Dict[str, List[Dict[str, object]]]:
+    """Every ``<stem>.csv`` in ``folder`` (a snapshot's ``figures/``), by stem."""
+    return {p.stem: read_table(p) for p in sorted(Path(folder).glob("*.csv"))}
+
+
+def fin(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def lo_hi(vals: Iterable) -> tuple:
+    v = [float(x) for x in vals if fin(x)]
+    return (min(v), max(v)) if v else (NAN, NAN)
+
+
+def _case(r: Mapping) -> str:
+    return case_label(str(r["model"]), str(r["sublayer"]), int(r["tp"]))
+
+
+# ---------------------------------------------------------------- per figure
+
+def _sweep_mca(rows: Rows) -> Dict[str, object]:
+    """T3's GEMM time against Sequential's, per sub-layer of the MCA sweep (T-NLG TP=8): its largest slowdown
+    and its largest speed-up."""
+    seq = {r["sublayer"]: r for r in rows if r.get("scheme") == "sequential"}
+    ch = []
+    for r in rows:
+        s = seq.get(r["sublayer"])
+        if r.get("scheme") == "t3" and s is not None and fin(r["gemm_us"]) and fin(s["gemm_us"]) and s["gemm_us"] > 0:
+            ch.append((100 * (r["gemm_us"] / s["gemm_us"] - 1), _case(r), s["gemm_us"], r["gemm_us"]))
+    if not ch:
+        return {}
+    hi, lo = max(ch), min(ch)
+    return {"t3_gemm_slow_pct": hi[0], "t3_gemm_slow_case": hi[1], "t3_gemm_slow_seq_us": hi[2],
+            "t3_gemm_slow_t3_us": hi[3], "t3_gemm_fast_pct": lo[0], "t3_gemm_fast_case": lo[1],
+            "t3_gemm_fast_seq_us": lo[2], "t3_gemm_fast_t3_us": lo[3]}
+
+
+def _fig16(rows: Rows) -> Dict[str, object]:
+    """OP at TP=16: where T3-MCA trails T3 the most."""
+    op = [(r["t3_mca_speedup_pct"] - r["t3_speedup_pct"], r) for r in rows if r["sublayer"] == "OP" and r["tp"] == 16
+          and fin(r["t3_mca_speedup_pct"]) and fin(r["t3_speedup_pct"])]
+    if not op:
+        return {}
+    d, r = min(op, key=lambda x: x[0])
+    return {"op16_mca_minus_t3": d, "op16_case": _case(r), "op16_t3_pct": r["t3_speedup_pct"],
+            "op16_mca_pct": r["t3_mca_speedup_pct"]}
+
+
+def _fig18(rows: Rows) -> Dict[str, object]:
+    """GEMM reads under Sequential against T3-MCA (TP=16: where they are the same), and the case of the largest
+    DRAM-traffic reduction with its GEMM-read ratio."""
+    by: Dict[tuple, Dict[str, Mapping]] = {}
+    for r in rows:
+        by.setdefault((r["model"], r["sublayer"], r["tp"]), {})[r["scheme"]] = r
+    pairs = [(k, v["sequential"], v["t3_mca"]) for k, v in by.items() if "sequential" in v and "t3_mca" in v
+             and fin(v["t3_mca"]["GEMM_reads_MB"]) and v["t3_mca"]["GEMM_reads_MB"] > 0]
+    if not pairs:
+        return {}
+    out: Dict[str, object] = {}
+    tp16 = [(s["GEMM_reads_MB"] / t["GEMM_reads_MB"], s) for k, s, t in pairs if k[2] == 16]
+    same = [(x, s) for x, s in tp16 if x <= 1.05]
+    out["gemm_rd16_n"], out["gemm_rd16_same_n"] = len(tp16), len(same)
+    out["gemm_rd16_same_share"] = len(same) / len(tp16) if tp16 else NAN
+    ex = max(same, key=lambda x: x[1]["GEMM_reads_MB"])[1] if same else None
+    out["gemm_rd16_case"], out["gemm_rd16_MB"] = (_case(ex), ex["GEMM_reads_MB"]) if ex else ("none", NAN)
+    k, s, t = min(pairs, key=lambda p: p[2]["normalized_to_sequential"])
+    out["dram_max_case"] = case_label(*k)
+    out["dram_max_gemm_rd_x"] = s["GEMM_reads_MB"] / t["GEMM_reads_MB"]
+    return out
+
+
+def _fig19(rows: Rows) -> Dict[str, object]:
+    """TP=32: T3-MCA's sub-layer geomean against T3's per model, and the models lacking sub-layer results."""
+    big = [r for r in rows if r["tp"] == 32]
+    geo: Dict[str, Dict[str, float]] = {}
+    n: Dict[str, Dict[str, int]] = {}
+    for r in big:
+        geo.setdefault(r["model"], {})[r["scheme"]] = r["sublayer_geomean_speedup_pct"]
+        n.setdefault(r["model"], {})[r["scheme"]] = int(r["sublayers"])
+    both = {m: g for m, g in geo.items() if fin(g.get("t3")) and fin(g.get("t3_mca"))}
+    if not both:
+        return {}
+    out: Dict[str, object] = {"tp32_mca_minus_t3_max": max(g["t3_mca"] - g["t3"] for g in both.values())}
+    out["tp32_t3_lo"], out["tp32_t3_hi"] = lo_hi(g["t3"] for g in both.values())
+    out["tp32_mca_lo"], out["tp32_mca_hi"] = lo_hi(g["t3_mca"] for g in both.values())
+    lacking = [f"{model_name(m)} (T3 {c.get('t3', 0)}, T3-MCA {c.get('t3_mca', 0)} of {SUBLAYERS})"
+               for m, c in n.items() if min(c.get("t3", 0), c.get("t3_mca", 0)) < SUBLAYERS]
+    out["tp32_incomplete_n"] = len(lacking)
+    out["tp32_incomplete"] = "; ".join(lacking) or "none"
+    return out
+
+
+def _fig06(rows: Rows) -> Dict[str, object]:
+    """The ideal split's GEMM:AR time ratios and balance, and the 8-CU AR's time over the 80-CU AR's."""
+    ideal = [r for r in rows if r["split"] == "Ideal" and fin(r["ar_us"]) and r["ar_us"] > 0]
+    out: Dict[str, object] = {}
+    if ideal:
+        by_sub: Dict[str, List[float]] = {}
+        for r in ideal:
+            by_sub.setdefault(str(r["sublayer"]), []).append(r["gemm_us"] / r["ar_us"])
+        out["ideal_ratios"] = ", ".join(f"{' / '.join(f'{x:.2f}' for x in v)} ({s})" for s, v in by_sub.items())
+        ratios = [r["gemm_us"] / r["ar_us"] for r in ideal]
+        out["ideal_balance_geo"] = geomean([min(x, 1 / x) for x in ratios if x > 0])
+        out["ideal_pos_lo"], out["ideal_pos_hi"] = lo_hi(r["potential_overlap_speedup"] for r in ideal)
+    s8 = [r["ar_norm"] for r in rows if str(r["split"]).endswith("-8")]
+    out["ar8_norm_lo"], out["ar8_norm_hi"] = lo_hi(s8)
+    return out
+
+
+def _fig15(rows: Rows, model: str = "t-nlg", sublayer: str = "FC-1", tp: int = 16) -> Dict[str, object]:
+    """Sequential phase times of the case Sec. 6.1.1 names, and the ideal overlap's bound from them:
+    (GEMM + RS + AG) / (max(GEMM, RS) + AG)."""
+    r = next((r for r in rows if (r["model"], r["sublayer"], r["tp"]) == (model, sublayer, tp)), None)
+    if r is None:
+        return {}
+    g, rs, ag = float(r["gemm_us"]), float(r["rs_us"]), float(r["ag_us"])
+    seq, ideal = g + rs + ag, max(g, rs) + ag
+    return {"fc1_16_gemm_us": g, "fc1_16_rs_us": rs, "fc1_16_ag_us": ag, "fc1_16_seq_us": seq,
+            "fc1_16_ideal_us": ideal, "fc1_16_bound_x": seq / ideal, "fc1_16_bound_pct": 100 * (seq / ideal - 1),
+            "fc1_16_gemm_over_rs": g / rs if rs > 0 else NAN}
+
+
+def _fig04(rows: Rows, large: Sequence[str]) -> Dict[str, object]:
+    """Communication against sliced-GEMM shares where T-NLG's and the large models' communication shares peak,
+    and the largest shares (before and after halving GEMM time)."""
+    out: Dict[str, object] = {}
+
+    def peak(sel):
+        rs = [r for r in rows if sel(r) and fin(r["comm_pct"])]
+        return max(rs, key=lambda r: r["comm_pct"]) if rs else None
+
+    t, g = peak(lambda r: r["model"] == "t-nlg"), peak(lambda r: r["model"] in large)
+    if t is not None and g is not None and t["sliced_gemm_pct"] > 0 and g["sliced_gemm_pct"] > 0:
+        rt, rg = t["comm_pct"] / t["sliced_gemm_pct"], g["comm_pct"] / g["sliced_gemm_pct"]
+        out.update({"comm_tnlg_case": f"{model_name(t['model'])} TP={t['tp']} {t['phase']}",
+                    "comm_large_case": f"{model_name(g['model'])} TP={g['tp']} {g['phase']}",
+                    "comm_tnlg_gemm_ratio": rt, "comm_large_gemm_ratio": rg, "comm_gemm_change_x": rg / rt})
+    c = max((r["comm_pct"] for r in rows if fin(r["comm_pct"])), default=NAN) / 100
+    out["comm_share_max"] = 100 * c
+    out["gemm2x_t3_bound"] = 100 * 2 * c / (1 + c)  # every non-communication part a GEMM, halved
+    return out
+
+
+def _fig20(rows: Rows) -> Dict[str, object]:
+    """FC-2 with 2x CUs per TP: GEMM/RS ratios at 1x CUs and T3-MCA's speedup change (points)."""
+    out: Dict[str, object] = {}
+    for tp in (8, 16):
+        rs = [r for r in rows if r["sublayer"] == "FC-2" and r["tp"] == tp]
+        out[f"fc2_{tp}_ratio_lo"], out[f"fc2_{tp}_ratio_hi"] = lo_hi(r["gemm_rs_ratio_1x"] for r in rs)
+        out[f"fc2_{tp}_delta_lo"], out[f"fc2_{tp}_delta_hi"] = lo_hi(
+            r["t3_mca_speedup_pct_2x"] - r["t3_mca_speedup_pct_1x"] for r in rs)
+    return out
+
+
+def t3_facts(tables: Tables, values: Mapping[str, object], numbers: Sequence = ()) -> Dict[str, object]:
+    """The T3 section's facts from the figure tables, and those derived from its values (t3sim's and the
+    paper's: ``numbers``, the :class:`~t3sim.analysis.paper_numbers.PaperNumber` s)."""
+    from t3sim.analysis.report import LARGE  # the large models of Sec. 6.4
+
+    out: Dict[str, object] = {}
+    out.update(_sweep_mca(tables.get("sweep-mca", ())))
+    out.update(_fig16(tables.get("fig16", ())))
+    out.update(_fig18(tables.get("fig18", ())))
+    out.update(_fig19(tables.get("fig19", ())))
+    out.update(_fig06(tables.get("fig06", ())))
+    out.update(_fig15(tables.get("fig15", ())))
+    out.update(_fig04(tables.get("fig04", ()), LARGE))
+    out.update(_fig20(tables.get("fig20", ())))
+    paper = {n.key: float(n.value) for n in numbers if n.kind != "direction"}
+    v = {k: float(x) for k, x in values.items() if fin(x)}
+    if "fc1_16_bound_pct" in out and "s611_tnlg_fc1_16" in v:
+        out["fc1_16_bound_gap_abs"] = abs(out["fc1_16_bound_pct"] - v["s611_tnlg_fc1_16"])
+    if "s24_comm_large_max" in v and "s24_comm_large_max" in paper:
+        c, p = v["s24_comm_large_max"] / 100, paper["s24_comm_large_max"] / 100
+        out["comm_needed_x"] = p * (1 - c) / (c * (1 - p)) if 0 < c < 1 and p < 1 else NAN
+    stated = [paper[k] for k in ("s24_comm_mega_max", "s24_comm_tnlg_max", "s24_comm_large_max",
+                                 "s24_comm_future_max") if k in paper]
+    if stated:
+        c = max(stated) / 100
+        out["gemm2x_paper_share"], out["gemm2x_paper_bound"] = 100 * c, 100 * 2 * c / (1 + c)
+    if "s321_ideal_pos" in paper:
+        out["paper_balance_needed"] = paper["s321_ideal_pos"] - 1  # max(a,b) + min(a,b) over max(a,b) = 1 + balance
+    if "s321_ar_slow_8" in paper:
+        out["paper_ar8_norm"] = 1 + paper["s321_ar_slow_8"] / 100
+    for ideal, ks in (("s611_ideal_geo", ("s612_t3_geo", "s613_mca_geo")), ("s611_ideal_max", ("s612_t3_max", "s613_mca_max"))):
+        for k in ks:
+            if ideal in v and k in v:
+                out[f"{k}_minus_ideal"] = v[k] - v[ideal]
+    return out
