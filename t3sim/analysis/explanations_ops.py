@@ -140,10 +140,13 @@ _NO_CIL_TEXT = (
     "interference between concurrent kernels (experiments/validation/README.md: NVLink traffic in L2/HBM, SM clock "
     "under combined power), not modelled; the Infinity Cache is not simulated either")
 _QUIET = C("no DMA or p2p CIL point over 5 %", "cil_quiet_max_pct", "<=", 5.0)
-_SYNTH_TEXT = ("as heuristic_table_i: on the scaled synthetic shapes the heuristic picks {synth_picks}, and t3sim's "
-               "fastest schedule is uniform-fused-2D in {synth_2d_best_n} of {synth_n} scenarios (it keeps all rows per "
-               "GEMM)")
-_SYNTH = C("uniform-fused-2D fastest in most scored synthetic scenarios", "synth_2d_share", ">", 0.5)
+_SYNTH_TEXT = ("the heuristic errs in {synth_wrong_n} of {synth_n} synthetic scenarios, all with M > K, where it picks "
+               "{synth_wrong_picks} (its metric under the 1 ms threshold at the scaled shapes) while t3sim's fastest is "
+               "{synth_wrong_best}: at the scaled depths (K down to 512-2048) the 1D steps' gather and scatter copies "
+               "weigh more than at full K (experiments/ficco/README.md finding 4); the picked schedule still runs at "
+               "{synth_wrong_ratio_min:.2f}x or more of the fastest one's speedup, so the loss is small")
+_SYNTH_MK = C("every synthetic misprediction is an M > K scenario", "synth_wrong_mk_le_n", "<", 1)
+_SYNTH_CLOSE = C("the picked schedule within 25 % of the fastest wherever it errs", "synth_wrong_ratio_min", ">=", 0.75)
 
 FICCO_EXPLANATIONS: Dict[str, Claim] = {
     "ideal_max": Claim(
@@ -197,6 +200,6 @@ FICCO_EXPLANATIONS: Dict[str, Claim] = {
         "the {heur_sp_mgtk_n} SP+TP M > K scenarios); all M <= K picks are right",
         (BELOW, C("every misprediction is an M > K scenario", "heur_wrong_mk_le_n", "<", 1),
          C("t3sim's fastest schedule is hetero-fused-1D wherever the pick is wrong", "heur_wrong_not_hetero_n", "<", 1))),
-    "heuristic_synthetic": Claim(_SYNTH_TEXT, (BELOW, _SYNTH)),
-    "heuristic_loss": Claim(_SYNTH_TEXT, (_SYNTH,)),
+    "heuristic_synthetic": Claim(_SYNTH_TEXT, (BELOW, _SYNTH_MK)),
+    "heuristic_loss": Claim(_SYNTH_TEXT, (BELOW, _SYNTH_MK, _SYNTH_CLOSE)),
 }

@@ -169,8 +169,9 @@ def _scored(rows: Rows, experiments: Sequence[str]) -> List[Dict[str, object]]:
             if {r["variant"] for r in rs} != set(SCHEDULES):
                 continue
             best = max(rs, key=lambda r: r["speedup"])
+            picked = next((r["speedup"] for r in rs if r["variant"] == rs[0]["heuristic_pick"]), NAN)
             out.append({"experiment": e, "scenario": sc, "M": rs[0]["M"], "K": rs[0]["K"], "best": best["variant"],
-                        "pick": rs[0]["heuristic_pick"]})
+                        "pick": rs[0]["heuristic_pick"], "pick_over_best": picked / best["speedup"]})
     return out
 
 
@@ -219,8 +220,10 @@ def ficco_facts(rows: Rows, char: Rows) -> Dict[str, object]:
                     "heur_sp_mgtk_n": len(sp_mgtk),
                     "heur_sp_mgtk_hetero_n": sum(1 for s in sp_mgtk if s["best"] == "hetero_fused_1d")})
     syn = _scored(rows, ("ficco-synthetic",))
-    out["synth_n"] = len(syn)
-    out["synth_2d_best_n"] = sum(1 for s in syn if s["best"] == "uniform_fused_2d")
-    out["synth_2d_share"] = out["synth_2d_best_n"] / len(syn) if syn else NAN
-    out["synth_picks"] = ", ".join(sorted({str(s["pick"]) for s in syn})) or "none"
+    wrong = [s for s in syn if s["pick"] != s["best"]]
+    out["synth_n"], out["synth_wrong_n"] = len(syn), len(wrong)
+    out["synth_wrong_mk_le_n"] = sum(1 for s in wrong if s["M"] <= s["K"])
+    out["synth_wrong_picks"] = ", ".join(sorted({str(s["pick"]) for s in wrong})) or "none"
+    out["synth_wrong_best"] = ", ".join(sorted({str(s["best"]) for s in wrong})) or "none"
+    out["synth_wrong_ratio_min"] = min((s["pick_over_best"] for s in wrong), default=NAN)
     return out
