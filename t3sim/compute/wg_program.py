@@ -57,12 +57,15 @@ class ProgramKernel(Component):
         program: ``program(w, cu)``: WG ``w``'s work on CU ``cu`` (a generator of simpy events).
         dispatcher: the GPU's WG dispatcher (default a private one: the kernel alone on the GPU).
         tiles: what timelines label WG ``w`` with (``tiles[w]``; default ``w``).
+        progress_per_wg: count a unit of progress (the progress meter's) per retired WG; False: the programs count
+            their own units (a persistent WG's logical WGs) with :meth:`progressed`.
     """
 
     def __init__(self, engine: Engine, name: str, hier, gpu: GPUConfig, *, threads_per_wg: int, registers_per_thread: int,
                  lds_per_wg_B: int, num_wgs: int, program: Program, dispatcher: Optional[CuDispatcher] = None,
-                 tiles: Optional[List[int]] = None):
+                 tiles: Optional[List[int]] = None, progress_per_wg: bool = True):
         super().__init__(engine, name)
+        self.progress_per_wg = progress_per_wg
         if num_wgs < 1:
             raise ValueError(f"{name}: a kernel needs at least one WG, got {num_wgs}")
         self.hier, self.gpu, self.program, self.num_wgs = hier, gpu, program, int(num_wgs)
@@ -161,7 +164,8 @@ class ProgramKernel(Component):
                 first = False
             t0 = self.env.now
             yield from self.program(w, cu)
-            self.progressed()
+            if self.progress_per_wg:
+                self.progressed()
             if self.wg_spans is not None:
                 self.wg_spans.append((cu, w, t0, self.env.now))
             s = w // self.slots

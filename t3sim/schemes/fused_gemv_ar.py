@@ -219,6 +219,7 @@ class FusedGemvAR:
                 else:
                     self.remote(g, p, o, t, "partial")
                 self._computed()
+                k.progressed()  # the progress meter counts logical WGs (the GEMV's tiles)
                 if costs.bookkeeping_ticks:
                     yield env.timeout(costs.bookkeeping_ticks)
                 for _p, o2 in self.trackers[g].complete(t):
@@ -273,7 +274,7 @@ class FusedGemvAR:
             k = ProgramKernel(m.engine, f"gpu{g}.fused_gemv", m.hiers[g], m.system.gpu, threads_per_wg=rec.threads_per_wg,
                               registers_per_thread=rec.registers_per_thread + self.costs.extra_registers_per_thread,
                               lds_per_wg_B=rec.lds_per_wg_B, num_wgs=self.grid, program=self.program(g),
-                              dispatcher=m.dispatchers[g])
+                              dispatcher=m.dispatchers[g], progress_per_wg=False)
             k.wg_spans = [] if m.trace else None
             self.kernels[g] = k
             m.gemm_kernels.append(k)
