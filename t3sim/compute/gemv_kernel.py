@@ -97,12 +97,14 @@ class GemvGeometry:
         return 2 * (r1 - r0) * (c1 - c0)
 
     def w_requests(self, tile: int, step: int) -> np.ndarray:
-        """The 64 B requests of ``W``'s rows of ``tile`` in the columns of ``step``, column by column."""
+        """The distinct 64 B requests of ``W``'s rows of ``tile`` in the columns of ``step``, ascending (a request two
+        columns share, when ``M x e`` is not a multiple of 64 B, is loaded once per step)."""
         r0, r1 = self.rows(tile)
         c0, c1 = self.cols(step)
         e, M = self.elem_B, self.M
         ks = np.arange(c0, c1, dtype=np.int64)
-        return span_requests(self.w_base_B + (r0 + ks * M) * e, self.w_base_B + (r1 + ks * M) * e)
+        req = span_requests(self.w_base_B + (r0 + ks * M) * e, self.w_base_B + (r1 + ks * M) * e)
+        return req if (M * e) % REQ_B == 0 and ((r1 - r0) * e) % REQ_B == 0 else np.unique(req)
 
     def x_requests(self, step: int) -> np.ndarray:
         """The 64 B requests of ``x``'s elements of ``step``'s columns."""

@@ -65,26 +65,26 @@ def test_span_masks_cover_exactly_the_span():
     assert covered == list(range(100, 300))
 
 
-@settings(max_examples=40, deadline=None)
-@given(M=st.integers(1, 700), K=st.integers(1, 300), rows=st.sampled_from([1, 32, 64, 256]),
+@settings(max_examples=25, deadline=None)
+@given(M=st.integers(1, 300), K=st.integers(1, 100), rows=st.sampled_from([1, 32, 64, 256]),
        cols=st.sampled_from([1, 16, 64]), eb=st.sampled_from([2, 4]))
 def test_geometry_loads_every_w_byte_once_and_counts_real_flops(M, K, rows, cols, eb):
-    """No tile-width waste: the tiles' W requests cover each byte of W exactly once per tile row span, the FLOPs sum
-    to 2 M K, and y's tiles partition y."""
+    """No tile-width waste: each (tile, step) loads exactly the requests holding its rows of its columns of W, the
+    regions cover W once, the FLOPs sum to 2 M K, and y's tiles partition y."""
     g = GemvGeometry(M, K, eb, rows, cols, w_base_B=1 << 20, x_base_B=1 << 30, y_base_B=1 << 31)
     flops = sum(g.flops(t, s) for t in range(g.tiles) for s in range(g.steps))
     assert flops == 2 * M * K
-    w_bytes = set()
+    cover = np.zeros((M, K), dtype=np.int64)
     for t in range(g.tiles):
         r0, r1 = g.rows(t)
         for s in range(g.steps):
-            reqs = g.w_requests(t, s)
             c0, c1 = g.cols(s)
-            want = {(g.w_base_B + (i + k * M) * eb) // 64 for k in range(c0, c1) for i in range(r0, r1)}
-            want |= {(g.w_base_B + (i + k * M) * eb + eb - 1) // 64 for k in range(c0, c1) for i in range(r0, r1)}
-            assert set((reqs // 64).tolist()) == want
-            w_bytes |= {(i, k) for k in range(c0, c1) for i in range(r0, r1)}
-    assert len(w_bytes) == M * K
+            cover[r0:r1, c0:c1] += 1
+            first = g.w_base_B + (np.arange(r0, r1)[None, :] + np.arange(c0, c1)[:, None] * M) * eb
+            want = np.union1d(first // 64, (first + eb - 1) // 64)
+            reqs = g.w_requests(t, s)
+            assert np.array_equal(np.unique(reqs // 64), want) and len(reqs) == len(want)
+    assert (cover == 1).all()
     y = [g.y_span(t) for t in range(g.tiles)]
     assert y[0][0] == g.y_base_B and y[-1][1] == g.y_base_B + M * eb
     assert all(a[1] == b[0] for a, b in zip(y, y[1:]))
