@@ -91,6 +91,14 @@ CASES: Dict[str, dict] = {
            ("ficco-char", ["scheme.kind=ficco_char", "scheme.char_part=both", "scheme.chunks=4",
                            "scheme.char_comm_steps=4", "scheme.char_pieces=first"],
             "ficco_char: one M/4 GEMM shard beside one of 4 all-to-all copy-engine steps (CIL unit, homogeneous)"))},
+    **{f"{name}-gpt3-fc2-mi210": dict(
+        kind="experiment", config="configs/experiments/fused-gemv.yaml",
+        overrides=["sweep.cases=[]", "sweep.grid={}", "workload.gemv.name=gpt-3.FC-2", "workload.gemv.M=12288",
+                   "workload.gemv.K=49152", f"scheme.kind={kind}"],
+        what=f"GPT-3 FC-2 decode GEMV (M = 12288, K/4 = 12288, 302 MB of W) + all-reduce on 4 MI210 (full mesh), {what}")
+       for name, kind, what in (("gemv-ar", "gemv_ar", "gemv_ar: GEMV kernel, then the direct all-reduce (homogeneous)"),
+                                ("fused-gemv-ar", "fused_gemv_ar",
+                                 "fused_gemv_ar: persistent WGs, flags, owner reduce + broadcast (homogeneous)"))},
 }
 for _s in SCHEMES:
     CASES[f"fc2-tp8-{_s}"] = dict(kind="experiment", config=_DEFAULT, overrides=[f"scheme.kind={_s}"],

@@ -93,6 +93,47 @@ class GemmShapeConfig(Model):
         return self
 
 
+#: rocBLAS's GEMV kernel (non-transposed, non-skinny case), the source of :class:`GemvShapeConfig`'s kernel defaults
+ROCBLAS_GEMVN = ("ROCm/rocBLAS library/src/blas2/rocblas_gemv_kernels.cpp (rocblas_internal_gemv_template, non-skinny "
+                 "gemvn: GEMVN_DIM_X = 64, GEMVN_DIM_Y = 16, blocks = (m - 1) / (DIM_X * 4) + 1) and gemv_device.hpp "
+                 "(rocblas_gemvn_kernel_calc)")
+
+
+class GemvShapeConfig(Model):
+    """A matrix-vector product y = W x given by its whole-operator shape (issue 15): the token (decode) phase of a
+    tensor-parallel Transformer layer, whose row-parallel weight W (M x K) is split along K over the ``tp`` GPUs
+    (Megatron-LM, the fused-collective paper's Fig. 3): every GPU multiplies its M x K/tp slice by its K/tp slice of
+    x and the M-element partial outputs are all-reduced. The kernel fields describe the GEMV kernel that runs it
+    (one WG per tile of ``rows_per_wg`` output rows, streaming its rows of W through the L2 from HBM,
+    :mod:`t3sim.compute.gemv_kernel`); W is column-major (rocBLAS gemvn: element (i, k) at i + k M)."""
+
+    name: str = F(..., unit="name", desc="the GEMV's name (names results and plots)", source="user", min_length=1)
+    M: int = F(..., unit="count", desc="rows of W = length of the output vector y, the all-reduced vector",
+               source="fused-collective paper Sec. IV-B (up to M = 64k); configs/experiments/fused-gemv.yaml", gt=0)
+    K: int = F(..., unit="count", desc="columns of W = length of x over all GPUs (each GPU holds K/tp of them)",
+               source="configs/experiments/fused-gemv.yaml (T3 Table 2 hidden sizes)", gt=0)
+    model: Optional[str] = F(None, unit="name", desc="descriptive: the model the GEMV comes from (not simulated)",
+                             source="user")
+    rows_per_wg: int = F(256, unit="count", desc="output rows per WG (the tile of y one WG computes)",
+                         source=f"{ROCBLAS_GEMVN}: DIM_X x 4 = 256 rows per block", gt=0)
+    threads_per_wg: int = F(1024, unit="count", desc="threads per WG", source=f"{ROCBLAS_GEMVN}: 64 x 16 threads",
+                            gt=0, le=1024)
+    cols_per_step: int = F(64, unit="count",
+                           desc="columns of W one WG loads per main-loop iteration (each of its threads: 4 columns of "
+                                "its 4 rows and the 4 x values; then the multiply-adds)",
+                           source=f"{ROCBLAS_GEMVN}: the column loop advances by 4 x DIM_Y = 64", gt=0)
+    steps_in_flight: int = F(1, unit="count",
+                             desc="main-loop iterations whose loads a WG keeps in flight (1: each iteration's loads, "
+                                  "then its multiply-adds, then the next iteration's loads)",
+                             source="assumption: rocblas_gemvn_kernel_calc's loop has no software prefetch, and the "
+                                    "compiler is assumed not to hoist the next iteration's loads", gt=0)
+    registers_per_thread: int = F(40, unit="count", desc="32-bit VGPRs per thread of the GEMV kernel",
+                                  source="assumption: rocBLAS does not publish it; 4 fp32 accumulators, 4 x values, 16 "
+                                         "loaded W elements and 64-bit addresses, about 40", gt=0)
+    lds_per_wg_B: int = F(16384, unit="B", desc="LDS bytes per WG (the partial sums reduced across the WG's 16 thread rows)",
+                          source=f"{ROCBLAS_GEMVN}: __shared__ sdata[DIM_X * 4 * DIM_Y] = 4096 fp32 accumulators", ge=0)
+
+
 def check_tp(hidden_size: int, tp: int) -> None:
     """Raise ``ValueError`` if ``tp`` does not divide the hidden size."""
     if tp < 1 or hidden_size % tp:
@@ -102,12 +143,18 @@ def check_tp(hidden_size: int, tp: int) -> None:
 class WorkloadConfig(Model):
     """What one experiment runs: a model's sliced sub-layer at a TP degree."""
 
-    model: Optional[ModelConfig] = F(None, unit="mapping", desc="the Transformer model (usually `base: models/<name>.yaml`); exactly one of model and gemm", source="paper Table 2")
+    model: Optional[ModelConfig] = F(None, unit="mapping", desc="the Transformer model (usually `base: models/<name>.yaml`); exactly one of model, gemm and gemv", source="paper Table 2")
     gemm: Optional[GemmShapeConfig] = F(
         None, unit="mapping",
         desc="a GEMM given by its whole-operator shape (M, N, K) instead of a model's sub-layer (FiCCO Table I); only "
-             "with direction ag_gemm or a2a_gemm; exactly one of model and gemm",
+             "with direction ag_gemm or a2a_gemm; exactly one of model, gemm and gemv",
         source="FiCCO (paper 001) Table I; issue 14")
+    gemv: Optional[GemvShapeConfig] = F(
+        None, unit="mapping",
+        desc="a GEMV (matrix-vector product, the decode phase) given by its whole-operator shape (M, K), whose M-element "
+             "output is all-reduced; only with direction gemm_rs and collective all_reduce, and with the schemes that run "
+             "a GEMV (gemv_ar, fused_gemv_ar); exactly one of model, gemm and gemv",
+        source="fused-collective paper (shared/papers/000_*) Secs. II-A, III-B, IV-B; issue 15")
     sublayer: Sublayer = F("FC-2", unit="enum", desc="sliced sub-layer: OP, FC-2 (forward), FC-1, IP (backward)", source="paper Sec. 6.1")
     tp: int = F(8, unit="count", desc="tensor-parallel degree (GPUs sharing the sub-layer)", source="paper Table 2", gt=0)
     tokens: Optional[int] = F(None, unit="count", desc="override T (tokens = SL x B when unset)", source="paper Sec. 5.2", gt=0)
@@ -135,19 +182,34 @@ class WorkloadConfig(Model):
     def num_tokens(self) -> int:
         if self.gemm is not None:
             return self.gemm.sim_M
+        if self.gemv is not None:
+            return 1  # a GEMV is one token's (the decode phase's) matrix-vector product
         return self.tokens if self.tokens is not None else self.model.tokens
 
     @property
+    def kind(self) -> str:
+        """Which workload this is: ``model`` (a Transformer sub-layer's GEMM), ``gemm`` or ``gemv`` (given by shape)."""
+        return "gemm" if self.gemm is not None else "gemv" if self.gemv is not None else "model"
+
+    @property
     def name(self) -> str:
-        """The model's name, or the shape-given GEMM's."""
-        return self.gemm.name if self.gemm is not None else self.model.name
+        """The model's name, or the shape-given GEMM's or GEMV's."""
+        return self.gemm.name if self.gemm is not None else self.gemv.name if self.gemv is not None else self.model.name
+
+    @property
+    def label(self) -> str:
+        """What results call the operation: the sub-layer (``FC-2``...), ``GEMM`` or ``GEMV``."""
+        return {"model": self.sublayer, "gemm": "GEMM", "gemv": "GEMV"}[self.kind]
 
     @model_validator(mode="after")
     def _tp(self) -> "WorkloadConfig":
-        if (self.model is None) == (self.gemm is None):
-            raise ValueError("give exactly one of workload.model (a Transformer sub-layer) and workload.gemm (a GEMM "
-                             f"by its shape); found {'both' if self.model is not None else 'neither'}")
-        if self.gemm is not None:
+        given = [n for n in ("model", "gemm", "gemv") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of workload.model (a Transformer sub-layer), workload.gemm (a GEMM by its "
+                             f"shape) and workload.gemv (a GEMV by its shape); found {' and '.join(given) or 'none'}")
+        if self.gemv is not None:
+            self._check_gemv()
+        elif self.gemm is not None:
             self._check_gemm()
         else:
             check_tp(self.model.hidden_size, self.tp)
@@ -159,6 +221,17 @@ class WorkloadConfig(Model):
                              "all-gather (all-to-all) of its input; allowed: collective=all_reduce (the default) with "
                              "ag_gemm and a2a_gemm, reduce_scatter only with direction=gemm_rs")
         return self
+
+    def _check_gemv(self) -> None:
+        g, tp = self.gemv, self.tp
+        for name in ("sublayer", "tokens", "trace"):
+            if name in self.model_fields_set:
+                raise ValueError(f"{name} with workload.gemv, whose shape is given; allowed: {name} only with workload.model")
+        if self.direction != "gemm_rs" or self.collective != "all_reduce":
+            raise ValueError(f"direction={self.direction}, collective={self.collective} with workload.gemv; allowed: "
+                             "direction gemm_rs with collective all_reduce (the GEMV's partial outputs are all-reduced)")
+        if g.K % tp:
+            raise ValueError(f"gemv.K={g.K} with tp={tp} (each GPU holds K/tp columns of W); allowed: K a multiple of {tp}")
 
     def _check_gemm(self) -> None:
         g, tp = self.gemm, self.tp

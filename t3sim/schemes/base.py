@@ -107,6 +107,9 @@ class Scheme:
     collectives: bool = True
     #: the ``workload.direction`` s it runs (gemm_rs: GEMM -> RS -> AG; ag_gemm: AG of the input -> GEMM)
     directions: Tuple[str, ...] = ("gemm_rs",)
+    #: the workload kinds it runs (``WorkloadConfig.kind``: ``model`` and ``gemm`` run the GEMM kernel; ``gemv``
+    #: only the schemes built on the GEMV kernel)
+    workloads: Tuple[str, ...] = ("model", "gemm")
 
     @property
     def runnable(self) -> bool:
@@ -127,7 +130,12 @@ class Scheme:
                                      n for n, s in SCHEMES.items() if name in s.options) or "no scheme"))
 
     def check_direction(self, workload) -> None:
-        """Raise InputError unless this scheme runs ``workload.direction``."""
+        """Raise InputError unless this scheme runs ``workload``'s kind and ``workload.direction``."""
+        kind = getattr(workload, "kind", "model")
+        if kind not in self.workloads:
+            raise InputError(f"workload.{kind}", f"a {kind} workload with scheme.kind={self.name}, which runs "
+                             f"{', '.join(self.workloads)} workloads", "a scheme that runs it (" + ", ".join(
+                                 n for n, s in SCHEMES.items() if kind in s.workloads) + ")")
         d = getattr(workload, "direction", "gemm_rs")
         if d not in self.directions:
             raise InputError("workload.direction", f"{d} with scheme.kind={self.name}, which runs "

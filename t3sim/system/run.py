@@ -111,7 +111,7 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
         stats.merge("", model_stats)
         w = exp.workload
         summary = {"scheme": scheme.name, "scheme_label": scheme.label or scheme.name, "scheme_color": scheme.color,
-                   "model": w.name, "sublayer": w.sublayer if w.gemm is None else "GEMM", "tp": w.tp,
+                   "model": w.name, "sublayer": w.label, "tp": w.tp,
                    "mode": exp.simulation.mode, **phases.summary()}
         for cat in ("gemm", "rs", "ag"):
             for kind in ("read", "write", "update"):

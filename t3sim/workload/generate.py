@@ -228,6 +228,10 @@ def shape_kernel(gemm, tp: int, direction: str, params: TileParams = TileParams(
 def system_kernel(workload, system) -> KernelRecord:
     """The GEMM an experiment runs on ``system``: :func:`workload_kernel`, re-tiled with the system's
     ``gemm_kernel`` when it names one (the kernel its BLAS picks, the one ``t3sim validate`` validated)."""
+    if getattr(workload, "gemv", None) is not None:  # a GEMV: its own kernel fields, the system's wavefront size
+        from t3sim.workload.gemv import gemv_record
+
+        return gemv_record(workload.gemv, workload.tp, workload.dtype, system.gpu.threads_per_wf)
     k = workload_kernel(workload)
     gk = system.gemm_kernel
     if gk is None:
@@ -252,6 +256,10 @@ def workload_kernel(workload) -> KernelRecord:
     from t3sim.workload.trace import load_trace
 
     direction = getattr(workload, "direction", "gemm_rs")
+    if getattr(workload, "gemv", None) is not None:
+        from t3sim.workload.gemv import gemv_record
+
+        return gemv_record(workload.gemv, workload.tp, workload.dtype)
     if getattr(workload, "gemm", None) is not None:
         return shape_kernel(workload.gemm, workload.tp, direction, TileParams(dtype=workload.dtype))
     if workload.trace and direction != "gemm_rs":

@@ -17,7 +17,7 @@ ALL_CONFIGS = sorted(glob.glob(str(REPO / "configs/**/*.yaml"), recursive=True))
 def test_there_are_configs():
     names = {p.split("configs/")[1] for p in ALL_CONFIGS}
     for required in ["systems/t3-table1.yaml", "systems/t3-table1-2xcu.yaml", "systems/mi210-4gpu.yaml",
-                     "systems/h200-4gpu.yaml", "systems/mi300x-8gpu.yaml", "models/mega-gpt-2.yaml", "models/t-nlg.yaml", "models/gpt-3.yaml",
+                     "systems/h200-4gpu.yaml", "systems/mi300x-8gpu.yaml", "systems/mi210-4gpu-fc.yaml", "models/mega-gpt-2.yaml", "models/t-nlg.yaml", "models/gpt-3.yaml",
                      "models/palm.yaml", "models/mt-nlg.yaml", "experiments/default.yaml"]:
         assert required in names
 
@@ -67,6 +67,30 @@ def test_mi300x_preset_matches_its_sources():
     occ = occupancy(g, wfs_per_wg=gk.wf_grid[0] * gk.wf_grid[1], registers_per_thread=gk.registers_per_thread,
                     lds_per_wg_B=(gk.tile_m + gk.tile_n) * gk.tile_k * 2 * gk.lds_stages)  # bf16
     assert occ.wgs_per_cu == 1 and occ.lds_carveout_B == 64 * 1024 and occ.l1_capacity_B == 32 * 1024
+
+
+def test_mi210_fc_preset_matches_its_sources():
+    """The fused computation-collective paper's Table I node (issue 15): MI210 datasheet compute and HBM peaks, a full
+    mesh of 3 links per GPU at the paper's 80 GB/s read as both directions, gfx90a's 8 waves per SIMD and VGPR
+    granule (LLVM), and everything else as mi210-4gpu.yaml (the same GPU)."""
+    s = load_system(REPO / "configs/systems/mi210-4gpu-fc.yaml")
+    ring = load_system(REPO / "configs/systems/mi210-4gpu.yaml")
+    g = s.gpu
+    assert g.num_cus * g.fp16_flops_per_cycle * g.clock_GHz / 1e3 == pytest.approx(181.0, rel=2e-3)  # datasheet TFLOPS
+    assert s.hbm.peak_bandwidth_GBps == pytest.approx(1638.4)  # datasheet 1.6 TB/s
+    assert s.l2.size_MiB == 8
+    assert g.max_threads_per_cu // g.threads_per_wf // 4 == 8  # LLVM getMaxWavesPerEU(gfx90a) = 8 waves per SIMD
+    assert g.register_alloc_unit_per_wf == 8 * g.threads_per_wf  # LLVM getVGPRAllocGranule(gfx90a) = 8 per lane
+    ic = s.interconnect
+    assert (ic.kind, ic.num_gpus, ic.links_per_gpu, ic.bidirectional) == ("direct", 4, 3, True)
+    assert 2 * ic.link_bandwidth_GBps == 80  # paper Table I: 80 GB/s per link, both directions
+    assert ic.link_bandwidth_GBps <= 50  # below the CDNA2 x16 25 Gbps link's raw 50 GB/s per direction
+    assert s.collective.algorithm == "direct"
+    changed = {"max_threads_per_cu", "register_alloc_unit_per_wf", "max_registers_per_thread", "lds_carveouts"}
+    for name in type(g).model_fields:
+        if name not in changed:
+            assert getattr(g, name) == getattr(ring.gpu, name), name
+    assert s.hbm == ring.hbm and s.l2 == ring.l2 and s.memory_controller == ring.memory_controller
 
 
 def test_2xcu_inherits_everything_but_cus():
