@@ -169,7 +169,10 @@ class MemoryControllerConfig(Model):
         1, unit="count", desc="requests moved from the pending FIFOs into the controller queues per memory cycle",
         source="assumption: twice the column-command rate of one channel (a 64 B request every tBL=2 cycles)", gt=0)
     scheduler: Literal["frfcfs"] = F("frfcfs", unit="enum", desc="command scheduler (row hits first, then oldest)", source="issue 3")
-    page_policy: Literal["open", "closed"] = F("open", unit="enum", desc="row-buffer policy", source="issue 3 (open page)")
+    page_policy: Literal["open", "closed", "closed_adaptive"] = F(
+        "open", unit="enum",
+        desc="row-buffer policy (t3sim/memory/page_policy.py): open = a row stays open until a queued request to another row needs the bank and none of the active queue hits it; closed = every column command closes its row (auto-precharge at the earliest legal cycle); closed_adaptive = a column command closes its row unless another request of its queue still hits it",
+        source="open: issue 3 (Accel-Sim/GPGPU-Sim FR-FCFS keep rows open); closed: DRAMsim3 row_buf_policy=CLOSE_PAGE (every access READ_/WRITE_PRECHARGE) and gem5 page_policy=close; closed_adaptive: gem5 page_policy=close_adaptive")
     arbitration: ArbitrationConfig = F(ArbitrationConfig, unit="mapping", desc="compute/communication arbitration", source="paper Sec. 4.5")
 
     @model_validator(mode="after")
