@@ -21,6 +21,9 @@ ADDRESS_FIELDS = ("col_low", "channel", "col_high", "bankgroup", "bank", "row")
 
 REF11 = "paper Table 1 via ref. [11] (Accel-Sim QV100 HBM2 dram_timing_opt)"
 
+#: address_map kinds that read address_map.field_order (t3sim/memory/address_map.py)
+ORDERED_MAPS = ("row_bank_column_channel",)
+
 
 #: Ramulator 2's JESD238-derived HBM3 table and 6400 Mbps preset (python/ramulator/dram/hbm3.py)
 R2_HBM3 = "Ramulator 2 HBM3 table (python/ramulator/dram/hbm3.py, from JESD238)"
@@ -151,6 +154,14 @@ class AddressMapConfig(Model):
             raise ValueError(f"field_order {v!r} must name each of {', '.join(ADDRESS_FIELDS)} exactly once")
         return v
 
+    @model_validator(mode="after")
+    def _order_applies(self) -> "AddressMapConfig":
+        """Only the ordered map reads field_order: another order with another kind would be ignored."""
+        if self.kind not in ORDERED_MAPS and [f.strip() for f in self.field_order.split(",")] != list(ADDRESS_FIELDS):
+            raise ValueError(f"address_map.field_order={self.field_order!r} with kind={self.kind!r}, which does not read "
+                             f"it; allowed: a field order only with kind {' or '.join(ORDERED_MAPS)}")
+        return self
+
 
 class ArbitrationConfig(Model):
     """Compute vs. communication stream arbitration at the memory controller (paper Sec. 4.5)."""
@@ -179,6 +190,19 @@ class ArbitrationConfig(Model):
         return check_kind("arbitration", v)
 
     @model_validator(mode="after")
+    def _mode_options(self) -> "ArbitrationConfig":
+        """The static threshold and the dynamic mapping are read in their own mode only (t3_mca)."""
+        if self.threshold_mode == "dynamic" and self.occupancy_threshold is not None:
+            raise ValueError(f"occupancy_threshold={self.occupancy_threshold} with threshold_mode=dynamic, which sets the "
+                             "threshold from dynamic_occupancy_levels/dynamic_thresholds; allowed: occupancy_threshold "
+                             "only with threshold_mode=static")
+        given = sorted({"dynamic_occupancy_levels", "dynamic_thresholds"} & self.model_fields_set)
+        if self.threshold_mode == "static" and given:
+            raise ValueError(f"{' and '.join(given)} with threshold_mode=static, which uses occupancy_threshold; allowed: "
+                             "the dynamic mapping only with threshold_mode=dynamic")
+        return self
+
+    @model_validator(mode="after")
     def _levels(self) -> "ArbitrationConfig":
         if len(self.dynamic_occupancy_levels) != len(self.dynamic_thresholds):
             raise ValueError("dynamic_occupancy_levels and dynamic_thresholds must have the same length")
@@ -202,7 +226,8 @@ class MemoryControllerConfig(Model):
     admissions_per_cycle: int = F(
         1, unit="count", desc="requests moved from the pending FIFOs into the controller queues per memory cycle",
         source="assumption: twice the column-command rate of one channel (a 64 B request every tBL=2 cycles)", gt=0)
-    scheduler: Literal["frfcfs"] = F("frfcfs", unit="enum", desc="command scheduler (row hits first, then oldest)", source="issue 3")
+    scheduler: Literal["frfcfs"] = F("frfcfs", unit="enum", desc="command scheduler (row hits first, then oldest)", source="issue 3",
+                                     descriptive="FR-FCFS is the only scheduler implemented: the field names the model's choice and accepts no other")
     page_policy: Literal["open", "closed", "closed_adaptive"] = F(
         "open", unit="enum",
         desc="row-buffer policy (t3sim/memory/page_policy.py): open = a row stays open until a queued request to another row needs the bank and none of the active queue hits it; closed = every column command closes its row (auto-precharge at the earliest legal cycle); closed_adaptive = a column command closes its row unless another request of its queue still hits it",
