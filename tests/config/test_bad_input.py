@@ -141,3 +141,10 @@ def test_options_that_would_be_ignored_are_refused(run_cli, sets, expect):
     args = [a for s in sets for a in ("--set", s)]
     rc, _, err = run_cli("config", "show", EXP, *args)
     assert_one_line_error(rc, err, *expect)
+
+
+def test_arbitration_the_scheme_replaces_is_refused(run_cli, tmp_path):
+    """T3 and T3-MCA set the memory-controller arbitration; another one given explicitly would be ignored."""
+    rc, _, err = run_cli("run", EXP, "--set", "scheme.kind=t3_mca", "--set",
+                         "system.memory_controller.arbitration.kind=compute_first", "--out", str(tmp_path))
+    assert_one_line_error(rc, err, "system.memory_controller.arbitration.kind", "'compute_first'", "t3_mca")
