@@ -17,8 +17,9 @@ commands (ACT 1.5 CK, PRE/REF 0.5 CK on the row bus), the 1:4 CK-to-data ratio (
 clock the config gives), stack IDs and tCCDR, per-bank refresh (REFpb: Ramulator 2's HBM3
 controller can refresh per bank; t3sim refreshes all banks), and refresh management (RFM).
 
-HBM3E is the same protocol at higher data rates (vendors' 8-9.6 Gbps parts; Synopsys/SkyeChip HBM3
-IP documents HBM3 and HBM3E on one controller): it selects this rule set.
+HBM3E is the same protocol at higher data rates (vendors' 8-9.6 Gbps parts; SkyeChip's HBM3 memory
+controller IP, for one, runs HBM3 and HBM3E stacks under JESD238A at up to 9.6 Gbps): it selects this
+rule set.
 """
 
 from __future__ import annotations
