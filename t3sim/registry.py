@@ -5,7 +5,7 @@ name in one category. Registering a name twice raises (two plug-ins silently
 shadowing each other is a bug that produces plausible wrong numbers).
 
 Categories in use: ``arbitration`` (memory-controller compute/communication
-arbitration), ``scheduler`` (DRAM command scheduler), ``address_map``,
+arbitration), ``dram_standard`` (DRAM timing rule sets), ``address_map``,
 ``topology``, ``collective``, ``scheme`` (overlap scheme), ``executor``.
 
 Plug-in modules are imported lazily by :func:`load_plugins` so that the config
@@ -15,6 +15,7 @@ layer can validate ``kind`` names without importing the simulator at import time
 from __future__ import annotations
 
 import importlib
+import threading
 from typing import Any, Callable, Dict, TypeVar
 
 from t3sim.errors import InputError
@@ -26,6 +27,7 @@ T = TypeVar("T")
 #: reason raises.
 PLUGIN_MODULES = (
     "t3sim.memory.policies",
+    "t3sim.memory.standards",
     "t3sim.memory.address_map",
     "t3sim.interconnect.topology",
     "t3sim.collectives",
@@ -34,6 +36,8 @@ PLUGIN_MODULES = (
 
 _registries: Dict[str, Dict[str, Any]] = {}
 _loaded = False
+_loading = False  # the thread holding _lock is importing the plug-in modules
+_lock = threading.RLock()
 
 
 class DuplicateRegistration(RuntimeError):
@@ -62,17 +66,28 @@ def add(category: str, name: str, obj: Any) -> None:
 
 
 def load_plugins() -> None:
-    """Import every plug-in module once (idempotent)."""
-    global _loaded
+    """Import every plug-in module once (idempotent, thread-safe).
+
+    Another thread asking meanwhile waits until every module is imported (it would otherwise see a
+    half-filled registry: a Dask worker runs points on several threads). A plug-in module whose
+    import consults the registry (the loading thread re-entering) sees what is registered so far."""
+    global _loaded, _loading
     if _loaded:
         return
-    _loaded = True
-    for mod in PLUGIN_MODULES:
+    with _lock:
+        if _loaded or _loading:
+            return
+        _loading = True
         try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not mod.startswith(exc.name):
-                raise
+            for mod in PLUGIN_MODULES:
+                try:
+                    importlib.import_module(mod)
+                except ModuleNotFoundError as exc:
+                    if exc.name is None or not mod.startswith(exc.name):
+                        raise
+            _loaded = True
+        finally:
+            _loading = False
 
 
 def names(category: str) -> list[str]:

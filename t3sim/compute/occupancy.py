@@ -111,7 +111,8 @@ def occupancy(
     if wfs_per_wg < 1 or tpw < 1:
         raise ValueError(f"wfs_per_wg and threads_per_wf must be >= 1, got {wfs_per_wg}, {tpw}")
     if not 1 <= registers_per_thread <= gpu.max_registers_per_thread:
-        raise ValueError(f"registers_per_thread must be in 1..{gpu.max_registers_per_thread}, got {registers_per_thread}")
+        raise ValueError(f"registers_per_thread must be in 1..{gpu.max_registers_per_thread} "
+                         f"(system.gpu.max_registers_per_thread), got {registers_per_thread}")
     if lds_per_wg_B < 0:
         raise ValueError(f"lds_per_wg_B must be >= 0, got {lds_per_wg_B}")
 

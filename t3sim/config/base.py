@@ -8,7 +8,13 @@ Rules (enforced here and by ``tests/config/test_params.py``):
   measurement, or "assumption: ..." with the reason);
 * a field with a physical unit carries the unit in its name
   (``bandwidth_GBps``, ``latency_ns``, ``clock_GHz``, ``size_MiB``): see
-  :data:`UNIT_SUFFIX`.
+  :data:`UNIT_SUFFIX`;
+* no field is accepted and ignored: a field either changes what some run
+  simulates, is rejected where it cannot apply, or is declared **descriptive**
+  (``F(..., descriptive="why no run depends on it")``: a name, a label, a value
+  only analyses read, the only implemented choice); ``t3sim params`` shows the
+  reason and ``tests/config/test_every_field_matters.py`` holds every other
+  field to changing some statistic of some small run.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ UNIT_SUFFIX = {
 DIMENSIONLESS = {"count", "bool", "name", "ratio", "enum", "path", "text", "list", "mapping"}
 
 
-def F(default: Any = ..., *, unit: str, desc: str, source: str, **constraints: Any) -> Any:
+def F(default: Any = ..., *, unit: str, desc: str, source: str, descriptive: str = "", **constraints: Any) -> Any:
     """Declare a documented config field.
 
     Args:
@@ -47,10 +53,15 @@ def F(default: Any = ..., *, unit: str, desc: str, source: str, **constraints: A
             kind from :data:`DIMENSIONLESS`.
         desc: one-line description.
         source: where the default comes from.
+        descriptive: if given, the field changes no simulated statistic, and this says why (a name, a value
+            only analyses or other commands read, the only implemented choice).
         constraints: pydantic constraints (``gt``, ``ge``, ``le`` ...).
     """
     if unit not in UNIT_SUFFIX and unit not in DIMENSIONLESS:
         raise ValueError(f"unknown unit {unit!r}")
+    extra = {"unit": unit, "source": source}
+    if descriptive:
+        extra["descriptive"] = descriptive
     if isinstance(default, type) and issubclass(default, BaseModel):
         # nested section: build its default lazily (validators may consult the registry)
         constraints["default_factory"] = default
@@ -58,7 +69,7 @@ def F(default: Any = ..., *, unit: str, desc: str, source: str, **constraints: A
         constraints["default"] = default
     return Field(
         description=desc,
-        json_schema_extra={"unit": unit, "source": source},
+        json_schema_extra=extra,
         **constraints,
     )
 

@@ -162,10 +162,12 @@ class SimulationConfig(Model):
         "homogeneous", unit="enum",
         desc="homogeneous: one GPU in detail, neighbours' traffic generated at its own rate (paper Sec. 5.1.1, Fig. 13); explicit: every GPU and link",
         source="paper Sec. 5.1.1; issue 4")
-    seed: int = F(0, unit="count", desc="seed of the simulation's single random generator", source="user", ge=0)
+    seed: int = F(0, unit="count", desc="seed of the simulation's single random generator", source="user", ge=0,
+                  descriptive="no model draws a random number (every run is deterministic: same config, same stats.json); the seed is recorded with the results")
     memory_model: Literal["fast", "reference"] = F(
         "fast", unit="enum", desc="fast: batched, compiled DRAM/MC inner loop; reference: straightforward per-command model the tests hold the fast one against",
-        source="issue 3")
+        source="issue 3",
+        descriptive="two implementations of one model: they give identical statistics (tests/memory/test_fast_vs_reference.py, test_page_policy.py); the choice changes only the wall time")
     functional_data: bool = F(False, unit="bool", desc="memory keeps real values and op-and-store really adds (for correctness checks)", source="issue 3")
     watchdog_idle_ns: float = F(
         1.0e6, unit="ns", desc="report a deadlock when no component makes progress for this long while work remains",
@@ -179,8 +181,10 @@ class SweepConfig(Model):
     crossed with the grid.
     """
 
-    grid: Dict[str, List[Any]] = F({}, unit="mapping", desc="axis path -> values (cross product)", source="user")
-    cases: List[Dict[str, Any]] = F([], unit="list", desc="explicit points, each a mapping of path -> value", source="user")
+    grid: Dict[str, List[Any]] = F({}, unit="mapping", desc="axis path -> values (cross product)", source="user",
+                                   descriptive="says which runs an experiment makes (each point is a run with its own config); not a parameter of a run")
+    cases: List[Dict[str, Any]] = F([], unit="list", desc="explicit points, each a mapping of path -> value", source="user",
+                                    descriptive="says which runs an experiment makes (each point is a run with its own config); not a parameter of a run")
 
     @field_validator("grid")
     @classmethod
@@ -194,8 +198,10 @@ class SweepConfig(Model):
 class ExperimentConfig(Model):
     """One experiment: a base point and optional sweep axes."""
 
-    name: str = F(..., unit="name", desc="experiment name: results go to results/<name>/", source="user", pattern=r"^[A-Za-z0-9_.-]+$")
-    description: str = F("", unit="text", desc="what question or figure this answers", source="user")
+    name: str = F(..., unit="name", desc="experiment name: results go to results/<name>/", source="user", pattern=r"^[A-Za-z0-9_.-]+$",
+                  descriptive="names the results directory; not simulated")
+    description: str = F("", unit="text", desc="what question or figure this answers", source="user",
+                         descriptive="free text for readers; not simulated")
     system: SystemConfig = F(SystemConfig, unit="mapping", desc="the simulated system (usually `base: systems/<name>.yaml`)", source="configs/systems")
     workload: WorkloadConfig = F(..., unit="mapping", desc="what runs", source="paper Table 2")
     scheme: SchemeConfig = F(SchemeConfig, unit="mapping", desc="overlap scheme", source="paper Sec. 5.3")

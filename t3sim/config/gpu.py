@@ -24,7 +24,8 @@ class GPUConfig(Model):
     clock_GHz: float = F(1.4, unit="GHz", desc="CU clock", source="paper Table 1", gt=0)
     max_threads_per_cu: int = F(2048, unit="count", desc="resident threads per CU", source="paper Table 1 (2K threads)", gt=0)
     lds_l1_size_KiB: int = F(128, unit="KiB", desc="unified LDS + L1 cache capacity per CU", source="paper Table 1", gt=0)
-    l1_write_allocate: bool = F(False, unit="bool", desc="L1 allocates lines on writes", source="paper Table 1 (no write-allocate)")
+    l1_write_allocate: bool = F(False, unit="bool", desc="L1 allocates lines on writes", source="paper Table 1 (no write-allocate)",
+                                descriptive="no L1 cache is simulated (CU loads and stores go to the L2, t3sim/compute/memhier.py; the L1 share of the LDS+L1 array only sets the LDS carve-out); records the paper's Table 1 L1")
     register_file_size_KiB: int = F(256, unit="KiB", desc="vector register file per CU", source="paper Table 1", gt=0)
     lds_carveouts: List[int] = F(
         [0, 8, 16, 32, 64, 96], unit="list", desc="allowed LDS carve-outs in KiB, ascending; those above lds_l1_size_KiB are unusable, the largest usable is the LDS limit, the rest is L1",
@@ -40,7 +41,8 @@ class GPUConfig(Model):
         1024, unit="FLOP/cycle", desc="peak fp16 tensor FLOPs per CU per cycle (MAC throughput x 2)",
         source=f"{V100_WP}: 8 tensor cores/SM x 64 FMA/clock", gt=0)
     fp32_flops_per_cycle: int = F(128, unit="FLOP/cycle", desc="peak fp32 FLOPs per CU per cycle", source=f"{V100_WP}: 64 FP32 lanes/SM x FMA", gt=0)
-    l1_hit_latency_cycles: int = F(28, unit="cycles", desc="L1 hit latency in CU cycles", source="Jia et al., Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking (2018)", ge=0)
+    l1_hit_latency_cycles: int = F(28, unit="cycles", desc="L1 hit latency in CU cycles", source="Jia et al., Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking (2018)", ge=0,
+                                   descriptive="no L1 cache is simulated (CU loads and stores go to the L2, t3sim/compute/memhier.py); records the measured Volta L1 latency")
     kernel_launch_overhead_ns: float = F(
         3000.0, unit="ns", desc="time from kernel launch to first WG dispatch",
         source="assumption: typical measured launch latency of a few microseconds on discrete GPUs", ge=0)
@@ -91,7 +93,8 @@ class L2Config(Model):
     index_hash: Literal["xor", "linear"] = F(
         "xor", unit="enum", desc="line -> bank and set index function: xor-folded line bits (xor) or plain modulo (linear)",
         source="assumption: xor-based hashed indexing as in Accel-Sim's L2 (IPOLY-style set/partition hashing) so power-of-two strides spread over banks")
-    replacement: Literal["lru"] = F("lru", unit="enum", desc="replacement policy", source="issue 4 (LRU)")
+    replacement: Literal["lru"] = F("lru", unit="enum", desc="replacement policy", source="issue 4 (LRU)",
+                                    descriptive="LRU is the only policy implemented: the field names the model's choice and accepts no other")
 
     @model_validator(mode="after")
     def _geometry(self) -> "L2Config":

@@ -21,21 +21,39 @@ ADDRESS_FIELDS = ("col_low", "channel", "col_high", "bankgroup", "bank", "row")
 
 REF11 = "paper Table 1 via ref. [11] (Accel-Sim QV100 HBM2 dram_timing_opt)"
 
+#: address_map kinds that read address_map.field_order (t3sim/memory/address_map.py)
+ORDERED_MAPS = ("row_bank_column_channel",)
+
+
+#: Ramulator 2's JESD238-derived HBM3 table and 6400 Mbps preset (python/ramulator/dram/hbm3.py)
+R2_HBM3 = "Ramulator 2 HBM3 table (python/ramulator/dram/hbm3.py, from JESD238)"
+
 
 class HBMTimingConfig(Model):
-    """JEDEC timing constraints, in HBM clock cycles (nCK)."""
+    """JEDEC timing constraints, in HBM clock cycles (nCK). Which of them apply is the standard's
+    choice (``hbm.standard``, t3sim/memory/standards): a parameter its rule set does not read must be
+    left unset (null), and optional ones, unset, equal the single value ref. [11] gives."""
 
     tCCD_S_nCK: int = F(1, unit="nCK", desc="column-to-column delay, different bank group", source=f"{REF11}: CCD=1", ge=1)
     tCCD_L_nCK: int = F(2, unit="nCK", desc="column-to-column delay, same bank group", source=f"{REF11}: CCDL=2", ge=1)
     tCCDWL_nCK: int = F(4, unit="nCK", desc="column delay after a near-memory op-and-store to the same bank group (2 x tCCD_L)", source="paper Table 1 and Sec. 5.1.1: CCDWL=4", ge=1)
-    tRRD_nCK: int = F(4, unit="nCK", desc="ACT-to-ACT delay, different banks", source=f"{REF11}: RRD=4", ge=1)
-    tRCD_nCK: int = F(14, unit="nCK", desc="ACT-to-column delay", source=f"{REF11}: RCD=14", ge=1)
+    tRRD_nCK: int = F(4, unit="nCK", desc="ACT-to-ACT delay, different banks (tRRD_S: different bank groups when tRRD_L_nCK is set)", source=f"{REF11}: RRD=4", ge=1)
+    tRRD_L_nCK: Optional[int] = F(
+        None, unit="nCK", desc="ACT-to-ACT delay, same bank group (null: equal to tRRD_nCK, one value as in ref. [11])",
+        source=f"JESD235/JESD238 via Ramulator 2's HBM2 and HBM3 tables (nRRDL); null for Table 1: {REF11} gives one RRD", ge=1)
+    tRCD_nCK: int = F(14, unit="nCK", desc="ACT-to-column delay (reads; writes too unless tRCDWR_nCK is set)", source=f"{REF11}: RCD=14", ge=1)
+    tRCDWR_nCK: Optional[int] = F(
+        None, unit="nCK", desc="ACT-to-write delay (null: equal to tRCD_nCK)",
+        source=f"JESD235/JESD238 via Ramulator 2's HBM2 and HBM3 tables (nRCDWR); null for Table 1: {REF11} gives one RCD", ge=1)
     tRAS_nCK: int = F(33, unit="nCK", desc="ACT-to-PRE minimum", source=f"{REF11}: RAS=33", ge=1)
     tRP_nCK: int = F(14, unit="nCK", desc="PRE-to-ACT delay", source=f"{REF11}: RP=14", ge=1)
     tRC_nCK: int = F(47, unit="nCK", desc="ACT-to-ACT delay, same bank", source=f"{REF11}: RC=47", ge=1)
     tCL_nCK: int = F(14, unit="nCK", desc="read column command to first data", source=f"{REF11}: CL=14", ge=1)
     tWL_nCK: int = F(2, unit="nCK", desc="write column command to first data", source=f"{REF11}: WL=2", ge=0)
-    tWTR_nCK: int = F(3, unit="nCK", desc="end of write data to read command (write-to-read turnaround; CDLR in [11])", source=f"{REF11}: CDLR=3", ge=0)
+    tWTR_nCK: int = F(3, unit="nCK", desc="end of write data to read command (write-to-read turnaround; CDLR in [11]; tWTR_S when tWTR_L_nCK is set)", source=f"{REF11}: CDLR=3", ge=0)
+    tWTR_L_nCK: Optional[int] = F(
+        None, unit="nCK", desc="end of write data to a read of the same bank group (null: equal to tWTR_nCK)",
+        source=f"JESD235/JESD238 via Ramulator 2's HBM2 and HBM3 tables (nWTRL); null for Table 1: {REF11} gives one CDLR", ge=0)
     tWR_nCK: int = F(12, unit="nCK", desc="end of write data to PRE (write recovery)", source=f"{REF11}: WR=12", ge=0)
     tRTP_nCK: int = F(4, unit="nCK", desc="read to PRE delay (RTPL in [11])", source=f"{REF11}: RTPL=4", ge=1)
     tRTW_nCK: int = F(
@@ -44,12 +62,18 @@ class HBMTimingConfig(Model):
     tFAW_nCK: int = F(16, unit="nCK", desc="four-activate window", source="JESD235 HBM2 / Ramulator HBM_1Gbps: nFAW=16", ge=0)
     tREFI_nCK: int = F(3900, unit="nCK", desc="average refresh interval (0 disables refresh)", source="JESD235 HBM2: tREFI = 3.9 us at 1 GHz", ge=0)
     tRFC_nCK: int = F(260, unit="nCK", desc="refresh cycle time", source="JESD235 HBM2 4 Gb die / Ramulator HBM: nRFC=260 at 1 GHz", ge=0)
+    tPPD_nCK: Optional[int] = F(
+        None, unit="nCK", desc="PRE-to-PRE delay, any two banks of a (pseudo-)channel: HBM3/HBM3E rule sets only (required there, must be null otherwise)",
+        source=f"{R2_HBM3}: tPPD is new in HBM3; its 6400 Mbps preset has nPPD = 2 CK of 0.625 ns = 1.25 ns", ge=1)
 
 
 class HBMConfig(Model):
     """HBM stack organisation (paper Table 1: HBM2, 1 TB/s, 1 GHz, 4 bank groups)."""
 
-    standard: Literal["HBM2", "HBM2E", "HBM3", "HBM3E"] = F("HBM2", unit="enum", desc="DRAM standard (names the timing table)", source="paper Table 1")
+    standard: str = F(
+        "HBM2", unit="name",
+        desc="DRAM standard: selects the registered timing rule set (t3sim/memory/standards: HBM2 and HBM2E = JESD235 rules; HBM3 and HBM3E = JESD238 rules, which add the PRE-to-PRE delay tPPD); what each does not model is listed in its file",
+        source="paper Table 1 (HBM2); rule sets from JESD235/JESD238 as Ramulator 2 tabulates them")
     channels: int = F(32, unit="count", desc="independent channels (memory controllers) per GPU", source="issue 2: 32 channels x 32 B/clk x 1 GHz = 1 TB/s (paper Table 1)", gt=0)
     pseudo_channels: int = F(1, unit="count", desc="pseudo-channels per channel (1 = legacy mode)", source="assumption: legacy mode, as Accel-Sim models HBM2", ge=1)
     bank_groups: int = F(4, unit="count", desc="bank groups per (pseudo-)channel", source=f"{REF11}: nbkgrp=4; paper Table 1", gt=0)
@@ -61,6 +85,19 @@ class HBMConfig(Model):
     clock_GHz: float = F(1.0, unit="GHz", desc="HBM command clock", source="paper Table 1", gt=0)
     burst_length: int = F(4, unit="count", desc="data beats per column command", source="assumption: BL4 moves one 64 B request over a 16 B DDR bus in 2 clocks", gt=0)
     timing: HBMTimingConfig = F(HBMTimingConfig, unit="mapping", desc="timing constraints by JEDEC name", source=REF11)
+
+    @field_validator("standard")
+    @classmethod
+    def _standard(cls, v: str) -> str:
+        return check_kind("dram_standard", v)
+
+    @model_validator(mode="after")
+    def _rule_set_timing(self) -> "HBMConfig":
+        """Exactly the timing parameters the standard's rule set reads are set (none accepted and ignored)."""
+        from t3sim import registry
+
+        registry.get("dram_standard", self.standard, "hbm.standard").check(self)
+        return self
 
     @model_validator(mode="after")
     def _decodable(self) -> "HBMConfig":
@@ -117,6 +154,14 @@ class AddressMapConfig(Model):
             raise ValueError(f"field_order {v!r} must name each of {', '.join(ADDRESS_FIELDS)} exactly once")
         return v
 
+    @model_validator(mode="after")
+    def _order_applies(self) -> "AddressMapConfig":
+        """Only the ordered map reads field_order: another order with another kind would be ignored."""
+        if self.kind not in ORDERED_MAPS and [f.strip() for f in self.field_order.split(",")] != list(ADDRESS_FIELDS):
+            raise ValueError(f"address_map.field_order={self.field_order!r} with kind={self.kind!r}, which does not read "
+                             f"it; allowed: a field order only with kind {' or '.join(ORDERED_MAPS)}")
+        return self
+
 
 class ArbitrationConfig(Model):
     """Compute vs. communication stream arbitration at the memory controller (paper Sec. 4.5)."""
@@ -145,6 +190,19 @@ class ArbitrationConfig(Model):
         return check_kind("arbitration", v)
 
     @model_validator(mode="after")
+    def _mode_options(self) -> "ArbitrationConfig":
+        """The static threshold and the dynamic mapping are read in their own mode only (t3_mca)."""
+        if self.threshold_mode == "dynamic" and self.occupancy_threshold is not None:
+            raise ValueError(f"occupancy_threshold={self.occupancy_threshold} with threshold_mode=dynamic, which sets the "
+                             "threshold from dynamic_occupancy_levels/dynamic_thresholds; allowed: occupancy_threshold "
+                             "only with threshold_mode=static")
+        given = sorted({"dynamic_occupancy_levels", "dynamic_thresholds"} & self.model_fields_set)
+        if self.threshold_mode == "static" and given:
+            raise ValueError(f"{' and '.join(given)} with threshold_mode=static, which uses occupancy_threshold; allowed: "
+                             "the dynamic mapping only with threshold_mode=dynamic")
+        return self
+
+    @model_validator(mode="after")
     def _levels(self) -> "ArbitrationConfig":
         if len(self.dynamic_occupancy_levels) != len(self.dynamic_thresholds):
             raise ValueError("dynamic_occupancy_levels and dynamic_thresholds must have the same length")
@@ -168,8 +226,12 @@ class MemoryControllerConfig(Model):
     admissions_per_cycle: int = F(
         1, unit="count", desc="requests moved from the pending FIFOs into the controller queues per memory cycle",
         source="assumption: twice the column-command rate of one channel (a 64 B request every tBL=2 cycles)", gt=0)
-    scheduler: Literal["frfcfs"] = F("frfcfs", unit="enum", desc="command scheduler (row hits first, then oldest)", source="issue 3")
-    page_policy: Literal["open", "closed"] = F("open", unit="enum", desc="row-buffer policy", source="issue 3 (open page)")
+    scheduler: Literal["frfcfs"] = F("frfcfs", unit="enum", desc="command scheduler (row hits first, then oldest)", source="issue 3",
+                                     descriptive="FR-FCFS is the only scheduler implemented: the field names the model's choice and accepts no other")
+    page_policy: Literal["open", "closed", "closed_adaptive"] = F(
+        "open", unit="enum",
+        desc="row-buffer policy (t3sim/memory/page_policy.py): open = a row stays open until a queued request to another row needs the bank and none of the active queue hits it; closed = every column command closes its row (auto-precharge at the earliest legal cycle); closed_adaptive = a column command closes its row unless another request of its queue still hits it",
+        source="open: issue 3 (Accel-Sim/GPGPU-Sim FR-FCFS keep rows open); closed: DRAMsim3 row_buf_policy=CLOSE_PAGE (every access READ_/WRITE_PRECHARGE) and gem5 page_policy=close; closed_adaptive: gem5 page_policy=close_adaptive")
     arbitration: ArbitrationConfig = F(ArbitrationConfig, unit="mapping", desc="compute/communication arbitration", source="paper Sec. 4.5")
 
     @model_validator(mode="after")

@@ -63,7 +63,8 @@ class TrackerConfig(Model):
     address_bits: int = F(48, unit="bits", desc="bits of the starting virtual address stored per entry", source="assumption: 48-bit virtual addresses (x86-64/GPU VA width)", gt=0)
     counter_bits: int = F(16, unit="bits", desc="bits of the access counter per entry", source="assumption: enough for wf_tile_size x 2 updates; with address_bits=48 and wg_id_bits=16 gives the paper's 19 KB (t3sim/dma/tracker.py)", gt=0)
     wg_id_bits: int = F(16, unit="bits", desc="bits of a WG id; the tag's wg_msb is wg_id_bits - log2(entries)", source="assumption: 16-bit WG ids (64K WGs per kernel) make the paper's stated fields total its 19 KB (Sec. 4.2.1)", gt=0)
-    full_policy: Literal["stall"] = F("stall", unit="enum", desc="what an access does when its set is full", source="issue 5")
+    full_policy: Literal["stall"] = F("stall", unit="enum", desc="what an access does when its set is full", source="issue 5",
+                                      descriptive="stalling is the only policy implemented: the field names the model's choice and accepts no other")
 
 
 class DMAConfig(Model):
@@ -214,8 +215,10 @@ class CollectiveConfig(Model):
 class SystemConfig(Model):
     """A complete multi-GPU system."""
 
-    name: str = F("system", unit="name", desc="short name used in results and plots", source="user")
-    description: str = F("", unit="text", desc="free text describing the system and its sources", source="user")
+    name: str = F("system", unit="name", desc="short name used in results and plots", source="user",
+                  descriptive="names the system in results and plots; not simulated")
+    description: str = F("", unit="text", desc="free text describing the system and its sources", source="user",
+                         descriptive="free text for readers; not simulated")
     gpu: GPUConfig = F(GPUConfig, unit="mapping", desc="per-GPU compute", source="paper Table 1")
     gemm_kernel: Optional[GemmKernelConfig] = F(
         None, unit="mapping", desc="the GEMM kernel this system's BLAS runs; None = the workload's (trace or generator default tile)",

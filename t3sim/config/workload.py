@@ -26,14 +26,18 @@ SUBLAYER_PASS = {"OP": "fwd", "FC-2": "fwd", "FC-1": "bwd", "IP": "bwd"}
 class ModelConfig(Model):
     """A Transformer model (paper Table 2)."""
 
-    name: str = F(..., unit="name", desc="model name (used in trace file names and plots)", source="paper Table 2")
+    name: str = F(..., unit="name", desc="model name (used in trace file names and plots)", source="paper Table 2",
+                  descriptive="names traces, results and plots; a run simulates the model's shape (hidden_size, tokens)")
     hidden_size: int = F(..., unit="count", desc="hidden dimension H", source="paper Table 2", gt=0)
-    layers: int = F(..., unit="count", desc="Transformer layers L", source="paper Table 2", gt=0)
+    layers: int = F(..., unit="count", desc="Transformer layers L", source="paper Table 2", gt=0,
+                    descriptive="records Table 2: a run simulates one sliced sub-layer, and no analysis multiplies by the layer count")
     seq_len: int = F(..., unit="count", desc="input sequence length SL (tokens)", source="paper Table 2", gt=0)
     batch: int = F(..., unit="count", desc="batch size B (sequences)", source="paper Table 2", gt=0)
-    tp_degrees: List[int] = F(..., unit="list", desc="tensor-parallel degrees the paper evaluates", source="paper Table 2", min_length=1)
+    tp_degrees: List[int] = F(..., unit="list", desc="tensor-parallel degrees the paper evaluates", source="paper Table 2", min_length=1,
+                              descriptive="the degrees `t3sim trace gen --all` writes traces for (each must divide hidden_size); a run uses workload.tp")
     ffn_multiplier: int = F(4, unit="count", desc="FC-1 output width / H", source="paper Sec. 6.1 (K = 4H/TP for FC layers)", gt=0)
-    attention_heads: Optional[int] = F(None, unit="count", desc="attention heads (only for end-to-end breakdowns)", source="model paper", gt=0)
+    attention_heads: Optional[int] = F(None, unit="count", desc="attention heads (only for end-to-end breakdowns)", source="model paper", gt=0,
+                                       descriptive="read by the end-to-end analysis (t3sim/analysis/endtoend.py), not by a run")
 
     @property
     def tokens(self) -> int:
@@ -60,13 +64,14 @@ class GemmShapeConfig(Model):
     ``M/tp x N x K`` per GPU. Either way each GPU does 1/tp of the operator's 2MNK FLOPs."""
 
     name: str = F(..., unit="name", desc="the GEMM's name (e.g. FiCCO Table I's g1..g16); names results, traces and plots",
+                  descriptive="names results, traces and plots; a run simulates the shape (M, N, K)",
                   source="FiCCO (paper 001) Table I", min_length=1)
     M: int = F(..., unit="count", desc="rows of A and C over all GPUs (the gathered / routed token dimension)",
                source="FiCCO Table I", gt=0)
     N: int = F(..., unit="count", desc="columns of B and C of the whole operator (ag_gemm: each GPU holds N/tp of them)",
                source="FiCCO Table I", gt=0)
     K: int = F(..., unit="count", desc="reduction depth (columns of A, rows of B)", source="FiCCO Table I", gt=0)
-    model: Optional[str] = F(None, unit="name", desc="descriptive: the model the GEMM comes from (not simulated)",
+    model: Optional[str] = F(None, unit="name", desc="the model the GEMM comes from", descriptive="records FiCCO Table I's model column; not simulated",
                              source="FiCCO Table I")
     scale_M: int = F(1, unit="count",
                      desc="simulate M / scale_M rows instead of M (a scaled shape for a GEMM too large to simulate "

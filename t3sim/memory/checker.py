@@ -2,9 +2,9 @@
 
 Watches a command log (``cycle, unit, command, bank, row`` per row, as
 ``MemorySystem.command_log()`` returns it) and reports every violated
-constraint. It is written from :data:`t3sim.memory.timing.TIMING_TABLE` and
-the JEDEC state rules, not from the schedulers: it compiles the table
-itself, rule by rule, keeps its own bank state and checks each command
+constraint. It is written from the rules of the configured DRAM standard
+(:mod:`t3sim.memory.standards`) and the JEDEC state rules, not from the
+schedulers: it compiles the rules itself, rule by rule, keeps its own bank state and checks each command
 against the most recent command of each rule's ``prev`` kind in the rule's
 scope (for a minimum-distance rule the most recent one is the binding one).
 
@@ -48,16 +48,16 @@ class CheckReport:
         return self.violations == 0
 
 
-def _compile(values: Dict[str, int]):
+def _compile(values: Dict[str, int], std):
     prev, nxt, scope, lat, names = [], [], [], [], []
-    for r in T.TIMING_TABLE:
+    for r in std.rules:
         prev.append(T.CMD_NAMES.index(r.prev))
         nxt.append(T.CMD_NAMES.index(r.nxt))
         scope.append(T.SCOPES.index(r.scope))
         lat.append(T.evaluate(r.latency, values))
         names.append(f"{r.latency} ({r.prev}->{r.nxt}, {r.scope})")
-    w = [(T.CMD_NAMES.index(x.cmd), x.count, T.SCOPES.index(x.scope), T.evaluate(x.window, values)) for x in T.WINDOW_TABLE]
-    for x in T.WINDOW_TABLE:
+    w = [(T.CMD_NAMES.index(x.cmd), x.count, T.SCOPES.index(x.scope), T.evaluate(x.window, values)) for x in std.windows]
+    for x in std.windows:
         names.append(f"{x.window} (at most {x.count} {x.cmd} per {x.scope})")
     names.extend(SPECIAL)
     a = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
@@ -174,12 +174,12 @@ def _check(log, nbg, bpg, rp, rn, rs, rl, win, tCL, tWL, tBL, max_examples):  # 
 
 
 def check(log: np.ndarray, hbm, max_examples: int = 20) -> CheckReport:
-    """Check a command log against the timing table for HBM config ``hbm``.
+    """Check a command log against the timing rules of ``hbm``'s standard (``hbm.standard``).
 
     ``log`` must be ordered by unit, then cycle (then issue order within a cycle).
     """
     values = T.timing_values(hbm)
-    rp, rn, rs, rl, win, names = _compile(values)
+    rp, rn, rs, rl, win, names = _compile(values, T.standard(hbm))
     log = np.ascontiguousarray(log, dtype=np.int64).reshape(-1, 5)
     counts, ex = _check(log, hbm.bank_groups, hbm.banks_per_group, rp, rn, rs, rl, win,
                         values["tCL"], values["tWL"], values["tBL"], max_examples)

@@ -28,12 +28,12 @@ import functools
 
 import numpy as np
 
-from t3sim.memory import accum, bookkeeping, step_kernel
+from t3sim.memory import accum, bookkeeping, page_policy, step_kernel
 from t3sim.memory import fast_kernel as K
 from t3sim.memory import timing as T
 from t3sim.memory.fast_kernel import (
     CYC, LAST_DIR, NEXT, NP, NQF, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_HI, P_LO, P_LOG, P_NB,
-    P_OBSERVING, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, QF_REQ, RQN, WQN)
+    P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, QF_REQ, RQN, WQN)
 from t3sim.memory.specialise import specialise
 
 
@@ -47,10 +47,12 @@ def kernels(policy_cls):
         raise TypeError(f"arbitration policy {policy_cls.__name__} defines no choose function")
     tag = policy_cls.__name__
     policy_fns = (policy_cls.choose, policy_cls.wake)
+    # the kernels call functions of other modules: their sources go into the cache digest (numba itself
+    # checks only the template's file)
     run = specialise(K.run_kernel, tag, {"policy_choose": policy_cls.choose, "policy_wake": policy_cls.wake},
-                     _nrt=False)
+                     depends=(page_policy.closes_row,), _nrt=False)
     step = specialise(step_kernel.pump_step, tag, {"run_kernel": run},
-                      depends=(*policy_fns, accum.retire, bookkeeping.admission_rows))
+                      depends=(*policy_fns, accum.retire, bookkeeping.admission_rows, page_policy.closes_row))
     return run, step
 
 
@@ -77,6 +79,8 @@ class FastController:
         self.hits = np.zeros((U, 2, g.banks), dtype=np.int64)
         # qcnt[u, q, b]: requests of queue q that go to bank b
         self.qcnt = np.zeros((U, 2, g.banks), dtype=np.int64)
+        # closing[u, b]: bank b's row is to be closed (page policy; t3sim.memory.page_policy)
+        self.closing = np.zeros((U, g.banks), dtype=np.int64)
         pp = np.asarray(ms.policy.params(), dtype=np.int64).reshape(-1)
         self.P = np.zeros(NP + pp.size, dtype=np.int64)
         self.P[NP:] = pp  # the policy's parameters
@@ -90,6 +94,7 @@ class FastController:
         P[P_TBL], P[P_DONE_RD], P[P_DONE_WR] = tm.tBL, tm.done_offset(T.RD), tm.done_offset(T.WR)
         P[P_FAW], P[P_FAWN] = tm.faw, tm.faw_count
         P[P_REFRESH_ON] = int(ms.refresh_on)
+        P[P_PAGE] = page_policy.code(mc.page_policy)
         self.counts = np.zeros(4, dtype=np.int64)  # issued, admitted, log rows, min NEXT
         self._out = np.empty((2, 1024), dtype=np.int64)  # issued, admitted request indices
         self._no_log = np.empty((1, 5), dtype=np.int64)
@@ -157,8 +162,8 @@ class FastController:
         acc = ms.acc
         counts = self.counts
         res = self._pump_step(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US,
-                        self.ready, self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, ms.occ_hist,
-                        ms.bus_busy, ms.turnarounds, ms.cmd_count, out, self._no_log, counts, ms.batches.done,
+                        self.ready, self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, self.closing,
+                        ms.occ_hist, ms.bus_busy, ms.turnarounds, ms.cmd_count, out, self._no_log, counts, ms.batches.done,
                         ms.batches.remaining, acc.cnt, acc.rowcls, acc.sc, acc.bw, acc.lat, acc.bin_cycles, hook,
                         writes_only, ms.clock.freq_kHz, ms.geom.pseudo_channels)
         self.next_lb = int(counts[3])
@@ -172,16 +177,19 @@ class FastController:
         ms = self.ms
         out = self._prepare(stop_when_idle, pending)
         if ms.record_commands:
-            # column <= pending; ACT/PRE <= pending + NB per refresh + NB open banks; REF per tREFI
+            # column <= pending; ACT/PRE <= pending + NB per refresh + NB open banks; REF per tREFI; a closing
+            # page policy adds a PRE per column command
             span = until - int(self.US[:, CYC].min())
             g = ms.geom
             refs = span // max(1, ms.timing.values["tREFI"]) + 2 if ms.refresh_on else 0
-            log = np.empty((3 * pending + g.units * (refs * (2 * g.banks + 1) + g.banks) + 1, 5), dtype=np.int64)
+            per_req = 3 if self.P[P_PAGE] == page_policy.OPEN else 4
+            log = np.empty((per_req * pending + g.units * (refs * (2 * g.banks + 1) + g.banks) + 1, 5), dtype=np.int64)
         else:
             log = self._no_log
         counts = self.counts
         self._run_kernel(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US, self.ready,
-                   self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, ms.occ_hist, ms.bus_busy, ms.turnarounds,
+                   self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, self.closing, ms.occ_hist, ms.bus_busy,
+                   ms.turnarounds,
                    ms.cmd_count, out, log, counts)
         ni, na, nl, self.next_lb = counts.tolist()
         if ms.record_commands:

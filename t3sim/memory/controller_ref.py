@@ -21,13 +21,20 @@ Per unit and memory cycle ``c``, in this order:
 4. write-drain mode is updated (high/low watermark, empty read queue, write age);
 5. column bus: the oldest request of the active queue (write queue while
    draining, else read queue) with no unfinished dependency, whose row is
-   open and whose column command meets every timing rule, issues (RD, WR or
-   UPD); none while a refresh is pending;
+   open (and not closing) and whose column command meets every timing rule,
+   issues (RD, WR or UPD); none while a refresh is pending. The page policy
+   (:func:`~t3sim.memory.page_policy.closes_row`) decides whether it closes
+   its row: then the bank is *closing*;
 6. row bus: with a refresh pending, PRE the lowest open bank that may
-   precharge, or, all banks closed, REF. Otherwise the oldest request of the
+   precharge, or, all banks closed, REF. Otherwise the lowest closing bank
+   that may precharge gets its PRE; if none, the oldest request of the
    active queue whose bank is closed gets an ACT, or whose bank holds another
    row gets a PRE unless a queued request still hits that row (FR-FCFS);
+   closing banks are left to their own PRE;
 7. the queue occupancy of the cycle is recorded.
+
+A unit with closing banks is never idle (their PRE is due whether or not
+requests wait).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from typing import List
 
 import numpy as np
 
+from t3sim.memory import page_policy
 from t3sim.memory import timing as T
 from t3sim.memory.policies.base import COMM, COMPUTE, DRAIN, LAST_COMM, LAST_STREAM, THRESHOLD
 from t3sim.memory.request import Kind
@@ -52,6 +60,8 @@ class _Unit:
         self.bg_ready = [[0] * T.NCMD for _ in range(g.bank_groups)]
         self.bank_ready = [[0] * T.NCMD for _ in range(g.banks)]
         self.open_row = [-1] * g.banks
+        self.closing = [False] * g.banks  # the page policy closes the bank's row (PRE pending)
+        self.nclosing = 0
         self.acts = deque(maxlen=ms.timing.faw_count)
         self.rq: List[int] = []
         self.wq: List[int] = []
@@ -71,6 +81,9 @@ class ReferenceController:
         #: the policy's decision, the same function the fast kernel compiles, run as Python
         self._choose = getattr(ms.policy.choose, "py_func", ms.policy.choose)
         self._pp = np.asarray(ms.policy.params(), dtype=np.int64).reshape(-1)
+        #: the page policy's decision, the function the fast kernel inlines, run as Python
+        self._closes_row = getattr(page_policy.closes_row, "py_func", page_policy.closes_row)
+        self._page = page_policy.code(ms.mc.page_policy)
 
     # ------------------------------------------------------------ queries
     def unit_cycle(self, u: int) -> int:
@@ -103,6 +116,9 @@ class ReferenceController:
             s.open_row[bank] = row
         elif cmd == T.PRE:
             s.open_row[bank] = -1
+            if s.closing[bank]:
+                s.closing[bank] = False
+                s.nclosing -= 1
         self.ms.count_command(u, c, cmd, bank, row)
 
     # ------------------------------------------------------------ run
@@ -126,10 +142,11 @@ class ReferenceController:
         while s.cycle < until:
             c = s.cycle
             empty = not s.rq and not s.wq
-            if stop_when_idle and empty and ms.f_head[u, 0] < 0 and ms.f_head[u, 1] < 0:
+            if stop_when_idle and empty and ms.f_head[u, 0] < 0 and ms.f_head[u, 1] < 0 and not s.nclosing:
                 return
             refresh_now = ms.refresh_on and (s.ref_pending or c >= s.ref_due)
-            if empty and not refresh_now and self._fifo_head_arrived(u, 0, c) < 0 and self._fifo_head_arrived(u, 1, c) < 0:
+            if (empty and not refresh_now and not s.nclosing and self._fifo_head_arrived(u, 0, c) < 0
+                    and self._fifo_head_arrived(u, 1, c) < 0):
                 nxt = until
                 for st in (COMPUTE, COMM):
                     h = int(ms.f_head[u, st])
@@ -160,7 +177,7 @@ class ReferenceController:
             for r in q:
                 b, row = int(ms.r_bank[r]), int(ms.r_row[r])
                 cmd = T.KIND_TO_CMD[ms.r_kind[r]]
-                if ms.r_ndeps[r] == 0 and s.open_row[b] == row and c >= self._ready(s, b, cmd):
+                if ms.r_ndeps[r] == 0 and s.open_row[b] == row and not s.closing[b] and c >= self._ready(s, b, cmd):
                     self._issue_column(u, s, c, r, cmd, q, issued)
                     break
         if s.ref_pending:
@@ -175,11 +192,11 @@ class ReferenceController:
                 self._issue(u, s, c, T.REF, -1, -1)
                 s.ref_pending = False
                 s.ref_due += ms.timing.values["tREFI"]
-        else:
+        elif not self._close_one(u, s, c):
             for r in q:
                 b, row = int(ms.r_bank[r]), int(ms.r_row[r])
                 op = s.open_row[b]
-                if op == row:
+                if op == row or s.closing[b]:
                     continue
                 if op < 0:
                     if c >= self._ready(s, b, T.ACT):
@@ -196,6 +213,14 @@ class ReferenceController:
                         break
         ms.record_occupancy(u, len(s.rq) + len(s.wq), 1)
 
+    def _close_one(self, u: int, s: _Unit, c: int) -> bool:
+        """PRE the lowest closing bank that may precharge now; whether one was."""
+        for b in range(self.ms.geom.banks if s.nclosing else 0):
+            if s.closing[b] and c >= self._ready(s, b, T.PRE):
+                self._issue(u, s, c, T.PRE, b, s.open_row[b])
+                return True
+        return False
+
     def _issue_column(self, u: int, s: _Unit, c: int, r: int, cmd: int, q: list, issued: list) -> None:
         ms = self.ms
         b = int(ms.r_bank[r])
@@ -208,6 +233,12 @@ class ReferenceController:
             ms.turnarounds[u] += 1
         s.last_dir = d
         q.remove(r)
+        row = int(ms.r_row[r])
+        if self._page != page_policy.OPEN:
+            left = sum(1 for x in q if int(ms.r_bank[x]) == b and int(ms.r_row[x]) == row)
+            if self._closes_row(self._page, left):
+                s.closing[b] = True
+                s.nclosing += 1
         line, seq, rd = ms.r_line[r], ms.r_seq[r], ms.r_kind[r] == Kind.READ
         for x in s.rq + s.wq:
             if ms.r_line[x] == line and ms.r_seq[x] > seq and not (rd and ms.r_kind[x] == Kind.READ):

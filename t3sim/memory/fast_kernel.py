@@ -25,7 +25,10 @@ State layout (all int64, ``u`` a unit):
   ``QF_NDEPS`` is its count of unfinished older same-line writes, kept equal to
   ``RQ[F_NDEPS, request]``;
 * ``hits[u, q, b]`` / ``qcnt[u, q, b]``: entries of queue ``q`` that hit bank ``b``'s
-  open row / that go to bank ``b``.
+  open row / that go to bank ``b``; a closing bank has no hits;
+* ``closing[u, b]``: 1 while bank ``b``'s open row is to be closed (page policy,
+  :mod:`t3sim.memory.page_policy`): no column command may use it, its PRE issues first on the
+  row bus; ``US[u, NCLOSING]`` counts such banks.
 
 Every function is compiled without the numba runtime (``_nrt=False``): nothing here
 allocates, and with the runtime numba reference-counts array arguments and views at
@@ -40,13 +43,14 @@ import numpy as np
 from t3sim.memory import timing as T
 from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_BANK, F_CLASS, F_DONE, F_ISSUE, F_KIND, F_LINE, F_NDEPS,
                                       F_NEXT, F_ROW, F_SEQ)
+from t3sim.memory.page_policy import OPEN, closes_row
 from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, NEVER, THRESHOLD
 
 # unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
-CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NUS = range(11)
+CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, NUS = range(12)
 # parameters (P[NP:]: the arbitration policy's)
 (P_NB, P_BPG, P_RQ, P_WQ, P_HI, P_LO, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
- P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, NP) = range(19)
+ P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, NP) = range(20)
 ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
 # queue entry fields (Q[u, q, j, field])
 QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_KIND, QF_NDEPS, NQF = range(7)
@@ -72,8 +76,10 @@ def _ready(u, bank, g, cmd, nb0, ready, act_hist, US, faw):
 
 
 @nb.njit(cache=True, _nrt=False)
-def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log, counts, hits, Q):
-    """Issue ``cmd`` (to ``bank``/``row``; -1 for REF) at cycle ``c``: timing, open rows, row-hit counts, log."""
+def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log, counts, hits, Q,
+           closing):
+    """Issue ``cmd`` (to ``bank``/``row``; -1 for REF) at cycle ``c``: timing, open rows, row-hit counts,
+    closing banks, log."""
     ng = 1 + bank // P[P_BPG]  # bank-group node (unused for REF)
     nk = nb0 + bank  # bank node
     for n in range(6):
@@ -105,6 +111,9 @@ def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd
         open_row[u, bank] = -1
         hits[u, 0, bank] = 0
         hits[u, 1, bank] = 0
+        if closing[u, bank] != 0:
+            closing[u, bank] = 0
+            US[u, NCLOSING] -= 1
     cmd_count[u, cmd] += 1
     if P[P_LOG]:
         k = counts[2]
@@ -172,8 +181,8 @@ def policy_wake(c, a0, a1, occ, last_stream, last_comm, drain, threshold, pp):  
     raise NotImplementedError("run_kernel is a template: use t3sim.memory.controller_fast.kernels(policy)")
 
 
-def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, occ_hist,
-               bus_busy, turnarounds, cmd_count, out, out_log, counts):  # pragma: no cover - compiled
+def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, closing,
+               occ_hist, bus_busy, turnarounds, cmd_count, out, out_log, counts):  # pragma: no cover - compiled
     """Simulate every unit up to cycle ``until`` (exclusive). A template (module docstring): compile it
     with ``_nrt=False`` and ``policy_choose``/``policy_wake`` bound, as ``controller_fast.kernels`` does.
 
@@ -192,6 +201,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
     tBL = P[P_TBL]
     refresh_on = P[P_REFRESH_ON] != 0
     observing = P[P_OBSERVING] != 0
+    page = P[P_PAGE]
     pp = P[NP:]  # the policy's parameters
     for u in range(U):
         c = US[u, CYC]
@@ -202,7 +212,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
             rqn = US[u, RQN]
             wqn = US[u, WQN]
             empty = rqn == 0 and wqn == 0
-            if P[P_STOP_IDLE] != 0 and empty and f_head[u, 0] < 0 and f_head[u, 1] < 0:
+            if P[P_STOP_IDLE] != 0 and empty and f_head[u, 0] < 0 and f_head[u, 1] < 0 and US[u, NCLOSING] == 0:
                 na = c
                 break
             h0 = f_head[u, 0]
@@ -210,7 +220,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
             a0 = h0 >= 0 and r_arrive[h0] <= c
             a1 = h1 >= 0 and r_arrive[h1] <= c
             refresh_now = refresh_on and (US[u, REF_PENDING] != 0 or c >= US[u, REF_DUE])
-            if empty and not refresh_now and not a0 and not a1:
+            if empty and not refresh_now and not a0 and not a1 and US[u, NCLOSING] == 0:
                 na = BIG  # next cycle anything can arrive or refresh
                 if h0 >= 0 and r_arrive[h0] < na:
                     na = r_arrive[h0]
@@ -264,7 +274,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                             nd += 1
                 _enqueue(u, qi, r, nd, RQ, US, Q, qcnt)
                 b = RQ[F_BANK, r]
-                if open_row[u, b] == RQ[F_ROW, r]:
+                if open_row[u, b] == RQ[F_ROW, r] and closing[u, b] == 0:
                     hits[u, qi, b] += 1
                 arb[u, LAST_STREAM] = st
                 if st == 1:
@@ -325,7 +335,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                     if left == 0:
                         break
                     b = Q[u, qi, j, QF_BANK]
-                    if open_row[u, b] != Q[u, qi, j, QF_ROW]:
+                    if open_row[u, b] != Q[u, qi, j, QF_ROW] or closing[u, b] != 0:
                         continue
                     left -= 1
                     if Q[u, qi, j, QF_NDEPS] != 0:
@@ -335,7 +345,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                     if c >= t:
                         r = Q[u, qi, j, QF_REQ]
                         _issue(u, c, cmd, b, Q[u, qi, j, QF_ROW], P, LAT, nb0, ready, open_row, act_hist, US,
-                               cmd_count, out_log, counts, hits, Q)
+                               cmd_count, out_log, counts, hits, Q, closing)
                         RQ[F_ISSUE, r] = c
                         RQ[F_DONE, r] = c + (P[P_DONE_RD] if cmd == RD else P[P_DONE_WR])
                         bus_busy[u] += tBL
@@ -347,6 +357,11 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         hits[u, qi, b] -= 1
                         nhit -= 1
                         qn -= 1
+                        if page != OPEN and closes_row(page, hits[u, qi, b]):
+                            closing[u, b] = 1  # its PRE issues on the row bus (page_policy)
+                            US[u, NCLOSING] += 1
+                            hits[u, 0, b] = 0
+                            hits[u, 1, b] = 0
                         if qi == 1:  # only writes/updates have dependants: the younger same-line writes,
                             line = RQ[F_LINE, r]  # which follow it in the write queue
                             for k in range(j, qn):
@@ -368,7 +383,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         t = _ready(u, b, b // bpg, PRE, nb0, ready, act_hist, US, faw)
                         if c >= t:
                             _issue(u, c, PRE, b, open_row[u, b], P, LAT, nb0, ready, open_row, act_hist, US,
-                                   cmd_count, out_log, counts, hits, Q)
+                                   cmd_count, out_log, counts, hits, Q, closing)
                             acted = True
                             break
                         if t < wake:
@@ -377,7 +392,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                     t = ready[u, 0, REF]
                     if c >= t:
                         _issue(u, c, REF, -1, -1, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log,
-                               counts, hits, Q)
+                               counts, hits, Q, closing)
                         US[u, REF_PENDING] = 0
                         US[u, REF_DUE] += P[P_TREFI]
                         acted = True
@@ -386,14 +401,29 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
             else:
                 if refresh_on and US[u, REF_DUE] < wake:
                     wake = US[u, REF_DUE]
+                # closing banks first: the lowest one whose PRE is ready
+                closed_one = False
+                if US[u, NCLOSING] > 0:
+                    for b in range(NB):
+                        if closing[u, b] == 0:
+                            continue
+                        t = _ready(u, b, b // bpg, PRE, nb0, ready, act_hist, US, faw)
+                        if c >= t:
+                            _issue(u, c, PRE, b, open_row[u, b], P, LAT, nb0, ready, open_row, act_hist, US,
+                                   cmd_count, out_log, counts, hits, Q, closing)
+                            acted = True
+                            closed_one = True
+                            break
+                        if t < wake:
+                            wake = t
                 # Only an entry that misses its bank's open row may act (ACT a closed bank, PRE an
                 # open one that no entry of the queue hits), and whether it may depends on its bank
                 # alone: first the banks with such entries, for the wake-up or to learn that one may
                 # act; then, if one may, the oldest such entry of such a bank acts.
                 may_act = False
-                for g in range(NB // bpg):
+                for g in range(0 if closed_one else NB // bpg):
                     for b in range(g * bpg, (g + 1) * bpg):
-                        if qcnt[u, qi, b] == hits[u, qi, b]:
+                        if qcnt[u, qi, b] == hits[u, qi, b] or closing[u, b] != 0:
                             continue
                         if open_row[u, b] < 0:
                             t = _ready(u, b, g, ACT, nb0, ready, act_hist, US, faw)
@@ -408,13 +438,13 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                 for j in range(qn if may_act else 0):
                     b = Q[u, qi, j, QF_BANK]
                     op = open_row[u, b]
-                    if op == Q[u, qi, j, QF_ROW] or (op >= 0 and hits[u, qi, b] > 0):
+                    if op == Q[u, qi, j, QF_ROW] or (op >= 0 and hits[u, qi, b] > 0) or closing[u, b] != 0:
                         continue
                     cmd = ACT if op < 0 else PRE
                     if c >= _ready(u, b, b // bpg, cmd, nb0, ready, act_hist, US, faw):
                         r = Q[u, qi, j, QF_REQ]
                         _issue(u, c, cmd, b, Q[u, qi, j, QF_ROW] if cmd == ACT else op, P, LAT, nb0, ready,
-                               open_row, act_hist, US, cmd_count, out_log, counts, hits, Q)
+                               open_row, act_hist, US, cmd_count, out_log, counts, hits, Q, closing)
                         if cmd == PRE:
                             RQ[F_CLASS, r] = 2
                         elif RQ[F_CLASS, r] != 2:

@@ -26,9 +26,9 @@ from t3sim.memory.fast_kernel import run_kernel
 from t3sim.sim.clock import cycle_start_tick
 
 
-def pump_step(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, occ_hist,
-              bus_busy, turnarounds, cmd_count, out, out_log, counts, b_done, b_remaining, cnt, rowcls, sc, bw, lat,
-              bin_cycles, hook, writes_only, freq_kHz, pseudo_channels):  # pragma: no cover - compiled
+def pump_step(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, closing,
+              occ_hist, bus_busy, turnarounds, cmd_count, out, out_log, counts, b_done, b_remaining, cnt, rowcls, sc,
+              bw, lat, bin_cycles, hook, writes_only, freq_kHz, pseudo_channels):  # pragma: no cover - compiled
     """Simulate every unit up to cycle ``until`` and retire what issued.
 
     Returns ``(done, done_tick, rows, need_bins, need_lat, writes)``: the completed batches in
@@ -39,8 +39,8 @@ def pump_step(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, 
     of the issued requests were writes or updates.
     ``counts`` and ``out`` are as for :func:`run_kernel`.
     """
-    run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, occ_hist,
-               bus_busy, turnarounds, cmd_count, out, out_log, counts)
+    run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, closing,
+               occ_hist, bus_busy, turnarounds, cmd_count, out, out_log, counts)
     if hook and counts[1] > 0:
         rows = admission_rows(out[1, : counts[1]], RQ, writes_only, freq_kHz, pseudo_channels)
     else:

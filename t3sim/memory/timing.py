@@ -1,7 +1,8 @@
-"""HBM command set and timing constraints as one declarative table.
+"""HBM command set, the form of timing rules, and their resolution into numbers.
 
-The table is pure data, in the style Ramulator 2 uses to describe a DRAM
-standard: each rule says "a command ``nxt`` issued to a node of ``scope``
+The rules themselves are data, one rule set per DRAM standard
+(:mod:`t3sim.memory.standards`, selected by ``hbm.standard``), in the style
+Ramulator 2 uses to describe a DRAM standard: each rule says "a command ``nxt`` issued to a node of ``scope``
 must wait at least ``latency`` cycles after the most recent ``prev`` issued to
 the *same* node". Scopes are nested: ``channel`` (one independent channel or
 pseudo-channel: its command buses, data bus and ACT window), ``bankgroup``
@@ -13,8 +14,8 @@ burst = ``burst_length / transfers_per_clock``). All values are integer HBM
 command-clock cycles (nCK).
 
 The scheduler (``controller_ref``/``controller_fast``) and the independent
-checker (``checker``) both compile this table, each in its own way; nothing
-else in t3sim states a timing constraint.
+checker (``checker``) both compile the selected standard's rules, each in its
+own way; nothing else in t3sim states a timing constraint.
 
 Besides the rules there are state rules the checker enforces (ACT needs a
 closed bank, column commands need their row open, PRE needs an open bank,
@@ -26,7 +27,7 @@ row command and one column command per channel per cycle).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict
 
 import numpy as np
 
@@ -58,53 +59,6 @@ class Rule:
     why: str
 
 
-_COL = ("RD", "WR", "UPD")
-_WRITES = ("WR", "UPD")
-
-
-def _rules() -> List[Rule]:
-    r: List[Rule] = []
-    # --- bank
-    for c in _COL:
-        r.append(Rule("ACT", c, "bank", "tRCD", "row to column delay"))
-    r += [
-        Rule("ACT", "PRE", "bank", "tRAS", "row active time"),
-        Rule("ACT", "ACT", "bank", "tRC", "row cycle"),
-        Rule("PRE", "ACT", "bank", "tRP", "row precharge"),
-        Rule("RD", "PRE", "bank", "tRTP", "read to precharge"),
-    ]
-    for w in _WRITES:
-        r.append(Rule(w, "PRE", "bank", "tWL + tBL + tWR", "write recovery (op-and-store writes back like WR)"))
-    # --- bank group
-    r.append(Rule("ACT", "ACT", "bankgroup", "tRRD", "ACT to ACT (one tRRD in ref. [11])"))
-    for p in ("RD", "WR"):
-        for n in _COL:
-            r.append(Rule(p, n, "bankgroup", "tCCD_L", "column to column, same bank group"))
-    for n in _COL:
-        r.append(Rule("UPD", n, "bankgroup", "tCCDWL", "column after op-and-store, same bank group (CCDWL = 2 x CCDL)"))
-    # --- channel
-    r.append(Rule("ACT", "ACT", "channel", "tRRD", "ACT to ACT, any bank"))
-    for p in _COL:
-        for n in _COL:
-            same_dir = (p == "RD") == (n == "RD")
-            if same_dir:
-                r.append(Rule(p, n, "channel", "max(tCCD_S, tBL)", "column to column, any bank group; data bus busy tBL"))
-    for n in _WRITES:
-        r.append(Rule("RD", n, "channel", "tRTW", "read to write bus turnaround"))
-    for p in _WRITES:
-        r.append(Rule(p, "RD", "channel", "tWL + tBL + tWTR", "write to read turnaround"))
-    r += [
-        Rule("PRE", "REF", "channel", "tRP", "all banks precharged before refresh"),
-        Rule("REF", "ACT", "channel", "tRFC", "refresh cycle"),
-        Rule("REF", "REF", "channel", "tRFC", "refresh cycle"),
-    ]
-    return r
-
-
-#: The HBM2 timing table (JESD235 organisation, Ramulator-2 style).
-TIMING_TABLE: Tuple[Rule, ...] = tuple(_rules())
-
-
 @dataclass(frozen=True)
 class WindowRule:
     """At most ``count`` ``cmd`` per ``scope`` node within any ``window`` nCK."""
@@ -116,12 +70,21 @@ class WindowRule:
     why: str
 
 
-WINDOW_TABLE: Tuple[WindowRule, ...] = (WindowRule("ACT", 4, "channel", "tFAW", "four-activate window"),)
+def standard(hbm):
+    """The rule set ``hbm.standard`` names (a :class:`~t3sim.memory.standards.base.Standard`)."""
+    from t3sim import registry
+
+    return registry.get("dram_standard", hbm.standard, "hbm.standard")
 
 
 def timing_values(hbm) -> Dict[str, int]:
-    """Named timing values (nCK) of an :class:`~t3sim.config.memory.HBMConfig`, plus ``tBL``."""
-    vals = {k.removesuffix("_nCK"): int(v) for k, v in hbm.timing.model_dump().items()}
+    """Named timing values (nCK) that ``hbm``'s standard reads, plus ``tBL``; an unset optional parameter
+    takes the value of the one it defaults to (e.g. ``tRRD_L`` = ``tRRD``)."""
+    std = standard(hbm)
+    raw = {k.removesuffix("_nCK"): v for k, v in hbm.timing.model_dump().items()}
+    vals = {p: int(raw[p]) for p in std.timing}
+    for p, fallback in std.optional.items():
+        vals[p] = int(raw[p]) if raw[p] is not None else vals[fallback]
     if hbm.burst_length % hbm.transfers_per_clock:
         raise ValueError("burst_length must be a multiple of transfers_per_clock")
     vals["tBL"] = hbm.burst_length // hbm.transfers_per_clock
@@ -162,13 +125,14 @@ class Timing:
 
 
 def resolve(hbm) -> Timing:
-    """Resolve :data:`TIMING_TABLE` for ``hbm`` (an HBMConfig)."""
+    """Resolve the rules of ``hbm``'s standard (``hbm.standard``) for ``hbm`` (an HBMConfig)."""
+    std = standard(hbm)
     vals = timing_values(hbm)
     lat = np.full((len(SCOPES), NCMD, NCMD), -1, dtype=np.int64)
-    for rule in TIMING_TABLE:
+    for rule in std.rules:
         s, p, n = SCOPES.index(rule.scope), CMD_NAMES.index(rule.prev), CMD_NAMES.index(rule.nxt)
         lat[s, p, n] = max(lat[s, p, n], evaluate(rule.latency, vals))
-    (w,) = WINDOW_TABLE
+    (w,) = std.windows
     if (w.cmd, w.scope) != ("ACT", "channel"):
         raise NotImplementedError("the schedulers implement window rules for ACT per channel only")
     return Timing(vals, lat, evaluate(w.window, vals), w.count)

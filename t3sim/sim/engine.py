@@ -258,7 +258,8 @@ class Engine:
                     elif now - last_progress_t > window:
                         raise SimulationError(
                             f"stall: no progress for {(now - last_progress_t) / TICKS_PER_US:g} us of simulated time "
-                            f"at t={now / TICKS_PER_US:.3f} us; stuck: {self.stuck_report()}")
+                            f"(the watchdog, simulation.watchdog_idle_ns) at t={now / TICKS_PER_US:.3f} us; stuck: "
+                            f"{self.stuck_report()}")
                     if reporter is not None and (n & 0x3FF) == 0:
                         wall = time.monotonic()
                         if wall - last_report >= poll_s:

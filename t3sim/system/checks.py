@@ -17,7 +17,9 @@ meaningless result minutes later:
   banks_per_group x rows x row_size_B``); addresses beyond it would wrap onto other arrays;
 * a fused GEMM-RS (T3) has at least one WG per GPU (its reduce-scatter cuts the WGs into one chunk per GPU);
 * a scheme that runs collectives has at least 2 GPUs (a 1-GPU system runs one GPU's GEMM of the
-  sub-layer, for schemes without collectives such as ``copy``).
+  sub-layer, for schemes without collectives such as ``copy``);
+* a scheme that sets the memory-controller arbitration (T3: round_robin, T3-MCA: t3_mca) is not given
+  another one explicitly (it would be replaced, so the setting would do nothing).
 """
 
 from __future__ import annotations
@@ -78,6 +80,11 @@ def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
                          f"{n} GPU (system.interconnect.num_gpus)",
                          "a scheme without collectives (" + ", ".join(
                              s for s, v in SCHEMES.items() if not v.collectives) + ") or num_gpus = workload.tp >= 2")
+    arb, mc_arb = getattr(scheme, "arbitration", None), exp.system.memory_controller.arbitration
+    if arb is not None and "kind" in mc_arb.model_fields_set and mc_arb.kind != arb:
+        raise InputError(f"{pre}system.memory_controller.arbitration.kind",
+                         f"{mc_arb.kind!r} with scheme.kind={exp.scheme.kind!r}, which runs {arb} arbitration (the "
+                         "scheme sets it, paper Sec. 5.3)", f"{arb}, or leave the arbitration kind unset")
     if getattr(scheme, "fused_rs", False) and k.num_wgs < n:
         raise InputError(f"{pre}scheme.kind", f"{exp.scheme.kind!r} with a GEMM of {k.num_wgs} WGs on {n} GPUs",
                          f"a fused GEMM-RS needs at least one WG per GPU ({n}); a larger workload or scheme.kind: sequential")

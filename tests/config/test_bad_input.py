@@ -125,3 +125,26 @@ def test_watermarks_ordered(run_cli):
 def test_usage_error_is_one_line(run_cli):
     rc, _, err = run_cli("config", "frobnicate")
     assert_one_line_error(rc, err, "invalid choice")
+
+
+@pytest.mark.parametrize("sets,expect", [
+    # an option read only by another kind or mode would be accepted and ignored (issue 16 item 3)
+    (["system.address_map.field_order=col_low,col_high,channel,bankgroup,bank,row"],
+     ("field_order", "channel_interleave", "row_bank_column_channel")),
+    (["system.memory_controller.arbitration.occupancy_threshold=5"], ("occupancy_threshold=5", "threshold_mode=dynamic")),
+    (["system.memory_controller.arbitration.threshold_mode=static",
+      "system.memory_controller.arbitration.dynamic_thresholds=[1, 2, 3]"], ("dynamic_thresholds", "threshold_mode=static")),
+    (["system.hbm.timing.tPPD_nCK=2"], ("tPPD_nCK=2", "HBM2 rule set", "HBM3")),
+    (["system.hbm.standard=HBM3E"], ("tPPD_nCK", "needs tPPD")),
+])
+def test_options_that_would_be_ignored_are_refused(run_cli, sets, expect):
+    args = [a for s in sets for a in ("--set", s)]
+    rc, _, err = run_cli("config", "show", EXP, *args)
+    assert_one_line_error(rc, err, *expect)
+
+
+def test_arbitration_the_scheme_replaces_is_refused(run_cli, tmp_path):
+    """T3 and T3-MCA set the memory-controller arbitration; another one given explicitly would be ignored."""
+    rc, _, err = run_cli("run", EXP, "--set", "scheme.kind=t3_mca", "--set",
+                         "system.memory_controller.arbitration.kind=compute_first", "--out", str(tmp_path))
+    assert_one_line_error(rc, err, "system.memory_controller.arbitration.kind", "'compute_first'", "t3_mca")

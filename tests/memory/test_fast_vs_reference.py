@@ -1,7 +1,7 @@
 """The fast (numba, skipping) controller makes the reference controller's decisions.
 
 Randomized traces (hypothesis) over small configurations that exercise backpressure (small queues),
-write drain, refresh, same-line hazards and every arbitration policy. The issue asks for agreement
+write drain, refresh, same-line hazards, every arbitration policy and every page policy. The issue asks for agreement
 within 1% on completion time and bandwidth; the two are in fact identical per request and per command.
 """
 
@@ -29,6 +29,7 @@ def traces(draw):
             "write_queue_entries": draw(st.sampled_from([4, 16, 64])),
             "write_starvation_limit_cycles": draw(st.sampled_from([50, 2000])),
             "admissions_per_cycle": draw(st.sampled_from([1, 2])),
+            "page_policy": draw(st.sampled_from(["open", "closed", "closed_adaptive"])),
             "arbitration": {"kind": policy, "threshold_mode": "static",
                             "occupancy_threshold": draw(st.sampled_from([None, 2, 10])),
                             "starvation_limit_cycles": draw(st.sampled_from([20, 1000]))},

@@ -174,8 +174,9 @@ def views(draw):
     """A policy (built from a random arbitration config) and a random decision view."""
     policy = draw(st.sampled_from(POLICIES))
     mode = draw(st.sampled_from(["static", "dynamic"]))
+    static = {"occupancy_threshold": draw(st.sampled_from([None, 1, 5, 30]))} if mode == "static" else {}
     arb = system(1, memory_controller={"arbitration": {
-        "kind": policy, "threshold_mode": mode, "occupancy_threshold": draw(st.sampled_from([None, 1, 5, 30])),
+        "kind": policy, "threshold_mode": mode, **static,
         "starvation_limit_cycles": draw(st.integers(1, 5000))}}).memory_controller.arbitration
     c = draw(st.integers(0, 1 << 40))
     arrival = st.one_of(st.just(-1), st.integers(0, c))

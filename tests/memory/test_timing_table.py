@@ -8,19 +8,32 @@ from t3sim.config import HBMConfig, HBMTimingConfig
 from t3sim.memory import timing as T
 
 
+def _standards():
+    from t3sim import registry
+
+    return [registry.get("dram_standard", n) for n in registry.names("dram_standard")]
+
+
 def test_every_rule_names_known_commands_scopes_and_timings():
     names = {k.removesuffix("_nCK") for k in HBMTimingConfig.model_fields} | {"tBL"}
-    for r in T.TIMING_TABLE:
-        assert r.prev in T.CMD_NAMES and r.nxt in T.CMD_NAMES and r.scope in T.SCOPES
-        for tok in re.findall(r"t[A-Za-z_]+", r.latency):
-            assert tok in names, (r, tok)
+    for std in _standards():
+        for r in std.rules:
+            assert r.prev in T.CMD_NAMES and r.nxt in T.CMD_NAMES and r.scope in T.SCOPES
+            for tok in re.findall(r"t[A-Za-z_]+", r.latency):
+                assert tok in names and (tok == "tBL" or tok in std.reads()), (std.name, r, tok)
 
 
 def test_every_timing_parameter_is_used_by_some_rule():
-    used = " ".join(r.latency for r in T.TIMING_TABLE) + " " + " ".join(w.window for w in T.WINDOW_TABLE)
-    used += " tCL tWL tREFI"  # data offsets and the refresh interval are used by the controllers directly
-    for k in HBMTimingConfig.model_fields:
-        assert k.removesuffix("_nCK") in used.split() or re.search(rf"\b{k.removesuffix('_nCK')}\b", used), k
+    """Every parameter a standard reads is used by one of its rules (or by the controllers directly), and
+    every timing field of the config is read by some standard."""
+    read = set()
+    for std in _standards():
+        used = " ".join(r.latency for r in std.rules) + " " + " ".join(w.window for w in std.windows)
+        used += " tCL tWL tREFI"  # data offsets and the refresh interval are used by the controllers directly
+        for p in std.reads():
+            assert re.search(rf"\b{p}\b", used), (std.name, p)
+        read |= set(std.reads())
+    assert {k.removesuffix("_nCK") for k in HBMTimingConfig.model_fields} == read
 
 
 def test_table1_defaults_resolve():

@@ -1,0 +1,54 @@
+"""HBM3 and HBM3E (JEDEC JESD238, JESD238A) as t3sim schedules them.
+
+What differs from HBM2 at t3sim's level, from the JEDEC-derived HBM3 table of Ramulator 2
+(python/ramulator/dram/hbm3.py, which cites JESD238's tables):
+
+* **tPPD**, a minimum PRE-to-PRE delay between any two banks of a pseudo-channel ("new in HBM3";
+  Ramulator 2's HBM3 6400 Mbps preset: nPPD = 2 CK of 625 ps = 1.25 ns). Modelled: the rule
+  ``PRE -> PRE, channel, tPPD`` (``hbm.timing.tPPD_nCK``, required by this rule set).
+* the bank-group splits tRRD_L/tRRD_S, tWTR_L/tWTR_S and tRCDRD/tRCDWR, which HBM2 has too
+  (:mod:`~t3sim.memory.standards.hbm2`); Ramulator 2's HBM3 preset splits all three (4/5, 7/10, 31/15 CK).
+
+Not modelled (each listed in :data:`NOT_MODELLED`): the pseudo-channel organisation (JESD238 has only
+pseudo-channel mode: two 32-bit pseudo-channels per 64-bit channel, BL8 = 32 B per access; t3sim
+moves 64 B requests, so the presets model a 64-bit channel as one unit with BL8 = 64 B accesses:
+same peak bandwidth, half the banks a real channel's two pseudo-channels have), half-cycle row
+commands (ACT 1.5 CK, PRE/REF 0.5 CK on the row bus), the 1:4 CK-to-data ratio (t3sim counts the
+clock the config gives), stack IDs and tCCDR, per-bank refresh (REFpb: Ramulator 2's HBM3
+controller can refresh per bank; t3sim refreshes all banks), and refresh management (RFM).
+
+HBM3E is the same protocol at higher data rates (vendors' 8-9.6 Gbps parts; SkyeChip's HBM3 memory
+controller IP, for one, runs HBM3 and HBM3E stacks under JESD238A at up to 9.6 Gbps): it selects this
+rule set.
+"""
+
+from __future__ import annotations
+
+from t3sim.memory.standards.base import BASE_TIMING, HBM_WINDOWS, SPLITS, Standard, hbm_rules
+from t3sim.memory.timing import Rule
+from t3sim.registry import add
+
+RULES = (*hbm_rules(), Rule("PRE", "PRE", "channel", "tPPD", "PRE to PRE, any bank of the pseudo-channel (JESD238 tPPD)"))
+
+MODELLED = (
+    "separate row and column command buses per channel (one command each per cycle) and one data bus",
+    "bank, bank-group and channel timing rules (tRCD/tRCDWR, tRAS, tRP, tRC, tRTP, tWR, tCCD_S/L, tRRD_S/L, "
+    "tWTR_S/L, tRTW, tFAW) and the PRE-to-PRE delay tPPD",
+    "all-bank refresh (REFab) every tREFI, tRFC long",
+)
+NOT_MODELLED = (
+    "pseudo-channel mode: two 32-bit pseudo-channels per 64-bit channel with BL8 = 32 B (t3sim moves 64 B "
+    "requests: issue 16 item 2); the presets model each 64-bit channel as one unit",
+    "the two pseudo-channels share the channel's command buses",
+    "half-cycle row commands (ACT 1.5 CK, PRE and REF 0.5 CK) and the 1:4 CK-to-data ratio",
+    "stack IDs (SID) and tCCDR",
+    "per-bank refresh (REFpb), refresh postponement, refresh management (RFM)",
+    "power-down and self-refresh states",
+)
+
+HBM3 = Standard("HBM3", "JESD238", RULES, HBM_WINDOWS, (*BASE_TIMING, "tPPD"), dict(SPLITS), MODELLED, NOT_MODELLED)
+HBM3E = Standard("HBM3E", "JESD238A (HBM3 rules at higher data rates)", RULES, HBM_WINDOWS, HBM3.timing, dict(SPLITS),
+                 MODELLED, NOT_MODELLED)
+
+add("dram_standard", "HBM3", HBM3)
+add("dram_standard", "HBM3E", HBM3E)
