@@ -112,13 +112,14 @@ class GemvShapeConfig(Model):
     (one WG per tile of ``rows_per_wg`` output rows, streaming its rows of W through the L2 from HBM,
     :mod:`t3sim.compute.gemv_kernel`); W is column-major (rocBLAS gemvn: element (i, k) at i + k M)."""
 
-    name: str = F(..., unit="name", desc="the GEMV's name (names results and plots)", source="user", min_length=1)
+    name: str = F(..., unit="name", desc="the GEMV's name (names results and plots)",
+                  descriptive="names results and plots; a run simulates the shape (M, K)", source="user", min_length=1)
     M: int = F(..., unit="count", desc="rows of W = length of the output vector y, the all-reduced vector",
                source="fused-collective paper Sec. IV-B (up to M = 64k); configs/experiments/fused-gemv.yaml", gt=0)
     K: int = F(..., unit="count", desc="columns of W = length of x over all GPUs (each GPU holds K/tp of them)",
                source="configs/experiments/fused-gemv.yaml (T3 Table 2 hidden sizes)", gt=0)
-    model: Optional[str] = F(None, unit="name", desc="descriptive: the model the GEMV comes from (not simulated)",
-                             source="user")
+    model: Optional[str] = F(None, unit="name", desc="the model the GEMV comes from",
+                             descriptive="records which model's sub-layer the GEMV is; not simulated", source="user")
     rows_per_wg: int = F(256, unit="count", desc="output rows per WG (the tile of y one WG computes)",
                          source=f"{ROCBLAS_GEMVN}: DIM_X x 4 = 256 rows per block", gt=0)
     threads_per_wg: int = F(1024, unit="count", desc="threads per WG", source=f"{ROCBLAS_GEMVN}: 64 x 16 threads",

@@ -26,6 +26,9 @@ from tests.conftest import REPO
 
 DEFAULT = REPO / "configs/experiments/default.yaml"
 COPY = REPO / "configs/experiments/copy-contention.yaml"
+FUSED_GEMV = REPO / "configs/experiments/fused-gemv.yaml"
+# a 4096 x 4096 GEMV on 4 MI210s of 2 CUs: 16 tiles, so the occupancy sets the stages and the persistent grid
+GEMV = ("workload.gemv={name: v, M: 4096, K: 4096}", "system.gpu.num_cus=2", "sweep.cases=[]", "sweep.grid={}")
 
 # a 512-wide T-NLG OP sub-layer on 2 GPUs of 8 CUs: GEMM, reduce-scatter and all-gather in about a second
 TINY = ("workload.sublayer=OP", "workload.tokens=256", "workload.model.hidden_size=512", "workload.tp=2",
@@ -82,6 +85,9 @@ CONTEXTS: Dict[str, Context] = {
                             "system.l2.banks=16", "system.l2.size_MiB=10", "workload.tokens=512", "workload.sublayer=OP",
                             "scheme.copy_size_MiB=2", "scheme.copy_streams=1", "sweep.cases=[]", "sweep.grid={}"),
                     str(COPY)),
+    "gemv": Context("run", GEMV, str(FUSED_GEMV)),
+    "fused_gemv": Context("run", GEMV + ("scheme.kind=fused_gemv_ar",), str(FUSED_GEMV)),
+    "fused_gemv_x": Context("run", GEMV + ("scheme.kind=fused_gemv_ar", "simulation.mode=explicit"), str(FUSED_GEMV)),
     "mem": Context("mem", ("system.hbm.channels=4",)),
     "mem_mca": Context("mem", ("system.hbm.channels=4", "system.memory_controller.arbitration.kind=t3_mca",
                                "system.memory_controller.read_queue_entries=8",
@@ -277,6 +283,18 @@ RECIPES: Dict[str, Recipe] = {
     "workload.gemm.K": R("gemm", 256),
     "workload.gemm.scale_M": R("gemm", 2),
     "workload.gemm.scale_K": R("gemm", 2),
+    "workload.gemv.M": R("gemv", 2048),
+    "workload.gemv.K": R("gemv", 2048),
+    "workload.gemv.rows_per_wg": R("gemv", 128),
+    "workload.gemv.threads_per_wg": R("gemv", 512),
+    "workload.gemv.cols_per_step": R("gemv", 32),
+    "workload.gemv.steps_in_flight": R("gemv", 2),
+    "workload.gemv.registers_per_thread": R("gemv", 96),
+    "workload.gemv.lds_per_wg_B": R("gemv", 65536),
+    "scheme.fused_library_registers_per_thread": R("fused_gemv", 80),
+    "scheme.fused_put_api_latency_ns": R("fused_gemv", 1000),
+    "scheme.fused_bookkeeping_ns": R("fused_gemv", 1000),
+    "scheme.fused_comm_aware": R("fused_gemv_x", False),
     "workload.sublayer": R("tiny", "FC-1"),
     "workload.tp": R("tiny", 4, with_=("system.interconnect.num_gpus=4",)),
     "workload.tokens": R("tiny", 128),
