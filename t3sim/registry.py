@@ -6,7 +6,8 @@ shadowing each other is a bug that produces plausible wrong numbers).
 
 Categories in use: ``arbitration`` (memory-controller compute/communication
 arbitration), ``scheduler`` (DRAM command scheduler), ``address_map``,
-``topology``, ``collective``, ``scheme`` (overlap scheme), ``executor``.
+``topology``, ``collective``, ``scheme`` (overlap scheme), ``executor``,
+``tracker_admission`` (who may take a free way of a T3 tracker set).
 
 Plug-in modules are imported lazily by :func:`load_plugins` so that the config
 layer can validate ``kind`` names without importing the simulator at import time.
@@ -27,6 +28,7 @@ T = TypeVar("T")
 PLUGIN_MODULES = (
     "t3sim.memory.policies",
     "t3sim.memory.address_map",
+    "t3sim.dma.tracker_policy",
     "t3sim.interconnect.topology",
     "t3sim.collectives",
     "t3sim.schemes",

@@ -64,6 +64,18 @@ class TrackerConfig(Model):
     counter_bits: int = F(16, unit="bits", desc="bits of the access counter per entry", source="assumption: enough for wf_tile_size x 2 updates; with address_bits=48 and wg_id_bits=16 gives the paper's 19 KB (t3sim/dma/tracker.py)", gt=0)
     wg_id_bits: int = F(16, unit="bits", desc="bits of a WG id; the tag's wg_msb is wg_id_bits - log2(entries)", source="assumption: 16-bit WG ids (64K WGs per kernel) make the paper's stated fields total its 19 KB (Sec. 4.2.1)", gt=0)
     full_policy: Literal["stall"] = F("stall", unit="enum", desc="what an access does when its set is full", source="issue 5")
+    admission: str = F(
+        "reserve_ready", unit="name",
+        desc="who may take a free way of a set (t3sim/dma/tracker_policy.py): reserve_ready = the last free way only for an "
+             "access that leaves a ready region (one whose every access is sure to arrive) in the set, deadlock-free, one "
+             "ready bit per way (19.25 KiB at the paper's geometry); first_come = any access, can deadlock round the ring",
+        source="issue 16 item 4: the paper sizes the tracker for one producer stage (Sec. 4.2.1) and states no policy for "
+               "full sets; first_come deadlocks GPT-3 FC-1/IP at TP=32 (experiments/t3-sublayers/README.md item 7)")
+
+    @field_validator("admission")
+    @classmethod
+    def _admission(cls, v: str) -> str:
+        return check_kind("tracker_admission", v)
 
 
 class DMAConfig(Model):
