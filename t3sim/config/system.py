@@ -52,6 +52,22 @@ class InterconnectConfig(Model):
     def _kind(cls, v: str) -> str:
         return check_kind("topology", v)
 
+    @property
+    def gpu_links(self) -> int:
+        """Links one GPU sends on (and receives on) in the topology ``kind`` (t3sim/interconnect/topology.py):
+        ring 2 (bidirectional, > 2 GPUs), 1, or none with one GPU; direct num_gpus - 1; switch 1 (its port)."""
+        n = self.num_gpus
+        if self.kind == "ring":
+            return 0 if n < 2 else 2 if self.bidirectional and n > 2 else 1
+        if self.kind == "direct":
+            return n - 1
+        return 1
+
+    @property
+    def gpu_link_GBps(self) -> float:
+        """Bandwidth one GPU's links carry in each direction (GB/s): :attr:`gpu_links` x link_bandwidth_GBps."""
+        return self.gpu_links * self.link_bandwidth_GBps
+
 
 class TrackerConfig(Model):
     """T3 wavefront-granular tracker at each memory controller (paper Sec. 4.2.1, Fig. 9)."""
