@@ -67,6 +67,9 @@ SPECS = (
          ("workload.tokens=128", _set("sweep.cases", [{"scheme.kind": "sequential"}, {}, {"system.tracker.entries": 16},
                                                       {"system.tracker.granularity": "wg"}]),
           _set("sweep.grid", {"workload.sublayer": ["FC-2"]}))),
+    Spec("sweep-tracker", "sweep-tracker", "tracker size at TP=32 (Sec. 6.4; deadlock-free admission)",
+         ("workload.tokens=128", _set("sweep.cases", [{"scheme.kind": "sequential"}, {}]),
+          _set("sweep.grid", {"workload.sublayer": ["FC-1"]})), "experiments/sweep-tracker/tp32.yaml"),
     Spec("sweep-mca", "sweep-mca", "MCA thresholds and starvation limit",
          ("workload.tokens=128", _set("sweep.cases", [
              {"scheme.kind": "sequential"}, {"scheme.kind": "t3"}, {},
