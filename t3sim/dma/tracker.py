@@ -37,8 +37,10 @@ arrive; deadlock-free, the argument is in that module). A region is ready
 once an access from a peer (communication stream) was counted into it, or
 from allocation when it expects none (``program(..., peer_input=False)``).
 
-Statistics (:meth:`stats`): stalled accesses, the ticks they waited and the
-most waiting at once; the last-way refusals of the policy; per-set occupancy
+Statistics (:meth:`stats`): stalled accesses, the ticks they waited, the
+most waiting at once and the most regions they belonged to at once (a stall
+buffer holding one pending count per region needs that many entries; the
+buffer is modelled as unbounded, outside the 19 KB); the last-way refusals of the policy; per-set occupancy
 (most ways of one set, time-weighted mean occupied ways per set, most ways
 of all sets at once), sets that were ever full and set-time spent full.
 
@@ -118,6 +120,8 @@ class Tracker:
         self.max_set_use = 0
         self.refusals = 0  # accesses the policy kept from a free way
         self.stalled_now = self.peak_stalled = 0
+        self._pending: Dict[Region, int] = {}  # stalled accesses per region (a coalescing stall buffer's entries)
+        self.peak_pending_regions = 0
         # occupancy over time: ways in use (all sets), full sets, their integrals since the first access
         self._use_total = self.peak_use = self._full_sets = 0
         self._use_area = self._full_area = 0
@@ -236,6 +240,10 @@ class Tracker:
             self.stalled_accesses += 1
             self.stalled_now += 1
             self.peak_stalled = max(self.peak_stalled, self.stalled_now)
+            k = self._pending.get(r, 0)
+            self._pending[r] = k + 1
+            if not k:
+                self.peak_pending_regions = max(self.peak_pending_regions, len(self._pending))
             return
         self._allocate(r, s, tick, comm)
         self._bump(r, tick, 1)
@@ -328,6 +336,11 @@ class Tracker:
                 n = len(t0s)
                 self.stall_ticks += sum(max(0, tick - t0) for t0 in t0s)
                 self.stalled_now -= n
+                left = self._pending[r] - n
+                if left:
+                    self._pending[r] = left
+                else:
+                    del self._pending[r]
                 before = len(self._fired)
                 self._bump(r, tick, n, retry=False)
                 if len(self._fired) > before:
@@ -362,6 +375,7 @@ class Tracker:
         missing = [r for r in self._threshold if r not in self._fired]
         assert not missing, f"{self.name}: {len(missing)} regions never reached their threshold, e.g. {missing[:3]}"
         assert not any(self._stalled.values()), f"{self.name}: stalled accesses left"
+        assert not self._pending and self.stalled_now == 0, f"{self.name}: stall bookkeeping left {self.stalled_now}"
 
     def stats(self):
         from t3sim.results.stats import Stats
@@ -379,6 +393,8 @@ class Tracker:
         s.add("stall_ticks", self.stall_ticks, "ticks", "total time stalled accesses waited for a way")
         s.add("peak_stalled_accesses", self.peak_stalled, "count",
               "most accesses waiting for a way at once (the stall buffer the hardware would need; modelled as unbounded)")
+        s.add("peak_stalled_regions", self.peak_pending_regions, "count",
+              "most regions with waiting accesses at once (entries of a stall buffer that keeps one pending count per region)")
         s.add("last_way_refusals", self.refusals, "count",
               "accesses the admission policy kept from a set's last free way (reserve_ready; 0 under first_come)")
         s.add("max_set_occupancy", self.max_set_use, "count", "most ways of one set in use at once")

@@ -184,6 +184,7 @@ def test_occupancy_statistics_by_hand():
     assert s.value("full_set_ticks") == 40  # set 0 full from 20 to 60 (freed and retaken at 40)
     assert s.value("sets_ever_full") == 1 and s.value("sets_by_max_occupancy") == [0, 1, 1]
     assert (s.value("stalled_accesses"), s.value("stall_ticks"), s.value("peak_stalled_accesses")) == (1, 10, 1)
+    assert s.value("peak_stalled_regions") == 1
     assert s.value("last_way_refusals") == 0
     assert all(st.unit and st.description for _, st in s.items())
 
