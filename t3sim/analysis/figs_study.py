@@ -275,6 +275,6 @@ def sweep(runs: Sequence[Run], study: str, out: str | Path, formats: Sequence[st
             lab.set_rotation(30)
     axes[0][0].set_ylabel("T3-MCA speedup over Sequential (x)" if study == "tracker" else "speedup over Sequential (x)")
     h, lab = axes[0][0].get_legend_handles_labels()
-    fig.legend(h, lab, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=max(len(lab), 1))
+    fig.legend(h, lab, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=max(len(lab), 1))
     fig.suptitle(f"{'Tracker' if study == 'tracker' else 'MC arbitration'} sweep", fontsize=9)
     return save(fig, rows, out, f"sweep-{study}", formats)
