@@ -198,8 +198,12 @@ def fig14(csv_path: str | Path, out: str | Path, formats: Sequence[str] = ("png"
 
 
 # ---------------------------------------------------------------- parameter sweeps
-TRACKER_DEFAULTS = {"entries": 256, "ways": 8, "granularity": "wf", "granularity_multiple": 1}
-MCA_DEFAULTS = {"threshold_mode": "dynamic", "occupancy_threshold": None, "starvation_limit_cycles": 1000}
+TRACKER_DEFAULTS = {"entries": 256, "ways": 8, "granularity": "wf", "granularity_multiple": 1, "admission": "reserve_ready"}
+#: what a result written before a tracker field existed ran with (the admission policy was first_come)
+TRACKER_BEFORE = {"admission": "first_come"}
+MCA_DEFAULTS = {"threshold_mode": "dynamic", "occupancy_threshold": None, "starvation_limit_cycles": None}
+#: how the default starvation limit (None: derived from the link rate, t3sim/memory/policies/t3_mca.py) is labelled
+LINK_RATE = "link rate"
 
 
 def variant(r: Run, study: str) -> Tuple[str, str]:
@@ -207,14 +211,15 @@ def variant(r: Run, study: str) -> Tuple[str, str]:
     if r.scheme == "sequential":
         return ("reference", "Sequential")
     if study == "tracker":
-        diff = [(k, r.cfg(f"system.tracker.{k}")) for k, d in TRACKER_DEFAULTS.items() if r.cfg(f"system.tracker.{k}") != d]
+        cur = {k: r.cfg(f"system.tracker.{k}", TRACKER_BEFORE.get(k, d)) for k, d in TRACKER_DEFAULTS.items()}
+        diff = [(k, v) for k, v in cur.items() if v != TRACKER_DEFAULTS[k]]
         return (diff[0][0], str(diff[0][1])) if diff else ("paper point", "256 x 8, WF")
     if r.scheme == "t3":
         return ("threshold", "T3 (round-robin)")
     a = {k: r.cfg(f"system.memory_controller.arbitration.{k}") for k in MCA_DEFAULTS}
     if a["threshold_mode"] == "static":
         return ("threshold", f"static {'none' if a['occupancy_threshold'] is None else a['occupancy_threshold']}")
-    if a["starvation_limit_cycles"] != MCA_DEFAULTS["starvation_limit_cycles"]:
+    if a["starvation_limit_cycles"] is not None:
         return ("starvation_limit_cycles", str(a["starvation_limit_cycles"]))
     return ("threshold", "dynamic (default)")
 
@@ -222,16 +227,16 @@ def variant(r: Run, study: str) -> Tuple[str, str]:
 def sweep_rows(runs: Sequence[Run], study: str) -> List[Dict]:
     """One row per point (parameter, value, speedup over the same sub-layer's Sequential point); the design
     point is repeated in every parameter's panel as ``<default> (default)``."""
-    seq = {r.sublayer: r for r in runs if r.scheme == "sequential"}
+    seq = {(r.model, r.sublayer, r.tp): r for r in runs if r.scheme == "sequential"}
     rows = []
     for r in runs:
         p, v = variant(r, study)
-        base = seq.get(r.sublayer)
+        base = seq.get((r.model, r.sublayer, r.tp))
         sp = 100 * (f(base.summary, "total_us") / f(r.summary, "total_us") - 1) if base else math.nan
         rows.append({"model": r.model, "sublayer": r.sublayer, "tp": r.tp, "parameter": p, "value": v,
                      "scheme": r.scheme, "gemm_us": f(r.summary, "gemm_us"), "total_us": f(r.summary, "total_us"),
                      "speedup_pct": sp})
-    defaults = TRACKER_DEFAULTS if study == "tracker" else {"starvation_limit_cycles": MCA_DEFAULTS["starvation_limit_cycles"]}
+    defaults = TRACKER_DEFAULTS if study == "tracker" else {"starvation_limit_cycles": LINK_RATE}
     point = ("paper point", "256 x 8, WF") if study == "tracker" else ("threshold", "dynamic (default)")
     base_rows = [r for r in rows if (r["parameter"], r["value"]) == point]
     for p in dict.fromkeys(r["parameter"] for r in rows):
@@ -254,22 +259,22 @@ def sweep(runs: Sequence[Run], study: str, out: str | Path, formats: Sequence[st
     order = list(TRACKER_DEFAULTS) + ["threshold", "starvation_limit_cycles"]
     params = sorted((p for p in dict.fromkeys(r["parameter"] for r in rows) if p != "reference"),
                     key=lambda p: order.index(p) if p in order else len(order))
-    subs = sorted({r["sublayer"] for r in rows}, key=lambda s: case_sort_key("", s, 0))
+    cases = sorted({(r["model"], r["sublayer"], r["tp"]) for r in rows}, key=lambda c: (c[2], case_sort_key(c[0], c[1], c[2])))
     plt = pyplot()
     fig, axes = plt.subplots(1, max(len(params), 1), figsize=(3.2 * max(len(params), 1) + 1, 3.4), sharey=True, squeeze=False)
-    colors = {"OP": "#1f77b4", "FC-2": "#d62728", "FC-1": "#ff7f0e", "IP": "#2ca02c"}
+    palette = ["#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+    colors = {c: palette[i % len(palette)] for i, c in enumerate(cases)}
     for ax, p in zip(axes[0], params):
         vals = sorted({r["value"] for r in rows if r["parameter"] == p}, key=_value_key)
-        series = {s: [next((1 + r["speedup_pct"] / 100 for r in rows if r["parameter"] == p and r["value"] == v
-                            and r["sublayer"] == s), math.nan) for v in vals] for s in subs}
-        grouped_bars(ax, vals, series, colors, {s: f"T-NLG {s} TP=8" if rows and rows[0]["model"] == "t-nlg" else s
-                                                for s in subs})
+        series = {c: [next((1 + r["speedup_pct"] / 100 for r in rows if r["parameter"] == p and r["value"] == v
+                            and (r["model"], r["sublayer"], r["tp"]) == c), math.nan) for v in vals] for c in cases}
+        grouped_bars(ax, vals, series, colors, {c: f"{c[0]} {c[1]} TP={c[2]}" for c in cases})
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_xlabel(p.replace("_", " "), fontsize=8)
         for lab in ax.get_xticklabels():
             lab.set_rotation(30)
     axes[0][0].set_ylabel("T3-MCA speedup over Sequential (x)" if study == "tracker" else "speedup over Sequential (x)")
     h, lab = axes[0][0].get_legend_handles_labels()
-    fig.legend(h, lab, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=max(len(lab), 1))
+    fig.legend(h, lab, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=max(len(lab), 1))
     fig.suptitle(f"{'Tracker' if study == 'tracker' else 'MC arbitration'} sweep", fontsize=9)
     return save(fig, rows, out, f"sweep-{study}", formats)

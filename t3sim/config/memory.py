@@ -173,9 +173,14 @@ class ArbitrationConfig(Model):
     threshold_mode: Literal["static", "dynamic"] = F(
         "dynamic", unit="enum", desc="t3_mca: static threshold, or set from the occupancy observed during the producer's first, isolated stage",
         source="paper Sec. 4.5")
-    starvation_limit_cycles: int = F(
-        1000, unit="cycles", desc="t3_mca: serve communication once it has waited this many memory cycles",
-        source="assumption: paper Sec. 4.5 names the limit but not its value", gt=0)
+    starvation_limit_cycles: Optional[int] = F(
+        None, unit="cycles",
+        desc="t3_mca: serve communication once it has waited this many memory cycles since its arrival or the last "
+             "communication admission; None = the link rate: channels x 64 B x HBM clock / (the GPU's link bandwidth "
+             "in + out), the longest limit at which communication, when compute requests are always queued, is still "
+             "served as fast as the links move it (Table 1: 32 x 64 B x 1 GHz / 300 GB/s -> 6 cycles; t3sim/memory/policies/t3_mca.py)",
+        source="paper Sec. 4.5 names the limit (\"to ensure it is not starved\") but not its value; derived from Table 1's HBM "
+               "and ring bandwidths (issue 16 item 4). 1000 was the earlier assumption", gt=0)
     dynamic_occupancy_levels: List[float] = F(
         [32.0, 8.0, 1.0], unit="list",
         desc="t3_mca dynamic: mean queue occupancy (entries) observed in the isolated stage at or above level i selects dynamic_thresholds[i]; below all levels = unlimited",

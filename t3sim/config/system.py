@@ -52,6 +52,22 @@ class InterconnectConfig(Model):
     def _kind(cls, v: str) -> str:
         return check_kind("topology", v)
 
+    @property
+    def gpu_links(self) -> int:
+        """Links one GPU sends on (and receives on) in the topology ``kind`` (t3sim/interconnect/topology.py):
+        ring 2 (bidirectional, > 2 GPUs), 1, or none with one GPU; direct num_gpus - 1; switch 1 (its port)."""
+        n = self.num_gpus
+        if self.kind == "ring":
+            return 0 if n < 2 else 2 if self.bidirectional and n > 2 else 1
+        if self.kind == "direct":
+            return n - 1
+        return 1
+
+    @property
+    def gpu_link_GBps(self) -> float:
+        """Bandwidth one GPU's links carry in each direction (GB/s): :attr:`gpu_links` x link_bandwidth_GBps."""
+        return self.gpu_links * self.link_bandwidth_GBps
+
 
 class TrackerConfig(Model):
     """T3 wavefront-granular tracker at each memory controller (paper Sec. 4.2.1, Fig. 9)."""
@@ -65,6 +81,18 @@ class TrackerConfig(Model):
     wg_id_bits: int = F(16, unit="bits", desc="bits of a WG id; the tag's wg_msb is wg_id_bits - log2(entries)", source="assumption: 16-bit WG ids (64K WGs per kernel) make the paper's stated fields total its 19 KB (Sec. 4.2.1)", gt=0)
     full_policy: Literal["stall"] = F("stall", unit="enum", desc="what an access does when its set is full", source="issue 5",
                                       descriptive="stalling is the only policy implemented: the field names the model's choice and accepts no other")
+    admission: str = F(
+        "reserve_ready", unit="name",
+        desc="who may take a free way of a set (t3sim/dma/tracker_policy.py): reserve_ready = the last free way only for an "
+             "access that leaves a ready region (one whose every access is sure to arrive) in the set, deadlock-free, one "
+             "ready bit per way (19.25 KiB at the paper's geometry); first_come = any access, can deadlock round the ring",
+        source="issue 16 item 4: the paper sizes the tracker for one producer stage (Sec. 4.2.1) and states no policy for "
+               "full sets; first_come deadlocks GPT-3 FC-1/IP at TP=32 (experiments/t3-sublayers/README.md item 7)")
+
+    @field_validator("admission")
+    @classmethod
+    def _admission(cls, v: str) -> str:
+        return check_kind("tracker_admission", v)
 
 
 class DMAConfig(Model):

@@ -131,7 +131,7 @@ class MemorySystem:
         self.clock = Clock.from_GHz(hbm.clock_GHz, "hbm")
         self.timing = T.resolve(hbm)
         self.amap = address_map.build(system)
-        self.policy = build_policy(mc.arbitration)
+        self.policy = build_policy(mc.arbitration, system)
         self.geom = Geometry(hbm.channels, hbm.pseudo_channels, hbm.bank_groups, hbm.banks_per_group)
         self.access_B = hbm.access_size_B
         self.write_hi = max(1, int(round(mc.write_high_watermark * mc.write_queue_entries)))

@@ -169,6 +169,7 @@ class T3Context:
         self.wgs_stored = 0
         self.words_checked = 0
         self._deliv = A.deliveries(self.spaces) if (self.functional and self.homogeneous) else {}
+        self.senders = peer_senders(self.spaces)
         for g in model.sim_gpus:
             self._setup_gpu(g)
         if self.homogeneous:
@@ -200,8 +201,9 @@ class T3Context:
         return ev
 
     # ---------------------------------------------------------------- setup
-    def _blocks_for(self, g: int) -> List[Tuple[DmaBlock, List[Tuple[int, int]], List[int]]]:
-        """DMA blocks of GPU ``g``'s mapping: (block, its tracker regions, their thresholds).
+    def _blocks_for(self, g: int) -> List[Tuple[DmaBlock, List[Tuple[int, int]], List[int], List[int]]]:
+        """DMA blocks of GPU ``g``'s mapping: (block, its tracker regions, their thresholds, the number of
+        peers that send each region's positions to ``g``).
 
         A region's threshold is its store requests x the rule's updates per element (tracker doc).
         """
@@ -221,7 +223,8 @@ class T3Context:
                 idx = np.concatenate([ix for _, ix in grp])
                 blk = DmaBlock(key=grp[0][0], peer=rule.peer, op=rule.op, addrs=rq.addr[idx], wg_id=rq.wg_id[idx],
                                wf_id=rq.wf_id[idx], regions_left=len(grp))
-                out.append((blk, [k for k, _ in grp], [len(ix) * rule.updates_per_element for _, ix in grp]))
+                out.append((blk, [k for k, _ in grp], [len(ix) * rule.updates_per_element for _, ix in grp],
+                            [int(self.senders[g, rq.wg_id[ix]].max()) for _, ix in grp]))
         return out
 
     def _regions_of(self, tracker: Tracker, ps: np.ndarray) -> List[Tuple[Tuple[int, int], np.ndarray]]:
@@ -270,7 +273,11 @@ class T3Context:
         on_batch = self._mirror_dma if (self.homogeneous and g == 0) else None
         self.dmas[g] = DMAEngines(model.engine, g, h, self.fabric, model.system.dma, on_batch_sent=on_batch)
         self.blocks[g] = []
-        for blk, keys, thrs in self._blocks_for(g):
+        for blk, keys, thrs, peers in self._blocks_for(g):
+            if tr.uses_ready and max(peers) > 1:
+                raise InputError("system.tracker.admission",
+                                 f"{tr.policy.name}: a region of GPU {g} receives from {max(peers)} peers (the readiness "
+                                 "rule assumes at most one; t3sim/dma/tracker_policy.py)", "first_come for this mapping")
             self.blocks[g].append(blk)
             self.blocks_left += 1
 
@@ -280,8 +287,8 @@ class T3Context:
                     self.dmas[g].trigger(blk, tick)
                     self._block_started()
 
-            for key, thr in zip(keys, thrs):
-                tr.program(key, thr, fired, start_addr=int(blk.addrs[0]))
+            for key, thr, n in zip(keys, thrs, peers):
+                tr.program(key, thr, fired, start_addr=int(blk.addrs[0]), peer_input=n > 0)
         h.mem.set_enqueue_hook(tr.on_enqueue, writes_only=True)
 
     def _setup_shadows(self) -> None:
@@ -290,7 +297,7 @@ class T3Context:
         for blk in self.blocks[0]:
             ref_keys.add(self._seq_key(0, blk))
         for j in range(1, self.N):
-            for blk, _, _ in self._blocks_for(j):
+            for blk, *_ in self._blocks_for(j):
                 if blk.peer != 0:
                     continue
                 self.blocks_left += 1
@@ -351,6 +358,19 @@ class T3Context:
                 go()
             else:
                 written.callbacks.append(go)
+
+
+def peer_senders(spaces) -> np.ndarray:
+    """``(N, W)`` int: how many peers send each position to each GPU (remote stores or DMA)."""
+    N, W = spaces[0].num_gpus, spaces[0].num_wgs
+    out = np.zeros((N, W), dtype=np.int64)
+    for a in spaces:
+        for p in range(W):
+            for peer, _op in a.remote[p]:
+                out[peer, p] += 1
+            if a.dma[p] is not None:
+                out[a.dma[p].peer, p] += 1
+    return out
 
 
 class T3Output:

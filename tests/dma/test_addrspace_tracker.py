@@ -118,13 +118,17 @@ def test_api_rejects_bad_calls():
 
 
 def test_tracker_storage_is_the_papers_19KB():
-    """Sec. 4.2.1: 256 entries, wf_id 3 bits, 19 KB. 256 x 8 x (8+3+1+48+16) bits = 19,456 B."""
-    t = Tracker(TrackerConfig())
+    """Sec. 4.2.1: 256 entries, wf_id 3 bits, 19 KB. 256 x 8 x (8+3+1+48+16) bits = 19,456 B (first_come); the
+    deadlock-free default adds a ready bit per way: 19,712 B (19.25 KiB)."""
+    t = Tracker(TrackerConfig(admission="first_come"))
     b = t.storage_bits()
-    assert (b["wg_lsb"], b["wg_msb"], b["wf_id"]) == (8, 8, 3)
+    assert (b["wg_lsb"], b["wg_msb"], b["wf_id"], b["ready"]) == (8, 8, 3, 0)
     assert b["per_way"] == 76
     assert b["total"] == 256 * 8 * 76 == 155_648
     assert t.storage_bytes() == 19_456 == 19 * 1024
+    d = Tracker(TrackerConfig())
+    assert d.policy.name == "reserve_ready" and d.storage_bits()["per_way"] == 77
+    assert d.storage_bytes() == 19_712 == 19_456 + 256 * 8 // 8
 
 
 def _program(t, regions, thr, fired):
@@ -178,7 +182,7 @@ def test_tracker_small_sets_stall_but_every_entry_triggers_exactly_once(seed):
 
 def test_tracker_reports_what_it_waits_for():
     """``waiting()`` (the watchdog's report): regions below threshold, stalled accesses, full sets."""
-    t = Tracker(TrackerConfig(entries=1, ways=1))
+    t = Tracker(TrackerConfig(entries=1, ways=1, admission="first_come"))
     fired = []
     _program(t, [(0, 0), (1, 0)], 2, fired)
     assert t.waiting() == (2, 0, 0)

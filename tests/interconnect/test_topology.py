@@ -31,3 +31,18 @@ def test_edge_attributes():
     g = build_topology(InterconnectConfig(kind="ring", num_gpus=4, link_bandwidth_GBps=75, link_latency_ns=500))
     for _, _, a in g.edges(data=True):
         assert a == {"bandwidth_GBps": 75, "latency_ns": 500}
+
+
+@pytest.mark.parametrize("kind", ["ring", "direct", "switch"])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("bidir", [True, False])
+def test_config_gpu_links_is_the_topologys_degree(kind, n, bidir):
+    """``InterconnectConfig.gpu_links`` (read by the T3-MCA link-rate starvation limit, which the memory layer
+    derives from the config) is every GPU's out- and in-degree in the built topology."""
+    from t3sim.config.system import InterconnectConfig
+
+    ic = InterconnectConfig(kind=kind, num_gpus=n, bidirectional=bidir)
+    g = build_topology(ic)
+    for v in range(n):
+        assert g.out_degree(v) == g.in_degree(v) == ic.gpu_links
+    assert ic.gpu_link_GBps == ic.gpu_links * ic.link_bandwidth_GBps

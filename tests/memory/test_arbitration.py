@@ -13,9 +13,12 @@ from .helpers import system
 
 def _scenario(policy: str, comm: bool = True, threshold=10, ch: int = 4):
     """Compute: 16 reads per channel every 100 ns for 20 us. Communication: every 5 us a burst of
-    4096 reads (RS reads) and 4096 op-and-store updates (RS updates), as in paper Fig. 17(b)."""
+    4096 reads (RS reads) and 4096 op-and-store updates (RS updates), as in paper Fig. 17(b).
+    (The starvation limit is fixed at 1000 cycles: the link-rate default of 4 channels on Table 1's
+    300 GB/s of links would be 1 cycle, i.e. communication first.)"""
     cfg = system(ch, memory_controller={"arbitration": {"kind": policy, "threshold_mode": "static",
-                                                        "occupancy_threshold": threshold}})
+                                                        "occupancy_threshold": threshold,
+                                                        "starvation_limit_cycles": 1000}})
     ms = MemorySystem(cfg)
     cap = ms.amap.capacity_B // 64
     line = 0
@@ -125,3 +128,46 @@ def test_threshold_lifted_after_kernel_boundary_until_next_producer():
     c2 = ms.submit(t2, (1 << 25) + np.arange(512) * 64, "read", "comm", "dma")
     ms.run_until_idle()
     assert ms.batch_done_tick(c2) - t2 > 1.1 * lifted  # one queue entry at a time is slower (measured 1.19x)
+
+
+def test_link_rate_starvation_limit():
+    """Default limit: the longest that serves one request per channel as fast as the GPU's links move data in
+    and out (t3sim/memory/policies/t3_mca.py): Table 1, 32 channels x 64 B x 1 GHz / (2 x 2 x 75 GB/s) -> 6."""
+    from t3sim.config.system import SystemConfig
+    from t3sim.memory.policies.base import NEVER
+    from t3sim.memory.policies.t3_mca import link_rate_limit
+
+    def sc(**ic):
+        return SystemConfig.model_validate({"interconnect": ic})
+
+    assert link_rate_limit() == link_rate_limit(sc(num_gpus=32)) == 6  # 2048 / 300
+    assert link_rate_limit(sc(num_gpus=2)) == 13  # one link: 2048 / 150
+    assert link_rate_limit(sc(num_gpus=8, bidirectional=False)) == 13
+    assert link_rate_limit(sc(num_gpus=8, kind="direct")) == 1  # 7 links x 75 x 2 = 1050 GB/s > 1 TB/s of HBM
+    assert link_rate_limit(sc(num_gpus=1)) == NEVER
+    arb = system(1, memory_controller={"arbitration": {"kind": "t3_mca"}}).memory_controller.arbitration
+    assert arb.starvation_limit_cycles is None
+    assert build(arb, sc(num_gpus=16)).params() == (6,)
+    assert build(arb.model_copy(update={"starvation_limit_cycles": 1000}), sc()).params() == (1000,)
+
+
+@pytest.mark.parametrize("limit", [None, 1000])
+def test_communication_served_at_the_link_rate_when_compute_is_always_queued(limit):
+    """Compute reads always waiting (a memory-bound GEMM, TP=32): with strict compute priority communication
+    enters only through the starvation limit. The link-rate default serves it at least at the GPU's link
+    rate (300 GB/s on Table 1); the earlier 1000 cycles at 32 x 64 B / 1000 cycles = 2 GB/s."""
+    cfg = system(32, memory_controller={"arbitration": {"kind": "t3_mca", "threshold_mode": "static",
+                                                        "occupancy_threshold": 5, "starvation_limit_cycles": limit}})
+    ms = MemorySystem(cfg)
+    n_comm = 32 * 2000  # more than 8 us of the links
+    ms.submit(0, np.arange(32 * 8000) * 64, "read", "compute", "gemm")  # ~16 us of reads at 1 TB/s
+    c = ms.submit(0, (1 << 26) + np.arange(n_comm) * 64, "read", "comm", "dma")
+    ms.advance(8_000_000)  # 8 us: compute still queued on every channel
+    served = int(np.count_nonzero(ms.r_done[: ms.n][ms.r_stream[: ms.n] == 1] >= 0))
+    gbps = served * 64 / 8e-6 / 1e9
+    if limit is None:
+        assert gbps >= 300 * 0.95
+    else:
+        assert gbps <= 3.0
+    ms.run_until_idle()
+    assert ms.batch_done_tick(c) > 0

@@ -94,8 +94,10 @@ class Policy:
     choose = None  # staticmethod(plain function), see the module docstring
     wake = staticmethod(never)
 
-    def __init__(self, arb_cfg) -> None:
+    def __init__(self, arb_cfg, system=None) -> None:
         self.cfg = arb_cfg
+        #: the :class:`~t3sim.config.system.SystemConfig` the controllers belong to (None: the default system)
+        self.system = system
 
     def params(self) -> tuple:
         """The integer parameters the decision reads (``pp``), from the config."""
@@ -115,9 +117,10 @@ class Policy:
         """The producer kernel ended."""
 
 
-def build(arb_cfg) -> Policy:
-    """Instantiate the policy named by ``arb_cfg.kind``."""
+def build(arb_cfg, system=None) -> Policy:
+    """Instantiate the policy named by ``arb_cfg.kind`` for the controllers of ``system`` (a policy may derive
+    parameters from it; None = the default system)."""
     from t3sim import registry
 
     cls = registry.get("arbitration", arb_cfg.kind, "memory_controller.arbitration.kind")
-    return cls(arb_cfg)
+    return cls(arb_cfg, system)

@@ -3,7 +3,7 @@
 Decision order for one admission:
 
 1. communication, if the producer kernel's end requested a drain (:meth:`T3MCA.producer_end`),
-   or if the oldest pending communication request has waited ``starvation_limit_cycles`` since
+   or if the oldest pending communication request has waited the starvation limit since
    it arrived or since the last communication admission, whichever is later;
 2. compute, if eligible (compute always has priority);
 3. communication, only while the channel's queue occupancy (read + write queue entries) is
@@ -17,6 +17,33 @@ every level (a compute-bound kernel) leaves the threshold unlimited. When the pr
 ends, communication drains and the threshold is lifted (nothing left to keep queue room for:
 a fused reduce-scatter outliving its GEMM would otherwise stay throttled to a few queue entries
 per channel) until the next producer kernel starts, which restores it.
+
+The starvation limit when compute requests are always queued (issue 16 item 4). Sec. 4.5:
+"The MC always prioritizes compute stream accesses, but if empty, falls back to communication
+stream. Additionally, it monitors the DRAM queue occupancy and only issues communication-related
+accesses if occupancy is below a threshold. [...] Finally, the MC tracks cycles elapsed since the
+last issue from the communication stream and prioritizes it if it exceeds a limit to ensure it is
+not starved." With a memory-intensive producer (the TP=32 GEMMs of Sec. 6.4) a compute request is
+always waiting, so rule 3 (the fallback, and with it the threshold) never applies and rule 1 alone
+serves the communication stream: one request per limit cycles per channel. The limit *is* then the
+communication bandwidth, 64 B x channels x HBM clock / limit. Sec. 4.5 rules out the two ends:
+"giving the local compute stream dedicated access results in wasted cycles and memory bandwidth
+underutilization" (a limit so long that the RS runs after the GEMM), and the threshold exists
+because "Communication-related memory accesses appear in bursts and can occupy DRAM queues,
+stalling the compute kernel's critical memory reads/writes" (serving them as they come). Sec.
+6.1.3: the threshold "prevents RS traffic from completely occupying DRAM queues", i.e. it limits
+communication's share of the queues, it does not stop communication. And Sec. 6.4 reports that
+"T3-MCA also effectively speeds up larger models" (29 % geomean at the sub-layer), which it cannot
+do with the RS serialised after the GEMM. So "not starved" must mean: communication is served at
+least as fast as it can use memory, and no faster is useful. The communication stream of a GPU
+cannot use more than its links carry, in (DMA updates, remote stores) plus out (DMA reads): the
+default limit (``starvation_limit_cycles: null``) is the longest that still serves that rate,
+floor(channels x 64 B x HBM clock / (links x link bandwidth x 2)) -- Table 1 (32 channels, 1 GHz,
+2 x 75 GB/s each way): floor(2048 / 300) = 6 cycles. Communication then gets at most the link
+rate's share of each channel, and compute the rest, whatever the threshold; a communication
+request that has waited less is still admitted only when compute is empty and the occupancy is
+below the threshold. A fixed ``starvation_limit_cycles`` overrides it (1000 was t3sim's earlier
+assumption; experiments/sweep-mca sweeps both).
 """
 
 from __future__ import annotations
@@ -51,6 +78,21 @@ def wake(c, a0, a1, occ, last_stream, last_comm, drain, threshold, pp):
     return since + pp[STARVE]
 
 
+def link_rate_limit(system=None) -> int:
+    """The longest starvation limit (memory cycles) at which one communication request per limit per
+    channel carries the GPU's link bandwidth in both directions (module doc); ``system`` None = the
+    default system. With no links (one GPU) there is no communication to serve: :data:`NEVER`."""
+    from t3sim.config.system import REQUEST_B, SystemConfig
+
+    system = SystemConfig() if system is None else system
+    hbm, ic = system.hbm, system.interconnect
+    link_GBps = 2 * ic.gpu_link_GBps
+    if link_GBps <= 0:
+        return NEVER
+    units = hbm.channels * hbm.pseudo_channels
+    return max(1, int(units * REQUEST_B * hbm.clock_GHz / link_GBps))
+
+
 @register("arbitration", "t3_mca")
 class T3MCA(Policy):
     choose = staticmethod(choose)
@@ -61,7 +103,13 @@ class T3MCA(Policy):
         return self.cfg.threshold_mode == "dynamic"
 
     def params(self) -> tuple:
-        return (int(self.cfg.starvation_limit_cycles),)
+        return (self.starvation_limit(),)
+
+    def starvation_limit(self) -> int:
+        """``starvation_limit_cycles``, or the link-rate limit when it is None (module doc)."""
+        if self.cfg.starvation_limit_cycles is not None:
+            return int(self.cfg.starvation_limit_cycles)
+        return link_rate_limit(self.system)
 
     def initial_threshold(self) -> int:
         if self.dynamic or self.cfg.occupancy_threshold is None:
