@@ -217,6 +217,7 @@ RECIPES: Dict[str, Recipe] = {
     "system.memory_controller.arbitration.dynamic_thresholds": R("mem_mca", [1, 2, 3]),
     # ---- tracker, DMA
     "system.tracker.entries": R("t3", 16),
+    "system.tracker.admission": R("t3", "first_come", "system.tracker.entries=16"),
     "system.tracker.ways": R("t3", 2),
     "system.tracker.granularity": R("t3", "wg"),
     "system.tracker.granularity_multiple": R("t3", 2),
