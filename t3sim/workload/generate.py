@@ -228,6 +228,10 @@ def shape_kernel(gemm, tp: int, direction: str, params: TileParams = TileParams(
 def system_kernel(workload, system) -> KernelRecord:
     """The GEMM an experiment runs on ``system``: :func:`workload_kernel`, re-tiled with the system's
     ``gemm_kernel`` when it names one (the kernel its BLAS picks, the one ``t3sim validate`` validated)."""
+    if getattr(workload, "embedding_bag", None) is not None:  # an embedding layer: its own kernel fields
+        from t3sim.workload.embedding import embedding_record
+
+        return embedding_record(workload.embedding_bag, workload.tp, workload.dtype, system.gpu.threads_per_wf)
     if getattr(workload, "gemv", None) is not None:  # a GEMV: its own kernel fields, the system's wavefront size
         from t3sim.workload.gemv import gemv_record
 
@@ -256,6 +260,10 @@ def workload_kernel(workload) -> KernelRecord:
     from t3sim.workload.trace import load_trace
 
     direction = getattr(workload, "direction", "gemm_rs")
+    if getattr(workload, "embedding_bag", None) is not None:
+        from t3sim.workload.embedding import embedding_record
+
+        return embedding_record(workload.embedding_bag, workload.tp, workload.dtype)
     if getattr(workload, "gemv", None) is not None:
         from t3sim.workload.gemv import gemv_record
 
