@@ -19,8 +19,8 @@ straight into the memory of the GPU that keeps its sample, in the final layout `
 * **Per logical WG.** Pool the bag; its threads store the pooled vector: into the destination peer (zero-copy CU
   stores over the links: a wavefront's per-thread 4 B stores of consecutive features coalesce into 64 B requests,
   which travel in link packets of ``interconnect.sm_store_payload_B`` payload, each with ``packet_header_B`` of
-  protocol overhead; posted) or into its own memory (a local slice); then the bookkeeping (``fused_bookkeeping_ns``:
-  its WG_Done bit). The logical WG that completes a remote slice fences the slice's stores (every store of the
+  protocol overhead; posted) or into its own memory (a local slice; uncached: the output is symmetric-heap
+  data); then the bookkeeping (``fused_bookkeeping_ns``: its WG_Done bit). The logical WG that completes a remote slice fences the slice's stores (every store of the
   slice written at the destination and acknowledged: each WG's release before its WG_Done bit, then the last WG's
   fence; modelled as the last WG waiting for all of the slice's payloads) and puts the slice's ``sliceRdy`` flag
   into the destination (one 64 B request, API latency).
@@ -184,7 +184,7 @@ class FusedEmbA2A:
                 if geom.dest(b) == g:  # a local slice: zero-copy into the final layout
                     self.checks.sent(g, g, t, b)
                     data = geom.pooled(g, t, b) if self.functional else None
-                    w = hier.write(self.recv_requests(g, t, b), "gemm", data=data)
+                    w = hier.write(self.recv_requests(g, t, b), "gemm", uncached=True, data=data)
                     w.callbacks.append(lambda _e, t=t, b=b: self.checks.arrived(g, g, t, b))
                     k.track_write(w)
                     self.local_store_B += geom.row_B
