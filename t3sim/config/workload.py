@@ -11,7 +11,7 @@ from t3sim.config.embedding import EmbeddingBagConfig
 
 Sublayer = Literal["OP", "FC-2", "FC-1", "IP"]
 DType = Literal["fp16", "bf16", "fp32", "fp8"]
-Direction = Literal["gemm_rs", "ag_gemm", "a2a_gemm"]
+Direction = Literal["gemm_rs", "ag_gemm", "a2a_gemm", "gemm_a2a"]
 Collective = Literal["all_reduce", "reduce_scatter"]
 
 #: Bytes per element of each dtype.
@@ -173,7 +173,10 @@ class WorkloadConfig(Model):
              "row-sharded over the TP GPUs) is all-gathered first (sequence parallelism: IP and FC-1 forward, OP and "
              "FC-2 backward), or workload.gemm's M x N/tp x K; a2a_gemm: an expert GEMM (workload.gemm only, "
              "M/tp x N x K per GPU) whose input rows arrive by an all-to-all, M/tp^2 from each GPU (expert "
-             "parallelism, FiCCO Sec. IV-B2); only with schemes that run that direction",
+             "parallelism, FiCCO Sec. IV-B2); gemm_a2a: an expert GEMM (workload.gemm only, M/tp x N x K per GPU, C "
+             "row-major) whose output rows go back to their tokens' GPUs by an all-to-all, M/tp^2 to each GPU (the "
+             "MoE combine: M = tokens x top-k routed rows, one expert per GPU, equal load; fused-collective paper "
+             "Sec. II-A, Fig. 4); only with schemes that run that direction",
         source="paper Secs. 2.4, 6.1 (gemm_rs); FLUX (Chang et al. 2024) Sec. 2, Fig. 2 and Sec. 5.1 (AllGather shapes "
                "(n, k) = (4H, H)); Megatron-LM sequence parallelism (Korthikanti et al. 2022)")
     collective: Collective = F(
@@ -265,11 +268,15 @@ class WorkloadConfig(Model):
             if name in self.model_fields_set:
                 raise ValueError(f"{name} with workload.gemm, whose shape is given; allowed: {name} only with workload.model")
         if self.direction == "gemm_rs":
-            raise ValueError("direction=gemm_rs with workload.gemm; allowed: ag_gemm (all-gather, then the GEMM) or "
-                             "a2a_gemm (all-to-all, then the expert GEMM)")
+            raise ValueError("direction=gemm_rs with workload.gemm; allowed: ag_gemm (all-gather, then the GEMM), "
+                             "a2a_gemm (all-to-all, then the expert GEMM) or gemm_a2a (the expert GEMM, then the "
+                             "all-to-all combine)")
         if self.direction == "ag_gemm" and g.N % tp:
             raise ValueError(f"gemm.N={g.N} with tp={tp} (ag_gemm: each GPU holds N/tp columns of B); allowed: N a "
                              f"multiple of {tp}")
+        if self.direction == "gemm_a2a" and g.sim_M % (tp * tp):
+            raise ValueError(f"gemm.M={g.M} / scale_M={g.scale_M} with tp={tp} (gemm_a2a: each GPU's expert computes "
+                             f"M/tp rows, M/tp^2 for each GPU); allowed: M / scale_M a multiple of {tp * tp}")
         if self.direction == "a2a_gemm" and g.sim_M % (tp * tp):
             raise ValueError(f"gemm.M={g.M} / scale_M={g.scale_M} with tp={tp} (a2a_gemm: each GPU's expert gets M/tp "
                              f"rows, M/tp^2 from each GPU); allowed: M / scale_M a multiple of {tp * tp}")
