@@ -58,6 +58,7 @@ class EmbeddingBagConfig(Model):
                                    "depends on a loaded index", gt=0)
     library_kernels: Literal["per_table", "one"] = F(
         "per_table", unit="enum",
-        desc="the baseline's pooling launches: per_table (one kernel per table, back to back on one stream, as the "
+        desc="emb_a2a (the baseline; the fused kernel is one kernel by construction and does not read it): its pooling "
+             "launches: per_table (one kernel per table, back to back on one stream, as the "
              "DLRM code calls nn.EmbeddingBag per table) or one (every table in one kernel, e.g. FBGEMM's batched "
              "embedding)", source=DLRM_CODE)
