@@ -27,7 +27,7 @@ def embedding_record(e: EmbeddingBagConfig, tp: int, dtype: str, threads_per_wf:
         name=f"{e.name}.tp{tp}.emb", model=e.name, sublayer=EMB, pass_="fwd", tp=tp,
         M=e.global_batch, N=e.tables_per_gpu * e.embedding_dim, K=e.pooling, dtype=dtype, trans_a=False, trans_b=False,
         c_layout="row_major", tile_m=1, tile_n=e.embedding_dim, tile_k=1, tiles_m=e.global_batch,
-        tiles_n=e.tables_per_gpu, num_wgs=e.global_batch * e.tables_per_gpu, wfs_per_wg=wfs, wf_grid=(wfs, 1),
+        tiles_n=e.tables_per_gpu, num_wgs=e.global_batch * e.tables_per_gpu, wfs_per_wg=wfs, wf_grid=(1, wfs),
         threads_per_wf=threads_per_wf, registers_per_thread=e.registers_per_thread, lds_per_wg_B=0,
         wg_order={"kind": "row_major"}, role="producer", collective="all-to-all")
 

@@ -138,3 +138,15 @@ def test_pooled_values_are_sums_of_the_gathered_rows():
     v = g.pooled(2, 1, 5).ravel()
     assert v[3] == sum(((2 * g.T + 1) * 131 + 7 * int(r) + 3) % 97 for r in rows)
     assert not np.array_equal(g.indices(0), g.indices(1))
+
+
+def test_embedding_record_is_the_all_to_all_input_and_round_trips(tmp_path):
+    """The record's C (M x N) is the pooled output B x (T D), one logical WG per bag; it is a trace kind (EMB)."""
+    from t3sim.workload.embedding import EMB, embedding_record
+    from t3sim.workload.trace import Trace, load_trace, write_trace
+
+    e = load_experiment(EXP, ["sweep.grid={}"]).workload.embedding_bag
+    r = embedding_record(e, 4, "fp32")
+    assert (r.M, r.N, r.K, r.num_wgs, r.sublayer) == (2048, 256 * 256, 10, 2048 * 256, EMB)
+    p = write_trace(tmp_path / "emb.json", Trace((r,), "embedding"))
+    assert load_trace(p).kernels[0] == r
