@@ -24,7 +24,7 @@ each block in C's row-major layout. Homogeneous mode mirrors GPU 0's sends and f
 shadow (the rotation symmetry needs the communication-aware order and ``M_loc`` a multiple of ``N x tile_m``).
 Functional data: a tile's values are :func:`~t3sim.schemes.t3.store_data` of its source GPU at its C addresses.
 Program: ``fused_gemm`` (phase ``gemm``) ends with the GEMM kernels; ``fused_a2a`` (phase ``rs``) is the exposed
-tail. End-of-run invariants (:class:`GemmA2AChecks`): every tile arrives exactly once at its destination, every flag
+tail. End-of-run invariants (:meth:`FusedGemmA2A.verify`): every tile arrives exactly once at its destination, every flag
 after its slice's tiles, every incoming flag seen after it landed, values word by word.
 """
 
