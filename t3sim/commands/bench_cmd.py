@@ -99,6 +99,22 @@ CASES: Dict[str, dict] = {
        for name, kind, what in (("gemv-ar", "gemv_ar", "gemv_ar: GEMV kernel, then the direct all-reduce (homogeneous)"),
                                 ("fused-gemv-ar", "fused_gemv_ar",
                                  "fused_gemv_ar: persistent WGs, flags, owner reduce + broadcast (homogeneous)"))},
+    **{f"{name}-b256-t16-mi210": dict(
+        kind="experiment", config="configs/experiments/fused-a2a.yaml",
+        overrides=["sweep.grid={}", "workload.embedding_bag.global_batch=256", "workload.embedding_bag.tables_per_gpu=16",
+                   f"scheme.kind={kind}"],
+        what=f"DLRM embedding-bag (batch 256, 16 tables/GPU, dim 256, pooling 10) + all-to-all on 4 MI210, {what}")
+       for name, kind, what in (("emb-a2a", "emb_a2a", "emb_a2a: per-table pooling kernels, then the all-to-all"),
+                                ("fused-emb-a2a", "fused_emb_a2a",
+                                 "fused_emb_a2a: persistent WGs, zero-copy stores, slice flags (homogeneous)"))},
+    **{f"{name}-tutel-b2-mi210": dict(
+        kind="experiment", config="configs/experiments/fused-gemm-a2a.yaml",
+        overrides=["sweep.cases=[]", "sweep.grid={}", "workload.gemm.name=tutel-b2", "workload.gemm.M=8192",
+                   f"scheme.kind={kind}"],
+        what=f"MoE combine GEMM 2048 x 2048 x 2048 per GPU (Tutel helloworld, batch 2) + all-to-all on 4 MI210, {what}")
+       for name, kind, what in (("gemm-a2a", "gemm_a2a", "gemm_a2a: expert GEMM, then the all-to-all"),
+                                ("fused-gemm-a2a", "fused_gemm_a2a",
+                                 "fused_gemm_a2a: tiles stored to their tokens' GPUs, slice flags (homogeneous)"))},
 }
 for _s in SCHEMES:
     CASES[f"fc2-tp8-{_s}"] = dict(kind="experiment", config=_DEFAULT, overrides=[f"scheme.kind={_s}"],

@@ -7,10 +7,11 @@ from typing import List, Literal, Optional
 from pydantic import model_validator
 
 from t3sim.config.base import F, Model
+from t3sim.config.embedding import EmbeddingBagConfig
 
 Sublayer = Literal["OP", "FC-2", "FC-1", "IP"]
 DType = Literal["fp16", "bf16", "fp32", "fp8"]
-Direction = Literal["gemm_rs", "ag_gemm", "a2a_gemm"]
+Direction = Literal["gemm_rs", "ag_gemm", "a2a_gemm", "gemm_a2a"]
 Collective = Literal["all_reduce", "reduce_scatter"]
 
 #: Bytes per element of each dtype.
@@ -161,6 +162,12 @@ class WorkloadConfig(Model):
              "output is all-reduced; only with direction gemm_rs and collective all_reduce, and with the schemes that run "
              "a GEMV (gemv_ar, fused_gemv_ar); exactly one of model, gemm and gemv",
         source="fused-collective paper (shared/papers/000_*) Secs. II-A, III-B, IV-B; issue 15")
+    embedding_bag: Optional[EmbeddingBagConfig] = F(
+        None, unit="mapping",
+        desc="a DLRM embedding-bag pooling layer (tables per GPU, global batch, dimension, pooling) whose pooled "
+             "vectors are all-to-all'ed to their samples' GPUs (tp = the GPUs); only with the schemes that run it "
+             "(emb_a2a, fused_emb_a2a); exactly one of model, gemm, gemv and embedding_bag",
+        source="fused-collective paper Secs. II-A, III-A, IV-A/B; DLRM (its refs. [7], [48]); issue 15")
     sublayer: Sublayer = F("FC-2", unit="enum", desc="sliced sub-layer: OP, FC-2 (forward), FC-1, IP (backward)", source="paper Sec. 6.1")
     tp: int = F(8, unit="count", desc="tensor-parallel degree (GPUs sharing the sub-layer)", source="paper Table 2", gt=0)
     tokens: Optional[int] = F(None, unit="count", desc="override T (tokens = SL x B when unset)", source="paper Sec. 5.2", gt=0)
@@ -172,7 +179,10 @@ class WorkloadConfig(Model):
              "row-sharded over the TP GPUs) is all-gathered first (sequence parallelism: IP and FC-1 forward, OP and "
              "FC-2 backward), or workload.gemm's M x N/tp x K; a2a_gemm: an expert GEMM (workload.gemm only, "
              "M/tp x N x K per GPU) whose input rows arrive by an all-to-all, M/tp^2 from each GPU (expert "
-             "parallelism, FiCCO Sec. IV-B2); only with schemes that run that direction",
+             "parallelism, FiCCO Sec. IV-B2); gemm_a2a: an expert GEMM (workload.gemm only, M/tp x N x K per GPU, C "
+             "row-major) whose output rows go back to their tokens' GPUs by an all-to-all, M/tp^2 to each GPU (the "
+             "MoE combine: M = tokens x top-k routed rows, one expert per GPU, equal load; fused-collective paper "
+             "Sec. II-A, Fig. 4); only with schemes that run that direction",
         source="paper Secs. 2.4, 6.1 (gemm_rs); FLUX (Chang et al. 2024) Sec. 2, Fig. 2 and Sec. 5.1 (AllGather shapes "
                "(n, k) = (4H, H)); Megatron-LM sequence parallelism (Korthikanti et al. 2022)")
     collective: Collective = F(
@@ -188,6 +198,8 @@ class WorkloadConfig(Model):
     def num_tokens(self) -> int:
         if self.gemm is not None:
             return self.gemm.sim_M
+        if self.embedding_bag is not None:
+            return self.embedding_bag.global_batch
         if self.gemv is not None:
             return 1  # a GEMV is one token's (the decode phase's) matrix-vector product
         return self.tokens if self.tokens is not None else self.model.tokens
@@ -195,25 +207,32 @@ class WorkloadConfig(Model):
     @property
     def kind(self) -> str:
         """Which workload this is: ``model`` (a Transformer sub-layer's GEMM), ``gemm`` or ``gemv`` (given by shape)."""
+        if self.embedding_bag is not None:
+            return "embedding_bag"
         return "gemm" if self.gemm is not None else "gemv" if self.gemv is not None else "model"
 
     @property
     def name(self) -> str:
         """The model's name, or the shape-given GEMM's or GEMV's."""
+        if self.embedding_bag is not None:
+            return self.embedding_bag.name
         return self.gemm.name if self.gemm is not None else self.gemv.name if self.gemv is not None else self.model.name
 
     @property
     def label(self) -> str:
         """What results call the operation: the sub-layer (``FC-2``...), ``GEMM`` or ``GEMV``."""
-        return {"model": self.sublayer, "gemm": "GEMM", "gemv": "GEMV"}[self.kind]
+        return {"model": self.sublayer, "gemm": "GEMM", "gemv": "GEMV", "embedding_bag": "EmbeddingBag"}[self.kind]
 
     @model_validator(mode="after")
     def _tp(self) -> "WorkloadConfig":
-        given = [n for n in ("model", "gemm", "gemv") if getattr(self, n) is not None]
+        given = [n for n in ("model", "gemm", "gemv", "embedding_bag") if getattr(self, n) is not None]
         if len(given) != 1:
             raise ValueError("give exactly one of workload.model (a Transformer sub-layer), workload.gemm (a GEMM by its "
-                             f"shape) and workload.gemv (a GEMV by its shape); found {' and '.join(given) or 'none'}")
-        if self.gemv is not None:
+                             "shape), workload.gemv (a GEMV by its shape) and workload.embedding_bag (a DLRM embedding "
+                             f"layer); found {' and '.join(given) or 'none'}")
+        if self.embedding_bag is not None:
+            self._check_embedding_bag()
+        elif self.gemv is not None:
             self._check_gemv()
         elif self.gemm is not None:
             self._check_gemm()
@@ -239,17 +258,31 @@ class WorkloadConfig(Model):
         if g.K % tp:
             raise ValueError(f"gemv.K={g.K} with tp={tp} (each GPU holds K/tp columns of W); allowed: K a multiple of {tp}")
 
+    def _check_embedding_bag(self) -> None:
+        e, tp = self.embedding_bag, self.tp
+        for name in ("sublayer", "tokens", "trace", "direction", "collective"):
+            if name in self.model_fields_set:
+                raise ValueError(f"{name} with workload.embedding_bag, whose collective is the all-to-all of its "
+                                 f"pooled vectors; allowed: {name} only with workload.model or workload.gemm")
+        if e.global_batch % tp:
+            raise ValueError(f"embedding_bag.global_batch={e.global_batch} with tp={tp} (each GPU keeps global_batch/tp "
+                             f"samples); allowed: a multiple of {tp}")
+
     def _check_gemm(self) -> None:
         g, tp = self.gemm, self.tp
         for name in ("sublayer", "tokens", "trace"):
             if name in self.model_fields_set:
                 raise ValueError(f"{name} with workload.gemm, whose shape is given; allowed: {name} only with workload.model")
         if self.direction == "gemm_rs":
-            raise ValueError("direction=gemm_rs with workload.gemm; allowed: ag_gemm (all-gather, then the GEMM) or "
-                             "a2a_gemm (all-to-all, then the expert GEMM)")
+            raise ValueError("direction=gemm_rs with workload.gemm; allowed: ag_gemm (all-gather, then the GEMM), "
+                             "a2a_gemm (all-to-all, then the expert GEMM) or gemm_a2a (the expert GEMM, then the "
+                             "all-to-all combine)")
         if self.direction == "ag_gemm" and g.N % tp:
             raise ValueError(f"gemm.N={g.N} with tp={tp} (ag_gemm: each GPU holds N/tp columns of B); allowed: N a "
                              f"multiple of {tp}")
+        if self.direction == "gemm_a2a" and g.sim_M % (tp * tp):
+            raise ValueError(f"gemm.M={g.M} / scale_M={g.scale_M} with tp={tp} (gemm_a2a: each GPU's expert computes "
+                             f"M/tp rows, M/tp^2 for each GPU); allowed: M / scale_M a multiple of {tp * tp}")
         if self.direction == "a2a_gemm" and g.sim_M % (tp * tp):
             raise ValueError(f"gemm.M={g.M} / scale_M={g.scale_M} with tp={tp} (a2a_gemm: each GPU's expert gets M/tp "
                              f"rows, M/tp^2 from each GPU); allowed: M / scale_M a multiple of {tp * tp}")

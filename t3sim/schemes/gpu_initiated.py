@@ -1,11 +1,12 @@
 """GPU-initiated communication inside a kernel, as the fused kernels use it (fused-collective paper Secs. II-B, III,
-III-C; issue 15). Pieces shared by the fused schemes (``fused_gemv_ar``; the embedding-bag and MoE ones reuse them):
+III-C; issue 15). Pieces shared by the fused schemes (``fused_gemv_ar``, ``fused_emb_a2a``, ``fused_gemm_a2a``):
 
 * :class:`LibraryCosts` -- what the paper says GPU-initiated networking costs a kernel (Sec. III-C): the *extra
   registers* of the library's device code (``scheme.fused_library_registers_per_thread``), which lower the
   kernel's occupancy (:func:`occupancies`, compared with the paper's 12.5 %); the *API latency* of each library
   call (``scheme.fused_put_api_latency_ns``: a flag put, a fence); the *bookkeeping* after every logical WG
   (``scheme.fused_bookkeeping_ns``: setting its ``WG_Done`` bit and testing whether it was the slice's last).
+* :func:`gemm_occupancies` -- the same for a GEMM kernel record (``fused_gemm_a2a``).
 * :func:`persistent_grid` -- the persistent kernel's grid: at most the maximum occupancy ("a fixed,
   input-independent grid size (less than or equal to maximum occupancy as determined from the HIP occupancy
   API)", Sec. III-A), the largest divisor of the logical WG count not above it, so that every persistent WG loops
@@ -75,6 +76,19 @@ def occupancies(gpu, threads_per_wg: int, registers_per_thread: int, lds_per_wg_
     base = program_occupancy(gpu, threads_per_wg, registers_per_thread, lds_per_wg_B)
     fused = program_occupancy(gpu, threads_per_wg, registers_per_thread + extra_registers_per_thread, lds_per_wg_B)
     return Occupancies(base.wgs_per_cu, fused.wgs_per_cu, -(-threads_per_wg // gpu.threads_per_wf), fused.limiter)
+
+
+def gemm_occupancies(gpu, kernel, extra_registers_per_thread: int) -> Occupancies:
+    """:func:`occupancies` of a GEMM kernel record (the GEMM kernel's own occupancy rule,
+    :func:`~t3sim.compute.gemm_kernel.gemm_occupancy`), without and with the library's extra registers."""
+    from dataclasses import replace
+
+    from t3sim.compute.gemm_kernel import gemm_occupancy
+
+    base = gemm_occupancy(gpu, kernel)
+    fused = gemm_occupancy(gpu, replace(kernel, registers_per_thread=kernel.registers_per_thread
+                                        + extra_registers_per_thread))
+    return Occupancies(base.wgs_per_cu, fused.wgs_per_cu, kernel.wfs_per_wg, fused.limiter)
 
 
 def persistent_grid(logical_wgs: int, max_wgs: int) -> int:

@@ -207,11 +207,14 @@ def tile_params(gemm_kernel, dtype: str, threads_per_wf: int) -> TileParams:
 def shape_kernel(gemm, tp: int, direction: str, params: TileParams = TileParams()) -> KernelRecord:
     """One GPU's kernel of a GEMM given by its whole-operator shape (``workload.gemm``,
     :class:`~t3sim.config.workload.GemmShapeConfig`): ``M x N/tp x K`` for ``ag_gemm`` (all M gathered rows
-    times the GPU's weight shard), ``M/tp x N x K`` for ``a2a_gemm`` (the GPU's expert over its routed rows).
+    times the GPU's weight shard), ``M/tp x N x K`` for ``a2a_gemm`` (the GPU's expert over its routed rows) and ``gemm_a2a`` (the same, its output
+    rows then combined back: C row-major).
     A is row-major (``trans_a``), so a block of its rows is one contiguous copy, as the ag_gemm schemes need.
     M and K are the simulated ones (``gemm.scale_M``, ``gemm.scale_K``)."""
-    if direction not in ("ag_gemm", "a2a_gemm"):
-        raise InputError("workload.direction", f"{direction} with workload.gemm", "ag_gemm, a2a_gemm")
+    if direction not in ("ag_gemm", "a2a_gemm", "gemm_a2a"):
+        raise InputError("workload.direction", f"{direction} with workload.gemm", "ag_gemm, a2a_gemm, gemm_a2a")
+    if direction == "gemm_a2a":  # the combine sends row blocks of C: row-major, so each is one contiguous chunk
+        params = dataclasses.replace(params, c_layout="row_major")
     params.check()
     M, N = (gemm.sim_M, gemm.N // tp) if direction == "ag_gemm" else (gemm.sim_M // tp, gemm.N)
     tiles_m, tiles_n = tile_grid(M, N, params.tile_m, params.tile_n)
@@ -228,6 +231,10 @@ def shape_kernel(gemm, tp: int, direction: str, params: TileParams = TileParams(
 def system_kernel(workload, system) -> KernelRecord:
     """The GEMM an experiment runs on ``system``: :func:`workload_kernel`, re-tiled with the system's
     ``gemm_kernel`` when it names one (the kernel its BLAS picks, the one ``t3sim validate`` validated)."""
+    if getattr(workload, "embedding_bag", None) is not None:  # an embedding layer: its own kernel fields
+        from t3sim.workload.embedding import embedding_record
+
+        return embedding_record(workload.embedding_bag, workload.tp, workload.dtype, system.gpu.threads_per_wf)
     if getattr(workload, "gemv", None) is not None:  # a GEMV: its own kernel fields, the system's wavefront size
         from t3sim.workload.gemv import gemv_record
 
@@ -256,6 +263,10 @@ def workload_kernel(workload) -> KernelRecord:
     from t3sim.workload.trace import load_trace
 
     direction = getattr(workload, "direction", "gemm_rs")
+    if getattr(workload, "embedding_bag", None) is not None:
+        from t3sim.workload.embedding import embedding_record
+
+        return embedding_record(workload.embedding_bag, workload.tp, workload.dtype)
     if getattr(workload, "gemv", None) is not None:
         from t3sim.workload.gemv import gemv_record
 

@@ -42,7 +42,7 @@ MAX_WGS = 2**20
 #: Table 2 kernel (MT-NLG FC-1/FC-2 at TP=32: 204800); the same wall-time bound as :data:`MAX_WGS`.
 MAX_WG_STEPS = 2**28
 ROLES = ("producer", "none")
-COLLECTIVES = ("all-reduce", "reduce-scatter")
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-to-all")
 PASSES = ("fwd", "bwd")
 C_LAYOUTS = ("col_major", "row_major")
 
