@@ -28,7 +28,8 @@ class EmbeddingBagConfig(Model):
     thread ``ceil(embedding_dim / threads_per_wg)`` features; for each of the bag's ``pooling`` indices it loads the
     index, then the table row's ``embedding_dim`` elements (a random row: an HBM gather), and adds them."""
 
-    name: str = F(..., unit="name", desc="the layer's name (names results and plots)", source="user", min_length=1)
+    name: str = F(..., unit="name", desc="the layer's name (names results and plots)",
+                  descriptive="names results and plots; a run simulates the sizes below", source="user", min_length=1)
     global_batch: int = F(..., unit="count", desc="samples of the global batch (every GPU pools all of them for its own "
                           "tables, then keeps global_batch / N)",
                           source="fused-collective paper Sec. IV-A/B (global batch 256-2048 in its hardware runs)", gt=0)

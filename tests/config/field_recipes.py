@@ -27,6 +27,10 @@ from tests.conftest import REPO
 DEFAULT = REPO / "configs/experiments/default.yaml"
 COPY = REPO / "configs/experiments/copy-contention.yaml"
 FUSED_GEMV = REPO / "configs/experiments/fused-gemv.yaml"
+FUSED_A2A = REPO / "configs/experiments/fused-a2a.yaml"
+# 2 small tables per GPU, a global batch of 128 over 4 MI210s of 2 CUs (32 samples, one slice, per GPU)
+EMB = ("workload.embedding_bag={name: e, global_batch: 128, tables_per_gpu: 2, embedding_dim: 64, rows_per_table: 1000}",
+       "system.gpu.num_cus=2", "sweep.cases=[]", "sweep.grid={}")
 # a 4096 x 4096 GEMV on 4 MI210s of 2 CUs: 16 tiles, so the occupancy sets the stages and the persistent grid
 GEMV = ("workload.gemv={name: v, M: 4096, K: 4096}", "system.gpu.num_cus=2", "sweep.cases=[]", "sweep.grid={}")
 
@@ -85,6 +89,8 @@ CONTEXTS: Dict[str, Context] = {
                             "system.l2.banks=16", "system.l2.size_MiB=10", "workload.tokens=512", "workload.sublayer=OP",
                             "scheme.copy_size_MiB=2", "scheme.copy_streams=1", "sweep.cases=[]", "sweep.grid={}"),
                     str(COPY)),
+    "emb": Context("run", EMB + ("scheme.kind=emb_a2a",), str(FUSED_A2A)),
+    "fused_emb": Context("run", EMB + ("scheme.kind=fused_emb_a2a",), str(FUSED_A2A)),
     "gemv": Context("run", GEMV, str(FUSED_GEMV)),
     "fused_gemv": Context("run", GEMV + ("scheme.kind=fused_gemv_ar",), str(FUSED_GEMV)),
     "fused_gemv_x": Context("run", GEMV + ("scheme.kind=fused_gemv_ar", "simulation.mode=explicit"), str(FUSED_GEMV)),
@@ -284,6 +290,18 @@ RECIPES: Dict[str, Recipe] = {
     "workload.gemm.K": R("gemm", 256),
     "workload.gemm.scale_M": R("gemm", 2),
     "workload.gemm.scale_K": R("gemm", 2),
+    "workload.embedding_bag.global_batch": R("emb", 256),
+    "workload.embedding_bag.tables_per_gpu": R("emb", 3),
+    "workload.embedding_bag.embedding_dim": R("emb", 128),
+    "workload.embedding_bag.pooling": R("emb", 20),
+    "workload.embedding_bag.rows_per_table": R("emb", 100),
+    "workload.embedding_bag.mode": R("emb", "mean"),
+    "workload.embedding_bag.threads_per_wg": R("emb", 128),
+    "workload.embedding_bag.grid_wgs": R("emb", 8),
+    "workload.embedding_bag.registers_per_thread": R("fused_emb", 200),
+    "workload.embedding_bag.rows_in_flight": R("emb", 4),
+    "workload.embedding_bag.library_kernels": R("emb", "one"),
+    "scheme.fused_slice_bags": R("fused_emb", 16),
     "workload.gemv.M": R("gemv", 2048),
     "workload.gemv.K": R("gemv", 2048),
     "workload.gemv.rows_per_wg": R("gemv", 128),
