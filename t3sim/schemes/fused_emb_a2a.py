@@ -53,9 +53,8 @@ from t3sim.results.stats import Stats
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.emb_a2a import emb_geometry, emb_stats
 from t3sim.schemes.fused_emb_check import EmbChecks
-from t3sim.schemes.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, occupancies
-from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
-from t3sim.schemes.sequential import boundary
+from t3sim.schemes.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, occupancies, run_fused_kernel
+from t3sim.schemes.program import ProgramRun
 from t3sim.sim.clock import TICKS_PER_NS
 
 
@@ -262,22 +261,11 @@ def analytic_link_bytes(ctx: FusedEmbA2A) -> int:
     return ctx.N * ((ctx.N - 1) * ctx.lb * ctx.geom.T * per_bag + REQ_B * geom_slices(ctx))
 
 
-def fused_program(model, ctx: FusedEmbA2A) -> Program:
-    def finished():
-        boundary(model)()
-        ctx.checks.verify()
-
-    p = Program()
-    p.add("main", Kernel("fused_emb", "fused", "gemm", ctx.launch))
-    p.add("comm", Kernel("fused_a2a", "fused", "rs", ctx.end, comm=True, start_with="fused_emb", on_end=finished))
-    return p
-
-
 def run_fused(model) -> ProgramRun:
     ctx = FusedEmbA2A(model)
     model.attach(ctx)
     model.add_stats(lambda: emb_stats(ctx.geom))
-    return run_program(model, fused_program(model, ctx))
+    return run_fused_kernel(model, ctx, "fused_emb", "fused_a2a", ctx.checks.verify)
 
 
 register_simulation("fused_emb_a2a", run_fused)

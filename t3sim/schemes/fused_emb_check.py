@@ -51,7 +51,7 @@ class EmbChecks:
                 if geom.dest(b) != s or s in sim}
 
     def verify(self) -> None:
-        c, geom = self.ctx, self.ctx.geom
+        c = self.ctx
         want, got = self.expected(), set(self.arrivals)
         assert got == want, (f"fused_emb_a2a: vectors that arrived but should not: {sorted(got - want)[:4]}; that "
                              f"should have arrived but did not: {sorted(want - got)[:4]}")

@@ -43,9 +43,8 @@ from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, gemm_occupancies
-from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
-from t3sim.schemes.sequential import boundary
+from t3sim.schemes.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, gemm_occupancies, run_fused_kernel
+from t3sim.schemes.program import ProgramRun
 from t3sim.schemes.t3 import store_data
 from t3sim.sim.clock import TICKS_PER_NS
 from t3sim.workload.wg_order import wg_order
@@ -260,15 +259,7 @@ def analytic_link_bytes(ctx: FusedGemmA2A) -> int:
 def run_fused(model) -> ProgramRun:
     ctx = FusedGemmA2A(model)
     model.attach(ctx)
-
-    def finished():
-        boundary(model)()
-        ctx.verify()
-
-    p = Program()
-    p.add("main", Kernel("fused_gemm", "fused", "gemm", ctx.launch))
-    p.add("comm", Kernel("fused_a2a", "fused", "rs", ctx.end, comm=True, start_with="fused_gemm", on_end=finished))
-    return run_program(model, p)
+    return run_fused_kernel(model, ctx, "fused_gemm", "fused_a2a", ctx.verify)
 
 
 register_simulation("fused_gemm_a2a", run_fused)

@@ -65,9 +65,8 @@ from t3sim.results.stats import Stats
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.fused_gemv_check import FusedChecks
 from t3sim.schemes.gemv_ar import gemv_geometry, gemv_stats
-from t3sim.schemes.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, occupancies, persistent_grid
-from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
-from t3sim.schemes.sequential import boundary
+from t3sim.schemes.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, occupancies, persistent_grid, run_fused_kernel
+from t3sim.schemes.program import ProgramRun
 from t3sim.schemes.t3 import store_data
 from t3sim.sim.clock import TICKS_PER_NS
 
@@ -332,24 +331,12 @@ def analytic_link_bytes(ctx: FusedGemvAR) -> int:
     return total
 
 
-def fused_program(model, ctx: FusedGemvAR) -> Program:
-    """The fused kernel and its companion all-reduce record (module doc)."""
-    def finished():
-        boundary(model)()
-        ctx.checks.verify()
-
-    p = Program()
-    p.add("main", Kernel("fused_gemv", "fused", "gemm", ctx.launch))
-    p.add("comm", Kernel("fused_allreduce", "fused", "rs", ctx.end, comm=True, start_with="fused_gemv", on_end=finished))
-    return p
-
-
 def run_fused(model) -> ProgramRun:
     """Run the fused GEMV+AllReduce on ``model`` (module doc)."""
     ctx = FusedGemvAR(model)
     model.attach(ctx)
     model.add_stats(lambda: gemv_stats(model, ctx.geom))
-    return run_program(model, fused_program(model, ctx))
+    return run_fused_kernel(model, ctx, "fused_gemv", "fused_allreduce", ctx.checks.verify)
 
 
 register_simulation("fused_gemv_ar", run_fused)

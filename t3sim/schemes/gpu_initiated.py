@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Dict, Hashable, Iterable, List, Tuple
+from typing import Callable, Dict, Hashable, Iterable, List, Tuple
 
 import numpy as np
 import simpy
@@ -217,3 +217,19 @@ class Fences:
         yield self.env.timeout(self.network.path_latency_ticks(dst, src) + self.costs.api_ticks)
         self.wait_ticks += self.env.now - t0
 
+
+def run_fused_kernel(model, ctx, main: str, comm: str, verify: Callable[[], None]):
+    """Run a fused scheme's kernel ``main`` (``ctx.launch``) with its companion communication record ``comm``
+    (starts with it, ends at ``ctx.end``); when it ends, the kernel boundary, then ``verify`` (the scheme's
+    end-of-run checks). Returns the :class:`~t3sim.schemes.program.ProgramRun`."""
+    from t3sim.schemes.program import Kernel, Program, run_program
+    from t3sim.schemes.sequential import boundary
+
+    def finished():
+        boundary(model)()
+        verify()
+
+    p = Program()
+    p.add("main", Kernel(main, "fused", "gemm", ctx.launch))
+    p.add("comm", Kernel(comm, "fused", "rs", ctx.end, comm=True, start_with=main, on_end=finished))
+    return run_program(model, p)
