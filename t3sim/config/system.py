@@ -249,7 +249,7 @@ class SystemConfig(Model):
         if REQUEST_B % access:
             raise ValueError(f"hbm.bus_width_B x burst_length = {access} B per DRAM access does not divide the {REQUEST_B} B "
                              "memory request of the CUs, L2 and DMA engines, which the memory splits into whole accesses; "
-                             f"allowed: an access size of {', '.join(str(d) for d in (4, 8, 16, 32, 64))} B")
+                             f"allowed: an access size of {', '.join(str(d) for d in range(1, REQUEST_B + 1) if REQUEST_B % d == 0)} B")
         cols, gran_cols = row // access, max(1, gran // access)
         if gran_cols < cols and cols % gran_cols:
             raise ValueError(f"address_map.interleave_granularity_B={gran} does not divide hbm.row_size_B={row} into whole "

@@ -14,7 +14,7 @@ Per unit and memory cycle ``c``, in this order:
 3. up to ``admissions_per_cycle`` requests enter the queues, the stream chosen
    by the arbitration policy's ``choose`` (the function the fast kernel compiles,
    called here as Python) among the *eligible* ones (oldest pending request
-   arrived, room in its queue, and no request to the same 64 B line in the
+   arrived, room in its queue, and no request to the same access-sized line in the
    *other* queue: a read waits for queued writes to its line and vice versa);
    an entering request counts the older queued requests to its line it must
    follow (any pair but read/read; with the rule above, writes after writes);
