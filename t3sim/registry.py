@@ -5,9 +5,10 @@ name in one category. Registering a name twice raises (two plug-ins silently
 shadowing each other is a bug that produces plausible wrong numbers).
 
 Categories in use: ``arbitration`` (memory-controller compute/communication
-arbitration), ``dram_standard`` (DRAM timing rule sets),
-``address_map``, ``topology``, ``collective``, ``scheme`` (overlap scheme), ``executor``,
-``tracker_admission`` (who may take a free way of a T3 tracker set).
+arbitration), ``write_drain`` (memory-controller write-drain policies),
+``dram_standard`` (DRAM timing rule sets), ``address_map``, ``topology``, ``collective``,
+``scheme`` (overlap scheme), ``executor``, ``tracker_admission`` (who may take a free way of a
+T3 tracker set).
 
 Plug-in modules are imported lazily by :func:`load_plugins` so that the config
 layer can validate ``kind`` names without importing the simulator at import time.
@@ -29,6 +30,7 @@ T = TypeVar("T")
 PLUGIN_MODULES = (
     "t3sim.memory.policies",
     "t3sim.memory.standards",
+    "t3sim.memory.write_drain",
     "t3sim.memory.address_map",
     "t3sim.dma.tracker_policy",
     "t3sim.interconnect.topology",

@@ -5,14 +5,24 @@ current simulated time and return a simpy event that fires when the batch is
 done (reads: every byte is back at the requester; writes: accepted by the L2,
 or, for uncached writes and near-memory updates, written in DRAM).
 
+Requests and DRAM accesses. Between CUs, L2 and DMA engines a request is
+:data:`REQ_B` = 64 B (two 32 B L2 sectors); the DRAM moves ``hbm.access_size_B``
+per column command (32 B on Table 1: BL2 on a 16 B channel), a divisor of it.
+Every path below issues whole accesses: the L2 asks DRAM for the accesses that
+cover the *sectors* it misses (a sector miss of one 32 B sector is one 32 B
+access), writes back the accesses covering a line's dirty sectors, and an
+uncached write or update of a request becomes ``REQ_B / access_size_B``
+accesses (:meth:`MemoryPort.access <t3sim.memory.port.MemoryPort.access>` with
+``request_B``), each carrying the request's ``wg_id``/``wf_id``.
+
 Paths (paper Sec. 4.3 and Table 1):
 
-* cached read: L2 hit -> data after the L2 hit latency; miss -> a 64 B DRAM
-  read (compute or communication stream), data after the DRAM completion
-  plus the L2 latency back to the requester. Hits on a line whose fill is
-  still in flight wait for that fill (:class:`FillTable`, the MSHR merge).
+* cached read: L2 hit -> data after the L2 hit latency; miss -> DRAM reads of
+  the missing sectors (compute or communication stream), data after the DRAM
+  completion plus the L2 latency back to the requester. Hits on a line whose
+  fill is still in flight wait for that fill (:class:`FillTable`, the MSHR merge).
 * cached write: write-back L2; evictions of dirty lines become DRAM writes
-  attributed to the line's owner.
+  of their dirty sectors, attributed to the line's owner.
 * uncached write / update (T3's output allocation and DMA updates): straight
   to the memory controller as WRITE or UPDATE (op-and-store), carrying
   ``wg_id``/``wf_id`` for the tracker; the L2 slice is passed through for
@@ -21,7 +31,7 @@ Paths (paper Sec. 4.3 and Table 1):
 DRAM traffic is counted per *category* (``gemm``, ``rs``, ``ag``, ``dma``...,
 the paper's Fig. 18 split) and kind (read / write / update), in bytes.
 Invariant: the category counters add up to the bytes the memory system
-served.
+served (accesses x ``access_size_B``).
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ import simpy
 from t3sim.cache import l2_kernel as L2K
 from t3sim.cache.common import HIT, WriteBacks
 from t3sim.cache.l2 import L2Cache
+from t3sim.config.system import REQUEST_B
 from t3sim.memory.port import MemoryPort
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.memory.system import MemorySystem
@@ -43,7 +54,8 @@ from t3sim.results.stats import Stats
 from t3sim.sim.clock import Clock
 from t3sim.sim.engine import succeed_later
 
-REQ_B = 64  # bytes per request everywhere between CU, L2 and DRAM (hbm.access_size_B)
+#: bytes per request between CUs, L2 and DMA engines (module doc); the DRAM moves it in hbm.access_size_B accesses
+REQ_B = REQUEST_B
 
 #: Fig. 18 categories and the memory-controller source each maps to.
 CATEGORY_SOURCE = {"gemm": Source.GEMM, "rs": Source.COLLECTIVE, "ag": Source.COLLECTIVE, "dma": Source.DMA,
@@ -56,19 +68,49 @@ def _fill_slot(line, mask):  # pragma: no cover - compiled
     return (line ^ (line >> 20)) & mask
 
 
+@numba.njit(cache=True, inline="always")
+def _sector_accesses(line, m, sector_B, nsect, access_B, out, k):  # pragma: no cover - compiled
+    """Append to ``out[k:]`` the DRAM accesses (addresses, ``access_B``-aligned) covering the sectors of
+    sector mask ``m`` of the line at ``line``, ascending (an access wider than a sector covering several
+    is written once per sector it covers: callers de-duplicate); return the new length."""
+    per = sector_B // access_B if sector_B > access_B else 1
+    step = access_B if sector_B > access_B else 0
+    for b in range(nsect):
+        if (m >> b) & 1:
+            a = (line + b * sector_B) & ~np.int64(access_B - 1)
+            for j in range(per):
+                out[k] = a + j * step
+                k += 1
+    return k
+
+
 @numba.njit(cache=True)
-def _read_plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any_fills):  # pragma: no cover - compiled
+def mask_accesses(lines, masks, sector_B, nsect, access_B):  # pragma: no cover - compiled
+    """The sorted distinct DRAM accesses covering sector masks ``masks`` of lines ``lines`` (int64 arrays)."""
+    per = nsect * (sector_B // access_B if sector_B > access_B else 1)
+    out = np.empty(lines.shape[0] * per, dtype=np.int64)
+    k = 0
+    for i in range(lines.shape[0]):
+        k = _sector_accesses(lines[i], masks[i], sector_B, nsect, access_B, out, k)
+    return _sorted_unique(out[:k])
+
+
+@numba.njit(cache=True)
+def _read_plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any_fills, line_B, sector_B,
+               access_B):  # pragma: no cover - compiled
     """One cached/uncached read batch after its L2 access (its L2Result's arrays).
 
     Returns ``(ready, tags, req)``: the latest hit's ready tick (-1: no hit); the sorted
     distinct fill-table tags of in-flight fills that hit lines cover (only if ``any_fills``);
-    the sorted distinct 64 B DRAM requests of the misses.
+    the sorted distinct DRAM accesses (``access_B``) covering the sectors the reads miss
+    (``fill_mask``, relative to each address's ``line_B`` line of ``sector_B`` sectors).
     """
     n = addrs.shape[0]
     ready = -1
     tags = np.empty(n, dtype=np.int64)
     nt = 0
-    req = np.empty(n, dtype=np.int64)
+    nsect = line_B // sector_B
+    req = np.empty(n * nsect * (sector_B // access_B if sector_B > access_B else 1), dtype=np.int64)
     nr = 0
     for i in range(n):
         if outcome[i] == HIT:
@@ -81,18 +123,18 @@ def _read_plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any
                     tags[nt] = fl_tag[s]
                     nt += 1
         if fill_mask[i] != 0:
-            req[nr] = addrs[i] & ~np.int64(REQ_B - 1)
-            nr += 1
+            nr = _sector_accesses(addrs[i] & ~np.int64(line_B - 1), fill_mask[i], sector_B, nsect, access_B, req, nr)
     return ready, _sorted_unique(tags[:nt]), _sorted_unique(req[:nr])
 
 
 @numba.njit(cache=True)
-def _l2_read(addrs, unc, sc, now, S, G, V, occ, counts, fl_line, fl_tag, mask, any_fills):  # pragma: no cover - compiled
+def _l2_read(addrs, unc, sc, now, S, G, V, occ, counts, fl_line, fl_tag, mask, any_fills, line_B, sector_B,
+             access_B):  # pragma: no cover - compiled
     """A 64 B read batch through the fast L2 (:func:`~t3sim.cache.l2_kernel.access_uniform`) and its
     :func:`_read_plan`, in one call: ``(ready, tags, req, E)``, ``E`` the write-back rows."""
     R, E, _cyc = L2K.access_uniform(addrs, False, unc, sc, REQ_B, now, S, G, V, occ, counts)
     ready, tags, req = _read_plan(addrs, R[L2K.R_OUT], R[L2K.R_READY_TICK], R[L2K.R_FILL], fl_line, fl_tag, mask,
-                                  any_fills)
+                                  any_fills, line_B, sector_B, access_B)
     return ready, tags, req, E
 
 
@@ -144,7 +186,7 @@ class FillTable:
         return tag
 
     def record_requests(self, req: np.ndarray, ev: simpy.Event) -> None:
-        """Record ``ev`` as the fill of the 128 B lines of sorted 64 B requests ``req``."""
+        """Record ``ev`` as the fill of the 128 B lines of sorted DRAM accesses ``req``."""
         _record_fills(req, self.line, self.tag, self.mask, self._new(ev))
 
 
@@ -169,6 +211,9 @@ class MemoryHierarchy:
         self._cat_index = {c: i for i, c in enumerate(self.categories)}
         self.l2_latency = Clock.from_GHz(system.l2.clock_GHz).cycle_to_tick(system.l2.hit_latency_cycles)
         self.fills = FillTable()
+        #: DRAM bytes per column command (hbm.access_size_B) and the L2 geometry the accesses are cut from
+        self.access_B = self.mem.access_B
+        self._geo = (self.l2.geo.line_B, self.l2.geo.sector_B, self.access_B)
         self.traffic: Dict[str, Dict[str, int]] = defaultdict(lambda: {"read": 0, "write": 0, "update": 0})
         self.outstanding_writes = 0
         self._drained: Optional[simpy.Event] = None
@@ -181,10 +226,19 @@ class MemoryHierarchy:
             raise ValueError(f"unknown traffic category {category!r}; known: {self.categories}") from None
 
     def _dram(self, addrs: np.ndarray, kind: Kind, stream: Stream, category: str, wg_id=None, wf_id=None,
-              data=None) -> simpy.Event:
-        self.traffic[category][kind.name.lower()] += REQ_B * len(addrs)
+              data=None, request_B: Optional[int] = None) -> simpy.Event:
+        """DRAM accesses at ``addrs`` (or, with ``request_B``, requests of that size: MemoryPort.access)."""
+        self.traffic[category][kind.name.lower()] += (request_B or self.access_B) * len(addrs)
         return self.port.access(addrs, kind, stream, CATEGORY_SOURCE.get(category, Source.OTHER),
-                                wg_id=wg_id, wf_id=wf_id, data=data)
+                                wg_id=wg_id, wf_id=wf_id, data=data, request_B=request_B)
+
+    def direct_read(self, addrs, category: str, stream: Stream, source: Source) -> simpy.Event:
+        """Read 64 B requests straight from DRAM, bypassing the L2 (a DMA engine's or a pull kernel's
+        uncached reads): ``REQ_B / access_size_B`` accesses each, counted as ``category`` reads; the
+        event's value is the :class:`~t3sim.memory.port.BatchResult` (functional data: a row per request)."""
+        addrs = np.asarray(addrs, dtype=np.int64)
+        self.traffic[category]["read"] += REQ_B * len(addrs)
+        return self.port.access(addrs, Kind.READ, stream, source, request_B=REQ_B)
 
     def _join(self, events: List[simpy.Event], at_least_tick: int, extra_after_events: int) -> simpy.Event:
         """Event at ``max(at_least_tick, last(events) + extra_after_events)`` (callbacks, no process)."""
@@ -223,14 +277,15 @@ class MemoryHierarchy:
 
     def _writebacks(self, wb) -> None:
         if len(wb.line_addr):
-            # a dirty line (128 B) goes back as the 64 B requests its dirty sectors touch
-            lines = wb.line_addr
+            # a dirty line goes back as the DRAM accesses its dirty sectors touch
+            line_B, sector_B, access_B = self._geo
+            lines = wb.line_addr.astype(np.int64, copy=False)
+            masks = wb.sector_mask.astype(np.int64)
             for src in np.unique(wb.src):
                 sel = wb.src == src
-                addrs = np.concatenate([lines[sel & ((wb.sector_mask & 0b0011) != 0)],
-                                        lines[sel & ((wb.sector_mask & 0b1100) != 0)] + REQ_B])
+                addrs = mask_accesses(lines[sel], masks[sel], sector_B, line_B // sector_B, access_B)
                 if len(addrs):
-                    self._track_write(self._dram(np.sort(addrs), Kind.WRITE, Stream.COMPUTE, self.categories[int(src)]))
+                    self._track_write(self._dram(addrs, Kind.WRITE, Stream.COMPUTE, self.categories[int(src)]))
 
     def _track_write(self, ev: simpy.Event) -> simpy.Event:
         self.outstanding_writes += 1
@@ -268,7 +323,7 @@ class MemoryHierarchy:
         now = l2.clock.next_cycle_at_or_after(env.now)
         # one compiled call: the L2 accesses and the read plan
         ready, tags, req, E = _l2_read(addrs, bool(uncached), self._cat(category), now, *l2.kernel_state, fills.line,
-                                       fills.tag, fills.mask, bool(fills.events))
+                                       fills.tag, fills.mask, bool(fills.events), *self._geo)
         if E.shape[1]:
             self._writebacks(WriteBacks(E[L2K.E_LINE], E[L2K.E_MASK], E[L2K.E_SRC], E[L2K.E_ACC], E[L2K.E_FLUSH]))
         waits: List[simpy.Event] = []
@@ -293,9 +348,12 @@ class MemoryHierarchy:
             out.succeed(np.zeros((0, fs.elems), dtype=fs.dtype))
             return out
         done, dram, req = self._read(addrs, category, stream, True)
-        # an uncached read is one DRAM batch over its sorted distinct requests (no L2 hit, no fill merge)
-        idx = np.searchsorted(req, addrs)
-        done.callbacks.append(lambda _e: out.succeed(dram.value.data[idx]))
+        # an uncached read is one DRAM batch over its sorted distinct accesses (no L2 hit, no fill merge);
+        # a request's values are those of the accesses it spans, in address order
+        k = REQ_B // self.access_B
+        acc = (addrs - addrs % REQ_B)[:, None] + self.access_B * np.arange(k, dtype=np.int64)[None, :]
+        idx = np.searchsorted(req, acc.reshape(-1))
+        done.callbacks.append(lambda _e: out.succeed(dram.value.data[idx].reshape(len(addrs), fs.elems)))
         return out
 
     def write(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False,
@@ -317,7 +375,7 @@ class MemoryHierarchy:
             kind = Kind.UPDATE if update else Kind.WRITE
             pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])
             ev = self._dram(addrs[sel], kind, stream, category, wg_id=pick(wg_id), wf_id=pick(wf_id),
-                            data=None if data is None else np.asarray(data)[sel])
+                            data=None if data is None else np.asarray(data)[sel], request_B=REQ_B)
             waits.append(self._track_write(ev))
         return self._join(waits, int(r.done_tick.max()), 0)
 

@@ -21,6 +21,11 @@ ADDRESS_FIELDS = ("col_low", "channel", "col_high", "bankgroup", "bank", "row")
 
 REF11 = "paper Table 1 via ref. [11] (Accel-Sim QV100 HBM2 dram_timing_opt)"
 
+#: the paper's simulator: Accel-Sim's Volta (QV100) HBM2 configuration, gpgpu-sim_distribution
+#: configs/tested-cfgs/SM7_QV100/gpgpusim.config (the paper's Table 1 is "the latest GPU architecture Accel-Sim
+#: completely supports", Sec. 5.1.1)
+QV100 = "Accel-Sim QV100 config (gpgpu-sim configs/tested-cfgs/SM7_QV100/gpgpusim.config)"
+
 #: address_map kinds that read address_map.field_order (t3sim/memory/address_map.py)
 ORDERED_MAPS = ("row_bank_column_channel",)
 
@@ -57,8 +62,8 @@ class HBMTimingConfig(Model):
     tWR_nCK: int = F(12, unit="nCK", desc="end of write data to PRE (write recovery)", source=f"{REF11}: WR=12", ge=0)
     tRTP_nCK: int = F(4, unit="nCK", desc="read to PRE delay (RTPL in [11])", source=f"{REF11}: RTPL=4", ge=1)
     tRTW_nCK: int = F(
-        16, unit="nCK", desc="read command to write command on one channel (bus turnaround)",
-        source="derived as in GPGPU-Sim/Accel-Sim: CL + tBL + 2 - WL = 14 + 2 + 2 - 2 = 16 (tBL=2 cycles of BL4 on a DDR bus; no value given in [11])", ge=0)
+        15, unit="nCK", desc="read command to write command on one channel (bus turnaround)",
+        source="derived as GPGPU-Sim/Accel-Sim do (gpu-sim.h: tRTW = CL + BL/data_command_freq_ratio + 2 - WL): 14 + 1 + 2 - 2 = 15 (tBL = 1 cycle of BL2 on a DDR bus; no value given in [11])", ge=0)
     tFAW_nCK: int = F(16, unit="nCK", desc="four-activate window", source="JESD235 HBM2 / Ramulator HBM_1Gbps: nFAW=16", ge=0)
     tREFI_nCK: int = F(3900, unit="nCK", desc="average refresh interval (0 disables refresh)", source="JESD235 HBM2: tREFI = 3.9 us at 1 GHz", ge=0)
     tRFC_nCK: int = F(260, unit="nCK", desc="refresh cycle time", source="JESD235 HBM2 4 Gb die / Ramulator HBM: nRFC=260 at 1 GHz", ge=0)
@@ -80,10 +85,12 @@ class HBMConfig(Model):
     banks_per_group: int = F(4, unit="count", desc="banks per bank group", source=f"{REF11}: nbk=16 over 4 groups", gt=0)
     rows: int = F(16384, unit="count", desc="rows per bank", source="JESD235 HBM2 4 Gb die (16K rows per bank)", gt=0)
     row_size_B: int = F(2048, unit="B", desc="row (page) size per bank", source="JESD235 HBM2 legacy mode: 2 KB page", gt=0)
-    bus_width_B: int = F(16, unit="B", desc="data bus width per channel", source="issue 2: 16 B per channel (128-bit HBM2 legacy channel)", gt=0)
+    bus_width_B: int = F(16, unit="B", desc="data bus width per (pseudo-)channel", source=f"{QV100}: -gpgpu_dram_buswidth 16 (128-bit HBM2 legacy-mode channel, JESD235)", gt=0)
     transfers_per_clock: int = F(2, unit="count", desc="data transfers per clock (2 = double data rate)", source="JESD235 HBM2 (DDR)", gt=0)
     clock_GHz: float = F(1.0, unit="GHz", desc="HBM command clock", source="paper Table 1", gt=0)
-    burst_length: int = F(4, unit="count", desc="data beats per column command", source="assumption: BL4 moves one 64 B request over a 16 B DDR bus in 2 clocks", gt=0)
+    burst_length: int = F(
+        2, unit="count", desc="data beats per column command: one DRAM access moves bus_width_B x burst_length bytes (hbm.access_size_B) in burst_length / transfers_per_clock clocks (tBL)",
+        source=f"{QV100}: -gpgpu_dram_burst_length 2 with -dram_data_command_freq_ratio 2 (DDR): dram_atom_size = BL x busW = 32 B per column command, one command-clock cycle of data (gpu-sim.h); JESD235 legacy mode allows BL2 or BL4. Assumption: the paper's Table 1 keeps Accel-Sim's BL2 (it does not state the burst length)", gt=0)
     timing: HBMTimingConfig = F(HBMTimingConfig, unit="mapping", desc="timing constraints by JEDEC name", source=REF11)
 
     @field_validator("standard")
@@ -178,7 +185,7 @@ class ArbitrationConfig(Model):
         desc="t3_mca: serve communication once it has waited this many memory cycles since its arrival or the last "
              "communication admission; None = the link rate: channels x 64 B x HBM clock / (the GPU's link bandwidth "
              "in + out), the longest limit at which communication, when compute requests are always queued, is still "
-             "served as fast as the links move it (Table 1: 32 x 64 B x 1 GHz / 300 GB/s -> 6 cycles; t3sim/memory/policies/t3_mca.py)",
+             "served as fast as the links move it (Table 1: 32 x 32 B accesses x 1 GHz / 300 GB/s -> 3 cycles; t3sim/memory/policies/t3_mca.py)",
         source="paper Sec. 4.5 names the limit (\"to ensure it is not starved\") but not its value; derived from Table 1's HBM "
                "and ring bandwidths (issue 16 item 4). 1000 was the earlier assumption", gt=0)
     dynamic_occupancy_levels: List[float] = F(
@@ -223,14 +230,26 @@ class MemoryControllerConfig(Model):
 
     read_queue_entries: int = F(64, unit="count", desc="read queue capacity per channel", source="Accel-Sim QV100: gpgpu_frfcfs_dram_sched_queue_size=64", gt=0)
     write_queue_entries: int = F(64, unit="count", desc="write queue capacity per channel", source="assumption: equal to the read queue", gt=0)
-    write_high_watermark: float = F(0.75, unit="ratio", desc="start draining writes when the write queue is this full", source="assumption: common FR-FCFS write-drain setting (DRAMsim3, Ramulator)", gt=0, le=1)
-    write_low_watermark: float = F(0.25, unit="ratio", desc="stop draining writes at this fill level", source="assumption: common FR-FCFS write-drain setting", ge=0, lt=1)
+    write_drain: str = F(
+        "watermark", unit="name",
+        desc="registered write-drain policy (t3sim/memory/write_drain): when the controller serves its write queue instead of its read queue. watermark = drain from write_high_watermark down to write_low_watermark, or while no read waits; drain_when_full = drain once the write queue is full (or holds more than 8 writes and no read waits), then exactly the writes queued when the drain began. Every policy also drains once the oldest write has waited write_starvation_limit_cycles",
+        source="watermark: Ramulator 2 ControllerBase::set_write_mode (src/ramulator/controller/controller_base.cpp); drain_when_full: DRAMsim3 Controller::ScheduleTransaction (src/controller.cc)")
+    write_high_watermark: float = F(
+        0.75, unit="ratio", desc="write_drain=watermark: start draining writes when the write queue is this full",
+        source="assumption: between Ramulator 2's default 0.8 (wr_high_watermark) and Accel-Sim's HBM write queues (gpgpu-sim -dram_write_queue_size: 56 of 64 in its manual's HBM example = 0.875, 108 of 128 in the TITANV config = 0.84); the QV100 config leaves the separate write queue disabled", gt=0, le=1)
+    write_low_watermark: float = F(
+        0.25, unit="ratio", desc="write_drain=watermark: stop draining writes at this fill level (while reads wait)",
+        source="assumption: between Ramulator 2's default 0.2 (wr_low_watermark) and Accel-Sim's HBM write queues (32 of 64 = 0.5 in gpgpu-sim's manual example, 32 of 128 = 0.25 in the TITANV config)", ge=0, lt=1)
     write_starvation_limit_cycles: int = F(
-        2000, unit="cycles", desc="start draining writes once the oldest queued write has waited this long (bounds write latency when reads never stop)",
-        source="assumption: liveness bound; DRAMsim3/Ramulator drain only at the watermark or when reads run out", gt=0)
+        2000, unit="cycles", desc="start draining writes once the oldest queued write has waited this long (bounds write latency when reads never stop; every write-drain policy)",
+        source="assumption: liveness bound; Ramulator 2 and DRAMsim3 drain only at their thresholds or when reads run out", gt=0)
     admissions_per_cycle: int = F(
         1, unit="count", desc="requests moved from the pending FIFOs into the controller queues per memory cycle",
-        source="assumption: twice the column-command rate of one channel (a 64 B request every tBL=2 cycles)", gt=0)
+        source=f"{QV100} model: memory_partition_unit::dram_cycle moves one request per DRAM cycle towards the DRAM (l2cache.cc: 'the DRAM should only accept one request per cycle'); the column-command rate of 32 B accesses at tBL = 1", gt=0)
+    frontend_latency_gpu_cycles: int = F(
+        100, unit="cycles",
+        desc="GPU core-clock cycles (gpu.clock_GHz) every DRAM request spends between the L2 and the controller's queues, before arbitration and scheduling (a fixed pipeline delay; replies take none): the controller pipeline the DRAM timing model does not cover",
+        source=f"{QV100}: -dram_latency 100, counted in gpu_sim_cycle, the core clock (gpu-sim.cc), on the request path only (l2cache.cc memory_partition_unit::dram_cycle: the L2-to-DRAM queue enters m_dram_latency_queue, which feeds the DRAM scheduler when ready_cycle is reached); 100 cycles at Table 1's 1.4 GHz = 71.4 ns", ge=0)
     scheduler: Literal["frfcfs"] = F("frfcfs", unit="enum", desc="command scheduler (row hits first, then oldest)", source="issue 3",
                                      descriptive="FR-FCFS is the only scheduler implemented: the field names the model's choice and accepts no other")
     page_policy: Literal["open", "closed", "closed_adaptive"] = F(
@@ -239,8 +258,21 @@ class MemoryControllerConfig(Model):
         source="open: issue 3 (Accel-Sim/GPGPU-Sim FR-FCFS keep rows open); closed: DRAMsim3 row_buf_policy=CLOSE_PAGE (every access READ_/WRITE_PRECHARGE) and gem5 page_policy=close; closed_adaptive: gem5 page_policy=close_adaptive")
     arbitration: ArbitrationConfig = F(ArbitrationConfig, unit="mapping", desc="compute/communication arbitration", source="paper Sec. 4.5")
 
+    @field_validator("write_drain")
+    @classmethod
+    def _write_drain(cls, v: str) -> str:
+        return check_kind("write_drain", v)
+
     @model_validator(mode="after")
     def _watermarks(self) -> "MemoryControllerConfig":
+        from t3sim import registry
+
+        reads = registry.get("write_drain", self.write_drain, "memory_controller.write_drain").reads
+        ignored = sorted({"write_high_watermark", "write_low_watermark"} & self.model_fields_set - set(reads))
+        if ignored:
+            raise ValueError(f"{' and '.join(ignored)} with write_drain={self.write_drain!r}, which does not read "
+                             f"{'it' if len(ignored) == 1 else 'them'}; allowed: the watermarks only with a write-drain "
+                             "policy that reads them (watermark)")
         if self.write_low_watermark >= self.write_high_watermark:
             raise ValueError(
                 f"write_low_watermark ({self.write_low_watermark}) must be below write_high_watermark ({self.write_high_watermark})")

@@ -11,7 +11,8 @@ from t3sim.config.gpu import GemmKernelConfig, GPUConfig, L2Config
 from t3sim.config.memory import AddressMapConfig, HBMConfig, MemoryControllerConfig
 
 
-#: bytes of one memory request between CUs, L2, DMA and DRAM (t3sim/compute/memhier.py REQ_B)
+#: bytes of one memory request between CUs, L2 and DMA engines (t3sim/compute/memhier.py REQ_B); the DRAM moves it
+#: in hbm.access_size_B accesses, a divisor of it
 REQUEST_B = 64
 
 
@@ -273,6 +274,10 @@ class SystemConfig(Model):
         if ic.kind == "switch" and n > ic.switch_ports:
             raise ValueError(f"interconnect.num_gpus={n} does not fit a switch with switch_ports={ic.switch_ports}")
         gran, row, access = self.address_map.interleave_granularity_B, self.hbm.row_size_B, self.hbm.access_size_B
+        if REQUEST_B % access:
+            raise ValueError(f"hbm.bus_width_B x burst_length = {access} B per DRAM access does not divide the {REQUEST_B} B "
+                             "memory request of the CUs, L2 and DMA engines, which the memory splits into whole accesses; "
+                             f"allowed: an access size of {', '.join(str(d) for d in range(1, REQUEST_B + 1) if REQUEST_B % d == 0)} B")
         cols, gran_cols = row // access, max(1, gran // access)
         if gran_cols < cols and cols % gran_cols:
             raise ValueError(f"address_map.interleave_granularity_B={gran} does not divide hbm.row_size_B={row} into whole "

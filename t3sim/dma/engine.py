@@ -53,11 +53,11 @@ import simpy
 
 from t3sim.compute.memhier import REQ_B, MemoryHierarchy
 from t3sim.interconnect.network import Network, PacketMeta
-from t3sim.memory.request import Kind, Source, Stream
+from t3sim.memory.request import Source, Stream
 from t3sim.sim.clock import ns_to_ticks
 from t3sim.sim.engine import Component, Engine
 
-_READ, _COMM, _DMA = Kind.READ, Stream.COMM, Source.DMA  # hoisted enum members (hot loops)
+_COMM, _DMA = Stream.COMM, Source.DMA  # hoisted enum members (hot loops)
 
 
 class Completion:
@@ -248,8 +248,7 @@ class DMAEngines(Component):
             for j0 in range(0, n, B):
                 j1 = min(n, j0 + B)
                 yield credits.get(min(j1 - j0, cap))
-                ev = self.hier.port.access(blk.addrs[j0:j1], _READ, _COMM, _DMA, wg_id=None, wf_id=None)
-                self.hier.traffic["rs"]["read"] += REQ_B * (j1 - j0)
+                ev = self.hier.direct_read(blk.addrs[j0:j1], "rs", _COMM, _DMA)
                 self.bytes_read += REQ_B * (j1 - j0)
                 ev.callbacks.append(lambda e, blk=blk, j0=j0, j1=j1, left=left:
                                     self._send(blk, j0, j1, e.value, credits, left))

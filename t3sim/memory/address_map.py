@@ -1,8 +1,8 @@
 """Physical address -> (unit, bank group, bank, row, column) mappings.
 
 A *unit* is one independently scheduled channel (``channel * pseudo_channels
-+ pseudo_channel``). Addresses are byte addresses; the map works on 64 B
-lines (``access_size_B``). Mappings are mixed-radix decompositions, so counts
++ pseudo_channel``). Addresses are byte addresses; the map works on DRAM
+accesses (lines of ``access_size_B``: 32 B on Table 1). Mappings are mixed-radix decompositions, so counts
 need not be powers of two (e.g. 96 channels); addresses beyond the device
 capacity wrap around (the row index is taken modulo ``rows``).
 
@@ -44,8 +44,8 @@ class Mapped:
     bankgroup: np.ndarray  # int32
     bank: np.ndarray  # int32, index within the unit: bankgroup * banks_per_group + bank_in_group
     row: np.ndarray  # int32
-    column: np.ndarray  # int32, 64 B column index within the row
-    line: np.ndarray  # int64, global 64 B line index (address // access_size_B)
+    column: np.ndarray  # int32, column (access) index within the row
+    line: np.ndarray  # int64, global access index (address // access_size_B)
 
 
 class DigitMap:
@@ -114,7 +114,7 @@ def _map_kernel(a, access_B, radix, pos, bpg, xor, chash):  # pragma: no cover -
 
 @nb.njit(cache=True, inline="always")
 def map_line(ln, radix, pos, bpg, xor, chash, d):  # pragma: no cover - compiled
-    """(unit, bank group, bank, row, column) of 64 B line ``ln``; ``d`` is scratch of ``radix.size``."""
+    """(unit, bank group, bank, row, column) of access ``ln`` (address // access_size_B); ``d`` is scratch of ``radix.size``."""
     nd = radix.size
     rest = ln
     for k in range(nd):

@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pattern", required=True, choices=PATTERNS, help="traffic pattern")
     p.add_argument("--mix", metavar="R:W", default=None,
                    help="read:write ratio of --pattern mixed, in chunks of 256 requests (default 1:1; e.g. 2:1)")
-    p.add_argument("--requests", type=int, default=200_000, metavar="N", help="64 B requests to simulate (default 200000)")
+    p.add_argument("--requests", type=int, default=200_000, metavar="N", help="DRAM accesses (hbm.access_size_B each: 32 B on Table 1) to simulate (default 200000)")
     p.add_argument("--system", metavar="FILE", default=None, help="system config YAML (default: built-in Table 1 defaults)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a system field, e.g. --set hbm.channels=8 (repeatable)")

@@ -32,24 +32,28 @@ from t3sim.memory import accum, bookkeeping, page_policy, step_kernel
 from t3sim.memory import fast_kernel as K
 from t3sim.memory import timing as T
 from t3sim.memory.fast_kernel import (
-    CYC, LAST_DIR, NEXT, NP, NQF, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_HI, P_LO, P_LOG, P_NB,
+    CYC, LAST_DIR, NEXT, NP, NQF, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_LOG, P_NB, P_NPP,
     P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, QF_REQ, RQN, WQN)
 from t3sim.memory.specialise import specialise
 
 
 @functools.lru_cache(maxsize=None)
-def kernels(policy_cls):
-    """``(run_kernel, pump_step)`` compiled for arbitration policy class ``policy_cls``: the templates
-    of :mod:`~t3sim.memory.fast_kernel` and :mod:`~t3sim.memory.step_kernel` with the policy's
-    ``choose`` and ``wake`` inlined (:func:`~t3sim.memory.specialise.specialise`; cached on disk per
-    policy). Compiled on first call."""
+def kernels(policy_cls, drain_cls):
+    """``(run_kernel, pump_step)`` compiled for arbitration policy class ``policy_cls`` and write-drain
+    policy class ``drain_cls``: the templates of :mod:`~t3sim.memory.fast_kernel` and
+    :mod:`~t3sim.memory.step_kernel` with the arbitration policy's ``choose`` and ``wake`` and the
+    write-drain policy's ``decide`` inlined (:func:`~t3sim.memory.specialise.specialise`; cached on disk
+    per pair). Compiled on first call."""
     if policy_cls.choose is None:
         raise TypeError(f"arbitration policy {policy_cls.__name__} defines no choose function")
-    tag = policy_cls.__name__
-    policy_fns = (policy_cls.choose, policy_cls.wake)
+    if drain_cls.decide is None:
+        raise TypeError(f"write-drain policy {drain_cls.__name__} defines no decide function")
+    tag = f"{policy_cls.__name__}_{drain_cls.__name__}"
+    policy_fns = (policy_cls.choose, policy_cls.wake, drain_cls.decide)
     # the kernels call functions of other modules: their sources go into the cache digest (numba itself
     # checks only the template's file)
-    run = specialise(K.run_kernel, tag, {"policy_choose": policy_cls.choose, "policy_wake": policy_cls.wake},
+    run = specialise(K.run_kernel, tag, {"policy_choose": policy_cls.choose, "policy_wake": policy_cls.wake,
+                                         "drain_decide": drain_cls.decide},
                      depends=(page_policy.closes_row,), _nrt=False)
     step = specialise(step_kernel.pump_step, tag, {"run_kernel": run},
                       depends=(*policy_fns, accum.retire, bookkeeping.admission_rows, page_policy.closes_row))
@@ -82,15 +86,16 @@ class FastController:
         # closing[u, b]: bank b's row is to be closed (page policy; t3sim.memory.page_policy)
         self.closing = np.zeros((U, g.banks), dtype=np.int64)
         pp = np.asarray(ms.policy.params(), dtype=np.int64).reshape(-1)
-        self.P = np.zeros(NP + pp.size, dtype=np.int64)
-        self.P[NP:] = pp  # the policy's parameters
+        dp = np.asarray(ms.drain.params(), dtype=np.int64).reshape(-1)
+        self.P = np.zeros(NP + pp.size + dp.size, dtype=np.int64)
+        self.P[NP: NP + pp.size] = pp  # the arbitration policy's parameters
+        self.P[NP + pp.size:] = dp  # the write-drain policy's
         P = self.P
-        P[P_NB], P[P_BPG] = g.banks, g.banks_per_group
+        P[P_NB], P[P_BPG], P[P_NPP] = g.banks, g.banks_per_group, pp.size
         P[P_RQ], P[P_WQ] = mc.read_queue_entries, mc.write_queue_entries
-        P[P_HI], P[P_LO] = ms.write_hi, ms.write_lo
         P[P_WLIM], P[P_ADM] = mc.write_starvation_limit_cycles, mc.admissions_per_cycle
         P[P_TREFI] = tm.values["tREFI"]
-        self._run_kernel, self._pump_step = kernels(type(ms.policy))
+        self._run_kernel, self._pump_step = kernels(type(ms.policy), type(ms.drain))
         P[P_TBL], P[P_DONE_RD], P[P_DONE_WR] = tm.tBL, tm.done_offset(T.RD), tm.done_offset(T.WR)
         P[P_FAW], P[P_FAWN] = tm.faw, tm.faw_count
         P[P_REFRESH_ON] = int(ms.refresh_on)

@@ -14,11 +14,12 @@ Per unit and memory cycle ``c``, in this order:
 3. up to ``admissions_per_cycle`` requests enter the queues, the stream chosen
    by the arbitration policy's ``choose`` (the function the fast kernel compiles,
    called here as Python) among the *eligible* ones (oldest pending request
-   arrived, room in its queue, and no request to the same 64 B line in the
+   arrived, room in its queue, and no request to the same access-sized line in the
    *other* queue: a read waits for queued writes to its line and vice versa);
    an entering request counts the older queued requests to its line it must
    follow (any pair but read/read; with the rule above, writes after writes);
-4. write-drain mode is updated (high/low watermark, empty read queue, write age);
+4. write-drain mode is updated by the write-drain policy's ``decide`` (the function the fast kernel
+   compiles, :mod:`t3sim.memory.write_drain`; e.g. high/low watermark, empty read queue, write age);
 5. column bus: the oldest request of the active queue (write queue while
    draining, else read queue) with no unfinished dependency, whose row is
    open (and not closing) and whose column command meets every timing rule,
@@ -66,6 +67,7 @@ class _Unit:
         self.rq: List[int] = []
         self.wq: List[int] = []
         self.draining = False
+        self.drain_left = 0  # the write-drain policy's counter (write_drain.base)
         self.ref_due = ms.first_refresh(u)
         self.ref_pending = False
         self.seq = 0
@@ -84,6 +86,9 @@ class ReferenceController:
         #: the page policy's decision, the function the fast kernel inlines, run as Python
         self._closes_row = getattr(page_policy.closes_row, "py_func", page_policy.closes_row)
         self._page = page_policy.code(ms.mc.page_policy)
+        #: the write-drain policy's decision, the function the fast kernel inlines, run as Python
+        self._decide = getattr(ms.drain.decide, "py_func", ms.drain.decide)
+        self._dp = np.asarray(ms.drain.params(), dtype=np.int64).reshape(-1)
 
     # ------------------------------------------------------------ queries
     def unit_cycle(self, u: int) -> int:
@@ -228,6 +233,8 @@ class ReferenceController:
         ms.r_issue[r] = c
         ms.r_done[r] = c + ms.timing.done_offset(cmd)
         ms.bus_busy[u] += ms.timing.tBL
+        if s.draining:  # a write or update from the write queue: the drain policy's counter
+            s.drain_left -= 1
         d = 0 if cmd == T.RD else 1
         if s.last_dir >= 0 and d != s.last_dir:
             ms.turnarounds[u] += 1
@@ -284,8 +291,5 @@ class ReferenceController:
         ms = self.ms
         nw, nr = len(s.wq), len(s.rq)
         aged = nw > 0 and c - int(ms.r_admit[s.wq[0]]) >= ms.mc.write_starvation_limit_cycles
-        if s.draining:
-            if nw == 0 or (nr > 0 and nw <= ms.write_lo and not aged):
-                s.draining = False
-        elif nw >= ms.write_hi or (nr == 0 and nw > 0) or aged:
-            s.draining = True
+        d, s.drain_left = self._decide(int(s.draining), nr, nw, aged, s.drain_left, ms.mc.write_queue_entries, self._dp)
+        s.draining = bool(d)

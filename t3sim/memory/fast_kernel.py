@@ -4,12 +4,14 @@ Pure compiled functions over flat numpy state: timing readiness, command
 issue, request eligibility and the per-unit cycle loop :func:`run_kernel`.
 Split from the Python wrapper so each module stays small.
 
-Arbitration. :func:`run_kernel` is a template: it calls ``policy_choose`` and
+Arbitration and write drain. :func:`run_kernel` is a template: it calls ``policy_choose`` and
 ``policy_wake``, the arbitration policy's decision and wake-up functions
-(:mod:`t3sim.memory.policies.base`), and is compiled once per policy with those
-names bound to the policy's own functions, inlined
-(:func:`t3sim.memory.controller_fast.kernels`). The policy's parameters are
-``P[NP:]``; its per-channel state is ``arb[u, LAST_STREAM..THRESHOLD]``.
+(:mod:`t3sim.memory.policies.base`), and ``drain_decide``, the write-drain policy's decision
+(:mod:`t3sim.memory.write_drain.base`), and is compiled once per pair of policies with those
+names bound to the policies' own functions, inlined
+(:func:`t3sim.memory.controller_fast.kernels`). The arbitration policy's parameters are
+``P[NP:NP + P[P_NPP]]``, the write-drain policy's follow them; the arbitration state of a channel
+is ``arb[u, LAST_STREAM..THRESHOLD]``, its drain state ``US[u, DRAINING]``, ``US[u, DRAIN_LEFT]``.
 
 State layout (all int64, ``u`` a unit):
 
@@ -47,10 +49,10 @@ from t3sim.memory.page_policy import OPEN, closes_row
 from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, NEVER, THRESHOLD
 
 # unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
-CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, NUS = range(12)
-# parameters (P[NP:]: the arbitration policy's)
-(P_NB, P_BPG, P_RQ, P_WQ, P_HI, P_LO, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
- P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, NP) = range(20)
+CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, DRAIN_LEFT, NUS = range(13)
+# parameters (P[NP:NP + P[P_NPP]]: the arbitration policy's; after them the write-drain policy's)
+(P_NB, P_BPG, P_RQ, P_WQ, P_NPP, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
+ P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, NP) = range(19)
 ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
 # queue entry fields (Q[u, q, j, field])
 QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_KIND, QF_NDEPS, NQF = range(7)
@@ -181,10 +183,16 @@ def policy_wake(c, a0, a1, occ, last_stream, last_comm, drain, threshold, pp):  
     raise NotImplementedError("run_kernel is a template: use t3sim.memory.controller_fast.kernels(policy)")
 
 
+def drain_decide(draining, nr, nw, aged, left, cap, dp):  # pragma: no cover
+    """Placeholder: bound to the write-drain policy's decision per specialisation of :func:`run_kernel`."""
+    raise NotImplementedError("run_kernel is a template: use t3sim.memory.controller_fast.kernels(policy, drain)")
+
+
 def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, closing,
                occ_hist, bus_busy, turnarounds, cmd_count, out, out_log, counts):  # pragma: no cover - compiled
     """Simulate every unit up to cycle ``until`` (exclusive). A template (module docstring): compile it
-    with ``_nrt=False`` and ``policy_choose``/``policy_wake`` bound, as ``controller_fast.kernels`` does.
+    with ``_nrt=False`` and ``policy_choose``/``policy_wake``/``drain_decide`` bound, as ``controller_fast.kernels``
+    does.
 
     Writes the indices of the requests issued to ``out[0, :counts[0]]`` and of those admitted to
     ``out[1, :counts[1]]``, the command log (with ``P[P_LOG]``) to ``out_log[:counts[2]]`` and the
@@ -202,7 +210,9 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
     refresh_on = P[P_REFRESH_ON] != 0
     observing = P[P_OBSERVING] != 0
     page = P[P_PAGE]
-    pp = P[NP:]  # the policy's parameters
+    pp = P[NP:NP + P[P_NPP]]  # the arbitration policy's parameters
+    dp = P[NP + P[P_NPP]:]  # the write-drain policy's
+    wcap = P[P_WQ]
     for u in range(U):
         c = US[u, CYC]
         if c >= until:
@@ -307,11 +317,9 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
             rqn = US[u, RQN]
             wqn = US[u, WQN]
             aged = wqn > 0 and c - r_admit[Q[u, 1, 0, QF_REQ]] >= P[P_WLIM]
-            if US[u, DRAINING] != 0:
-                if wqn == 0 or (rqn > 0 and wqn <= P[P_LO] and not aged):
-                    US[u, DRAINING] = 0
-            elif wqn >= P[P_HI] or (rqn == 0 and wqn > 0) or aged:
-                US[u, DRAINING] = 1
+            dr, left = drain_decide(US[u, DRAINING], rqn, wqn, aged, US[u, DRAIN_LEFT], wcap, dp)
+            US[u, DRAINING] = dr
+            US[u, DRAIN_LEFT] = left
             if wqn > 0 and r_admit[Q[u, 1, 0, QF_REQ]] + P[P_WLIM] < wake:
                 wake = r_admit[Q[u, 1, 0, QF_REQ]] + P[P_WLIM]
             qi = US[u, DRAINING]  # the active queue
@@ -349,6 +357,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         RQ[F_ISSUE, r] = c
                         RQ[F_DONE, r] = c + (P[P_DONE_RD] if cmd == RD else P[P_DONE_WR])
                         bus_busy[u] += tBL
+                        if qi == 1:  # draining: the write-drain policy's counter
+                            US[u, DRAIN_LEFT] -= 1
                         d = 0 if cmd == RD else 1
                         if US[u, LAST_DIR] >= 0 and d != US[u, LAST_DIR]:
                             turnarounds[u] += 1

@@ -3,7 +3,8 @@
 Every pattern submits all requests at tick 0 (an unbounded backlog, so the
 result is the memory's sustained throughput), compute stream, source GEMM.
 
-* ``stream-read`` / ``stream-write`` / ``nmc-update``: consecutive 64 B lines;
+* ``stream-read`` / ``stream-write`` / ``nmc-update``: consecutive DRAM accesses
+  (``hbm.access_size_B`` apart: 32 B on Table 1);
 * ``random-read``: uniformly random lines over the device capacity (seeded);
 * ``mixed``: a read stream and a write stream (disjoint regions) interleaved
   in chunks of ``MIXED_CHUNK`` requests: ``R`` read chunks then ``W`` write

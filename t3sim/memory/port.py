@@ -20,6 +20,14 @@ simpy adapter::
     port = MemoryPort(env, ms)
     result = yield port.access(addrs, Kind.READ, Stream.COMPUTE, Source.GEMM, wg_id=3)
     result.done_tick, result.batch_id, result.data   # data: functional reads
+    port.access(addrs, Kind.WRITE, ..., request_B=64) # each address a 64 B request: 64 / access_size_B accesses
+
+Requests and accesses. The memory moves ``hbm.access_size_B`` bytes per column command (32 B on
+Table 1). ``access`` takes either DRAM accesses (one address each, the default) or, with
+``request_B``, the GPU's larger requests (an aligned ``request_B`` block per address, a multiple of
+the access size): each becomes ``request_B / access_size_B`` consecutive accesses of the same batch,
+with its ``wg_id``/``wf_id`` (the tracker counts each access) and its data split among them;
+functional reads return one row per request.
 
 Exactness. A batch's completion tick is known once its last request's column
 command has issued (completion = command + tCL + tBL for reads, + tWL + tBL
@@ -70,6 +78,27 @@ from t3sim.memory.request import Kind, parse_enum
 from t3sim.sim.engine import dispatcher
 
 
+def split_requests(addrs, wg_id, wf_id, data, request_B: int, access_B: int):
+    """Requests of ``request_B`` bytes at ``addrs`` as accesses of ``access_B``: ``(addrs, wg_id, wf_id, data,
+    accesses per request)``; per-request ids are repeated, data rows split (``(n, e)`` -> ``(n k, e / k)``)."""
+    if request_B < access_B or request_B % access_B:
+        raise ValueError(f"a request of {request_B} B is not a whole number of {access_B} B DRAM accesses")
+    k = request_B // access_B
+    a = np.asarray(addrs, dtype=np.int64).reshape(-1)
+    base = a - a % request_B
+    out = (base[:, None] + np.arange(0, request_B, access_B, dtype=np.int64)[None, :]).reshape(-1)
+
+    def rep(x):
+        if x is None or np.ndim(x) == 0 or np.size(x) == 1:
+            return x
+        return np.repeat(np.asarray(x, dtype=np.int64), k)
+
+    if data is not None:
+        d = np.asarray(data)
+        data = d.reshape(a.size * k, d.size // (a.size * k)) if a.size else d
+    return out, rep(wg_id), rep(wf_id), data, k
+
+
 class BatchResult(NamedTuple):
     """Value of an access event (a NamedTuple: one is built per completed batch)."""
 
@@ -97,19 +126,26 @@ class MemoryPort:
         self._id = next(MemoryPort._ids)
         self._dispatch = dispatcher(env)
         self._events: Dict[int, simpy.Event] = {}
-        self._reads: set = set()
+        self._reads: Dict[int, int] = {}  # functional reads: batch -> accesses per request
         self._step: Optional[simpy.Event] = None  # the scheduled pump step
         self._step_at = -1  # its tick
         self.pump_steps = 0
 
-    def access(self, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None) -> simpy.Event:
-        """Submit a batch now; the returned event fires with a :class:`BatchResult` when it completes."""
+    def access(self, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None,
+               request_B: Optional[int] = None) -> simpy.Event:
+        """Submit a batch now; the returned event fires with a :class:`BatchResult` when it completes.
+
+        ``request_B``: each address names an aligned request of that many bytes, issued as
+        ``request_B / access_size_B`` accesses (module docstring); None: each address is one access."""
         env, mem = self.env, self.mem
+        k = 1
+        if request_B is not None and request_B != mem.access_B:
+            addrs, wg_id, wf_id, data, k = split_requests(addrs, wg_id, wf_id, data, int(request_B), mem.access_B)
         bid = mem.submit(env.now, addrs, kind, stream, source, wg_id=wg_id, wf_id=wf_id, data=data)
         ev = env.event()
         self._events[bid] = ev
         if mem.functional is not None and data is None:
-            self._reads.add(bid)
+            self._reads[bid] = k
         for b, done in mem.pop_completed():  # an empty batch completes on submission
             self._fire(b, done)
         if mem.outstanding:  # no-op unless the new requests could complete before the armed step
@@ -136,8 +172,12 @@ class MemoryPort:
         ev = self._events.pop(bid, None)
         if ev is None:
             return
-        data = self.mem.read_data(bid) if bid in self._reads else None
-        self._reads.discard(bid)
+        k = self._reads.pop(bid, 0)
+        data = None
+        if k:
+            data = self.mem.read_data(bid)
+            if k > 1:  # one row per request
+                data = data.reshape(data.shape[0] // k, k * data.shape[1])
         self._dispatch.at(done, (self._id, bid), ev, BatchResult(bid, done, data))
 
     def _service(self) -> None:

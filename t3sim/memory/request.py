@@ -1,6 +1,6 @@
 """Request attributes: kind, stream class and source (small integer codes).
 
-Every memory request is one ``access_size_B`` (64 B) column access. Codes are
+Every memory request is one ``hbm.access_size_B`` column access (32 B on Table 1). Codes are
 stable: they index statistics arrays and the numba kernel's state.
 """
 

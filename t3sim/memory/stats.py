@@ -63,7 +63,7 @@ def collect(ms, prefix: str = "") -> Stats:
     st = Stats()
     p = (prefix + ".") if prefix else ""
     s = summary(ms)
-    st.add(p + "requests", s.get("requests", 0), "count", "64 B requests completed")
+    st.add(p + "requests", s.get("requests", 0), "count", "DRAM accesses (hbm.access_size_B each) completed")
     if not s.get("requests"):
         return st
     acc = ms.acc

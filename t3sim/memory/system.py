@@ -2,20 +2,26 @@
 
 Time. Callers speak integer **ticks** (1 tick = 1 ps, :mod:`t3sim.sim.clock`);
 the memory runs in HBM command-clock **cycles**. A request submitted at tick
-``t`` arrives at the controller at the first cycle starting at or after ``t``.
+``t`` arrives at the controller at the first cycle starting at or after
+``t + frontend`` (``frontend`` = ``memory_controller.frontend_latency_gpu_cycles``
+of the GPU clock, in ticks: the controller pipeline before its queues; 0 in the
+memory tests that count cycles).
 ``advance(until_tick)`` simulates every cycle that *starts before*
 ``until_tick``; the memory's *frontier* is the first unsimulated cycle, and
 submissions must not be earlier than the frontier (no request can change the
 past) nor earlier than the previous submission.
 
-Requests. Every request is one 64 B column access (``hbm.access_size_B``).
+Requests. Every request is one column access of ``hbm.access_size_B`` bytes
+(bus width x burst length: 32 B on Table 1); its address names the access-sized,
+aligned block that contains it (:class:`~t3sim.memory.port.MemoryPort` splits the
+GPU's larger requests into accesses).
 A batch (one ``submit`` call) shares kind, stream and source; it completes
 when its last request's data burst ends: reads when the data has returned
 (command + tCL + tBL), writes and op-and-store updates when their data has
 been written (command + tWL + tBL). Requests wait in per-channel, per-stream
 pending FIFOs (unbounded: the backpressure the GPU sees is the completion
 time) until the arbitration policy admits them into the channel's read or
-write queue (bounded). Within a channel, requests to one 64 B line take
+write queue (bounded). Within a channel, requests to one access-sized block take
 effect in admission order unless both are reads.
 
 Determinism: the simulation is a function of the submissions alone; the two
@@ -30,6 +36,7 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
+from t3sim.config.system import REQUEST_B
 from t3sim.errors import InputError
 from t3sim.cache.common import cycles_to_ticks
 from t3sim.memory import address_map
@@ -40,6 +47,7 @@ from t3sim.memory.batches import Batches
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.policies import build as build_policy
+from t3sim.memory.write_drain import build as build_drain
 from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, THRESHOLD, ArbState
 from t3sim.memory.request import Kind, Source, Stream, parse_enum
 from t3sim.sim.clock import Clock
@@ -114,7 +122,7 @@ class MemorySystem:
             ``address_map`` and ``memory_controller``).
         mode: ``"fast"`` (numba) or ``"reference"`` (plain Python).
         functional: keep real data; writes store, updates add, reads return values.
-        dtype: element type of functional data (a 64 B line holds 64/itemsize elements).
+        dtype: element type of functional data (an access holds access_size_B / itemsize elements).
         record_commands: keep the DRAM command log (for :mod:`t3sim.memory.checker`).
     """
 
@@ -129,13 +137,14 @@ class MemorySystem:
         hbm, mc = system.hbm, system.memory_controller
         self.system, self.hbm, self.mc = system, hbm, mc
         self.clock = Clock.from_GHz(hbm.clock_GHz, "hbm")
+        #: ticks every request spends before it reaches the controller (memory_controller.frontend_latency_gpu_cycles)
+        self.frontend_ticks = Clock.from_GHz(system.gpu.clock_GHz, "gpu").cycle_to_tick(mc.frontend_latency_gpu_cycles)
         self.timing = T.resolve(hbm)
         self.amap = address_map.build(system)
         self.policy = build_policy(mc.arbitration, system)
         self.geom = Geometry(hbm.channels, hbm.pseudo_channels, hbm.bank_groups, hbm.banks_per_group)
         self.access_B = hbm.access_size_B
-        self.write_hi = max(1, int(round(mc.write_high_watermark * mc.write_queue_entries)))
-        self.write_lo = int(round(mc.write_low_watermark * mc.write_queue_entries))
+        self.drain = build_drain(mc)
         self.refresh_on = self.timing.values["tREFI"] > 0
         # fewest cycles from a column command to its request's completion: any kind, and a read
         self._min_done = min(self.timing.done_offset(T.RD), self.timing.done_offset(T.WR))
@@ -174,7 +183,7 @@ class MemorySystem:
         self.compactions = 0  # times the request arrays were compacted (batch ranges no longer valid)
         self._enqueue_hook: Optional[Callable[[EnqueueInfo], None]] = None
         self._hook_writes_only = False
-        self.functional = FunctionalStore(self.access_B, dtype) if functional else None
+        self.functional = FunctionalStore(self.access_B, dtype, REQUEST_B) if functional else None
         self.mode = mode
         #: pump steps take the fused compiled path (fast controller, no functional data, no command log)
         self._fused = mode == "fast" and not functional and not record_commands
@@ -240,7 +249,7 @@ class MemorySystem:
     def discovery_tick(self, tick: int, write: bool) -> int:
         """The latest tick at which :meth:`advance` learns, strictly before it happens, the completion of a
         request submitted at ``tick`` (of a write/update if ``write``, else of a read)."""
-        return self._last_tick_before_done(self.clock.next_cycle_at_or_after(tick), write)
+        return self._last_tick_before_done(self.clock.next_cycle_at_or_after(tick + self.frontend_ticks), write)
 
     def _last_tick_before_done(self, cycle: int, write: bool) -> int:
         """One tick before the earliest completion of a request (a write/update if ``write``) that issues
@@ -249,10 +258,11 @@ class MemorySystem:
 
     # ---------------------------------------------------------------- submit
     def submit(self, tick: int, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None) -> int:
-        """Submit a batch of 64 B requests arriving at ``tick``; return its batch id.
+        """Submit a batch of DRAM accesses at ``tick`` (they reach the controller ``frontend_ticks`` later);
+        return its batch id.
 
-        ``addrs``: byte addresses (any integer array-like; each names the 64 B
-        line containing it). ``kind``/``stream``/``source``: :class:`Kind`,
+        ``addrs``: byte addresses (any integer array-like; each names the
+        ``access_size_B`` block containing it). ``kind``/``stream``/``source``: :class:`Kind`,
         :class:`Stream`, :class:`Source` (member, code or name). ``wg_id`` /
         ``wf_id``: scalars or per-request arrays, passed to the enqueue hook.
         ``data``: functional mode, writes and updates: array ``(n, elems)``.
@@ -261,15 +271,16 @@ class MemorySystem:
         stream = parse_enum(Stream, stream, "memory request stream")
         source = parse_enum(Source, source, "memory request source")
         tick = int(tick)
-        arrive = self.clock.next_cycle_at_or_after(tick)
-        if arrive < self.frontier or tick < self._last_submit_tick:
+        now = self.clock.next_cycle_at_or_after(tick)
+        if now < self.frontier or tick < self._last_submit_tick:
             raise ValueError(f"submit at tick {tick} is in the past (memory frontier {self.now_tick}, last submit {self._last_submit_tick})")
         self._last_submit_tick = tick
+        arrive = self.clock.next_cycle_at_or_after(tick + self.frontend_ticks)
         if type(addrs) is not np.ndarray or addrs.dtype != np.int64 or addrs.ndim != 1:
             addrs = np.atleast_1d(np.asarray(addrs, dtype=np.int64))
         a = addrs
         n = int(a.size)
-        bid = self.batches.add(self.n, n, arrive)
+        bid = self.batches.add(self.n, n, arrive if n else now)  # an empty batch completes on submission
         if self.functional is not None:
             self.functional.on_submit(bid, kind, n, data)
         if n == 0:

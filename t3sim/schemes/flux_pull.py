@@ -44,7 +44,7 @@ import simpy
 from t3sim.compute.dispatcher import Footprint
 from t3sim.compute.memhier import REQ_B
 from t3sim.interconnect.network import PacketMeta
-from t3sim.memory.request import Kind, Source, Stream
+from t3sim.memory.request import Source, Stream
 from t3sim.schemes.t3 import store_data
 from t3sim.sim.clock import ns_to_ticks
 
@@ -141,8 +141,7 @@ class FluxPull:
             addrs = r.addr[idx]
             reads = [env.process(self._mirrored_read(idx, j) if ctx.mirror else self._remote_read(o, j, addrs))
                      for j in range(ctx.N) if j != o]
-            reads.append(hier.port.access(addrs, Kind.READ, Stream.COMM, Source.COLLECTIVE))
-            hier.traffic["rs"]["read"] += REQ_B * len(idx)
+            reads.append(hier.direct_read(addrs, "rs", Stream.COMM, Source.COLLECTIVE))
             got = yield env.all_of(reads)
             data = None
             if ctx.functional:
@@ -160,8 +159,7 @@ class FluxPull:
         net = ctx.model.network
         yield ctx.env.timeout(net.path_latency_ticks(o, j))
         hj = ctx.model.hiers[j]
-        res = yield hj.port.access(addrs, Kind.READ, Stream.COMM, Source.COLLECTIVE)
-        hj.traffic["rs"]["read"] += REQ_B * len(addrs)
+        res = yield hj.direct_read(addrs, "rs", Stream.COMM, Source.COLLECTIVE)
         nbytes = REQ_B * len(addrs)
         self.pulled_B += nbytes
         yield net.send(j, o, nbytes, PacketMeta(addr=int(addrs[0]), tag="flux.pull", port=self.port),
@@ -180,8 +178,7 @@ class FluxPull:
         nbytes = REQ_B * len(addrs)
         yield ctx.env.timeout(net.path_latency_ticks(0, d))
         h0 = ctx.model.hiers[0]
-        yield h0.port.access(addrs + (N - d) * ctx.shard_B, Kind.READ, Stream.COMM, Source.COLLECTIVE)
-        h0.traffic["rs"]["read"] += nbytes
+        yield h0.direct_read(addrs + (N - d) * ctx.shard_B, "rs", Stream.COMM, Source.COLLECTIVE)
         self.pulled_B += nbytes
         meta = PacketMeta(addr=int(addrs[0]), tag="flux.pull", port=self.port)
         mine = net.send(d, 0, nbytes, meta, payload_B=ctx.payload_B)

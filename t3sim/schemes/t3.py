@@ -205,11 +205,14 @@ class T3Context:
         """DMA blocks of GPU ``g``'s mapping: (block, its tracker regions, their thresholds, the number of
         peers that send each region's positions to ``g``).
 
-        A region's threshold is its store requests x the rule's updates per element (tracker doc).
+        A region's threshold is its store requests x the rule's updates per element (tracker doc), in DRAM
+        accesses: the tracker counts every write or update access the controller admits, and a 64 B store or
+        update request is ``REQ_B / hbm.access_size_B`` of them (two 32 B accesses on Table 1).
         """
         sp = self.spaces[g]
         tracker = next(iter(self.trackers.values()))  # region mapping: the same config on every GPU
         rq = self.table.reqs
+        per = REQ_B // self.model.system.hbm.access_size_B  # DRAM accesses per store request
         out = []
         by_rule: Dict[A.DmaRule, List[int]] = {}
         for p in sp.dma_positions():
@@ -223,7 +226,7 @@ class T3Context:
                 idx = np.concatenate([ix for _, ix in grp])
                 blk = DmaBlock(key=grp[0][0], peer=rule.peer, op=rule.op, addrs=rq.addr[idx], wg_id=rq.wg_id[idx],
                                wf_id=rq.wf_id[idx], regions_left=len(grp))
-                out.append((blk, [k for k, _ in grp], [len(ix) * rule.updates_per_element for _, ix in grp],
+                out.append((blk, [k for k, _ in grp], [len(ix) * rule.updates_per_element * per for _, ix in grp],
                             [int(self.senders[g, rq.wg_id[ix]].max()) for _, ix in grp]))
         return out
 

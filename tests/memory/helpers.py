@@ -11,11 +11,13 @@ from t3sim.memory.checker import check
 
 
 def system(channels: int = 4, **sections) -> SystemConfig:
-    """A SystemConfig with ``channels`` HBM channels and nested overrides (dicts)."""
-    data = {"hbm": {"channels": channels}}
+    """A SystemConfig with ``channels`` HBM channels and nested overrides (dicts). The controller's frontend
+    latency is 0 unless given (a request reaches the controller at its submission cycle, so tests count
+    cycles from it); tests/memory/test_frontend_latency.py covers the latency."""
+    data = {"hbm": {"channels": channels}, "memory_controller": {"frontend_latency_gpu_cycles": 0}}
     for k, v in sections.items():
-        if k == "hbm":
-            data["hbm"] = {**data["hbm"], **v}
+        if k in ("hbm", "memory_controller"):
+            data[k] = {**data[k], **v}
         else:
             data[k] = v
     return SystemConfig.model_validate(data)

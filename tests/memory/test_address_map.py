@@ -24,10 +24,11 @@ def test_channel_interleave_granularity():
 
 def test_consecutive_chunks_of_a_channel_share_a_row():
     cfg = system(4, address_map={"xor_bank_hash": False})
-    m = _map(cfg, np.arange(0, 4 * 2048, 64))
+    A = cfg.hbm.access_size_B  # the column (one DRAM access)
+    m = _map(cfg, np.arange(0, 4 * 2048, A))
     sel = m.unit == 0
     assert len(set(m.row[sel].tolist())) == 1 and len(set(m.bank[sel].tolist())) == 1
-    assert sorted(m.column[sel].tolist()) == list(range(32))
+    assert sorted(m.column[sel].tolist()) == list(range(2048 // A))
 
 
 def test_xor_hash_spreads_row_strided_streams():
@@ -54,7 +55,7 @@ def test_non_power_of_two_channels_and_wrap():
 def test_field_order_map():
     cfg = system(4, address_map={"kind": "row_bank_column_channel", "field_order": "channel,col_low,col_high,bankgroup,bank,row",
                                  "xor_bank_hash": False, "channel_hash": False})
-    m = _map(cfg, np.arange(8) * 64)
+    m = _map(cfg, np.arange(8) * cfg.hbm.access_size_B)
     assert m.unit.tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
     with pytest.raises(ValueError):
         _map(system(4, address_map={"kind": "row_bank_column_channel", "field_order": "row,bank"}), [0])

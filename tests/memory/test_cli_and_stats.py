@@ -45,7 +45,8 @@ def test_stats_have_units_and_add_up():
     st = ms.stats("gpu0.hbm")
     d = st.to_dict()["gpu0"]["hbm"]
     assert d["requests"]["value"] == 5000
-    assert d["by_kind"]["read"]["bytes"]["value"] + d["by_kind"]["write"]["bytes"]["value"] == 5000 * 64
+    A = cfg.hbm.access_size_B
+    assert d["by_kind"]["read"]["bytes"]["value"] + d["by_kind"]["write"]["bytes"]["value"] == 5000 * A
     assert d["row"]["hits"]["value"] + d["row"]["misses"]["value"] + d["row"]["conflicts"]["value"] == 5000
     hist = np.array(d["queue"]["occupancy_histogram"]["value"])
     assert d["queue"]["occupancy_histogram"]["unit"] == "cycles"
@@ -56,7 +57,7 @@ def test_stats_have_units_and_add_up():
     assert d["queue"]["occupancy_mean"]["value"] == pytest.approx((hist * np.arange(len(hist))).sum() / hist.sum())
     bw = d["bandwidth_over_time"]
     series = np.array(bw["compute_read_GBps"]["value"]) + np.array(bw["compute_write_GBps"]["value"])
-    assert series.sum() * bw["bin_ns"]["value"] == pytest.approx(5000 * 64)  # GB/s x ns = bytes
+    assert series.sum() * bw["bin_ns"]["value"] == pytest.approx(5000 * A)  # GB/s x ns = bytes
     assert all(0 <= u <= 1 for u in d["channel_utilisation"]["value"])
     for name, stat in st.items():
         assert stat.unit and stat.description, name

@@ -1,7 +1,8 @@
 """The fast (numba, skipping) controller makes the reference controller's decisions.
 
 Randomized traces (hypothesis) over small configurations that exercise backpressure (small queues),
-write drain, refresh, same-line hazards, every arbitration policy and every page policy. The issue asks for agreement
+write drain (every write-drain policy), refresh, same-line hazards, every arbitration policy, every page
+policy, 32 B and 64 B accesses and the controller's frontend latency. The issue asks for agreement
 within 1% on completion time and bandwidth; the two are in fact identical per request and per command.
 """
 
@@ -23,8 +24,11 @@ def traces(draw):
     policy = draw(st.sampled_from(["round_robin", "compute_first", "t3_mca"]))
     cfg = system(
         draw(st.sampled_from([1, 2, 3])),
-        hbm={"timing": {"tREFI_nCK": draw(st.sampled_from([0, 300, 3900]))}},
+        hbm={"timing": {"tREFI_nCK": draw(st.sampled_from([0, 300, 3900]))},
+             "burst_length": draw(st.sampled_from([2, 4]))},
         memory_controller={
+            "write_drain": draw(st.sampled_from(["watermark", "drain_when_full"])),
+            "frontend_latency_gpu_cycles": draw(st.sampled_from([0, 100])),
             "read_queue_entries": draw(st.sampled_from([4, 16, 64])),
             "write_queue_entries": draw(st.sampled_from([4, 16, 64])),
             "write_starvation_limit_cycles": draw(st.sampled_from([50, 2000])),

@@ -41,7 +41,8 @@ def test_table1_defaults_resolve():
     v = t.values
     assert (v["tCCD_S"], v["tCCD_L"], v["tRRD"], v["tRCD"], v["tRAS"], v["tRP"], v["tRC"], v["tCL"], v["tWL"]) == (1, 2, 4, 14, 33, 14, 47, 14, 2)
     assert v["tCCDWL"] == 2 * v["tCCD_L"]  # paper Sec. 5.1.1
-    assert v["tBL"] == 2  # BL4 on a DDR bus
+    assert v["tBL"] == 1  # BL2 on a DDR bus (Accel-Sim QV100): one clock of data
+    assert HBMConfig().access_size_B == 32  # BL2 x 16 B
     L = t.lat
     assert L[T.SC_BANKGROUP, T.UPD, T.UPD] == v["tCCDWL"]
     assert L[T.SC_BANKGROUP, T.RD, T.RD] == v["tCCD_L"]

@@ -136,7 +136,9 @@ def test_overlap_csv_simulates_each_column_as_measured(run_cli, tmp_path):
     sim = {r["what"]: r["simulated_us"] for r in res["rows"]}
     assert set(sim) == {"gemm", "rs", "sequential", "concurrent", "chunked"} == set(res["by_column"])
     assert sim["sequential"] >= 0.95 * (sim["gemm"] + sim["rs"])  # back to back (the RS reads a warm output)
-    assert max(sim["gemm"], sim["rs"]) * 0.999 <= sim["concurrent"] <= sim["gemm"] + sim["rs"] + 5.0
+    # a cycle-level memory system is not monotone: with the H200's 32 B pseudo-channel accesses (issue 16 item 2)
+    # the RS beside the GEMM ends 0.39 % before the RS alone (43.052 vs 43.219 us; 35.6 of them launch overhead)
+    assert max(sim["gemm"], sim["rs"]) * 0.995 <= sim["concurrent"] <= sim["gemm"] + sim["rs"] + 5.0
     assert len(set(sim.values())) == 5  # five different simulations, not one reused
 
 

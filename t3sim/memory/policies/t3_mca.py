@@ -25,8 +25,8 @@ accesses if occupancy is below a threshold. [...] Finally, the MC tracks cycles 
 last issue from the communication stream and prioritizes it if it exceeds a limit to ensure it is
 not starved." With a memory-intensive producer (the TP=32 GEMMs of Sec. 6.4) a compute request is
 always waiting, so rule 3 (the fallback, and with it the threshold) never applies and rule 1 alone
-serves the communication stream: one request per limit cycles per channel. The limit *is* then the
-communication bandwidth, 64 B x channels x HBM clock / limit. Sec. 4.5 rules out the two ends:
+serves the communication stream: one DRAM access per limit cycles per channel. The limit *is* then the
+communication bandwidth, access size x channels x HBM clock / limit. Sec. 4.5 rules out the two ends:
 "giving the local compute stream dedicated access results in wasted cycles and memory bandwidth
 underutilization" (a limit so long that the RS runs after the GEMM), and the threshold exists
 because "Communication-related memory accesses appear in bursts and can occupy DRAM queues,
@@ -38,8 +38,9 @@ do with the RS serialised after the GEMM. So "not starved" must mean: communicat
 least as fast as it can use memory, and no faster is useful. The communication stream of a GPU
 cannot use more than its links carry, in (DMA updates, remote stores) plus out (DMA reads): the
 default limit (``starvation_limit_cycles: null``) is the longest that still serves that rate,
-floor(channels x 64 B x HBM clock / (links x link bandwidth x 2)) -- Table 1 (32 channels, 1 GHz,
-2 x 75 GB/s each way): floor(2048 / 300) = 6 cycles. Communication then gets at most the link
+floor(channels x access size x HBM clock / (links x link bandwidth x 2)) -- Table 1 (32 channels,
+32 B accesses (hbm.access_size_B, issue 16 item 2), 1 GHz, 2 x 75 GB/s each way): floor(1024 / 300)
+= 3 cycles (6 when accesses were 64 B). Communication then gets at most the link
 rate's share of each channel, and compute the rest, whatever the threshold; a communication
 request that has waited less is still admitted only when compute is empty and the occupancy is
 below the threshold. A fixed ``starvation_limit_cycles`` overrides it (1000 was t3sim's earlier
@@ -82,7 +83,7 @@ def link_rate_limit(system=None) -> int:
     """The longest starvation limit (memory cycles) at which one communication request per limit per
     channel carries the GPU's link bandwidth in both directions (module doc); ``system`` None = the
     default system. With no links (one GPU) there is no communication to serve: :data:`NEVER`."""
-    from t3sim.config.system import REQUEST_B, SystemConfig
+    from t3sim.config.system import SystemConfig
 
     system = SystemConfig() if system is None else system
     hbm, ic = system.hbm, system.interconnect
@@ -90,7 +91,7 @@ def link_rate_limit(system=None) -> int:
     if link_GBps <= 0:
         return NEVER
     units = hbm.channels * hbm.pseudo_channels
-    return max(1, int(units * REQUEST_B * hbm.clock_GHz / link_GBps))
+    return max(1, int(units * hbm.access_size_B * hbm.clock_GHz / link_GBps))
 
 
 @register("arbitration", "t3_mca")

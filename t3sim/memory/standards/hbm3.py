@@ -9,10 +9,11 @@ What differs from HBM2 at t3sim's level, from the JEDEC-derived HBM3 table of Ra
 * the bank-group splits tRRD_L/tRRD_S, tWTR_L/tWTR_S and tRCDRD/tRCDWR, which HBM2 has too
   (:mod:`~t3sim.memory.standards.hbm2`); Ramulator 2's HBM3 preset splits all three (4/5, 7/10, 31/15 CK).
 
-Not modelled (each listed in :data:`NOT_MODELLED`): the pseudo-channel organisation (JESD238 has only
-pseudo-channel mode: two 32-bit pseudo-channels per 64-bit channel, BL8 = 32 B per access; t3sim
-moves 64 B requests, so the presets model a 64-bit channel as one unit with BL8 = 64 B accesses:
-same peak bandwidth, half the banks a real channel's two pseudo-channels have), half-cycle row
+The pseudo-channel organisation (JESD238 has only pseudo-channel mode: two 32-bit pseudo-channels
+per 64-bit channel, BL8 = 32 B per access) is the config's: the HBM3 presets set ``pseudo_channels: 2``,
+``bus_width_B: 4``, ``burst_length: 8`` (issue 16 item 2), each pseudo-channel an independent unit.
+
+Not modelled (each listed in :data:`NOT_MODELLED`): the pseudo-channels' shared command buses, half-cycle row
 commands (ACT 1.5 CK, PRE/REF 0.5 CK on the row bus), the 1:4 CK-to-data ratio (t3sim counts the
 clock the config gives), stack IDs and tCCDR, per-bank refresh (REFpb: Ramulator 2's HBM3
 controller can refresh per bank; t3sim refreshes all banks), and refresh management (RFM).
@@ -37,9 +38,7 @@ MODELLED = (
     "all-bank refresh (REFab) every tREFI, tRFC long",
 )
 NOT_MODELLED = (
-    "pseudo-channel mode: two 32-bit pseudo-channels per 64-bit channel with BL8 = 32 B (t3sim moves 64 B "
-    "requests: issue 16 item 2); the presets model each 64-bit channel as one unit",
-    "the two pseudo-channels share the channel's command buses",
+    "the two pseudo-channels of a channel share its command buses (the presets' pseudo-channels are independent units)",
     "half-cycle row commands (ACT 1.5 CK, PRE and REF 0.5 CK) and the 1:4 CK-to-data ratio",
     "stack IDs (SID) and tCCDR",
     "per-bank refresh (REFpb), refresh postponement, refresh management (RFM)",
