@@ -53,8 +53,10 @@ class SystemModel:
 
         arb = scheme_for(exp.scheme.kind).arbitration
         if arb is not None and arb != exp.system.memory_controller.arbitration.kind:
-            d = exp.model_dump()
-            d["system"]["memory_controller"]["arbitration"]["kind"] = arb
+            # only the fields the user set (a full dump would mark every default as given, and validators that
+            # refuse options unused in a mode, e.g. the dynamic mapping under a static threshold, would fire)
+            d = exp.model_dump(exclude_unset=True)
+            d.setdefault("system", {}).setdefault("memory_controller", {}).setdefault("arbitration", {})["kind"] = arb
             exp = type(exp).model_validate(d)
             self.exp = exp
         self.system = exp.system

@@ -101,6 +101,15 @@ def test_t3_mca_uses_its_arbitration():
     assert _model(4, "homogeneous", "t3").system.memory_controller.arbitration.kind == "round_robin"
 
 
+def test_t3_mca_static_threshold_on_a_round_robin_system():
+    """The scheme switches the system's round-robin arbitration to t3_mca without marking the unused dynamic mapping as
+    given (session 10: the full-size sweep-mca static-threshold points failed to build)."""
+    arb = "system.memory_controller.arbitration"
+    m = _model(4, "homogeneous", "t3_mca", "ring", f"{arb}.threshold_mode=static", f"{arb}.occupancy_threshold=5")
+    a = m.system.memory_controller.arbitration
+    assert (a.kind, a.threshold_mode, a.occupancy_threshold) == ("t3_mca", "static", 5)
+
+
 def test_t3_run_reports_tracker_dma_and_fabric_statistics():
     """The tracker, DMA and fabric counters reach stats.json (units, descriptions) and agree with each other."""
     m, _ = _run(4, "homogeneous", "t3", "ring", "simulation.functional_data=true")
