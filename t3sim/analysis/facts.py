@@ -64,12 +64,14 @@ def _case(r: Mapping) -> str:
 # ---------------------------------------------------------------- per figure
 
 def _sweep_mca(rows: Rows) -> Dict[str, object]:
-    """T3's GEMM time against Sequential's, per sub-layer of the MCA sweep (T-NLG TP=8): its largest slowdown
-    and its largest speed-up."""
-    seq = {r["sublayer"]: r for r in rows if r.get("scheme") == "sequential"}
+    """T3's GEMM time against Sequential's, per sub-layer of the MCA sweep at TP=8 (T-NLG; the TP=32 points of
+    ``experiments/sweep-mca/tp32.yaml`` share the results folder and are left out): its largest slowdown and its
+    largest speed-up. Rows pair by (model, sub-layer, TP)."""
+    rows = [r for r in rows if int(r["tp"]) == 8]
+    seq = {_case(r): r for r in rows if r.get("scheme") == "sequential"}
     ch = []
     for r in rows:
-        s = seq.get(r["sublayer"])
+        s = seq.get(_case(r))
         if r.get("scheme") == "t3" and s is not None and fin(r["gemm_us"]) and fin(s["gemm_us"]) and s["gemm_us"] > 0:
             ch.append((100 * (r["gemm_us"] / s["gemm_us"] - 1), _case(r), s["gemm_us"], r["gemm_us"]))
     if not ch:
@@ -132,6 +134,12 @@ def _fig19(rows: Rows) -> Dict[str, object]:
                for m, c in n.items() if min(c.get("t3", 0), c.get("t3_mca", 0)) < SUBLAYERS]
     out["tp32_incomplete_n"] = len(lacking)
     out["tp32_incomplete"] = "; ".join(lacking) or "none"
+    mca = [r for r in big if r["scheme"] == "t3_mca" and r["phase"] == "training" and fin(r.get("ideal_sublayer_geomean_pct"))]
+    if mca:  # per model: T3-MCA's sub-layer geomean against the ideal overlap of its Sequential phase times
+        out["tp32_mca_minus_ideal_max"] = max(r["sublayer_geomean_speedup_pct"] - r["ideal_sublayer_geomean_pct"] for r in mca)
+        out["tp32_ideal_lo"], out["tp32_ideal_hi"] = lo_hi(r["ideal_sublayer_geomean_pct"] for r in mca)
+        out["tp32_slow_lo"] = min(float(r["gemm_slowdown_min_pct"]) for r in mca)
+        out["tp32_slow_hi"] = max(float(r["gemm_slowdown_max_pct"]) for r in mca)
     return out
 
 

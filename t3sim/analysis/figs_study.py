@@ -60,8 +60,16 @@ def fig04(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png",
     return save(fig, rows, out, "fig04", formats)
 
 
+def _ideal_overlap_pct(seq: Run) -> float:
+    """Ideal-GEMM-RS-Overlap's speedup from Sequential's phase times: (GEMM + RS + AG) / (max(GEMM, RS) + AG)."""
+    g, r, a = f(seq, "gemm_us"), f(seq, "rs_us"), f(seq, "ag_us")
+    return 100 * ((g + r + a) / (max(g, r) + a) - 1)
+
+
 def fig19_rows(runs: Sequence[Run], schemes: Sequence[str] = ("t3", "t3_mca")) -> List[Dict]:
-    """Per (model, TP, phase, scheme): end-to-end speedup (Sec. 5.1.2) and the sliced sub-layers' geomean speedup."""
+    """Per (model, TP, phase, scheme): end-to-end speedup (Sec. 5.1.2), the sliced sub-layers' geomean speedup, the
+    geomean of the ideal-overlap bound over the same sub-layers (Sequential's phase times, as Ideal-GEMM-RS-Overlap
+    composes them), and the range of the scheme's GEMM slowdown against Sequential's GEMM over those sub-layers."""
     groups, shapes = e2e.group_model_tp(runs), e2e.shapes_by_model_tp(runs)
     rows = []
     for k in _model_tp_keys(groups):
@@ -73,11 +81,15 @@ def fig19_rows(runs: Sequence[Run], schemes: Sequence[str] = ("t3", "t3_mca")) -
                 if not e2e.complete(groups[k], phase, ("sequential", s)):
                     continue
                 subs = [sl for sl in e2e.FWD_SLICED + e2e.BWD_SLICED if sl in groups[k] and s in groups[k][sl]]
-                layer = geomean_speedup_pct([100 * (f(groups[k][sl]["sequential"], "total_us") /
-                                                    f(groups[k][sl][s], "total_us") - 1) for sl in subs])
+                pairs = [(groups[k][sl]["sequential"], groups[k][sl][s]) for sl in subs]
+                layer = geomean_speedup_pct([100 * (f(q, "total_us") / f(x, "total_us") - 1) for q, x in pairs])
+                slow = [100 * (f(x, "gemm_us") / f(q, "gemm_us") - 1) for q, x in pairs if f(q, "gemm_us") > 0]
                 rows.append({"model": k[0], "tp": k[1], "phase": phase, "scheme": s,
                              "end_to_end_speedup_pct": 100 * (e2e.end_to_end_speedup(bd, groups[k], s) - 1),
-                             "sublayer_geomean_speedup_pct": layer, "sublayers": len(subs)})
+                             "sublayer_geomean_speedup_pct": layer, "sublayers": len(subs),
+                             "ideal_sublayer_geomean_pct": geomean_speedup_pct([_ideal_overlap_pct(q) for q, _ in pairs]),
+                             "gemm_slowdown_min_pct": min(slow, default=math.nan),
+                             "gemm_slowdown_max_pct": max(slow, default=math.nan)})
     return rows
 
 

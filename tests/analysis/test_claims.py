@@ -101,19 +101,31 @@ def test_t3_maximum_below_the_paper_is_not_explained_by_the_above_claim():
 
 
 @settings(max_examples=60, deadline=None)
-@given(diff=st.floats(-40, 40), slow_pct=st.floats(-10, 20), gap=st.floats(-15, 15), seq=st.floats(100, 5000))
+@given(diff=st.floats(-40, 40), slow_pct=st.floats(-10, 30), gap=st.floats(-15, 15), seq=st.floats(100, 5000))
 def test_t3_claim_holds_exactly_when_its_conditions_do(diff, slow_pct, gap, seq):
     assume(abs(diff) > FLAG_PTS + 1e-6)
     p = float(BY_KEY["s612_t3_max"].value)
     t3 = seq * (1 + slow_pct / 100)
     row = _t3_row({"s612_t3_max": p + diff, "s611_ideal_max": p + diff - gap}, {"sweep-mca": _sweep(seq, t3)})
     slow = 100 * (t3 / seq - 1)
-    expect = diff > 0 and slow < 5.0 and gap >= -5.0
+    expect = diff > 0 and slow < 15.0 and gap >= -5.0  # Sec. 6.1.2: the paper's T3 is >15 % short of the ideal
     assert row["explained"] is expect, row
     if expect:
         assert f"GEMM {seq:.0f} -> {t3:.0f} us under T3, {slow:+.1f} %" in row["explanation"]
     else:
         assert row["explanation"].startswith("not yet explained (the recorded cause no longer holds: ")
+
+
+def test_sweep_mca_fact_pairs_tp8_rows_by_case():
+    """The TP=32 points of experiments/sweep-mca/tp32.yaml share the results folder: they neither pair with a
+    T-NLG TP=8 row of the same sub-layer name nor enter the TP=8 slowdown (session 10: a PALM TP=32 Sequential row
+    made T3's TP=8 GEMM slowdown read 44 %)."""
+    rows = _sweep(1000.0, 1060.0)
+    big = [dict(r, model="palm", tp=32, gemm_us=r["gemm_us"] * (0.5 if r["scheme"] == "sequential" else 3.0))
+           for r in rows]
+    facts = section_facts({"sweep-mca": big + rows}, {})["t3"]
+    assert facts["t3_gemm_slow_pct"] == pytest.approx(6.0)
+    assert facts["t3_gemm_slow_case"].lower().startswith("t-nlg")
 
 
 def _flux_ag(m: int, te_us: float, flux_us: float, system: str = "h800-8gpu"):
