@@ -124,9 +124,13 @@ class NcclConfig(Model):
 
     @model_validator(mode="after")
     def _steps(self) -> "NcclConfig":
-        if self.chunk_steps % self.slice_steps or self.steps % self.slice_steps or self.chunk_steps > self.steps:
-            raise ValueError(f"collective.nccl: need slice_steps | chunk_steps <= steps and slice_steps | steps "
-                             f"(got steps={self.steps}, chunk_steps={self.chunk_steps}, slice_steps={self.slice_steps})")
+        if self.chunk_steps % self.slice_steps or self.steps % self.slice_steps or self.chunk_steps >= self.steps:
+            # chunk_steps = steps fills the whole FIFO with one op's slices: every GPU's first receive-and-send op then
+            # waits for a slot that its receiver frees only after its own send -- a ring-wide deadlock (NCCL itself
+            # keeps CHUNKSTEPS = NCCL_STEPS / 2)
+            raise ValueError(f"collective.nccl: need slice_steps | chunk_steps < steps and slice_steps | steps; a chunk "
+                             f"of the whole FIFO (chunk_steps = steps) deadlocks the ring (got steps={self.steps}, "
+                             f"chunk_steps={self.chunk_steps}, slice_steps={self.slice_steps})")
         if self.buffer_B % self.steps:
             raise ValueError(f"collective.nccl.buffer_B={self.buffer_B} is not a multiple of steps={self.steps}")
         return self

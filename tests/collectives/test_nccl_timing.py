@@ -173,3 +173,26 @@ def test_nccl_protocol_refuses_what_nccl_does_not_do():
     data["collective"]["algorithm"] = "direct"
     with pytest.raises(InputError, match="nccl_simple"):
         build(SystemConfig, data, {}, "test")
+
+
+@settings(max_examples=25, deadline=None)
+@given(steps=st.integers(2, 12), chunk=st.integers(1, 12), slc=st.integers(1, 6), n=st.integers(2, 4),
+       coll=st.sampled_from(["reduce_scatter", "all_gather", "all_reduce"]))
+def test_every_accepted_fifo_shape_completes(steps, chunk, slc, n, coll):
+    """Every (steps, chunk_steps, slice_steps) the config accepts runs the ring to the end (a deadlock would leave
+    ``done`` untriggered); chunk_steps = steps, which deadlocks the ring, is refused with the reason."""
+    from pydantic import ValidationError
+
+    from t3sim.config.system import NcclConfig
+
+    buffer_B = 2 ** 4 * 3 ** 2 * 5 * 7 * 11 * 64  # divisible by every steps in 2..12
+    nccl = dict(buffer_B=buffer_B, steps=steps, chunk_steps=chunk, slice_steps=slc)
+    if chunk % slc or steps % slc or chunk >= steps:
+        with pytest.raises(ValidationError, match="chunk_steps < steps" if chunk >= steps and not (chunk % slc or steps % slc)
+                           else "slice_steps"):
+            NcclConfig(**nccl)
+        return
+    NcclConfig(**nccl)
+    sysc = load_system(H200, [f"interconnect.num_gpus={n}", "collective.launch_overhead_ns=0"])
+    run, _, _ = _simulate_free(sysc, coll, n, 3 * buffer_B // 2 * n, 2, 2, nccl)
+    assert run.duration_ticks > 0
