@@ -185,38 +185,54 @@ class Tracker:
         ``peer_input``: some of those accesses come from a peer (remote stores, DMA updates); a region
         without is ready from allocation (module doc). Region keys are pairs of non-negative ints.
         """
-        if threshold < 1:
-            raise ValueError(f"{self.name}: region {region} threshold {threshold} < 1")
-        if region in self._rid:
-            raise ValueError(f"{self.name}: region {region} programmed twice")
-        k0, k1 = int(region[0]), int(region[1])
-        if k0 < 0 or k1 < 0:
-            raise ValueError(f"{self.name}: region {region}: keys must be non-negative")
-        rid = len(self._keys)
-        if rid >= self._st.shape[1]:
-            cap = max(64, 2 * self._st.shape[1])
+        self.program_many([region], [threshold], [callback], [start_addr], [peer_input])
+
+    def program_many(self, regions: List[Region], thresholds, callbacks, start_addrs, peer_inputs) -> None:
+        """:meth:`program` for many regions at once (lists of equal length), in order."""
+        n = len(regions)
+        k = np.asarray(regions, dtype=np.int64).reshape(n, 2)
+        thr = np.asarray(thresholds, dtype=np.int64).reshape(n)
+        for i in np.flatnonzero(thr < 1)[:1].tolist():
+            raise ValueError(f"{self.name}: region {regions[i]} threshold {thresholds[i]} < 1")
+        for i in np.flatnonzero((k < 0).any(axis=1))[:1].tolist():
+            raise ValueError(f"{self.name}: region {regions[i]}: keys must be non-negative")
+        keys = list(map(tuple, k.tolist()))
+        r0 = len(self._keys)
+        ids = dict(zip(keys, range(r0, r0 + n)))
+        if len(ids) < n or not self._rid.keys().isdisjoint(ids):
+            seen = set(self._rid)
+            for key in keys:
+                if key in seen:
+                    raise ValueError(f"{self.name}: region {key} programmed twice")
+                seen.add(key)
+        r1 = r0 + n
+        if r1 > self._st.shape[1]:
+            cap = max(64, 2 * self._st.shape[1], r1)
             st = np.zeros((3, cap), dtype=np.int64)
             st[TK.CNT] = -1
-            st[:, :rid] = self._st
+            st[:, :r0] = self._st[:, :r0]
             self._st = st
             self._thr, self._cnt, self._rdy = st
             for name in ("_nopeer", "_setof"):
                 old = getattr(self, name)
                 new = np.zeros(cap, dtype=old.dtype)
-                new[: len(old)] = old
+                new[:r0] = old[:r0]
                 setattr(self, name, new)
-        if k0 >= self._lut.shape[0] or k1 >= self._lut.shape[1]:
-            lut = np.full((max(k0 + 1, 2 * self._lut.shape[0]), max(k1 + 1, self._lut.shape[1])), -1, dtype=np.int64)
-            lut[: self._lut.shape[0], : self._lut.shape[1]] = self._lut
-            self._lut = lut
-        self._lut[k0, k1] = rid
-        self._rid[region] = rid
-        self._keys.append(region)
-        self._cb.append(callback)
-        self._addr.append(int(start_addr))
-        self._thr[rid] = int(threshold)
-        self._nopeer[rid] = not peer_input
-        self._setof[rid] = k0 % self.sets
+        if n:
+            need = k.max(axis=0) + 1
+            if need[0] > self._lut.shape[0] or need[1] > self._lut.shape[1]:
+                lut = np.full((max(int(need[0]), 2 * self._lut.shape[0]), max(int(need[1]), self._lut.shape[1])), -1,
+                              dtype=np.int64)
+                lut[: self._lut.shape[0], : self._lut.shape[1]] = self._lut
+                self._lut = lut
+        self._lut[k[:, 0], k[:, 1]] = np.arange(r0, r1)
+        self._rid.update(ids)
+        self._keys.extend(keys)
+        self._cb.extend(callbacks)
+        self._addr.extend(int(a) for a in start_addrs)
+        self._thr[r0:r1] = thr
+        self._nopeer[r0:r1] = ~np.asarray(peer_inputs, dtype=bool).reshape(n)
+        self._setof[r0:r1] = k[:, 0] % self.sets
 
     @property
     def programmed(self) -> int:

@@ -294,6 +294,7 @@ class T3Context:
         on_batch = self._mirror_dma if (self.homogeneous and g == 0) else None
         self.dmas[g] = DMAEngines(model.engine, g, h, self.fabric, model.system.dma, on_batch_sent=on_batch)
         self.blocks[g] = []
+        regions, thresholds, callbacks, addrs, peer_input = [], [], [], [], []
         for blk, keys, thrs, peers in self._blocks_for(g):
             if tr.uses_ready and max(peers) > 1:
                 raise InputError("system.tracker.admission",
@@ -308,8 +309,12 @@ class T3Context:
                     self.dmas[g].trigger(blk, tick)
                     self._block_started()
 
-            for key, thr, n in zip(keys, thrs, peers):
-                tr.program(key, thr, fired, start_addr=int(blk.addrs[0]), peer_input=n > 0)
+            regions += keys
+            thresholds += thrs
+            callbacks += [fired] * len(keys)
+            addrs += [int(blk.addrs[0])] * len(keys)
+            peer_input += [n > 0 for n in peers]
+        tr.program_many(regions, thresholds, callbacks, addrs, peer_input)
         h.mem.set_enqueue_hook(tr.on_enqueue, writes_only=True)
 
     def _setup_shadows(self) -> None:
