@@ -57,3 +57,37 @@ def test_every_registered_scheme_has_a_bench_case():
             text = (REPO / case["config"]).read_text()
             covered.update(name for name in SCHEMES if f"kind: {name}\n" in text)
     assert set(SCHEMES) - covered == set()
+
+
+def test_scheme_set_has_a_small_case_per_scheme_schedule_and_comm():
+    """issue 17 item 4: ``t3sim bench --schemes`` holds a case for every registered scheme, every FiCCO schedule
+    and every FiCCO communication kind (their resolved configs say so), and only cases that exist."""
+    from t3sim.commands.bench_cmd import SCHEME_SET, _repo_path
+    from t3sim.config import load_experiment
+    from t3sim.config.ficco import SCHEDULES
+    from t3sim.schemes import SCHEMES
+
+    assert set(SCHEME_SET) <= set(CASES) and len(set(SCHEME_SET)) == len(SCHEME_SET)
+    kinds, schedules, comms = set(), set(), set()
+    for name in SCHEME_SET:
+        case = CASES[name]
+        assert case["kind"] == "experiment", name
+        e = load_experiment(_repo_path(case["config"]), list(case["overrides"]))
+        assert not (e.sweep.grid or e.sweep.cases), f"{name}: a scheme-set case is one point"
+        kinds.add(e.scheme.kind)
+        if e.scheme.kind == "ficco":
+            schedules.add(e.scheme.ficco_schedule)
+            comms.add(e.scheme.ficco_comm)
+    assert set(SCHEMES) - kinds == set()
+    assert set(SCHEDULES) - schedules == set()
+    from typing import get_args
+
+    from t3sim.config.experiment import SchemeConfig
+
+    assert comms == set(get_args(SchemeConfig.model_fields["ficco_comm"].annotation))
+
+
+def test_scheme_set_is_listed(capsys):
+    assert main(["bench", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "ficco-uniform-fused-2d-dma-ag-fc1-h200-1k" in out and "scheme" in out

@@ -2,7 +2,7 @@
 
 ::
 
-    t3sim bench [--quick] [--json] [--case NAME ...] [--list]
+    t3sim bench [--quick | --schemes] [--json] [--case NAME ...] [--list]
 
 For each case, in a fresh Python process (so peak memory is the case's own): wall-clock
 seconds of the simulation (after a numba warm-up, which is excluded), simulated time,
@@ -11,6 +11,10 @@ every simulated GPU's HBM), simpy events per wall-clock second, and peak residen
 of the process (``ru_maxrss``, which includes the interpreter and imports, ~0.2 GB).
 Benchmarks measure; they assert nothing. ``benchmarks/RESULTS.md`` records measurements
 with the machine they ran on.
+
+``--schemes`` runs the scheme set (:data:`SCHEME_SET`): one small case (seconds, not minutes) per
+registered scheme, per FiCCO schedule and per FiCCO communication kind; a test fails if a scheme,
+schedule or kind has none (``tests/test_bench_cmd.py``).
 """
 
 from __future__ import annotations
@@ -115,10 +119,54 @@ CASES: Dict[str, dict] = {
        for name, kind, what in (("gemm-a2a", "gemm_a2a", "gemm_a2a: expert GEMM, then the all-to-all"),
                                 ("fused-gemm-a2a", "fused_gemm_a2a",
                                  "fused_gemm_a2a: tiles stored to their tokens' GPUs, slice flags (homogeneous)"))},
+    # small cases of the scheme set (SCHEME_SET): seconds each
+    "copy-op-1gpu-1k": dict(kind="experiment", config="configs/experiments/copy-contention.yaml",
+                            overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=OP", "workload.tokens=1024",
+                                       "scheme.copy_streams=1", "scheme.copy_size_MiB=16"],
+                            what="Mega-GPT-2 OP TP=8 GEMM, 1024 tokens, on one H200 beside one stream of 16 MiB SM copies"),
+    **{f"{name}-mgpt2-op-mi210": dict(
+        kind="experiment", config="configs/experiments/fused-gemv.yaml",
+        overrides=["sweep.cases=[]", "sweep.grid={}", f"scheme.kind={kind}"],
+        what=f"Mega-GPT-2 OP decode GEMV (M = 3072, K/4 = 768) + all-reduce on 4 MI210 (full mesh), {kind} (homogeneous)")
+       for name, kind in (("gemv-ar", "gemv_ar"), ("fused-gemv-ar", "fused_gemv_ar"))},
+    **{f"{name}-b256-t4-mi210": dict(
+        kind="experiment", config="configs/experiments/fused-a2a.yaml",
+        overrides=["sweep.grid={}", "workload.embedding_bag.global_batch=256", "workload.embedding_bag.tables_per_gpu=4",
+                   f"scheme.kind={kind}"],
+        what=f"DLRM embedding-bag (batch 256, 4 tables/GPU, dim 256, pooling 10) + all-to-all on 4 MI210, {kind}")
+       for name, kind in (("emb-a2a", "emb_a2a"), ("fused-emb-a2a", "fused_emb_a2a"))},
+    **{f"{name}-m2k-mi210": dict(
+        kind="experiment", config="configs/experiments/fused-gemm-a2a.yaml",
+        overrides=["sweep.cases=[]", "sweep.grid={}", "workload.gemm.name=moe-m2k", "workload.gemm.M=2048",
+                   f"scheme.kind={kind}"],
+        what=f"MoE combine GEMM 512 x 2048 x 2048 per GPU + all-to-all on 4 MI210, {kind} (homogeneous)")
+       for name, kind in (("gemm-a2a", "gemm_a2a"), ("fused-gemm-a2a", "fused_gemm_a2a"))},
+    **{f"ficco-{sched.replace('_', '-')}-{comm}-ag-fc1-h200-1k": dict(
+        kind="experiment", config="configs/experiments/overlap-schemes-h200.yaml",
+        overrides=["sweep.cases=[]", "sweep.grid={}", "workload.sublayer=FC-1", "workload.tokens=1024",
+                   "workload.direction=ag_gemm", "scheme.kind=ficco", f"scheme.ficco_schedule={sched}",
+                   f"scheme.ficco_comm={comm}"],
+        what=f"Mega-GPT-2 FC-1 consumer GEMM (AG direction) TP=4 on 4 H200s, 1024 tokens, ficco {sched} with {comm} "
+             "communication (homogeneous)")
+       for sched, comm in (("hetero_fused_1d", "dma"), ("hetero_unfused_1d", "dma"), ("uniform_fused_2d", "dma"),
+                           ("uniform_fused_1d", "rccl"))},
+    **{f"fc2-tp8-256-{kind.replace('_', '-')}": dict(
+        kind="experiment", config=_DEFAULT, overrides=["workload.tokens=256", f"scheme.kind={kind}"],
+        what=f"T-NLG FC-2 TP=8, 256 tokens, {kind}")
+       for kind in ("t3", "t3_mca", "ideal_gemm_rs_overlap", "ideal_rs_nmc")},
 }
 for _s in SCHEMES:
     CASES[f"fc2-tp8-{_s}"] = dict(kind="experiment", config=_DEFAULT, overrides=[f"scheme.kind={_s}"],
                                   what=f"T-NLG FC-2 TP=8 full size, scheme {_s}")
+#: the scheme set (``--schemes``): one small case per scheme, FiCCO schedule and FiCCO communication kind
+SCHEME_SET = ("fc2-tp8-256", "fc2-tp8-256-t3", "fc2-tp8-256-t3-mca", "fc2-tp8-256-ideal-gemm-rs-overlap",
+              "fc2-tp8-256-ideal-rs-nmc", "copy-op-1gpu-1k", "concurrent-op-h200-2k", "chunked-op-h200-2k",
+              "chunked-dma-op-h200-2k", "chunked-dma-ag-fc1-h200-1k", "flux-op-h200-2k", "flux-ag-fc1-h200-1k",
+              "ficco-ag-fc1-h200-1k", "ficco-hetero-fused-1d-dma-ag-fc1-h200-1k",
+              "ficco-hetero-unfused-1d-dma-ag-fc1-h200-1k", "ficco-uniform-fused-2d-dma-ag-fc1-h200-1k",
+              "ficco-uniform-fused-1d-rccl-ag-fc1-h200-1k", "ficco-char-ag-fc1-h200-1k", "gemv-ar-mgpt2-op-mi210",
+              "fused-gemv-ar-mgpt2-op-mi210", "emb-a2a-b256-t4-mi210", "fused-emb-a2a-b256-t4-mi210",
+              "gemm-a2a-m2k-mi210", "fused-gemm-a2a-m2k-mi210")
 DEFAULT_CASES = ("hbm-stream", "fc2-tp8-1k", "fc2-tp8-2k", "fc2-tp8-4k", "fc2-tp8-mca-1k", "tp16-256-homogeneous",
                  "tp16-256-explicit") + tuple(f"fc2-tp8-{_s}" for _s in SCHEMES)
 
@@ -126,6 +174,8 @@ DEFAULT_CASES = ("hbm-stream", "fc2-tp8-1k", "fc2-tp8-2k", "fc2-tp8-4k", "fc2-tp
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measure simulator speed on fixed cases (wall, slowdown, requests/s, memory)")
     p.add_argument("--quick", action="store_true", help="small cases only (a minute or less)")
+    p.add_argument("--schemes", action="store_true",
+                   help="the scheme set: one small case per scheme, FiCCO schedule and FiCCO communication kind")
     p.add_argument("--case", action="append", default=[], metavar="NAME", help="run only this case (repeatable)")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -297,12 +347,15 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.list:
         for name, c in CASES.items():
-            print(f"{name:<18} {'quick ' if c.get('quick') else '      '}{c['what']}")
+            tag = "quick " if c.get("quick") else "scheme" if name in SCHEME_SET else "      "
+            print(f"{name:<18} {tag} {c['what']}")
         return 0
     if args.case:
         names: List[str] = list(args.case)
     elif args.quick:
         names = [n for n, c in CASES.items() if c.get("quick")]
+    elif args.schemes:
+        names = list(SCHEME_SET)
     else:
         names = list(DEFAULT_CASES)
     for n in names:

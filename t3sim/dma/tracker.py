@@ -70,15 +70,16 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from itertools import repeat
-from typing import Callable, Deque, Dict, List, Optional, Set, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from t3sim.dma import tracker_kernel as TK
 from t3sim.dma.tracker_policy import build as build_admission
 from t3sim.memory.request import Kind, Stream
 
 Region = Tuple[int, int]
-#: consecutive stalled accesses of one region: [region, whether they came from a peer, their arrival ticks]
+#: consecutive stalled accesses of one region: [region id, whether they came from a peer, their arrival ticks]
 #: (a set's FIFO holds runs, so re-scanning it costs a step per run, not per access; processing a run
 #: is processing its accesses one after another, as nothing else happens between them)
 Waiting = List
@@ -86,6 +87,8 @@ Waiting = List
 #: ``_COUNTED_KIND[kind]``: whether a request of that :class:`Kind` value is counted (WRITE, UPDATE).
 _COUNTED_KIND = np.zeros(max(Kind) + 1, dtype=bool)
 _COUNTED_KIND[[Kind.WRITE, Kind.UPDATE]] = True
+assert (TK._WRITE, TK._UPDATE, TK._COMM) == (Kind.WRITE, Kind.UPDATE, Stream.COMM)
+_COMM = int(Stream.COMM)
 
 
 def _log2(x: int) -> int:
@@ -93,7 +96,17 @@ def _log2(x: int) -> int:
 
 
 class Tracker:
-    """One GPU's tracker (module doc). ``cfg`` is a :class:`~t3sim.config.system.TrackerConfig`."""
+    """One GPU's tracker (module doc). ``cfg`` is a :class:`~t3sim.config.system.TrackerConfig`.
+
+    State. Programmed regions get ids (``rid``) in programming order; thresholds, counters (-1: no way
+    held), readiness and the key -> id table are dense arrays (:mod:`t3sim.dma.tracker_kernel`).
+    ``counting`` (class attribute) selects how the common increment is done: ``"compiled"`` (default,
+    :func:`~t3sim.dma.tracker_kernel.count_common`), ``"python"`` (the same function as Python) or
+    ``"general"`` (every programmed access through the general path, :meth:`_access`: the definition
+    the inline counting must equal); the tests hold the three equal.
+    """
+
+    counting = "compiled"
 
     def __init__(self, cfg, name: str = "tracker"):
         self.cfg, self.name = cfg, name
@@ -103,13 +116,16 @@ class Tracker:
         self.policy = build_admission(cfg.admission)
         #: whether the policy reads readiness (first_come does not: nothing about readiness is kept)
         self.uses_ready = self.policy.ready_bits > 0
-        self._threshold: Dict[Region, int] = {}
-        self._addr: Dict[Region, int] = {}
-        self._cb: Dict[Region, Callable[[Region, int], None]] = {}
-        self._count: Dict[Region, int] = {}
+        self._rid: Dict[Region, int] = {}  # region -> id
+        self._keys: List[Region] = []  # id -> region
+        self._cb: List[Callable[[Region, int], None]] = []
+        self._addr: List[int] = []
+        self._st = np.zeros((3, 0), dtype=np.int64)  # rows: threshold, counter, ready (tracker_kernel)
+        self._thr, self._cnt, self._rdy = self._st  # counter -1 while the region holds no way
+        self._nopeer = np.zeros(0, dtype=bool)  # expects no access from a peer
+        self._setof = np.zeros(0, dtype=np.int64)  # its set
+        self._lut = np.full((0, 0), -1, dtype=np.int64)  # region key (k0, k1) -> id
         self._fired: Dict[Region, int] = {}
-        self._no_peer: Set[Region] = set()  # programmed regions that expect no access from a peer
-        self._ready: Set[Region] = set()  # regions holding a way that are ready (module doc)
         self._set_use = np.zeros(self.sets, dtype=np.int64)
         self._ready_in_set = np.zeros(self.sets, dtype=np.int64)
         self._stalled: Dict[int, Deque[Waiting]] = defaultdict(deque)
@@ -120,7 +136,7 @@ class Tracker:
         self.max_set_use = 0
         self.refusals = 0  # accesses the policy kept from a free way
         self.stalled_now = self.peak_stalled = 0
-        self._pending: Dict[Region, int] = {}  # stalled accesses per region (a coalescing stall buffer's entries)
+        self._pending: Dict[int, int] = {}  # stalled accesses per region id (a coalescing stall buffer's entries)
         self.peak_pending_regions = 0
         # occupancy over time: ways in use (all sets), full sets, their integrals since the first access
         self._use_total = self.peak_use = self._full_sets = 0
@@ -167,30 +183,65 @@ class Tracker:
         """Pre-program ``region`` to fire ``callback(region, tick)`` after ``threshold`` accesses.
 
         ``peer_input``: some of those accesses come from a peer (remote stores, DMA updates); a region
-        without is ready from allocation (module doc).
+        without is ready from allocation (module doc). Region keys are pairs of non-negative ints.
         """
-        if threshold < 1:
-            raise ValueError(f"{self.name}: region {region} threshold {threshold} < 1")
-        if region in self._threshold:
-            raise ValueError(f"{self.name}: region {region} programmed twice")
-        self._threshold[region] = int(threshold)
-        self._cb[region] = callback
-        self._addr[region] = int(start_addr)
-        if not peer_input:
-            self._no_peer.add(region)
+        self.program_many([region], [threshold], [callback], [start_addr], [peer_input])
+
+    def program_many(self, regions: List[Region], thresholds, callbacks, start_addrs, peer_inputs) -> None:
+        """:meth:`program` for many regions at once (lists of equal length), in order."""
+        n = len(regions)
+        k = np.asarray(regions, dtype=np.int64).reshape(n, 2)
+        thr = np.asarray(thresholds, dtype=np.int64).reshape(n)
+        for i in np.flatnonzero(thr < 1)[:1].tolist():
+            raise ValueError(f"{self.name}: region {regions[i]} threshold {thresholds[i]} < 1")
+        for i in np.flatnonzero((k < 0).any(axis=1))[:1].tolist():
+            raise ValueError(f"{self.name}: region {regions[i]}: keys must be non-negative")
+        keys = list(map(tuple, k.tolist()))
+        r0 = len(self._keys)
+        ids = dict(zip(keys, range(r0, r0 + n)))
+        if len(ids) < n or not self._rid.keys().isdisjoint(ids):
+            seen = set(self._rid)
+            for key in keys:
+                if key in seen:
+                    raise ValueError(f"{self.name}: region {key} programmed twice")
+                seen.add(key)
+        r1 = r0 + n
+        if r1 > self._st.shape[1]:
+            cap = max(64, 2 * self._st.shape[1], r1)
+            st = np.zeros((3, cap), dtype=np.int64)
+            st[TK.CNT] = -1
+            st[:, :r0] = self._st[:, :r0]
+            self._st = st
+            self._thr, self._cnt, self._rdy = st
+            for name in ("_nopeer", "_setof"):
+                old = getattr(self, name)
+                new = np.zeros(cap, dtype=old.dtype)
+                new[:r0] = old[:r0]
+                setattr(self, name, new)
+        if n:
+            need = k.max(axis=0) + 1
+            if need[0] > self._lut.shape[0] or need[1] > self._lut.shape[1]:
+                lut = np.full((max(int(need[0]), 2 * self._lut.shape[0]), max(int(need[1]), self._lut.shape[1])), -1,
+                              dtype=np.int64)
+                lut[: self._lut.shape[0], : self._lut.shape[1]] = self._lut
+                self._lut = lut
+        self._lut[k[:, 0], k[:, 1]] = np.arange(r0, r1)
+        self._rid.update(ids)
+        self._keys.extend(keys)
+        self._cb.extend(callbacks)
+        self._addr.extend(int(a) for a in start_addrs)
+        self._thr[r0:r1] = thr
+        self._nopeer[r0:r1] = ~np.asarray(peer_inputs, dtype=bool).reshape(n)
+        self._setof[r0:r1] = k[:, 0] % self.sets
 
     @property
     def programmed(self) -> int:
-        return len(self._threshold)
+        return len(self._keys)
 
     # ---------------------------------------------------------------- observing
     def on_enqueue(self, info) -> None:
         """Enqueue hook: ``info`` is a :class:`~t3sim.memory.system.EnqueueInfo`."""
-        sel = _COUNTED_KIND[info.kind] & (info.wg_id >= 0)
-        if not np.count_nonzero(sel):
-            return
-        comm = (info.stream[sel] == Stream.COMM) if self.uses_ready else None
-        self.observe(info.tick[sel], info.wg_id[sel], info.wf_id[sel], comm)
+        self._count(info.tick, info.kind, info.wg_id, info.wf_id, info.stream)
 
     def observe(self, ticks, wg_ids, wf_ids, comm=None) -> None:
         """Count accesses (arrays, in admission order); ``comm``: per access, whether it came from a
@@ -198,39 +249,66 @@ class Tracker:
 
         Equivalent to ``_access(region(wg, wf), tick, comm)`` per programmed access, in order; the
         common case (the region holds an entry, stays below its threshold and its readiness does not
-        change) is counted inline.
+        change) is counted inline (``counting``).
         """
-        k0, k1 = self.regions(wg_ids, wf_ids)
-        r0, r1 = k0.tolist(), k1.tolist()
-        tl = np.asarray(ticks).tolist()
-        if self._t_first is None and tl:
-            self._t_first = self._t_last = int(tl[0])
-        thresholds, count, ready = self._threshold, self._count, self._ready
-        cl = repeat(False) if comm is None else np.asarray(comm, dtype=bool).tolist()
-        untracked = counted = 0
-        for t, r, cm in zip(tl, zip(r0, r1), cl):
-            c = count.get(r)
-            if c is not None and c + 1 < thresholds[r] and (not cm or r in ready):
-                count[r] = c + 1
-                counted += 1
-            elif r in thresholds:  # allocation, firing, readiness or stall: the general path, counters flushed first
-                self.counted += counted
-                self.untracked += untracked
-                counted = untracked = 0
-                self._access(r, int(t), bool(cm))
-            else:
-                untracked += 1
+        wg = np.asarray(wg_ids, dtype=np.int64).reshape(-1)
+        n = len(wg)
+        stream = np.zeros(n, dtype=np.int64) if comm is None else np.asarray(comm, dtype=np.int64).reshape(-1)
+        self._count(np.asarray(ticks, dtype=np.int64).reshape(-1), np.full(n, int(Kind.WRITE), dtype=np.int64), wg,
+                    np.asarray(wf_ids, dtype=np.int64).reshape(-1), stream)
+
+    def _count(self, ticks, kind, wg, wf, stream) -> None:
+        """Count the accesses (per-access int64 arrays: tick, :class:`Kind`, WG, WF, :class:`Stream`) that
+        are writes or updates with a WG id (module doc of :mod:`t3sim.dma.tracker_kernel`)."""
+        if self._t_first is None:
+            i = TK.first_counted(kind, wg)
+            if i < 0:
+                return
+            self._t_first = self._t_last = int(ticks[i])
+        n = len(kind)
+        mode = self.counting
+        if mode == "general":
+            sel = np.flatnonzero(_COUNTED_KIND[kind] & (wg >= 0))
+            k0, k1 = self.regions(wg[sel], wf[sel])
+            comm = (stream[sel] == Stream.COMM) & self.uses_ready
+            for t, a, b, cm in zip(ticks[sel].tolist(), k0.tolist(), k1.tolist(), comm.tolist()):
+                rid = self._rid.get((a, b))
+                if rid is None:
+                    self.untracked += 1
+                else:
+                    self._access(rid, t, cm)
+            return
+        fn = TK.count_common if mode == "compiled" else TK.count_common_py
+        uses_ready, wg_gran, m, lut, st = self.uses_ready, self.wg_gran, self.m, self._lut, self._st
+        counted = untracked = 0
+        i, c, u = fn(kind, wg, wf, stream, 0, wg_gran, m, uses_ready, lut, st)
+        if i < n:
+            tl, wl, fl, sl = ticks.tolist(), wg.tolist(), wf.tolist(), stream.tolist()
+            rid = self._rid
+            while True:
+                counted += c
+                untracked += u
+                if i >= n:
+                    break
+                # allocation, firing, readiness or stall: the general path (the region is programmed)
+                w = wl[i]
+                r = (w // m, 0) if wg_gran else (w, fl[i] // m)
+                self._access(rid[r], tl[i], uses_ready and sl[i] == _COMM)
+                i, c, u = fn(kind, wg, wf, stream, i + 1, wg_gran, m, uses_ready, self._lut, self._st)
+        else:
+            counted, untracked = c, u
         self.counted += counted
         self.untracked += untracked
 
-    def _access(self, r: Region, tick: int, comm: bool = False) -> None:
-        if r in self._count:
+    def _access(self, r: int, tick: int, comm: bool = False) -> None:
+        """The general path for one access to region id ``r``."""
+        if self._cnt[r] >= 0:
             self._bump(r, tick, 1)
-            if comm and self.uses_ready and r in self._count and r not in self._ready:
+            if comm and self.uses_ready and self._cnt[r] >= 0 and not self._rdy[r]:
                 self._make_ready(r)
-                self._unstall(self.set_of(r), tick)
+                self._unstall(int(self._setof[r]), tick)
             return
-        s = self.set_of(r)
+        s = int(self._setof[r])
         if not self._admit(r, s, comm, count=True):
             q = self._stalled[s]
             if q and q[-1][0] == r and q[-1][1] == comm:
@@ -250,16 +328,16 @@ class Tracker:
         if self.uses_ready and self._stalled.get(s):
             self._unstall(s, tick)  # accesses of r that waited, or that a new ready region now admits
 
-    def _admit(self, r: Region, s: int, comm: bool, count: bool = False) -> bool:
+    def _admit(self, r: int, s: int, comm: bool, count: bool = False) -> bool:
         used = int(self._set_use[s])
-        ok = self.policy.admit(used, self.ways, comm, r in self._no_peer, int(self._ready_in_set[s]))
+        ok = self.policy.admit(used, self.ways, comm, bool(self._nopeer[r]), int(self._ready_in_set[s]))
         if count and not ok and used < self.ways:
             self.refusals += 1
         return ok
 
-    def _make_ready(self, r: Region) -> None:
-        self._ready.add(r)
-        self._ready_in_set[self.set_of(r)] += 1
+    def _make_ready(self, r: int) -> None:
+        self._rdy[r] = 1
+        self._ready_in_set[self._setof[r]] += 1
 
     def _occupancy(self, s: int, tick: int, delta: int) -> None:
         """Set ``s`` gains (+1) or loses (-1) a way at ``tick``; keeps the occupancy integrals."""
@@ -280,33 +358,34 @@ class Tracker:
             if u > self._set_max[s]:
                 self._set_max[s] = u
 
-    def _allocate(self, r: Region, s: int, tick: int = 0, comm: bool = False) -> None:
+    def _allocate(self, r: int, s: int, tick: int = 0, comm: bool = False) -> None:
         self._occupancy(s, tick, +1)
-        self._count[r] = 0
-        if self.uses_ready and (comm or r in self._no_peer):
+        self._cnt[r] = 0
+        if self.uses_ready and (comm or self._nopeer[r]):
             self._make_ready(r)
 
-    def _bump(self, r: Region, tick: int, n: int, retry: bool = True) -> None:
-        """Count ``n`` accesses to region ``r``; at its threshold fire it and free its way.
+    def _bump(self, r: int, tick: int, n: int, retry: bool = True) -> None:
+        """Count ``n`` accesses to region id ``r``; at its threshold fire it and free its way.
 
         ``retry=False`` skips re-running the set's stall queue (the caller is already doing so).
         """
-        c = self._count[r] + n
-        thr = self._threshold[r]
-        assert c <= thr, f"{self.name}: region {r} counted {c} accesses, threshold {thr}"
+        c = int(self._cnt[r]) + n
+        thr = int(self._thr[r])
+        region = self._keys[r]
+        assert c <= thr, f"{self.name}: region {region} counted {c} accesses, threshold {thr}"
         self.counted += n
         if c < thr:
-            self._count[r] = c
+            self._cnt[r] = c
             return
-        del self._count[r]
-        assert r not in self._fired, f"{self.name}: region {r} fired twice"
-        self._fired[r] = tick
-        s = self.set_of(r)
-        if r in self._ready:
-            self._ready.discard(r)
+        self._cnt[r] = -1
+        assert region not in self._fired, f"{self.name}: region {region} fired twice"
+        self._fired[region] = tick
+        s = int(self._setof[r])
+        if self._rdy[r]:
+            self._rdy[r] = 0
             self._ready_in_set[s] -= 1
         self._occupancy(s, tick, -1)
-        self._cb[r](r, tick)
+        self._cb[r](region, tick)
         if retry:
             self._unstall(s, tick)
 
@@ -327,12 +406,12 @@ class Tracker:
             while q:
                 run = q.popleft()
                 r, cm, t0s = run
-                if r not in self._count:
+                if self._cnt[r] < 0:
                     if not self._admit(r, s, cm):
                         keep.append(run)
                         continue
                     self._allocate(r, s, tick, cm)
-                    again |= r in self._ready
+                    again |= bool(self._rdy[r])
                 n = len(t0s)
                 self.stall_ticks += sum(max(0, tick - t0) for t0 in t0s)
                 self.stalled_now -= n
@@ -345,7 +424,7 @@ class Tracker:
                 self._bump(r, tick, n, retry=False)
                 if len(self._fired) > before:
                     again = True
-                elif cm and self.uses_ready and r not in self._ready:
+                elif cm and self.uses_ready and not self._rdy[r]:
                     self._make_ready(r)
                     again = True
             self._stalled[s] = keep
@@ -372,7 +451,7 @@ class Tracker:
 
     def check_done(self) -> None:
         """Every programmed region fired exactly once and nothing is left waiting."""
-        missing = [r for r in self._threshold if r not in self._fired]
+        missing = [r for r in self._keys if r not in self._fired]
         assert not missing, f"{self.name}: {len(missing)} regions never reached their threshold, e.g. {missing[:3]}"
         assert not any(self._stalled.values()), f"{self.name}: stalled accesses left"
         assert not self._pending and self.stalled_now == 0, f"{self.name}: stall bookkeeping left {self.stalled_now}"

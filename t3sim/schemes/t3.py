@@ -49,7 +49,7 @@ reduce-scatter after the GEMM ends (fused RS end - GEMM end); ``ag``;
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -67,6 +67,7 @@ from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.sim.engine import Component
+from t3sim.sim.gcpause import gc_paused
 from t3sim.workload.wg_order import base_order
 
 WORD_B = 4  # functional data: one value per 4 B word (float32 store, t3sim.memory.functional)
@@ -132,6 +133,10 @@ class T3Context:
     """Everything the fused GEMM-RS needs on every simulated GPU (module doc)."""
 
     def __init__(self, model):
+        with gc_paused():  # tens of thousands of long-lived objects: no GC passes over them meanwhile
+            self._build(model)
+
+    def _build(self, model) -> None:
         self.model = model
         self.watch = T3Watch(model.engine, self)
         env, eng = model.env, model.engine
@@ -201,13 +206,18 @@ class T3Context:
         return ev
 
     # ---------------------------------------------------------------- setup
-    def _blocks_for(self, g: int) -> List[Tuple[DmaBlock, List[Tuple[int, int]], List[int], List[int]]]:
-        """DMA blocks of GPU ``g``'s mapping: (block, its tracker regions, their thresholds, the number of
-        peers that send each region's positions to ``g``).
+    def _blocks_for(self, g: int, peer: Optional[int] = None
+                    ) -> List[Tuple[DmaBlock, List[Tuple[int, int]], List[int], List[int]]]:
+        """DMA blocks of GPU ``g``'s mapping (only those sent to ``peer`` if given): (block, its tracker
+        regions, their thresholds, the number of peers that send each region's positions to ``g``).
 
         A region's threshold is its store requests x the rule's updates per element (tracker doc), in DRAM
         accesses: the tracker counts every write or update access the controller admits, and a 64 B store or
         update request is ``REQ_B / hbm.access_size_B`` of them (two 32 B accesses on Table 1).
+
+        Vectorised per ``dma_map`` rule (:meth:`_regions_of` groups the rule's requests by region in one
+        pass): a block's requests are one contiguous slice of the rule's grouped requests, and the blocks'
+        arrays are views of the rule's gathered addresses and ids (read-only, like the blocks).
         """
         sp = self.spaces[g]
         tracker = next(iter(self.trackers.values()))  # region mapping: the same config on every GPU
@@ -218,25 +228,34 @@ class T3Context:
         for p in sp.dma_positions():
             by_rule.setdefault(sp.dma[p], []).append(p)
         self._check_regions_within_rules(sp)
+        senders = self.senders[g]
         for rule, ps in by_rule.items():
-            items = self._regions_of(tracker, np.asarray(ps, dtype=np.int64))
+            if peer is not None and rule.peer != peer:
+                continue
+            k0, k1, idx, bounds = self._regions_of(tracker, np.asarray(ps, dtype=np.int64))
+            nreg = len(k0)
+            addr, wg, wf = rq.addr[idx], rq.wg_id[idx], rq.wf_id[idx]
+            thr = (np.diff(bounds) * (rule.updates_per_element * per)).tolist()
+            npeer = np.maximum.reduceat(senders[wg], bounds[:-1]).tolist() if nreg else []
+            keys = list(zip(k0.tolist(), k1.tolist()))
+            bnd = bounds.tolist()
             m = rule.wf_tiles_per_block
-            for i in range(0, len(items), m):
-                grp = items[i:i + m]
-                idx = np.concatenate([ix for _, ix in grp])
-                blk = DmaBlock(key=grp[0][0], peer=rule.peer, op=rule.op, addrs=rq.addr[idx], wg_id=rq.wg_id[idx],
-                               wf_id=rq.wf_id[idx], regions_left=len(grp))
-                out.append((blk, [k for k, _ in grp], [len(ix) * rule.updates_per_element * per for _, ix in grp],
-                            [int(self.senders[g, rq.wg_id[ix]].max()) for _, ix in grp]))
+            for i in range(0, nreg, m):
+                j = min(i + m, nreg)
+                a, b = bnd[i], bnd[j]
+                blk = DmaBlock(key=keys[i], peer=rule.peer, op=rule.op, addrs=addr[a:b], wg_id=wg[a:b],
+                               wf_id=wf[a:b], regions_left=j - i)
+                out.append((blk, keys[i:j], thr[i:j], npeer[i:j]))
         return out
 
-    def _regions_of(self, tracker: Tracker, ps: np.ndarray) -> List[Tuple[Tuple[int, int], np.ndarray]]:
-        """The store requests of positions ``ps`` grouped by tracker region: ``(region, sorted request
-        indices)``, regions in order of first appearance over (position, WF id) ascending."""
+    def _regions_of(self, tracker: Tracker, ps: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The store requests of positions ``ps`` grouped by tracker region: ``(k0, k1, idx, bounds)``, the
+        regions' keys in order of first appearance over (position, WF id) ascending, and region ``r``'s
+        request indices ``idx[bounds[r]:bounds[r + 1]]`` (sorted)."""
         start = self.table.start
         lo, n = start[ps], start[ps + 1] - start[ps]
-        pos = np.repeat(ps, n)
         idx = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+        pos = np.repeat(ps, n)
         wf = self.table.reqs.wf_id[idx].astype(np.int64)
         k0, k1 = tracker.regions(pos, wf)
         first = np.lexsort((wf, pos))  # the (position, WF) visiting order
@@ -248,9 +267,8 @@ class T3Context:
         rank[first] = rank_of_uniq[inv.reshape(-1)]
         grouped = np.lexsort((idx, rank))
         bounds = np.searchsorted(rank[grouped], np.arange(len(uniq) + 1))
-        order = np.argsort(rank_of_uniq, kind="stable")  # unique key index of each rank
-        return [((key // span, key % span), idx[grouped[bounds[r]:bounds[r + 1]]])
-                for r, key in enumerate(uniq[order].tolist())]
+        keys = uniq[np.argsort(rank_of_uniq, kind="stable")]  # the key of each rank
+        return keys // span, keys % span, idx[grouped], bounds
 
     def _check_regions_within_rules(self, sp: "A.AddressSpace") -> None:
         """A tracked region must cover WGs that share one ``dma_map`` rule: the tracker counts every
@@ -276,6 +294,7 @@ class T3Context:
         on_batch = self._mirror_dma if (self.homogeneous and g == 0) else None
         self.dmas[g] = DMAEngines(model.engine, g, h, self.fabric, model.system.dma, on_batch_sent=on_batch)
         self.blocks[g] = []
+        regions, thresholds, callbacks, addrs, peer_input = [], [], [], [], []
         for blk, keys, thrs, peers in self._blocks_for(g):
             if tr.uses_ready and max(peers) > 1:
                 raise InputError("system.tracker.admission",
@@ -290,8 +309,12 @@ class T3Context:
                     self.dmas[g].trigger(blk, tick)
                     self._block_started()
 
-            for key, thr, n in zip(keys, thrs, peers):
-                tr.program(key, thr, fired, start_addr=int(blk.addrs[0]), peer_input=n > 0)
+            regions += keys
+            thresholds += thrs
+            callbacks += [fired] * len(keys)
+            addrs += [int(blk.addrs[0])] * len(keys)
+            peer_input += [n > 0 for n in peers]
+        tr.program_many(regions, thresholds, callbacks, addrs, peer_input)
         h.mem.set_enqueue_hook(tr.on_enqueue, writes_only=True)
 
     def _setup_shadows(self) -> None:
@@ -300,9 +323,7 @@ class T3Context:
         for blk in self.blocks[0]:
             ref_keys.add(self._seq_key(0, blk))
         for j in range(1, self.N):
-            for blk, *_ in self._blocks_for(j):
-                if blk.peer != 0:
-                    continue
+            for blk, *_ in self._blocks_for(j, peer=0):
                 self.blocks_left += 1
                 key = self._seq_key(j, blk)
                 if key in ref_keys:

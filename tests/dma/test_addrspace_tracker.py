@@ -147,9 +147,10 @@ def test_tracker_fires_once_at_threshold_and_never_early():
     assert len(fired) == 32 and all(tick == 9 for _, tick in fired)
     t.check_done()
     t.program((9, 0), 1, lambda reg, tick: None)
-    t._count[(9, 0)] = 1  # a counter already at its threshold must not be bumped past it
+    rid = t._rid[(9, 0)]
+    t._cnt[rid] = 1  # a counter already at its threshold must not be bumped past it
     with pytest.raises(AssertionError):
-        t._bump((9, 0), 10, 1)
+        t._bump(rid, 10, 1)
 
 
 def test_tracker_granularity_wg_and_multiple():
