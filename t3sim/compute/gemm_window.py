@@ -47,6 +47,8 @@ from t3sim.sim.engine import dispatcher
 from t3sim.memory.specialise import specialise
 
 _NO_ID = np.array([-1], dtype=np.int64)
+#: compiled events per window at most (then the bridge is re-armed: progress reports and the watchdog run)
+SESSION_EVENTS = 1 << 16
 
 
 @functools.lru_cache(maxsize=None)
@@ -188,7 +190,7 @@ class GemmWindow:
         W[WK.W_EID] = next(env._eid)
         self.mem.engine._prepare(False, max(1, int(W[WK.W_OUT])))
         while True:
-            r = self.fn(*lim, W, self.C, self.H, self.CH, self.SL, self.BI, self.CB, self.J, self.TB, self.TR,
+            r = self.fn(*lim, SESSION_EVENTS, W, self.C, self.H, self.CH, self.SL, self.BI, self.CB, self.J, self.TB, self.TR,
                         self.cat_src, *self._arrays())
             if r == WK.R_GROW:
                 self._grow()

@@ -468,15 +468,17 @@ def fire_tick(T, W, C, H, CH, BI, CB, J):  # pragma: no cover - compiled
         BI[b, B_CBT] = -1
 
 
-def run_window(lim_t, lim_p, lim_e, W, C, H, CH, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD, MP, MS, caps):
+def run_window(lim_t, lim_p, lim_e, budget, W, C, H, CH, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD, MP, MS, caps):
     """Process this window's events in order while they come before ``(lim_t, lim_p, lim_e)`` (the simpy
-    heap's first key); returns a reason ``R_*`` (module doc). ``MP``: the memory controllers' arrays
+    heap's first key), at most ``budget`` of them (then ``R_LIMIT`` too: the caller re-arms the bridge, so
+    progress reports and the watchdog see the window advance); returns a reason ``R_*`` (module doc). ``MP``: the memory controllers' arrays
     (``FastController.step``'s arguments), ``MS``: the statistics arrays; ``caps``: request, batch, heap,
     completion-heap, join and callback-node capacities (``R_GROW`` asks the caller for more)."""
     (P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, closing, occ_hist, bus_busy,
      turnarounds, cmd_count, out, no_log, counts) = MP
     b_done, b_rem, cnt, rowcls, sc, bw, lat, bin_cycles = MS
     f = C[C_MEM_F]
+    done_events = 0
     while True:
         if W[W_DONE]:
             return R_DONE
@@ -516,6 +518,9 @@ def run_window(lim_t, lim_p, lim_e, W, C, H, CH, SL, BI, CB, J, TB, TR, cat_src,
             register_done(W, C, H, CH, done, ticks)
         if W[W_HN] == 0:
             return R_IDLE
+        if done_events >= budget:
+            return R_LIMIT
+        done_events += 1
         if (H[0, 0] > lim_t or (H[0, 0] == lim_t and (H[0, 1] > lim_p or (H[0, 1] == lim_p and H[0, 2] > lim_e)))):
             return R_LIMIT
         if (W[W_N] + C[C_MARGIN_REQ] > caps[0] or W[W_NB] - C[C_BID0] + C[C_MARGIN_B] > caps[1]

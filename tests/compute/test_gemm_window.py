@@ -38,7 +38,7 @@ def windows(monkeypatch):
     return seen
 
 
-def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch_at=None):
+def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch_at=None, first_wg=0):
     """One GEMM alone on a GPU (exclusive), optionally with a simpy process beside it that wakes every
     ``noise_ps`` and records what it sees (time, WGs done, beats, kernel's next WG)."""
     if system.gemm_kernel is not None:  # H200: no clusters (a clustered kernel takes the reference path)
@@ -69,7 +69,7 @@ def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch
         env.process(noise())
     if touch_at is not None:
         env.process(toucher())
-    done = gk.start()
+    done = gk.start(first_wg)
     done.callbacks.append(lambda _e: eng.finish())
     eng.run()
     run = done.value
@@ -113,6 +113,15 @@ def test_growth_and_compaction_paths_match(system, windows, monkeypatch):
     monkeypatch.setattr(MemorySystem, "compact_min", 1 << 10)
     ref = _run_gemm(system, 256, 1024, 1024, window=False)
     win = _run_gemm(system, 256, 1024, 1024, window=True)
+    assert windows and win[:-1] == ref[:-1]
+
+
+def test_short_windows_and_a_late_first_wg_match(system, windows, monkeypatch):
+    """Windows of at most 50 compiled events (the bridge re-armed ~thousands of times) and a kernel started
+    at WG 5 (``start(first_wg)``, as a steady-state simulation does): as the reference."""
+    monkeypatch.setattr(gemm_window, "SESSION_EVENTS", 50)
+    ref = _run_gemm(system, 256, 1024, 512, window=False, first_wg=5, noise_ps=1499)
+    win = _run_gemm(system, 256, 1024, 512, window=True, first_wg=5, noise_ps=1499)
     assert windows and win[:-1] == ref[:-1]
 
 
