@@ -401,6 +401,8 @@ class MemoryHierarchy:
 
     # ------------------------------------------------------------------ stats
     def stats(self) -> Stats:
+        if self.window is not None:
+            self.port.window_conflict()
         s = Stats()
         for cat in self.categories:
             t = self.traffic.get(cat, {"read": 0, "write": 0, "update": 0})
