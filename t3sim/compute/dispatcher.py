@@ -106,6 +106,8 @@ class CuDispatcher:
         self._seq = 0
         self.placements = 0
         self.handoffs = 0  # CUs a retiring WG handed to an earlier kernel
+        #: a windowed GEMM that holds this GPU alone (t3sim.compute.gemm_window), or None
+        self.window = None
 
     # ---------------------------------------------------------------- kernels
     def register(self, name: str, footprint: Footprint, pending: Callable[[], int], on_cu: Callable[[int], None],
@@ -113,6 +115,9 @@ class CuDispatcher:
         """Launch a kernel now: returns its handle (launch order). ``pending()`` says how many of its WGs still
         wait for a CU; ``on_cu(cu)`` is called when the dispatcher places one of them on ``cu`` (the
         footprint is already taken). ``cus``: the CUs it may use (default all; the paper's 72-8 splits)."""
+        if self.window is not None:
+            raise RuntimeError(f"{name} launched while the windowed GEMM {self.window.gk.name} holds the GPU alone: it "
+                               "was marked exclusive (set simulation.gemm_window: false)")
         need = footprint.vector()
         if np.any(need > self.cap):
             bad = RESOURCES[int(np.argmax(need > self.cap))]

@@ -180,6 +180,11 @@ class GemmKernel(Component):
         self._all_retired = False
         #: set to a list to record ``(cu, seq, start_tick, end_tick)`` of every WG (timelines)
         self.wg_spans: Optional[list] = None
+        #: run in compiled windows where :func:`~t3sim.compute.gemm_window.eligible` allows
+        #: (``simulation.gemm_window``); ``exclusive``: the caller promises that nothing else uses this
+        #: GPU's memory or CUs while the kernel runs (set by the model for one-stream programs)
+        self.window = False
+        self.exclusive = False
 
     # ------------------------------------------------------------------ processes
     def start(self, first_wg: int = 0) -> simpy.Event:
@@ -205,6 +210,12 @@ class GemmKernel(Component):
         self._h = self.dispatcher.register(self.name, self.footprint, self._pending, self._on_cu,
                                            None if self.num_cus == self.gpu.num_cus else range(self.num_cus))
         launch = ns_to_ticks(self.gpu.kernel_launch_overhead_ns)
+        if self.window:
+            from t3sim.compute.gemm_window import GemmWindow, eligible
+
+            if eligible(self):
+                GemmWindow(self, first_wg, n, launch)
+                return self.done
         for _ in range(n):
             self.env.process(self._slot(None, launch))
         return self.done

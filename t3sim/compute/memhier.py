@@ -217,6 +217,8 @@ class MemoryHierarchy:
         self.traffic: Dict[str, Dict[str, int]] = defaultdict(lambda: {"read": 0, "write": 0, "update": 0})
         self.outstanding_writes = 0
         self._drained: Optional[simpy.Event] = None
+        #: the windowed GEMM (t3sim.compute.gemm_window) that drives this hierarchy now, or None
+        self.window = None
 
     # ------------------------------------------------------------------ helpers
     def _cat(self, category: str) -> int:
@@ -236,6 +238,8 @@ class MemoryHierarchy:
         """Read 64 B requests straight from DRAM, bypassing the L2 (a DMA engine's or a pull kernel's
         uncached reads): ``REQ_B / access_size_B`` accesses each, counted as ``category`` reads; the
         event's value is the :class:`~t3sim.memory.port.BatchResult` (functional data: a row per request)."""
+        if self.window is not None:
+            self.port.window_conflict()
         addrs = np.asarray(addrs, dtype=np.int64)
         self.traffic[category]["read"] += REQ_B * len(addrs)
         return self.port.access(addrs, Kind.READ, stream, source, request_B=REQ_B)
@@ -308,6 +312,8 @@ class MemoryHierarchy:
         values the functional store keeps; the L2 keeps none): the event's value is the data read,
         ``(len(addrs), elems)`` in the order of ``addrs``.
         """
+        if self.window is not None:
+            self.port.window_conflict()
         addrs = np.asarray(addrs, dtype=np.int64)
         if with_data:
             return self._read_data(addrs, category, stream)
@@ -362,6 +368,8 @@ class MemoryHierarchy:
 
         ``update`` implies ``uncached`` (near-memory updates happen in DRAM, paper Sec. 4.3).
         """
+        if self.window is not None:
+            self.port.window_conflict()
         addrs = np.asarray(addrs, dtype=np.int64)
         if not len(addrs):
             return self._join([], self.env.now, 0)
@@ -381,6 +389,8 @@ class MemoryHierarchy:
 
     def drained(self) -> simpy.Event:
         """Event that fires once every DRAM write issued so far has completed."""
+        if self.window is not None:
+            self.port.window_conflict()
         if self.outstanding_writes == 0:
             ev = self.env.event()
             ev.succeed()
@@ -391,6 +401,8 @@ class MemoryHierarchy:
 
     # ------------------------------------------------------------------ stats
     def stats(self) -> Stats:
+        if self.window is not None:
+            self.port.window_conflict()
         s = Stats()
         for cat in self.categories:
             t = self.traffic.get(cat, {"read": 0, "write": 0, "update": 0})

@@ -125,6 +125,9 @@ class MemoryPort:
         self.mem = memory
         self._id = next(MemoryPort._ids)
         self._dispatch = dispatcher(env)
+        self._dispatch.ports += 1
+        #: the windowed GEMM (t3sim.compute.gemm_window) that drives this memory now, or None
+        self.window = None
         self._events: Dict[int, simpy.Event] = {}
         self._reads: Dict[int, int] = {}  # functional reads: batch -> accesses per request
         self._step: Optional[simpy.Event] = None  # the scheduled pump step
@@ -138,6 +141,8 @@ class MemoryPort:
         ``request_B``: each address names an aligned request of that many bytes, issued as
         ``request_B / access_size_B`` accesses (module docstring); None: each address is one access."""
         env, mem = self.env, self.mem
+        if self.window is not None:
+            self.window_conflict()
         k = 1
         if request_B is not None and request_B != mem.access_B:
             addrs, wg_id, wf_id, data, k = split_requests(addrs, wg_id, wf_id, data, int(request_B), mem.access_B)
@@ -152,19 +157,29 @@ class MemoryPort:
             self._arm(mem.discovery_tick(env.now, parse_enum(Kind, kind, "memory request kind") is not Kind.READ))
         return ev
 
+    def window_conflict(self) -> None:
+        raise RuntimeError(f"memory accessed while the windowed GEMM {self.window.gk.name} drives it: the kernel was "
+                           "marked exclusive but something else runs beside it (set simulation.gemm_window: false)")
+
     def kernel_boundary(self) -> None:
         """The producer kernel ended now (for the arbitration policy: ``Policy.producer_end``)."""
+        if self.window is not None:
+            self.window_conflict()
         self.mem.advance(self.env.now)  # the boundary applies from now on
         self.mem.kernel_boundary()
         self._service()
 
     def begin_isolated_stage(self) -> None:
         """A producer kernel starts now (``Policy.producer_start``)."""
+        if self.window is not None:
+            self.window_conflict()
         self.mem.advance(self.env.now)
         self.mem.begin_isolated_stage()
 
     def end_isolated_stage(self) -> None:
         """The producer's first, isolated stage ended now (``Policy.first_stage_end``)."""
+        if self.window is not None:
+            self.window_conflict()
         self.mem.advance(self.env.now)
         self.mem.end_isolated_stage()
 

@@ -252,6 +252,9 @@ def run_program(model, program: Program, phase_order: Tuple[str, ...] = PHASES) 
         raise ValueError(f"phase order {phase_order} is not an order of {PHASES}")
     program.check()
     env, eng = model.env, model.engine
+    # one stream and no companions: its kernels run one at a time, each with the GPUs to itself
+    # (a GEMM may then run in compiled windows: t3sim.compute.gemm_window)
+    model.exclusive = len(program.streams) == 1 and not program.companions
     start = env.now
     recs: Dict[str, Record] = {}
     order: List[Record] = []

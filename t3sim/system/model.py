@@ -62,6 +62,10 @@ class SystemModel:
         self.system = exp.system
         sim = exp.simulation
         self.mode = sim.mode
+        #: GEMM kernels may run in compiled windows (simulation.gemm_window) when they have the GPU to themselves:
+        #: ``exclusive`` says they do (the scheme's program runs one kernel at a time; schemes.program sets it)
+        self.windowed = sim.gemm_window
+        self.exclusive = False
         self.n = exp.system.interconnect.num_gpus
         self.engine = Engine(seed=sim.seed, watchdog_idle_ticks=ns_to_ticks(sim.watchdog_idle_ns))
         self.env = self.engine.env
@@ -132,6 +136,7 @@ class SystemModel:
                             on_stage_done=(lambda s, g=g: on_stage_done(g, s)) if on_stage_done else None,
                             dispatcher=self.dispatchers[g], prologue=prologue_for(g) if prologue_for else None)
             gk.wg_spans = [] if self.trace else None
+            gk.window, gk.exclusive = self.windowed, self.exclusive
             self.gemm_kernels.append(gk)
             events[g] = gk.start()
         return self.env.all_of(list(events.values()))

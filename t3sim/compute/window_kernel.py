@@ -1,0 +1,550 @@
+"""The compiled event loop of a windowed GEMM (:mod:`t3sim.compute.gemm_window`; issue 17).
+
+One call advances a GEMM kernel's WG slots, their loads through the L2 and its fill table (the
+MSHR merge), the DRAM submissions, the memory controllers and the completion dispatch together,
+event by event, exactly as the simpy processes of :class:`~t3sim.compute.gemm_kernel.GemmKernel`
+and :class:`~t3sim.compute.memhier.MemoryHierarchy` would, until the next event of the simpy heap
+(the *limit*) or until the kernel ends.
+
+Exactness. simpy orders events by ``(tick, priority, eid)``, ``eid`` a counter shared by all
+events; this loop keeps its own heap of the same keys and takes its eids from the same counter
+(the caller hands it over), so compiled and simpy events interleave in one total order. Each
+event kind mirrors one simpy event of the reference path and runs what that event's callbacks
+run, in their order:
+
+* ``EV_INIT``: a slot process's ``Initialize`` (URGENT): it yields the launch timeout;
+* ``EV_TIMEOUT``: a slot's launch or k-group math timeout: the slot resumes;
+* ``EV_JOIN``: a ``MemoryHierarchy._join`` output event: the WG waiting on a load resumes, or the
+  kernel counts a completed store;
+* ``EV_DISPATCH``: the :class:`~t3sim.sim.engine.Dispatcher` entry of a completion tick
+  (URGENT): the batches due then fire in batch-id order (fill-table entry dropped, tracked
+  write counted, then the joins waiting on it, in attachment order).
+
+The pump is not an event: before each event the memory is advanced (as ``MemoryPort``'s pump
+step would, at ``MemorySystem.next_event_tick``) until every completion up to the event's tick
+is known; results do not depend on the cadence (the completion order is canonical).
+
+A slot is a state machine over the reference generator's ``yield`` points (``PC_*``). All state
+lives in arrays the caller owns; the call returns a reason (``R_*``) and can be re-entered.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from t3sim.cache import l2_kernel as L2K
+from t3sim.compute.memhier import _l2_read, _record_fills, mask_accesses
+from t3sim.memory.accum import SC_A0
+from t3sim.memory.bookkeeping import fill_requests
+from t3sim.memory.step_kernel import pump_step  # rebound per arbitration policy (gemm_window.kernel)
+from t3sim.sim.clock import cycle_start_tick
+
+# scalar state W
+(W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
+ W_NB, W_NFILL, W_TAG, W_TRACKED, W_LIVEB, W_N, W_OUT, W_OUTW, W_FRONTIER, W_KAT, W_LASTSUB, W_NEXTLB, W_PUMPS,
+ W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, NW) = range(34)
+# constants C
+(C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
+ C_READ_DONE, C_LAZY, C_L2_LAT, C_CAT, C_SCAT, C_ACCESS_B, C_LINE_B, C_SECTOR_B, C_REQ_B, C_FLMASK, C_SLOTS,
+ C_BID0, C_TAG0, C_BPG, C_XOR, C_PCH, C_READ, C_WRITE, C_COMPUTE, C_MARGIN_REQ, C_MARGIN_B, C_STCAT, C_STSRC, C_R,
+ NC) = range(38)
+# heap rows H[i] = (tick, priority, eid, kind, arg); simpy's priorities
+URGENT, NORMAL = 0, 1
+EV_INIT, EV_TIMEOUT, EV_JOIN, EV_DISPATCH = range(4)
+# slot fields SL[j]; the ring of its loads' join ids follows
+SL_CU, SL_SEQ, SL_TM, SL_TN, SL_GI, SL_PC, SL_WAIT, SL_RING = range(8)
+PC_START, PC_AFTER_LOAD, PC_AFTER_MATH = range(3)
+# join fields J[k]
+J_STATE, J_WAITER, J_N, J_T, J_KIND, J_EXTRA, NJ = range(7)
+JOIN_LOAD, JOIN_STORE = 0, 1
+# batch fields BI[bid - bid0]
+B_FILL, B_TRACK, B_FIRED, B_CBH, B_CBT, B_FIRST, B_COUNT, NB = range(8)
+# return reasons
+R_LIMIT, R_DONE, R_GROW, R_STATS, R_IDLE = 1, 2, 3, 4, 5
+BIG = np.int64(1) << np.int64(62)
+
+
+@numba.njit(cache=True)
+def next_cycle(tick, f):  # pragma: no cover - compiled
+    """First cycle of a ``f`` kHz clock starting at or after ``tick`` (Clock.next_cycle_at_or_after)."""
+    c = (tick * f) // 1000000000
+    return c if cycle_start_tick(c, f) >= tick else c + 1
+
+
+@numba.njit(cache=True)
+def _less(H, i, j):  # pragma: no cover - compiled
+    if H[i, 0] != H[j, 0]:
+        return H[i, 0] < H[j, 0]
+    if H[i, 1] != H[j, 1]:
+        return H[i, 1] < H[j, 1]
+    return H[i, 2] < H[j, 2]
+
+
+@numba.njit(cache=True)
+def _swap(H, i, j):  # pragma: no cover - compiled
+    for f in range(H.shape[1]):
+        x = H[i, f]
+        H[i, f] = H[j, f]
+        H[j, f] = x
+
+
+@numba.njit(cache=True)
+def push(H, W, t, prio, kind, arg):  # pragma: no cover - compiled
+    """Schedule an event at tick ``t`` with the next eid."""
+    i = W[W_HN]
+    H[i, 0], H[i, 1], H[i, 2], H[i, 3], H[i, 4] = t, prio, W[W_EID], kind, arg
+    W[W_EID] += 1
+    W[W_HN] = i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        if not _less(H, i, p):
+            break
+        _swap(H, i, p)
+        i = p
+
+
+@numba.njit(cache=True)
+def pop(H, W):  # pragma: no cover - compiled
+    """Remove the first event; it is left in row ``W[W_HN]`` (the old last row)."""
+    n = W[W_HN] - 1
+    _swap(H, 0, n)
+    W[W_HN] = n
+    i = 0
+    while True:
+        l = 2 * i + 1
+        if l >= n:
+            break
+        m = l
+        if l + 1 < n and _less(H, l + 1, l):
+            m = l + 1
+        if not _less(H, m, i):
+            break
+        _swap(H, i, m)
+        i = m
+    return n
+
+
+@numba.njit(cache=True)
+def _ch_less(CH, i, j):  # pragma: no cover - compiled
+    if CH[i, 0] != CH[j, 0]:
+        return CH[i, 0] < CH[j, 0]
+    return CH[i, 1] < CH[j, 1]
+
+
+@numba.njit(cache=True)
+def _ch_push(CH, W, t, bid):  # pragma: no cover - compiled
+    i = W[W_CHN]
+    CH[i, 0], CH[i, 1] = t, bid
+    W[W_CHN] = i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        if not _ch_less(CH, i, p):
+            break
+        _swap(CH, i, p)
+        i = p
+
+
+@numba.njit(cache=True)
+def _ch_pop(CH, W):  # pragma: no cover - compiled
+    n = W[W_CHN] - 1
+    _swap(CH, 0, n)
+    W[W_CHN] = n
+    i = 0
+    while True:
+        l = 2 * i + 1
+        if l >= n:
+            break
+        m = l
+        if l + 1 < n and _ch_less(CH, l + 1, l):
+            m = l + 1
+        if not _ch_less(CH, m, i):
+            break
+        _swap(CH, i, m)
+        i = m
+    return n
+
+
+@numba.njit(cache=True)
+def register_done(W, C, H, CH, done, ticks):  # pragma: no cover - compiled
+    """Completions that became known: queue each for its tick's dispatch (one URGENT entry per tick is
+    what the reference schedules; a repeated entry for a tick finds nothing left and does nothing)."""
+    for k in range(done.shape[0]):
+        _ch_push(CH, W, ticks[k], done[k])
+        push(H, W, ticks[k], URGENT, EV_DISPATCH, 0)
+
+
+@numba.njit(cache=True)
+def _new_join(J, W, kind, t, extra):  # pragma: no cover - compiled
+    k = W[W_JFREE]
+    if k >= 0:
+        W[W_JFREE] = J[k, J_WAITER]
+    else:
+        k = W[W_JTOP]
+        W[W_JTOP] = k + 1
+    J[k, J_STATE], J[k, J_WAITER], J[k, J_N], J[k, J_T], J[k, J_KIND], J[k, J_EXTRA] = 0, -1, 0, t, kind, extra
+    return k
+
+
+@numba.njit(cache=True)
+def _free_join(J, W, k):  # pragma: no cover - compiled
+    J[k, J_WAITER] = W[W_JFREE]
+    W[W_JFREE] = k
+
+
+@numba.njit(cache=True)
+def _attach(BI, CB, W, C, bid, k, J):  # pragma: no cover - compiled
+    """Join ``k`` waits on batch ``bid`` (appended to the batch's callbacks)."""
+    n = W[W_CBFREE]
+    if n >= 0:
+        W[W_CBFREE] = CB[n, 1]
+    else:
+        n = W[W_CBTOP]
+        W[W_CBTOP] = n + 1
+    CB[n, 0], CB[n, 1] = k, -1
+    b = bid - C[C_BID0]
+    if BI[b, B_CBT] < 0:
+        BI[b, B_CBH] = n
+    else:
+        CB[BI[b, B_CBT], 1] = n
+    BI[b, B_CBT] = n
+    J[k, J_N] += 1
+
+
+@numba.njit(cache=True)
+def _submit(addrs, kind, source, W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next,
+            noid):  # pragma: no cover - compiled
+    """``MemorySystem.submit`` of a non-empty batch at ``W[W_NOW]`` (the caller checked capacity)."""
+    tick = W[W_NOW]
+    W[W_LASTSUB] = tick
+    arrive = next_cycle(tick + C[C_FRONTEND], C[C_MEM_F])
+    bid = W[W_NB]
+    W[W_NB] = bid + 1
+    n = addrs.shape[0]
+    b = bid - C[C_BID0]
+    BI[b, B_FILL], BI[b, B_TRACK], BI[b, B_FIRED], BI[b, B_CBH], BI[b, B_CBT] = -1, 0, 0, -1, -1
+    BI[b, B_FIRST], BI[b, B_COUNT] = W[W_N], n
+    b_rem[bid] = n
+    b_done[bid] = arrive
+    if sc[SC_A0] < 0:
+        sc[SC_A0] = arrive
+    fill_requests(RQ, W[W_N], addrs, C[C_ACCESS_B], kind, C[C_COMPUTE], source, bid, noid, noid, arrive, radix, pos,
+                  C[C_BPG], C[C_XOR] != 0, chash, f_head, f_tail, unit_next)
+    W[W_N] += n
+    W[W_OUT] += n
+    if kind != C[C_READ]:
+        W[W_OUTW] += n
+    if arrive < W[W_NEXTLB]:
+        W[W_NEXTLB] = arrive
+    W[W_LIVEB] += 1
+    return bid
+
+
+@numba.njit(cache=True)
+def _writebacks(E, W, C, BI, TR, cat_src, SA):  # pragma: no cover - compiled
+    """``MemoryHierarchy._writebacks``: per owner (ascending), the accesses of its lines' dirty sectors as one
+    tracked DRAM write batch."""
+    n = E.shape[1]
+    if n == 0:
+        return
+    RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid = SA
+    srcs = np.unique(E[L2K.E_SRC])
+    for s in srcs:
+        m = 0
+        for i in range(n):
+            if E[L2K.E_SRC, i] == s:
+                m += 1
+        lines = np.empty(m, dtype=np.int64)
+        masks = np.empty(m, dtype=np.int64)
+        m = 0
+        for i in range(n):
+            if E[L2K.E_SRC, i] == s:
+                lines[m] = E[L2K.E_LINE, i]
+                masks[m] = E[L2K.E_MASK, i]
+                m += 1
+        addrs = mask_accesses(lines, masks, C[C_SECTOR_B], C[C_LINE_B] // C[C_SECTOR_B], C[C_ACCESS_B])
+        if addrs.shape[0]:
+            bid = _submit(addrs, C[C_WRITE], cat_src[s], W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head,
+                          f_tail, unit_next, noid)
+            BI[bid - C[C_BID0], B_TRACK] = 1
+            W[W_TRACKED] += 1
+            TR[s, 1] += C[C_ACCESS_B] * addrs.shape[0]
+
+
+@numba.njit(cache=True)
+def _read(addrs, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):  # pragma: no cover - compiled
+    """``MemoryHierarchy.read`` of a load batch now; returns the join id of its done event."""
+    S, G, V, occ, cnt, fl_line, fl_tag = LS
+    RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid = SA
+    now = W[W_NOW]
+    ready, tags, req, E = _l2_read(addrs, False, C[C_CAT], next_cycle(now, C[C_L2_F]), S, G, V, occ, cnt, fl_line,
+                                   fl_tag, C[C_FLMASK], W[W_NFILL] > 0, C[C_LINE_B], C[C_SECTOR_B], C[C_ACCESS_B])
+    _writebacks(E, W, C, BI, TR, cat_src, SA)
+    k = _new_join(J, W, JOIN_LOAD, ready if ready >= 0 else now, C[C_L2_LAT])
+    for t in tags:
+        ti = t - C[C_TAG0]
+        if ti >= 0:
+            bid = TB[ti]
+            if BI[bid - C[C_BID0], B_FIRED] == 0:
+                _attach(BI, CB, W, C, bid, k, J)
+    if req.shape[0]:
+        bid = _submit(req, C[C_READ], C[C_SCAT], W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail,
+                      unit_next, noid)
+        TR[C[C_CAT], 0] += C[C_ACCESS_B] * req.shape[0]
+        tag = W[W_TAG]
+        W[W_TAG] = tag + 1
+        TB[tag - C[C_TAG0]] = bid
+        BI[bid - C[C_BID0], B_FILL] = tag
+        W[W_NFILL] += 1
+        _record_fills(req, fl_line, fl_tag, C[C_FLMASK], tag)
+        _attach(BI, CB, W, C, bid, k, J)
+    if J[k, J_N] == 0:
+        J[k, J_STATE] = 1
+        push(H, W, max(J[k, J_T], now), NORMAL, EV_JOIN, k)
+    return k
+
+
+@numba.njit(cache=True)
+def _store(a, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cover - compiled
+    """``CachedLocalOutput.store``: ``MemoryHierarchy.write`` of the tile's requests ``a`` now (cached); the
+    kernel then waits for the write's done event (``GemmKernel._track_own_write``)."""
+    S, G, V, occ, cnt, fl_line, fl_tag = LS
+    RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid = SA
+    now = W[W_NOW]
+    R, E, _cyc = L2K.access_uniform(a, True, False, C[C_STCAT], C[C_REQ_B], next_cycle(now, C[C_L2_F]), S, G, V,
+                                    occ, cnt)
+    _writebacks(E, W, C, BI, TR, cat_src, SA)
+    t = -BIG
+    nd = 0
+    for i in range(a.shape[0]):
+        if R[L2K.R_DONE_TICK, i] > t:
+            t = R[L2K.R_DONE_TICK, i]
+        if R[L2K.R_DW, i] != 0:
+            nd += 1
+    k = _new_join(J, W, JOIN_STORE, t, 0)
+    if nd:
+        per = C[C_REQ_B] // C[C_ACCESS_B]
+        sp = np.empty(nd * per, dtype=np.int64)
+        m = 0
+        for i in range(a.shape[0]):
+            if R[L2K.R_DW, i] != 0:
+                if per == 1:
+                    sp[m] = a[i]
+                    m += 1
+                else:
+                    base = a[i] - a[i] % C[C_REQ_B]
+                    for q in range(per):
+                        sp[m] = base + q * C[C_ACCESS_B]
+                        m += 1
+        bid = _submit(sp, C[C_WRITE], C[C_STSRC], W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail,
+                      unit_next, noid)
+        TR[C[C_STCAT], 1] += C[C_REQ_B] * nd
+        BI[bid - C[C_BID0], B_TRACK] = 1
+        W[W_TRACKED] += 1
+        _attach(BI, CB, W, C, bid, k, J)
+    if J[k, J_N] == 0:
+        J[k, J_STATE] = 1
+        push(H, W, max(t, now), NORMAL, EV_JOIN, k)
+    W[W_WLEFT] += 1
+
+
+@numba.njit(cache=True)
+def _maybe_end(W):  # pragma: no cover - compiled
+    if W[W_RETIRED] and W[W_WLEFT] == 0 and not W[W_DONE]:
+        W[W_DONE] = 1
+        W[W_END] = W[W_NOW]
+
+
+@numba.njit(cache=True)
+def _load(j, g, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragma: no cover - compiled
+    """``GemmKernel._loads`` of k-group ``g`` of slot ``j``'s WG: its A and B slices in one read batch."""
+    order, a_addr, a_off, b_addr, b_off, st_addr, st_off, mcyc, stage_left, stage_end, cu_active, scratch = KD
+    ia = SL[j, SL_TM] * C[C_NG] + g
+    ib = SL[j, SL_TN] * C[C_NG] + g
+    na = a_off[ia + 1] - a_off[ia]
+    nb = b_off[ib + 1] - b_off[ib]
+    buf = scratch[: na + nb]
+    buf[:na] = a_addr[a_off[ia]: a_off[ia + 1]]
+    buf[na:] = b_addr[b_off[ib]: b_off[ib + 1]]
+    W[W_LOADREQ] += na + nb
+    return _read(buf, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS)
+
+
+@numba.njit(cache=True)
+def resume(j, pc, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragma: no cover - compiled
+    """Run slot ``j``'s process (``GemmKernel._slot``) from yield point ``pc`` until it waits again or ends."""
+    order, a_addr, a_off, b_addr, b_off, st_addr, st_off, mcyc, stage_left, stage_end, cu_active, scratch = KD
+    P = C[C_P]
+    ng = C[C_NG]
+    R = C[C_R]
+    cu = SL[j, SL_CU]
+    while True:
+        if pc == PC_START:  # a new WG (the slot's first after its launch, or the next one after a store)
+            if W[W_NEXT] >= C[C_NWGS]:
+                W[W_LIVE] -= 1  # the slot retires
+                if W[W_LIVE] == 0:
+                    W[W_RETIRED] = 1
+                    _maybe_end(W)
+                return
+            seq = W[W_NEXT]
+            W[W_NEXT] = seq + 1
+            tile = order[seq]
+            SL[j, SL_SEQ], SL[j, SL_TM], SL[j, SL_TN], SL[j, SL_GI] = seq, tile // C[C_TILES_N], tile % C[C_TILES_N], 0
+            cu_active[cu] += 1
+            for g in range(min(P, ng)):
+                SL[j, SL_RING + g % R] = _load(j, g, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD)
+            k = SL[j, SL_RING]
+            if J[k, J_STATE] != 2:
+                J[k, J_WAITER] = j
+                SL[j, SL_PC], SL[j, SL_WAIT] = PC_AFTER_LOAD, k
+                return
+            _free_join(J, W, k)
+            pc = PC_AFTER_LOAD
+            SL[j, SL_WAIT] = -1
+        if pc == PC_AFTER_LOAD:  # group gi's loads are in: its math starts
+            if SL[j, SL_WAIT] >= 0:
+                _free_join(J, W, SL[j, SL_WAIT])
+                SL[j, SL_WAIT] = -1
+            gi = SL[j, SL_GI]
+            if gi + P < ng:
+                SL[j, SL_RING + (gi + P) % R] = _load(j, gi + P, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD)
+            cycles = mcyc[gi, cu_active[cu]]
+            now = W[W_NOW]
+            f = C[C_CU_F]
+            push(H, W, cycle_start_tick(next_cycle(now, f) + cycles, f), NORMAL, EV_TIMEOUT, j)
+            SL[j, SL_PC] = PC_AFTER_MATH
+            return
+        # PC_AFTER_MATH
+        W[W_BEATS] += 1
+        gi = SL[j, SL_GI]
+        if gi + 1 < ng:
+            SL[j, SL_GI] = gi + 1
+            k = SL[j, SL_RING + (gi + 1) % R]
+            if J[k, J_STATE] != 2:
+                J[k, J_WAITER] = j
+                SL[j, SL_PC], SL[j, SL_WAIT] = PC_AFTER_LOAD, k
+                return
+            _free_join(J, W, k)
+            pc = PC_AFTER_LOAD
+            continue
+        tile = SL[j, SL_TM] * C[C_TILES_N] + SL[j, SL_TN]
+        _store(st_addr[st_off[tile]: st_off[tile + 1]], W, C, H, BI, CB, J, TR, cat_src, SA, LS)
+        cu_active[cu] -= 1
+        W[W_PROGRESS] += 1
+        s = SL[j, SL_SEQ] // C[C_SLOTS]
+        stage_left[s] -= 1
+        if stage_left[s] == 0:
+            stage_end[s] = W[W_NOW]
+        pc = PC_START
+
+
+@numba.njit(cache=True)
+def fire_tick(T, W, C, H, CH, BI, CB, J):  # pragma: no cover - compiled
+    """The dispatcher entry of tick ``T``: the batches due then, in batch-id order, each running its
+    callbacks (fill entry dropped / tracked write counted, then its joins in attachment order)."""
+    while W[W_CHN] > 0 and CH[0, 0] == T:
+        n = _ch_pop(CH, W)
+        bid = CH[n, 1]
+        b = bid - C[C_BID0]
+        BI[b, B_FIRED] = 1
+        W[W_LIVEB] -= 1
+        if BI[b, B_FILL] >= 0:
+            W[W_NFILL] -= 1
+        if BI[b, B_TRACK]:
+            W[W_TRACKED] -= 1
+        node = BI[b, B_CBH]
+        while node >= 0:
+            k = CB[node, 0]
+            J[k, J_T] = max(J[k, J_T], T + J[k, J_EXTRA])
+            J[k, J_N] -= 1
+            if J[k, J_N] == 0:
+                J[k, J_STATE] = 1
+                push(H, W, max(J[k, J_T], T), NORMAL, EV_JOIN, k)
+            nxt = CB[node, 1]
+            CB[node, 1] = W[W_CBFREE]
+            W[W_CBFREE] = node
+            node = nxt
+        BI[b, B_CBH] = -1
+        BI[b, B_CBT] = -1
+
+
+def run_window(lim_t, lim_p, lim_e, budget, W, C, H, CH, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD, MP, MS, caps):
+    """Process this window's events in order while they come before ``(lim_t, lim_p, lim_e)`` (the simpy
+    heap's first key), at most ``budget`` of them (then ``R_LIMIT`` too: the caller re-arms the bridge, so
+    progress reports and the watchdog see the window advance); returns a reason ``R_*`` (module doc). ``MP``: the memory controllers' arrays
+    (``FastController.step``'s arguments), ``MS``: the statistics arrays; ``caps``: request, batch, heap,
+    completion-heap, join and callback-node capacities (``R_GROW`` asks the caller for more)."""
+    (P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, closing, occ_hist, bus_busy,
+     turnarounds, cmd_count, out, no_log, counts) = MP
+    b_done, b_rem, cnt, rowcls, sc, bw, lat, bin_cycles = MS
+    f = C[C_MEM_F]
+    done_events = 0
+    while True:
+        if W[W_DONE]:
+            return R_DONE
+        # the pump: learn every completion up to the next event's tick (MemoryPort, module doc)
+        while W[W_OUT] > 0:
+            nxt = cycle_start_tick(W[W_FRONTIER] + (C[C_MIN_DONE] if W[W_OUTW] > 0 else C[C_READ_DONE]), f) - 1
+            if W[W_HN] > 0 and nxt >= H[0, 0]:
+                break
+            if W[W_HN] + W[W_LIVEB] + 64 > caps[2] or W[W_CHN] + W[W_LIVEB] + 64 > caps[3]:
+                return R_GROW
+            if out.shape[1] < W[W_OUT]:
+                return R_GROW
+            until = next_cycle(nxt, f)
+            if until <= W[W_FRONTIER]:
+                break  # cannot happen: nxt lies past the frontier
+            W[W_FRONTIER] = until
+            if C[C_LAZY] and W[W_NEXTLB] >= until:
+                continue
+            counts[0] = 0
+            counts[1] = 0
+            counts[2] = 0
+            done, ticks, _rows, need_b, need_l, nw = pump_step(
+                until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, closing,
+                occ_hist, bus_busy, turnarounds, cmd_count, out, no_log, counts, b_done, b_rem, cnt, rowcls, sc, bw,
+                lat, bin_cycles, False, False, f, C[C_PCH])
+            W[W_NEXTLB] = counts[3]
+            W[W_KAT] = until
+            W[W_PUMPS] += 1
+            ni = counts[0]
+            if ni == 0:
+                continue
+            W[W_OUT] -= ni
+            W[W_OUTW] -= nw
+            if need_b or need_l:  # statistics arrays too small: the caller grows them and retires
+                W[W_ARG0], W[W_ARG1], W[W_ARG2] = ni, need_b, need_l
+                return R_STATS
+            register_done(W, C, H, CH, done, ticks)
+        if W[W_HN] == 0:
+            return R_IDLE
+        if done_events >= budget:
+            return R_LIMIT
+        done_events += 1
+        if (H[0, 0] > lim_t or (H[0, 0] == lim_t and (H[0, 1] > lim_p or (H[0, 1] == lim_p and H[0, 2] > lim_e)))):
+            return R_LIMIT
+        if (W[W_N] + C[C_MARGIN_REQ] > caps[0] or W[W_NB] - C[C_BID0] + C[C_MARGIN_B] > caps[1]
+                or W[W_HN] + W[W_LIVEB] + 4 * C[C_S] + 64 > caps[2] or W[W_JTOP] + 4 * C[C_S] + 64 > caps[4]
+                or W[W_CBTOP] + C[C_MARGIN_REQ] > caps[5] or W[W_NB] + C[C_MARGIN_B] > b_done.shape[0]):
+            return R_GROW
+        n = pop(H, W)
+        t, kind, arg = H[n, 0], H[n, 3], H[n, 4]
+        W[W_NOW] = t
+        if kind == EV_DISPATCH:
+            fire_tick(t, W, C, H, CH, BI, CB, J)
+        elif kind == EV_JOIN:
+            J[arg, J_STATE] = 2
+            if J[arg, J_KIND] == JOIN_STORE:
+                _free_join(J, W, arg)
+                W[W_WLEFT] -= 1
+                _maybe_end(W)
+            elif J[arg, J_WAITER] >= 0:
+                resume(J[arg, J_WAITER], PC_AFTER_LOAD, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD)
+        elif kind == EV_TIMEOUT:
+            resume(arg, SL[arg, SL_PC], W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD)
+        else:  # EV_INIT: the slot process starts and waits out the launch latency
+            if C[C_LAUNCH] > 0:
+                SL[arg, SL_PC] = PC_START
+                push(H, W, t + C[C_LAUNCH], NORMAL, EV_TIMEOUT, arg)
+            else:
+                resume(arg, PC_START, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD)
