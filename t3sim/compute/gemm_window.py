@@ -199,6 +199,9 @@ class GemmWindow:
             else:
                 break
         env._eid = itertools.count(int(W[WK.W_EID]))
+        # simulated time is that of the last compiled event (<= the next simpy event's): the watchdog and
+        # the progress display read it
+        env._now = max(env._now, int(W[WK.W_NOW]))
         self._credit()
         if r == WK.R_LIMIT:
             self._bridge()
