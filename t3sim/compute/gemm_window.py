@@ -35,6 +35,7 @@ import simpy
 from t3sim.cache import l2_kernel as L2K
 from t3sim.cache.common import cycles_to_ticks
 from t3sim.compute import memhier
+from t3sim.compute import window_heap as WH
 from t3sim.compute import window_kernel as WK
 from t3sim.compute.addresses import a_requests, b_requests, wg_store_requests
 from t3sim.compute.memhier import CATEGORY_SOURCE, REQ_B
@@ -59,7 +60,7 @@ def kernel(policy_cls, drain_cls):
 
     step = kernels(policy_cls, drain_cls)[1]
     return specialise(WK.run_window, f"{policy_cls.__name__}_{drain_cls.__name__}", {"pump_step": step},
-                      depends=(memhier._l2_read, L2K.access_uniform, bookkeeping.fill_requests, accum.retire,
+                      depends=(WH.push, memhier._l2_read, L2K.access_uniform, bookkeeping.fill_requests, accum.retire,
                                fast_kernel.run_kernel, step_kernel.pump_step, clock.cycle_start_tick,
                                policy_cls.choose, drain_cls.decide))
 
@@ -199,6 +200,9 @@ class GemmWindow:
             else:
                 break
         env._eid = itertools.count(int(W[WK.W_EID]))
+        # simulated time is that of the last compiled event (<= the next simpy event's): the watchdog and
+        # the progress display read it
+        env._now = max(env._now, int(W[WK.W_NOW]))
         self._credit()
         if r == WK.R_LIMIT:
             self._bridge()

@@ -35,23 +35,21 @@ import numpy as np
 
 from t3sim.cache import l2_kernel as L2K
 from t3sim.compute.memhier import _l2_read, _record_fills, mask_accesses
+from t3sim.compute.window_heap import (  # noqa: F401 (state indices: also this module's API)
+    EV_DISPATCH, EV_INIT, EV_JOIN, EV_TIMEOUT, NORMAL, URGENT, _ch_pop, next_cycle, pop, push, register_done,
+    W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
+    W_NB, W_NFILL, W_TAG, W_TRACKED, W_LIVEB, W_N, W_OUT, W_OUTW, W_FRONTIER, W_KAT, W_LASTSUB, W_NEXTLB, W_PUMPS,
+    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, NW)
 from t3sim.memory.accum import SC_A0
 from t3sim.memory.bookkeeping import fill_requests
 from t3sim.memory.step_kernel import pump_step  # rebound per arbitration policy (gemm_window.kernel)
 from t3sim.sim.clock import cycle_start_tick
 
-# scalar state W
-(W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
- W_NB, W_NFILL, W_TAG, W_TRACKED, W_LIVEB, W_N, W_OUT, W_OUTW, W_FRONTIER, W_KAT, W_LASTSUB, W_NEXTLB, W_PUMPS,
- W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, NW) = range(34)
 # constants C
 (C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
  C_READ_DONE, C_LAZY, C_L2_LAT, C_CAT, C_SCAT, C_ACCESS_B, C_LINE_B, C_SECTOR_B, C_REQ_B, C_FLMASK, C_SLOTS,
  C_BID0, C_TAG0, C_BPG, C_XOR, C_PCH, C_READ, C_WRITE, C_COMPUTE, C_MARGIN_REQ, C_MARGIN_B, C_STCAT, C_STSRC, C_R,
  NC) = range(38)
-# heap rows H[i] = (tick, priority, eid, kind, arg); simpy's priorities
-URGENT, NORMAL = 0, 1
-EV_INIT, EV_TIMEOUT, EV_JOIN, EV_DISPATCH = range(4)
 # slot fields SL[j]; the ring of its loads' join ids follows
 SL_CU, SL_SEQ, SL_TM, SL_TN, SL_GI, SL_PC, SL_WAIT, SL_RING = range(8)
 PC_START, PC_AFTER_LOAD, PC_AFTER_MATH = range(3)
@@ -63,115 +61,6 @@ B_FILL, B_TRACK, B_FIRED, B_CBH, B_CBT, B_FIRST, B_COUNT, NB = range(8)
 # return reasons
 R_LIMIT, R_DONE, R_GROW, R_STATS, R_IDLE = 1, 2, 3, 4, 5
 BIG = np.int64(1) << np.int64(62)
-
-
-@numba.njit(cache=True)
-def next_cycle(tick, f):  # pragma: no cover - compiled
-    """First cycle of a ``f`` kHz clock starting at or after ``tick`` (Clock.next_cycle_at_or_after)."""
-    c = (tick * f) // 1000000000
-    return c if cycle_start_tick(c, f) >= tick else c + 1
-
-
-@numba.njit(cache=True)
-def _less(H, i, j):  # pragma: no cover - compiled
-    if H[i, 0] != H[j, 0]:
-        return H[i, 0] < H[j, 0]
-    if H[i, 1] != H[j, 1]:
-        return H[i, 1] < H[j, 1]
-    return H[i, 2] < H[j, 2]
-
-
-@numba.njit(cache=True)
-def _swap(H, i, j):  # pragma: no cover - compiled
-    for f in range(H.shape[1]):
-        x = H[i, f]
-        H[i, f] = H[j, f]
-        H[j, f] = x
-
-
-@numba.njit(cache=True)
-def push(H, W, t, prio, kind, arg):  # pragma: no cover - compiled
-    """Schedule an event at tick ``t`` with the next eid."""
-    i = W[W_HN]
-    H[i, 0], H[i, 1], H[i, 2], H[i, 3], H[i, 4] = t, prio, W[W_EID], kind, arg
-    W[W_EID] += 1
-    W[W_HN] = i + 1
-    while i > 0:
-        p = (i - 1) >> 1
-        if not _less(H, i, p):
-            break
-        _swap(H, i, p)
-        i = p
-
-
-@numba.njit(cache=True)
-def pop(H, W):  # pragma: no cover - compiled
-    """Remove the first event; it is left in row ``W[W_HN]`` (the old last row)."""
-    n = W[W_HN] - 1
-    _swap(H, 0, n)
-    W[W_HN] = n
-    i = 0
-    while True:
-        l = 2 * i + 1
-        if l >= n:
-            break
-        m = l
-        if l + 1 < n and _less(H, l + 1, l):
-            m = l + 1
-        if not _less(H, m, i):
-            break
-        _swap(H, i, m)
-        i = m
-    return n
-
-
-@numba.njit(cache=True)
-def _ch_less(CH, i, j):  # pragma: no cover - compiled
-    if CH[i, 0] != CH[j, 0]:
-        return CH[i, 0] < CH[j, 0]
-    return CH[i, 1] < CH[j, 1]
-
-
-@numba.njit(cache=True)
-def _ch_push(CH, W, t, bid):  # pragma: no cover - compiled
-    i = W[W_CHN]
-    CH[i, 0], CH[i, 1] = t, bid
-    W[W_CHN] = i + 1
-    while i > 0:
-        p = (i - 1) >> 1
-        if not _ch_less(CH, i, p):
-            break
-        _swap(CH, i, p)
-        i = p
-
-
-@numba.njit(cache=True)
-def _ch_pop(CH, W):  # pragma: no cover - compiled
-    n = W[W_CHN] - 1
-    _swap(CH, 0, n)
-    W[W_CHN] = n
-    i = 0
-    while True:
-        l = 2 * i + 1
-        if l >= n:
-            break
-        m = l
-        if l + 1 < n and _ch_less(CH, l + 1, l):
-            m = l + 1
-        if not _ch_less(CH, m, i):
-            break
-        _swap(CH, i, m)
-        i = m
-    return n
-
-
-@numba.njit(cache=True)
-def register_done(W, C, H, CH, done, ticks):  # pragma: no cover - compiled
-    """Completions that became known: queue each for its tick's dispatch (one URGENT entry per tick is
-    what the reference schedules; a repeated entry for a tick finds nothing left and does nothing)."""
-    for k in range(done.shape[0]):
-        _ch_push(CH, W, ticks[k], done[k])
-        push(H, W, ticks[k], URGENT, EV_DISPATCH, 0)
 
 
 @numba.njit(cache=True)

@@ -256,7 +256,9 @@ class Engine:
                 if (n & 0x3FF) == 0 or (queue and queue[0][0] - last_progress_t > window):
                     total = sum(c.progress + c.beats for c in self.components)
                     if total != last_progress:
-                        last_progress, last_progress_t = total, now
+                        # env._now, not now: a callback may have advanced it (a compiled window that ran
+                        # ahead of this event: t3sim.compute.gemm_window); otherwise the two are equal
+                        last_progress, last_progress_t = total, env._now
                     elif now - last_progress_t > window:
                         raise SimulationError(
                             f"stall: no progress for {(now - last_progress_t) / TICKS_PER_US:g} us of simulated time "

@@ -48,7 +48,7 @@ def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch
     else:  # Table 1: the workload's own kernel (T-NLG FC-2 at TP=8) at M tokens
         exp = load_experiment(TABLE1, [f"workload.tokens={M}"])
         k = system_kernel(exp.workload, exp.system)
-    eng = Engine(seed=0)
+    eng = Engine(seed=0, watchdog_idle_ticks=8_000_000)  # 8 us: longer than a launch, far shorter than these kernels
     hier = MemoryHierarchy(eng.env, system)
     gk = GemmKernel(eng, "gpu0.gemm", hier, system.gpu, k, row_major(k.tiles_m, k.tiles_n), 0, 1 << 30, 1 << 31,
                     CachedLocalOutput(hier), k_group=k_group)
@@ -88,6 +88,7 @@ def system(request):
 @pytest.mark.parametrize("shape,k_group,stages", [((256, 1024, 512), 1, None), ((128, 1280, 640), 2, 4),
                                                   ((192, 2048, 1024), 1, 2)])
 def test_kernel_alone_matches_reference(system, windows, shape, k_group, stages):
+    """(The 8 us watchdog also checks that a window's progress reaches the watchdog.)"""
     ref = _run_gemm(system, *shape, window=False, k_group=k_group, stages=stages)
     assert not windows
     win = _run_gemm(system, *shape, window=True, k_group=k_group, stages=stages)

@@ -218,7 +218,10 @@ def test_whole_run_fast_equals_reference_under_drain_when_full():
             "system.interconnect.num_gpus=2", "system.gpu.num_cus=4", "system.memory_controller.write_drain=drain_when_full")
     out = []
     for mode in ("fast", "reference"):
-        r = simulate_run(exp(*args, f"simulation.memory_model={mode}"))
-        out.append(json.dumps(r.stats.to_dict(), sort_keys=True, default=str))
+        st = simulate_run(exp(*args, f"simulation.memory_model={mode}")).stats.to_dict()
+        # the fast model runs the GEMM in a compiled window (simulation.gemm_window; the reference model
+        # cannot): every statistic agrees but the count of simpy events
+        st["sim"].pop("events")
+        out.append(json.dumps(st, sort_keys=True, default=str))
     assert out[0] == out[1]
     assert json.loads(out[0])["gpu0"]["hbm"]["requests"]["value"] > 1000
