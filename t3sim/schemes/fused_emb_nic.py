@@ -14,7 +14,8 @@ stores (those are the intra-node zero-copy path): as in the paper's scale-out ke
   stream reads) and sends it as **one message** over the NIC path (bulk payload, ``max_payload_B``); the fence
   holds the flag until the slice has been written at the destination and acknowledged (one path latency back:
   assumption -- the paper's "remote fence ensures that the sliceRdy flag is only set after the prior PUT has
-  completed"), then the flag is put (one 64 B message).
+  completed"), then the flag is put (one 64 B message). The kernel's communication record (``fused_a2a``) ends only
+  when every flag has landed: each put holds the kernel's completion count from its issue to its flag's landing.
 
 Homogeneous mode mirrors GPU 0's puts onto the shadows by the same rotation as the stores (``FusedEmbA2A``); it is
 refused unless every GPU is its own node (then every peer is remote, and the rotation keeps that).
@@ -79,11 +80,13 @@ class SlicePuts:
         api = self.ctx.costs.api_ticks
         if api:
             yield self.env.timeout(3 * api)
-        self.env.process(self.put(g, t, ch, self.staged.pop((g, t, ch), [])))
         c = self.ctx
+        todo = [(g, ch, self.staged.pop((g, t, ch), []))]
         if c.homogeneous and g == 0:
-            for j in range(1, c.N):
-                self.env.process(self.put(j, t, (ch + j * c.cpg) % c.C, []))
+            todo += [(j, (ch + j * c.cpg) % c.C, []) for j in range(1, c.N)]
+        for src, sch, writes in todo:
+            c.completion.add()  # the put's work until its flag is sent (the kernel cannot end before this call)
+            self.env.process(self.put(src, t, sch, writes))
 
     def put(self, g: int, t: int, ch: int, writes):
         """The NIC's work for slice ``(t, ch)`` of GPU ``g`` (module doc)."""
@@ -114,6 +117,7 @@ class SlicePuts:
         yield landed
         yield env.timeout(c.model.network.path_latency_ticks(dst, g))  # the fence's acknowledgement
         c.flags.send(g, dst, (g, t, ch), c.payload_B)
+        c.completion.finish()  # the flag's own payload now holds the completion open until it lands
         if g in c.model.hiers:
             self.put_to_flag_ticks += env.now - t0
 

@@ -52,10 +52,14 @@ def test_two_nodes_slices_go_out_as_nic_puts(mode):
 
 
 def test_nic_time_bounds_the_fused_run():
-    """Whatever overlaps, the fused kernel cannot end before its NIC moved the slices at the NIC rate."""
+    """Whatever overlaps, the fused kernel cannot end before its NIC moved the slices at the NIC rate, nor before
+    every flag was put and landed (the last flag follows the last slice)."""
     m, ph = run(EXP2, "workload.embedding_bag.global_batch=256")
-    port = nic_port(m, 0)
+    c, port = m.context, nic_port(m, 0)
     assert ph.total * 1e-6 >= port.bytes_sent / (m.system.interconnect.nic_bandwidth_GBps * 1e9)
+    assert port.messages_sent == 2 * 8  # 8 slice puts + 8 flags: none left unsent when the run ended
+    last_flag = max(c.flags.land_tick.values())
+    assert m.env.now >= last_flag and c.flags.puts == 2 * 8
 
 
 def test_baseline_all_to_all_crosses_the_nic():
