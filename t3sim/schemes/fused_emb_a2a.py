@@ -112,7 +112,7 @@ class FusedEmbA2A:
             raise InputError("simulation.mode", "homogeneous with scheme.fused_comm_aware=false (the GPUs' orders then "
                              "have no rotation symmetry)", "explicit, or fused_comm_aware true")
         ic = self.model.system.interconnect
-        if self.homogeneous and ic.kind == "multinode" and ic.gpus_per_node > 1:
+        if self.homogeneous and ic.num_nodes > 1 and ic.gpus_per_node > 1:
             raise InputError("simulation.mode", f"homogeneous with a multinode interconnect of {ic.gpus_per_node} GPUs "
                              "per node (rotating GPU 0's traffic does not keep which peers share its node)",
                              "explicit, or interconnect.gpus_per_node=1")

@@ -84,3 +84,13 @@ def test_two_nodes_of_two_gpus_mix_stores_and_puts():
 def test_homogeneous_refused_with_several_gpus_per_node():
     with pytest.raises(InputError, match="gpus_per_node"):
         run(EXP8, "workload.embedding_bag.global_batch=256", "simulation.mode=homogeneous")
+
+
+def test_one_node_multinode_is_the_plain_node():
+    """kind multinode with a single node of 4 fully connected GPUs: the same links, the same run as kind direct."""
+    exp = REPO / "configs/experiments/fused-a2a.yaml"
+    b = ["workload.embedding_bag.global_batch=128", "scheme.kind=fused_emb_a2a"]
+    _, plain = run(exp, *b)
+    _, one = run(exp, *b, "system.interconnect.kind=multinode", "system.interconnect.gpus_per_node=4",
+                 "system.interconnect.node_kind=direct")
+    assert (one.gemm, one.rs, one.total) == (plain.gemm, plain.rs, plain.total)
