@@ -111,6 +111,16 @@ CASES: Dict[str, dict] = {
        for name, kind, what in (("emb-a2a", "emb_a2a", "emb_a2a: per-table pooling kernels, then the all-to-all"),
                                 ("fused-emb-a2a", "fused_emb_a2a",
                                  "fused_emb_a2a: persistent WGs, zero-copy stores, slice flags (homogeneous)"))},
+    **{f"{name}-b256-t16-mi210-2node": dict(
+        kind="experiment", config="configs/experiments/fused-a2a-2node.yaml",
+        overrides=["sweep.grid={}", "workload.embedding_bag.global_batch=256", "workload.embedding_bag.tables_per_gpu=16",
+                   f"scheme.kind={kind}"],
+        what=f"DLRM embedding-bag (batch 256, 16 tables/GPU, dim 256, pooling 10) + all-to-all on 2 MI210 nodes over "
+             f"20 GB/s NICs, {what}")
+       for name, kind, what in (("emb-a2a", "emb_a2a", "emb_a2a: per-table pooling kernels, then the all-to-all "
+                                 "through the NICs"),
+                                ("fused-emb-a2a", "fused_emb_a2a",
+                                 "fused_emb_a2a: persistent WGs, slices put through the NIC, flags (homogeneous)"))},
     **{f"{name}-tutel-b2-mi210": dict(
         kind="experiment", config="configs/experiments/fused-gemm-a2a.yaml",
         overrides=["sweep.cases=[]", "sweep.grid={}", "workload.gemm.name=tutel-b2", "workload.gemm.M=8192",

@@ -39,6 +39,7 @@ UNIT_SUFFIX = {
     "nCK": "_nCK",
     "FLOP/cycle": "_flops_per_cycle",
     "B/cycle": "_B_per_cycle",
+    "Mmsg/s": "_Mps",
 }
 DIMENSIONLESS = {"count", "bool", "name", "ratio", "enum", "path", "text", "list", "mapping"}
 

@@ -19,7 +19,7 @@ REQUEST_B = 64
 class InterconnectConfig(Model):
     """Inter-GPU network (paper Table 1: ring, 150 GB/s bi-directional, 500 ns links)."""
 
-    kind: str = F("ring", unit="name", desc="topology: ring, direct (fully connected) or switch", source="paper Table 1; issue 4")
+    kind: str = F("ring", unit="name", desc="topology: ring, direct (fully connected), switch, or multinode (nodes of gpus_per_node GPUs joined through NICs)", source="paper Table 1; issue 4; issue 15 (multinode)")
     num_gpus: int = F(8, unit="count", desc="GPUs in the tensor-parallel group (1: a single GPU, no collectives)", source="paper Table 1 (8, 16)", ge=1)
     link_bandwidth_GBps: float = F(
         75.0, unit="GBps", desc="bandwidth of one link in one direction (a switch: per port, per direction)",
@@ -48,10 +48,48 @@ class InterconnectConfig(Model):
         source="NVLink: \"SMs are limited to 128B payload size, when Copy Engines can use 256B\" (S. Jeaugey, NVIDIA, "
                "github.com/NVIDIA/nccl-tests/issues/149)", gt=0)
 
+    # ---- multi-node (kind: multinode; t3sim/interconnect/multinode.py) ----
+    gpus_per_node: int = F(
+        1, unit="count", desc="kind multinode: GPUs in one node (num_gpus must be a multiple); inside a node the GPUs are "
+                              "joined by node_kind links of link_bandwidth_GBps / link_latency_ns, nodes by one NIC each",
+        source="fused-collective paper Table I (scale-out: 2 nodes with 1 GPU each; scale-up: 4 GPUs per node)", gt=0)
+    node_kind: str = F(
+        "direct", unit="name", desc="kind multinode: topology inside a node (ring, direct or switch)",
+        source="fused-collective paper Table I (4 GPUs fully connected inside a node)")
+    nic_bandwidth_GBps: float = F(
+        25.0, unit="GBps", desc="kind multinode: bandwidth of a node's NIC port, each direction (the network's links run at "
+                                "this rate too: a non-blocking fabric)",
+        source="NVIDIA ConnectX-6 product brief (docs.nvidia.com/networking/display/ConnectX6EN/Introduction): 200 Gb/s "
+               "per port = 25 GB/s", gt=0)
+    nic_latency_ns: float = F(
+        600.0, unit="ns", desc="kind multinode: one-way latency of a message from the sending NIC to the receiving NIC "
+                               "(NICs and fabric), besides serialisation",
+        source="NVIDIA ConnectX-6 product brief: \"sub-600ns latency\"", ge=0)
+    nic_message_rate_Mps: float = F(
+        215.0, unit="Mmsg/s", desc="kind multinode: millions of messages (RDMA puts: one per network transfer) a NIC's send port "
+                                  "starts per second; each message holds the port for at least 1/rate",
+        source="NVIDIA ConnectX-6 product brief: \"215 million messages per second\"", gt=0)
+
     @field_validator("kind")
     @classmethod
     def _kind(cls, v: str) -> str:
         return check_kind("topology", v)
+
+    @field_validator("node_kind")
+    @classmethod
+    def _node_kind(cls, v: str) -> str:
+        if v == "multinode":
+            raise ValueError("node_kind 'multinode': a node's GPUs are joined by ring, direct or switch links")
+        return check_kind("topology", v)
+
+    @property
+    def num_nodes(self) -> int:
+        """Nodes of a multinode topology (num_gpus / gpus_per_node); 1 for every other kind."""
+        return self.num_gpus // self.gpus_per_node if self.kind == "multinode" else 1
+
+    def node_of(self, gpu: int) -> int:
+        """The node GPU ``gpu`` sits in (0 unless kind is multinode)."""
+        return gpu // self.gpus_per_node if self.kind == "multinode" else 0
 
     @property
     def gpu_links(self) -> int:
@@ -62,6 +100,8 @@ class InterconnectConfig(Model):
             return 0 if n < 2 else 2 if self.bidirectional and n > 2 else 1
         if self.kind == "direct":
             return n - 1
+        if self.kind == "multinode":  # the intra-node links (the NIC is not counted)
+            return self.model_copy(update={"kind": self.node_kind, "num_gpus": self.gpus_per_node}).gpu_links
         return 1
 
     @property
@@ -270,12 +310,16 @@ class SystemConfig(Model):
     def _consistency(self) -> "SystemConfig":
         ic = self.interconnect
         n = ic.num_gpus
-        need = {"ring": 2 if n > 2 else min(n - 1, 1), "direct": n - 1, "switch": 1}.get(ic.kind, 1)
+        if ic.kind == "multinode" and n % ic.gpus_per_node:
+            raise ValueError(f"interconnect.num_gpus={n} is not a multiple of interconnect.gpus_per_node={ic.gpus_per_node} "
+                             "(kind multinode: whole nodes)")
+        kind, n = (ic.node_kind, ic.gpus_per_node) if ic.kind == "multinode" else (ic.kind, n)
+        need = {"ring": 2 if n > 2 else min(n - 1, 1), "direct": n - 1, "switch": 1}.get(kind, 1)
         if ic.links_per_gpu is not None and need > ic.links_per_gpu:
             raise ValueError(
-                f"interconnect.num_gpus={n} does not fit a {ic.kind} topology with links_per_gpu={ic.links_per_gpu} "
+                f"{'a node of ' if ic.kind == 'multinode' else 'interconnect.'}num_gpus={n} does not fit a {kind} topology with links_per_gpu={ic.links_per_gpu} "
                 f"(needs {need} links per GPU)")
-        if ic.kind == "switch" and n > ic.switch_ports:
+        if kind == "switch" and n > ic.switch_ports:
             raise ValueError(f"interconnect.num_gpus={n} does not fit a switch with switch_ports={ic.switch_ports}")
         gran, row, access = self.address_map.interleave_granularity_B, self.hbm.row_size_B, self.hbm.access_size_B
         if REQUEST_B % access:

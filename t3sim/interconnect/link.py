@@ -24,7 +24,12 @@ Timing model (all integer ticks, 1 tick = 1 ps; see :mod:`t3sim.sim.clock`):
   rate ``bandwidth x (max_payload_B + header_B) / max_payload_B`` (the configured
   bandwidth is the payload rate of full-size protocol packets). With
   ``header_B = 0`` (the default) wire bytes are payload bytes and the wire rate is
-  the configured bandwidth, exactly.
+  the configured bandwidth, exactly;
+* message rate (a NIC's, ``message_ns`` > 0): the first packet of a message (a packet whose ``offset``
+  attribute is 0: the first packet of a network transfer, i.e. one RDMA put) holds the wire for at least
+  ``message_ns``, so ``k`` single-packet messages take at least ``k x message_ns`` and a link never starts
+  more than ``1 / message_ns`` messages per ns; later packets of a message pay bandwidth only.
+  ``message_ns = 0`` (the default, every GPU-to-GPU link) changes nothing.
 
 Because the queue is FIFO and service is deterministic, the departure time is
 known when the packet is put, so each packet costs exactly one simpy event (its
@@ -88,7 +93,8 @@ class Link(Component):
 
     def __init__(self, engine: Engine, name: str, src: Any, dst: Any, bandwidth_GBps: float,
                  latency_ns: float, out: Optional[Callable[[Any], None]] = None,
-                 bin_ticks: int = DEFAULT_BIN_TICKS, header_B: int = 0, max_payload_B: int = 256):
+                 bin_ticks: int = DEFAULT_BIN_TICKS, header_B: int = 0, max_payload_B: int = 256,
+                 message_ns: float = 0.0):
         super().__init__(engine, name)
         if latency_ns < 0:
             raise ValueError(f"{name}: latency must be >= 0 ns, got {latency_ns}")
@@ -103,6 +109,10 @@ class Link(Component):
         self.wire_Bps = self.bandwidth_Bps * (max_payload_B + header_B) // max_payload_B
         self.wire_bytes_sent = 0
         self.latency_ticks = ns_to_ticks(latency_ns)
+        if message_ns < 0:
+            raise ValueError(f"{name}: message_ns must be >= 0, got {message_ns}")
+        self.message_ticks = ns_to_ticks(message_ns)  # minimum wire time of a message's first packet (module doc)
+        self.messages_sent = 0
         self.out: Callable[[Any], None] = out if out is not None else self._no_out
         self.bin_ticks = int(bin_ticks)
         self.busy_until = 0          # tick at which the wire frees up
@@ -137,6 +147,10 @@ class Link(Component):
         wire = getattr(packet, "wire", nbytes)
         self.wire_bytes_sent += wire
         ser = serialisation_ticks(wire, self.wire_Bps)
+        if self.message_ticks and getattr(packet, "offset", 0) == 0:
+            self.messages_sent += 1
+            if ser < self.message_ticks:
+                ser = self.message_ticks
         end = start + ser
         self.busy_until = end
         self.bytes_sent += nbytes
@@ -222,6 +236,8 @@ class Link(Component):
         s.add("utilisation", self.utilisation(elapsed_ticks), "ratio", "busy time / elapsed time")
         s.add("bandwidth_GBps", self.bandwidth_GBps, "GBps", "configured bandwidth of this direction")
         s.add("max_queue_depth", self.max_queue_depth, "count", "peak packets waiting or serialising")
+        if self.message_ticks:
+            s.add("messages_sent", self.messages_sent, "count", "messages (first packets of transfers) this NIC port started")
         mean_q = self.queue_delay_ticks / self.packets_sent / TICKS_PER_NS if self.packets_sent else 0.0
         s.add("mean_queue_delay_ns", mean_q, "ns", "mean time a packet waited before serialisation")
         s.add("bin_ns", self.bin_ticks / TICKS_PER_NS, "ns", "width of one over-time bin")

@@ -2,7 +2,8 @@
 
 Built from the graph of :func:`t3sim.interconnect.topology.build_topology`.
 Routing is static: the shortest path (fewest hops) between two GPUs, fixed when
-the network is built (networkx's deterministic BFS choice breaks ties). On a
+the network is built (networkx's deterministic BFS choice breaks ties); a graph marked
+``weighted`` (multinode) routes by the least total edge ``weight`` instead. On a
 switch every GPU-to-GPU route is two hops, ``gpu -> switch -> gpu``, over the
 sender's and the receiver's ports (per-port bandwidth, per direction); the
 switch is store-and-forward with unbounded output queues.
@@ -138,9 +139,13 @@ class Network(Component):
         for a, b, attr in sorted(self.graph.edges(data=True), key=lambda e: (str(e[0]), str(e[1]))):
             link = Link(engine, f"{_node_name(a)}_to_{_node_name(b)}", a, b, attr["bandwidth_GBps"],
                         attr["latency_ns"], out=self._arrive, bin_ticks=bin_ticks,
-                        header_B=int(ic.packet_header_B), max_payload_B=int(ic.max_payload_B))
+                        header_B=int(ic.packet_header_B), max_payload_B=int(ic.max_payload_B),
+                        message_ns=attr.get("message_ns", 0.0))
             self.links[(a, b)] = link
-        paths = dict(nx.all_pairs_shortest_path(self.graph))
+        if self.graph.graph.get("weighted"):  # multinode: the cheapest path by edge weight (inside a node first)
+            paths = dict(nx.all_pairs_dijkstra_path(self.graph, weight="weight"))
+        else:
+            paths = dict(nx.all_pairs_shortest_path(self.graph))
         self.routes: Dict[Tuple[int, int], Tuple[Link, ...]] = {}
         for s in self.gpus:
             for d in self.gpus:
@@ -291,4 +296,4 @@ class Network(Component):
 
 
 def _node_name(v: Any) -> str:
-    return f"gpu{v}" if isinstance(v, int) else str(v)
+    return f"gpu{v}" if isinstance(v, int) else str(v)  # multinode: "node<k>.nic", "fabric"

@@ -28,6 +28,9 @@ straight into the memory of the GPU that keeps its sample, in the final layout `
   slices its GPU receives (incoming slice ``i`` is polled by WG ``i mod grid``), then exits. Local slices set no
   flag (the kernel's end covers them; the paper keeps a local flag too, whose store is not modelled).
 
+**Between nodes** (``interconnect.kind: multinode``): bags for another node's GPUs are staged in a send buffer and
+each slice goes out as one NIC put, then a fence and the flag (:mod:`t3sim.schemes.fused_emb_nic`).
+
 Program: ``fused_emb`` (phase ``gemm``) ends when every logical WG's pooling is done and its stores were issued;
 its companion ``fused_a2a`` (phase ``rs``) when the kernel has ended on every simulated GPU and every payload
 landed, so ``gemm`` is the pooling part and ``rs`` the exposed all-to-all tail.
@@ -53,6 +56,7 @@ from t3sim.results.stats import Stats
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.emb_a2a import emb_geometry, emb_stats
 from t3sim.schemes.fused_emb_check import EmbChecks
+from t3sim.schemes.fused_emb_nic import SlicePuts
 from t3sim.schemes.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, occupancies, run_fused_kernel
 from t3sim.schemes.program import ProgramRun
 from t3sim.sim.clock import TICKS_PER_NS
@@ -93,6 +97,7 @@ class FusedEmbA2A:
                                           for t in range(geom.T) for c in range(self.C) if c // self.cpg != g})
                          for g in m.sim_gpus}
         self.checks = EmbChecks(self)
+        self.nic = SlicePuts(self)  # inter-node slices (multinode interconnect); nothing on one node
         self.kernels: Dict[int, ProgramKernel] = {}
         self._computed_left = self.L * len(m.sim_gpus)
         self.compute_done = self.env.event()
@@ -106,6 +111,11 @@ class FusedEmbA2A:
         if self.homogeneous and not self.comm_aware:
             raise InputError("simulation.mode", "homogeneous with scheme.fused_comm_aware=false (the GPUs' orders then "
                              "have no rotation symmetry)", "explicit, or fused_comm_aware true")
+        ic = self.model.system.interconnect
+        if self.homogeneous and ic.num_nodes > 1 and ic.gpus_per_node > 1:
+            raise InputError("simulation.mode", f"homogeneous with a multinode interconnect of {ic.gpus_per_node} GPUs "
+                             "per node (rotating GPU 0's traffic does not keep which peers share its node)",
+                             "explicit, or interconnect.gpus_per_node=1")
         if self.functional and self.geom.elem_B != 4:
             raise InputError("workload.dtype", f"{self.model.kernel.dtype} with simulation.functional_data and "
                              "scheme.kind=fused_emb_a2a", "fp32")
@@ -187,6 +197,8 @@ class FusedEmbA2A:
                     w.callbacks.append(lambda _e, t=t, b=b: self.checks.arrived(g, g, t, b))
                     k.track_write(w)
                     self.local_store_B += geom.row_B
+                elif self.nic.remote_node(g, geom.dest(b)):  # another node: staged, the slice goes out as one put
+                    self.nic.stage(k, hier, g, t, b)
                 else:
                     self.remote(g, t, b)
                 self._computed()
@@ -194,6 +206,9 @@ class FusedEmbA2A:
                 if costs.bookkeeping_ticks:
                     yield env.timeout(costs.bookkeeping_ticks)
                 for st, c in self.trackers[g].complete((t, b)):
+                    if self.nic.remote_node(g, c // self.cpg):
+                        yield from self.nic.issue(g, st, c)
+                        continue
                     yield from self.fences.fence((g, (st, c), c // self.cpg))
                     yield env.timeout(costs.api_ticks)
                     self.flag(g, st, c)
@@ -247,6 +262,8 @@ class FusedEmbA2A:
               "time the simulated GPUs' WGs spent polling flags, summed over WGs")
         s.merge("fused.fabric", self.fabric.stats())
         s.merge("fused.checks", self.checks.stats())
+        if self.nic.send_B:
+            s.merge("fused", self.nic.stats())
         return s
 
 

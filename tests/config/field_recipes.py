@@ -72,6 +72,9 @@ CONTEXTS: Dict[str, Context] = {
     "chunked": Context("run", TINY + ("scheme.kind=chunked", "scheme.chunks=2")),
     "explicit": Context("run", TINY4 + ("simulation.mode=explicit",)),
     "switch": Context("run", TINY4 + ("system.interconnect.kind=switch",)),
+    # the same sub-layer on 2 nodes of 2 GPUs: the ring's steps cross the NICs
+    "multinode": Context("run", TINY4 + ("system.interconnect.kind=multinode", "system.interconnect.gpus_per_node=2",
+                                         "system.interconnect.node_kind=ring")),
     "flux_rs": Context("run", ("workload.sublayer=OP", "workload.tokens=256", "workload.model.hidden_size=1024",
                                "system.gpu.num_cus=2", "workload.tp=4", "system.interconnect.num_gpus=4",
                                "simulation.mode=explicit", "scheme.kind=flux_rs")),
@@ -264,6 +267,11 @@ RECIPES: Dict[str, Recipe] = {
     "system.interconnect.link_latency_ns": R("tiny", 2000),
     "system.interconnect.links_per_gpu": R("tiny4", 1, rejects=True),
     "system.interconnect.switch_ports": R("switch", 2, rejects=True),
+    "system.interconnect.gpus_per_node": R("multinode", 4),
+    "system.interconnect.node_kind": R("multinode", "switch"),
+    "system.interconnect.nic_bandwidth_GBps": R("multinode", 5),
+    "system.interconnect.nic_latency_ns": R("multinode", 5000),
+    "system.interconnect.nic_message_rate_Mps": R("multinode", 0.01),
     "system.interconnect.packet_size_B": R("tiny", 1024),
     # the configured bandwidth is the payload rate of full max_payload_B packets: headers cost wire time only
     # for smaller packets, such as CU stores of sm_store_payload_B (NCCL's kernels)
