@@ -1,0 +1,476 @@
+"""Sampled simulation: detailed runs of a workload's first GEMM waves, the rest advanced at steady-state rates
+(issue 17; ``simulation.sampling``).
+
+The field's GPU sampling methods simulate part of a kernel in detail and project the rest once its behaviour
+is stable: PKA (Baddouh et al., *Principal Kernel Analysis*, MICRO'21, the kernel sampling of Accel-Sim)
+stops a kernel's detailed simulation when its IPC has stabilised and projects the remaining cycles at that
+IPC; TBPoint (Huang et al., IISWC'14) groups a kernel's thread blocks into homogeneous regions and simulates
+one representative region per group; Photon (Liu et al., MICRO'23) samples at the warp and basic-block level
+and stops once the sampled units' timing is stable. A GEMM's *wave* (stage: the WGs the CUs hold at once) is
+the natural unit here: after the first waves have warmed the L2 and the memory controllers, every wave loads
+the same kind of A and B slices and stores the same kind of output, and so do the collectives that consume
+the output (their bytes are a fixed amount per wave of output rows).
+
+What a sampled run does (:func:`simulate_sampled`; this module's own reading of those methods):
+
+1. **Detailed runs.** The workload is cut to its first rows (``workload.tokens`` or ``workload.gemm.M``, a
+   multiple of ``tile_m x tp`` so every GPU's chunk stays whole): runs at ``d/4``, ``d/2`` and ``d`` waves
+   (``d = detail_waves``) are simulated in full detail -- GEMM, the communication that overlaps it
+   (T3's tracker-triggered DMA, concurrent or chunked collectives) and the kernels after it. Each is exactly
+   the full workload's first waves followed by the same kind of tail: the GEMM's dispatch order walks the
+   rows (``row_major``), so its first waves are the full kernel's.
+2. **Steady state** (:func:`steady_state`, :func:`rates_agree`), both required:
+   (a) in the largest run, every one of the last ``window_waves`` complete GEMM waves (the time between
+   the retirements of each ``stage_wgs``-th WG of GPU 0's GEMM kernels) lies within ``tolerance_pct`` of
+   their mean; (b) every phase's (and the total's) time per added row measured between the two smaller runs
+   and between the two larger runs differ by at most ``tolerance_pct`` of the total's rate -- the rates the
+   extrapolation uses are the ones that hold as the workload grows. If either fails the detailed runs double
+   (the two larger runs are kept) up to ``max_detail_waves``; a workload the doubling would reach is simulated
+   whole instead (``sampling.sampled`` false), and a run that stops at ``max_detail_waves`` is extrapolated
+   with ``sampling.criterion_met`` false.
+3. **Extrapolation** (:func:`extrapolate`, :func:`extrapolate_stats`): with ``r`` the row count and ``B``,
+   ``C`` the two largest runs, every additive statistic (times, bytes, counts, cycles: per wave they grow by a
+   fixed amount in steady state) is ``v_C + (v_C - v_B) (r - r_C) / (r_C - r_B)``: the full workload's
+   remaining ``(r - r_C)`` rows advanced at the measured per-row (per-wave) rates -- GEMM time per wave, DRAM
+   bytes per wave, link bytes per wave, the exposed communication per wave -- with warm-up and drain taken
+   from the detailed run. Integer statistics stay integers (rounded). Statistics that do not add up over
+   waves (means, maxima, percentiles, rates, ratios, histograms, text) are the largest detailed run's.
+   Every statistic keeps its unit; its description is labelled ``[sampled: ...]``. A scheme's composed total
+   (e.g. the ideal schemes' ``max(GEMM, RS) + AG``) is composed again from the extrapolated phases.
+
+``stats.json`` says what was sampled under ``sampling.*``: the kernels (every GEMM kernel of the workload
+with what overlaps it), rows and waves of the full workload and of each detailed run, the waves extrapolated,
+the criterion and whether it was met, the wave times, and the per-wave rates used.
+
+Limits: workloads given by a model sub-layer or a GEMM shape (not a GEMV or an embedding layer, not a
+trace file, whose shape is fixed), with a ``row_major`` WG order; no ``--timeline`` (a timeline traces one
+detailed run). A scheme whose behaviour changes with the rows per GPU chunk relative to a wave (T3's ring
+chunks are ``1/tp`` of the GEMM) converges only once each chunk spans several waves: the rate criterion
+catches it (benchmarks/RESULTS.md, sampled simulation).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import List, Optional, Sequence, Tuple
+
+from t3sim.config.experiment import ExperimentConfig
+from t3sim.errors import InputError
+from t3sim.results.stats import Stats
+from t3sim.sim.clock import TICKS_PER_US
+
+FIELD = "simulation.sampling.mode"
+#: units of statistics that add up over waves (extrapolated); any other unit is the largest detailed run's
+ADDITIVE_UNITS = {"count", "B", "us", "ns", "ps", "ticks", "cycles"}
+#: statistic names (last component) that do not add up over waves although their unit would
+NON_ADDITIVE = re.compile(r"(^|_)(mean|max|min|peak|p\d+|ever|bin|capacity|storage|start)(_|$)")
+
+
+# ---------------------------------------------------------------- the pure parts (unit-tested)
+
+@dataclass(frozen=True)
+class Steady:
+    """The wave-time part of the steady-state criterion over a run's complete waves (ticks)."""
+
+    met: bool
+    window: Tuple[int, ...]  #: the wave times looked at (ticks), oldest first
+    mean_ticks: float
+    spread_pct: float  #: max |wave - mean| / mean, percent (inf when there was no window)
+
+
+def wave_times(retire_ticks: Sequence[int], start_tick: int, stage_wgs: int) -> List[int]:
+    """Times of the complete waves (ticks): wave ``k`` ends when the ``k * stage_wgs``-th WG retires (WGs
+    counted in retirement order over every GEMM kernel of the GPU), the first from ``start_tick``."""
+    ends = sorted(int(t) for t in retire_ticks)
+    out, prev = [], int(start_tick)
+    for k in range(1, len(ends) // stage_wgs + 1):
+        t = ends[k * stage_wgs - 1]
+        out.append(t - prev)
+        prev = t
+    return out
+
+
+def steady_state(waves: Sequence[int], window: int, tolerance_pct: float) -> Steady:
+    """Criterion (a): the last ``window`` waves (never the first, which includes the launch and the cold L2)
+    all within ``tolerance_pct`` percent of their mean."""
+    w = tuple(int(x) for x in waves[1:][-window:])
+    if len(w) < window or window < 1:
+        return Steady(False, w, float(sum(w)) / len(w) if w else 0.0, float("inf"))
+    mean = sum(w) / len(w)
+    spread = 100.0 * max(abs(x - mean) for x in w) / mean if mean > 0 else float("inf")
+    return Steady(spread <= tolerance_pct, w, mean, spread)
+
+
+def rates_agree(phases: Sequence[Sequence[int]], rows: Sequence[int], tolerance_pct: float) -> Tuple[bool, float]:
+    """Criterion (b): ``phases[i]`` = the phase times (ticks) of the detailed run of ``rows[i]`` rows, three
+    runs, rows increasing. The per-row rate of every phase and of their sum between runs 0-1 and between
+    runs 1-2 differ by at most ``tolerance_pct`` percent of the sum's rate between runs 1-2. Returns
+    (met, the largest difference in percent of the total rate)."""
+    (p0, p1, p2), (r0, r1, r2) = phases, rows
+    if not r0 < r1 < r2:
+        raise ValueError(f"detailed runs need increasing rows, got {list(rows)}")
+    first = [Fraction(b - a, r1 - r0) for a, b in zip(p0, p1)]
+    second = [Fraction(b - a, r2 - r1) for a, b in zip(p1, p2)]
+    first.append(sum(first))
+    second.append(sum(second))
+    total = second[-1]
+    if total <= 0:
+        return False, float("inf")
+    worst = max(abs(b - a) for a, b in zip(first, second)) / total * 100
+    return worst <= tolerance_pct, float(worst)
+
+
+def extrapolate(v_small, v_large, rows_small: int, rows_large: int, rows: int):
+    """``v_large + (v_large - v_small) (rows - rows_large) / (rows_large - rows_small)``: the value at ``rows``
+    rows on the line through the two detailed runs; exact (fractions), an int for int inputs (rounded half
+    away from zero) and never below zero (an additive statistic)."""
+    if rows_large <= rows_small:
+        raise ValueError(f"extrapolation needs rows_large > rows_small, got {rows_small}, {rows_large}")
+    f = Fraction(v_large) + (Fraction(v_large) - Fraction(v_small)) * Fraction(rows - rows_large,
+                                                                              rows_large - rows_small)
+    f = max(f, Fraction(0))
+    if isinstance(v_small, int) and isinstance(v_large, int):
+        return int(f.numerator * 2 + f.denominator) // (2 * f.denominator)
+    return float(f)
+
+
+def additive(name: str, unit: str, value) -> bool:
+    """Does statistic ``name`` add up over waves (so it is extrapolated)? Numbers (not bools) of an additive
+    unit whose last name component is not a mean, maximum, percentile, bin or capacity."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or unit not in ADDITIVE_UNITS:
+        return False
+    return not NON_ADDITIVE.search(name.rsplit(".", 1)[-1])
+
+
+def extrapolate_stats(small: Stats, large: Stats, rows_small: int, rows_large: int, rows: int,
+                      label: str) -> Stats:
+    """``large``'s statistics, the additive ones extrapolated to ``rows`` (:func:`extrapolate`), each
+    description labelled with ``label`` and how the value was obtained."""
+    out = Stats()
+    for name, st in large.items():
+        if name in small and additive(name, st.unit, st.value) and additive(name, st.unit, small.value(name)):
+            v = extrapolate(small.value(name), st.value, rows_small, rows_large, rows)
+            how = "extrapolated to the full workload"
+        else:
+            v, how = st.value, "of the largest detailed run, not extrapolated"
+        out.add(name, v, st.unit, f"{st.description} [sampled: {how}; {label}]")
+    return out
+
+
+# ---------------------------------------------------------------- the workload cut to its first rows
+
+def _reject(found: str, allowed: str = "simulation.sampling.mode=off") -> InputError:
+    return InputError(FIELD, found, allowed)
+
+
+def rows_of(exp: ExperimentConfig) -> int:
+    """The rows the sampling cuts: tokens (a model sub-layer) or the simulated M (a GEMM shape)."""
+    w = exp.workload
+    if w.kind == "model" and w.trace is None:
+        return w.num_tokens
+    if w.kind == "gemm":
+        return w.gemm.sim_M
+    what = f"a trace file ({w.trace})" if w.trace else f"a {w.kind} workload"
+    raise _reject(f"waves with {what}, whose rows cannot be cut",
+                  "sampling of a workload.model sub-layer (without workload.trace) or a workload.gemm shape")
+
+
+def with_rows(exp: ExperimentConfig, rows: int) -> ExperimentConfig:
+    """``exp`` with its workload cut to ``rows`` rows and sampling off (one detailed run)."""
+    d = exp.model_dump(mode="json", exclude_unset=True)  # the fields as given: validators see what was set
+    d.setdefault("simulation", {})["sampling"] = {"mode": "off"}
+    w = d["workload"]
+    if exp.workload.kind == "gemm":
+        w["gemm"]["M"] = rows * exp.workload.gemm.scale_M
+    else:
+        w["tokens"] = rows
+    try:
+        return ExperimentConfig.model_validate(d)
+    except ValueError as exc:
+        raise _reject(f"waves, but the workload cut to {rows} rows is invalid "
+                      f"({' '.join(str(exc).split())[:300]})") from None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a sampled run cuts the workload (rows: tokens, or a GEMM shape's simulated M)."""
+
+    rows: int  #: rows of the full workload
+    unit: int  #: detailed runs hold a multiple of this many rows (whole tile rows on every GPU, whole shards)
+    rows_per_tile_row: int  #: rows per GEMM tile row (tile_m, x tp when each GPU's GEMM gets rows / tp)
+    tiles_n: int
+    stage_wgs: int
+    chunks: int  #: the WGs must split into this many equal chunks (a fused GEMM-RS: one per GPU; else 1)
+
+    def wgs(self, rows: int) -> int:
+        """GEMM WGs of ``rows`` rows."""
+        return -(-rows // self.rows_per_tile_row) * self.tiles_n
+
+    def waves(self, rows: int) -> Fraction:
+        """GEMM waves of ``rows`` rows (WGs / stage_wgs, exact)."""
+        return Fraction(self.wgs(rows), self.stage_wgs)
+
+    def rows_for(self, waves: int) -> int:
+        """Rows (a multiple of :attr:`unit`, WGs a multiple of :attr:`chunks`) holding at
+        least ``waves`` waves, the last wave as full as the full workload's last wave (nearest over the
+        candidates below ``waves + 1`` waves; the fewest rows at equal distance): the detailed runs then differ
+        by whole waves and end like the full workload."""
+        tail = self.waves(self.rows) % 1
+        k = max(1, -(-waves * self.stage_wgs * self.rows_per_tile_row // (self.tiles_n * self.unit)))
+        best = None
+        while True:
+            r = k * self.unit
+            w = self.waves(r)
+            if self.wgs(r) % self.chunks == 0:
+                dist = abs(w % 1 - tail)
+                if best is None or dist < best[0]:
+                    best = (dist, r)
+            if w >= waves + 1 and best is not None:
+                return best[1]
+            k += 1
+
+
+def plan(exp: ExperimentConfig) -> Plan:
+    """The sampling plan of ``exp`` (raises InputError for a workload that cannot be cut)."""
+    from math import lcm
+
+    from t3sim.compute.gemm_kernel import stage_wgs
+    from t3sim.workload.generate import system_kernel
+
+    rows = rows_of(exp)
+    k = system_kernel(exp.workload, exp.system)
+    if k.wg_order.get("kind") != "row_major":
+        raise _reject(f"waves with a {k.wg_order.get('kind')} WG order, whose first waves are not the first rows'",
+                      "sampling of a row_major GEMM")
+    tp = exp.workload.tp
+    per_gpu = exp.workload.direction in ("a2a_gemm", "gemm_a2a")  # each GPU's expert GEMM gets rows / tp
+    per_tile_row = k.tile_m * (tp if per_gpu else 1)
+    unit = lcm(per_tile_row, tp * tp if per_gpu else tp)
+    from t3sim.schemes import scheme_for
+
+    chunks = tp if scheme_for(exp.scheme.kind).fused_rs else 1  # T3's ring cuts the WGs into one chunk per GPU
+    p = Plan(rows, unit, per_tile_row, k.tiles_n, stage_wgs(exp.system.gpu, k), chunks)
+    probe = with_rows(exp, p.rows_for(1))
+    kp = system_kernel(probe.workload, probe.system)
+    if (kp.tile_m, kp.tile_n, kp.tiles_n, kp.num_wgs) != (k.tile_m, k.tile_n, k.tiles_n, p.wgs(p.rows_for(1))):
+        raise _reject(f"waves, but the GEMM cut to {p.rows_for(1)} rows is tiled differently ({kp.tile_m}x{kp.tile_n}, "
+                      f"{kp.tiles_n} tile columns vs {k.tile_m}x{k.tile_n}, {k.tiles_n})")
+    return p
+
+
+def detailed_configs(exp: ExperimentConfig) -> List[ExperimentConfig]:
+    """The largest runs a sampled ``exp`` may simulate in detail (for the pre-run checks of
+    :mod:`t3sim.system.checks`): the doubling's largest run below the full workload, or the whole workload."""
+    s = exp.simulation.sampling
+    p = plan(exp)
+    d = s.detail_waves
+    if p.rows_for(d) >= p.rows:
+        return [with_rows(exp, p.rows)]
+    while 2 * d <= s.max_detail_waves and p.rows_for(2 * d) < p.rows:
+        d *= 2
+    if 2 * d <= s.max_detail_waves:  # the doubling may end in a full simulation
+        return [with_rows(exp, p.rows_for(d)), with_rows(exp, p.rows)]
+    return [with_rows(exp, p.rows_for(d))]
+
+
+def ladder(p: Plan, detail_waves: int) -> List[int]:
+    """Rows of the three first detailed runs (about ``d/4``, ``d/2`` and ``d`` waves), strictly increasing."""
+    out: List[int] = []
+    for w in (max(1, detail_waves // 4), max(1, detail_waves // 2), detail_waves):
+        r = p.rows_for(w)
+        out.append(max(r, out[-1] + p.unit) if out else r)
+    return out
+
+
+# ---------------------------------------------------------------- running it
+
+@dataclass
+class Detailed:
+    """One detailed run of the workload cut to ``rows`` rows."""
+
+    rows: int
+    results: list  #: RunResult per point
+    waves: List[int]  #: complete GEMM wave times of GPU 0 (ticks)
+    phases: Tuple[int, int, int]  #: gemm, rs, ag (ticks)
+    wall_s: float
+
+
+class _Probe:
+    """Handed to :func:`t3sim.system.run.simulate_shared`: has the model record its GEMM WGs' retirements."""
+
+    def __init__(self) -> None:
+        self.model = None
+
+    def __call__(self, model) -> None:
+        model.record_wg_spans = True
+        self.model = model
+
+    def waves(self, stage_wgs: int) -> List[int]:
+        m = self.model
+        pre = f"gpu{m.sim_gpus[0]}."
+        ends = [span[3] for gk in m.gemm_kernels if gk.name.startswith(pre) for span in (gk.wg_spans or [])]
+        return wave_times(ends, m.marks.get("start", 0), stage_wgs)
+
+
+def _ticks(stats: Stats, name: str) -> int:
+    return int(round(stats.value(name) * TICKS_PER_US))
+
+
+def _detailed(exps: Sequence[ExperimentConfig], rows: int, p: Plan) -> Detailed:
+    from t3sim.system.run import simulate_shared
+
+    t0 = time.perf_counter()
+    probe = _Probe()
+    results = simulate_shared([with_rows(e, rows) for e in exps], probe=probe)
+    st = results[0].stats
+    phases = tuple(_ticks(st, f"time.{ph}_us") for ph in ("gemm", "rs", "ag"))
+    return Detailed(rows, results, probe.waves(p.stage_wgs), phases, time.perf_counter() - t0)
+
+
+def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -> list:
+    """Simulate resolved points sharing one simulation with ``simulation.sampling.mode: waves`` (module doc);
+    one :class:`~t3sim.results.store.RunResult` per point, as :func:`t3sim.system.run.simulate_shared`."""
+    if timeline:
+        raise _reject("waves with --timeline (a timeline traces one detailed simulation)",
+                      "simulation.sampling.mode=off for a timeline")
+    t0 = time.perf_counter()
+    exp = exps[0]
+    s = exp.simulation.sampling
+    p = plan(exp)
+    d = s.detail_waves
+    if p.rows_for(d) >= p.rows:
+        return _whole(exps, p, [], f"the workload has {float(p.waves(p.rows)):.2f} waves, not more than "
+                                   f"detail_waves = {d}", t0)
+    rows = ladder(p, d)
+    runs = [_detailed(exps, r, p) for r in rows]
+    while True:
+        steady = steady_state(runs[-1].waves, s.window_waves, s.tolerance_pct)
+        agree, worst = rates_agree([r.phases for r in runs[-3:]], [r.rows for r in runs[-3:]], s.tolerance_pct)
+        if (steady.met and agree) or 2 * d > s.max_detail_waves:
+            break
+        d *= 2
+        nr = max(p.rows_for(d), runs[-1].rows + p.unit)
+        if nr >= p.rows:
+            return _whole(exps, p, runs, f"steady state not reached with {d // 2} detailed waves (wave spread "
+                                         f"{steady.spread_pct:.2f} %, rate difference {worst:.2f} %) and the next "
+                                         f"doubling would hold the whole workload", t0)
+        runs.append(_detailed(exps, nr, p))
+    return _extrapolated(exps, p, runs, steady, agree, worst, t0)
+
+
+def _criterion(s) -> str:
+    return (f"(a) the last {s.window_waves} complete GEMM waves of the largest detailed run each within "
+            f"{s.tolerance_pct:g} % of their mean, and (b) every phase's time per added row between the two "
+            f"smaller and between the two larger detailed runs differing by at most {s.tolerance_pct:g} % of the "
+            "total's")
+
+
+def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str, steady: Optional[Steady] = None,
+                    agree: bool = False, worst: float = float("inf")) -> Stats:
+    s = exp.simulation.sampling
+    out = Stats()
+    out.add("mode", s.mode, "text", "simulation.sampling.mode of this run")
+    out.add("sampled", sampled, "bool", "true: the result is extrapolated from detailed runs of the first rows; "
+                                        "false: the workload was simulated whole")
+    out.add("note", note, "text", "why the run was or was not extrapolated")
+    out.add("kernels", "every GEMM kernel of the workload (its waves) with the communication that overlaps it and "
+                       "the kernels after it" if sampled else "none", "text", "what was sampled")
+    out.add("criterion", _criterion(s), "text", "the steady-state criterion (t3sim/system/sampling.py)")
+    out.add("rows", p.rows, "count", "rows of the full workload (tokens, or the simulated M of a GEMM shape)")
+    out.add("waves", float(p.waves(p.rows)), "waves", "GEMM waves (WGs / stage_wgs) of the full workload")
+    out.add("stage_wgs", p.stage_wgs, "count", "WGs per wave: the GEMM's WG slots on the GPU")
+    from t3sim.system.checks import footprint_B, hbm_capacity_B
+    from t3sim.workload.generate import system_kernel
+
+    need = footprint_B(system_kernel(exp.workload, exp.system))
+    out.add("full_footprint_B", need, "B", "A, B, C and a receive buffer of the full workload on one GPU (the "
+                                           "detailed runs' footprints are checked against HBM, this one is not)")
+    out.add("full_footprint_fits_hbm", need <= hbm_capacity_B(exp.system.hbm), "bool",
+            "the full workload's footprint fits one GPU's HBM")
+    for i, r in enumerate(runs):
+        out.add(f"detailed.run{i}.rows", r.rows, "count", f"rows of detailed run {i}")
+        out.add(f"detailed.run{i}.waves", float(p.waves(r.rows)), "waves", f"GEMM waves of detailed run {i}")
+        out.add(f"detailed.run{i}.wave_us", [t / TICKS_PER_US for t in r.waves], "us",
+                f"complete GEMM wave times of detailed run {i} (GPU 0)")
+        for ph, t in zip(("gemm", "rs", "ag"), r.phases):
+            out.add(f"detailed.run{i}.{ph}_us", t / TICKS_PER_US, "us", f"{ph} phase time of detailed run {i}")
+        out.add(f"detailed.run{i}.wall_s", round(r.wall_s, 3), "s", f"wall time of detailed run {i}")
+    out.add("detailed.events", sum(int(r.results[0].stats.value("sim.events")) for r in runs), "count",
+            "simpy events processed by all detailed runs")
+    if not sampled:
+        return out
+    b, c = runs[-2], runs[-1]
+    out.add("waves_detailed", float(p.waves(c.rows)), "waves", "GEMM waves of the larger run extrapolated from")
+    out.add("waves_extrapolated", float(p.waves(p.rows - c.rows)), "waves",
+            "GEMM waves advanced at the steady-state rates (not simulated)")
+    out.add("criterion_met", bool(steady.met and agree), "bool", "the steady-state criterion held")
+    out.add("wave_spread_pct", steady.spread_pct if steady.window else None, "%",
+            "criterion (a): max |wave - mean| / mean over the window, percent")
+    out.add("window_mean_wave_us", steady.mean_ticks / TICKS_PER_US, "us", "criterion (a): mean wave time of the window")
+    out.add("rate_difference_pct", worst, "%", "criterion (b): largest difference of the per-row rates, percent of "
+                                               "the total's")
+    dw = p.waves(c.rows) - p.waves(b.rows)
+    for ph, x0, x1 in zip(("gemm", "rs", "ag"), b.phases, c.phases):
+        out.add(f"rate.{ph}_us_per_wave", float(Fraction(x1 - x0) / dw) / TICKS_PER_US, "us/wave",
+                f"{ph} phase time per added GEMM wave (the steady-state rate)")
+    sb, sc = b.results[0].stats, c.results[0].stats
+    for name, key, desc in (("dram_B_per_wave", "gpu0.hbm.bytes", "GPU 0 DRAM bytes"),
+                            ("link_B_per_wave", "network.link.", "bytes sent on all links")):
+        vb = sum(v.value for n, v in sb.items() if n.startswith(key) and (n == key or n.endswith(".bytes_sent")))
+        vc = sum(v.value for n, v in sc.items() if n.startswith(key) and (n == key or n.endswith(".bytes_sent")))
+        out.add(f"rate.{name}", float(Fraction(vc - vb) / dw), "B/wave", f"{desc} per added GEMM wave")
+    return out
+
+
+def _result(exp, res, stats: Stats, summary: dict, meta: dict):
+    from t3sim.results.store import RunResult
+
+    return RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed,
+                     {**res.meta, **meta}, None)
+
+
+def _whole(exps, p: Plan, runs: List[Detailed], note: str, t0: float) -> list:
+    """Simulate the workload whole (sampling declined), recording why."""
+    from t3sim.system.run import simulate_shared
+
+    full = simulate_shared([with_rows(e, p.rows) for e in exps])
+    out = []
+    for exp, res in zip(exps, full):
+        st = Stats()
+        st.merge("", res.stats)
+        st.merge("sampling", _sampling_stats(exp, p, runs, False, note))
+        out.append(_result(exp, res, st, dict(res.summary),
+                           {"wall_s": round(time.perf_counter() - t0, 3), "sampled": False}))
+    return out
+
+
+def _extrapolated(exps, p: Plan, runs: List[Detailed], steady: Steady, agree: bool, worst: float, t0: float) -> list:
+    from t3sim.schemes import scheme_for
+    from t3sim.schemes.program import Phases
+    from t3sim.system.run import traffic_summary
+
+    b, c = runs[-2], runs[-1]
+    label = (f"detailed runs of {b.rows} and {c.rows} of {p.rows} rows, {float(p.waves(c.rows)):.2f} of "
+             f"{float(p.waves(p.rows)):.2f} GEMM waves")
+    note = "extrapolated" + ("" if steady.met and agree else " although the steady-state criterion failed")
+    out = []
+    for i, exp in enumerate(exps):
+        ext = extrapolate_stats(b.results[i].stats, c.results[i].stats, b.rows, c.rows, p.rows, label)
+        g, r, a = (_ticks(ext, f"time.{ph}_us") for ph in ("gemm", "rs", "ag"))
+        phases = scheme_for(exp.scheme.kind).compose(Phases(g, r, a, g + r + a))
+        st = Stats()
+        for name, v in ext.items():
+            if name == "time.total_us":
+                v = type(v)(phases.total / TICKS_PER_US, v.unit, v.description)
+            elif name == "sim.events":
+                v = type(v)(sum(int(x.results[i].stats.value(name)) for x in runs), v.unit,
+                            "simpy events processed [sampled: summed over all detailed runs, not extrapolated]")
+            st.add(name, v.value, v.unit, v.description)
+        st.merge("sampling", _sampling_stats(exp, p, runs, True, note, steady, agree, worst))
+        summary = {**c.results[i].summary, **phases.summary(), **traffic_summary(st)}
+        out.append(_result(exp, c.results[i], st, summary,
+                           {"wall_s": round(time.perf_counter() - t0, 3), "sampled": True}))
+    return out

@@ -1,0 +1,207 @@
+"""Sampled simulation (t3sim/system/sampling.py, issue 17): the steady-state detector, the extrapolation
+arithmetic, the plan that cuts the workload, and sampled vs full runs of small sub-layers."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from t3sim.config import load_experiment
+from t3sim.errors import InputError
+from t3sim.results.stats import Stats
+from t3sim.system import sampling as S
+from tests.conftest import REPO, assert_one_line_error
+
+DEFAULT = str(REPO / "configs/experiments/default.yaml")
+# a 512-wide T-NLG OP sub-layer on 2 GPUs of 4 CUs: 8 WG slots, 4 tiles per row, so 1024 tokens = 4 waves
+SMALL = ("workload.sublayer=OP", "workload.model.hidden_size=512", "workload.tp=2",
+         "system.interconnect.num_gpus=2", "system.gpu.num_cus=4")
+SAMPLED = ("simulation.sampling.mode=waves", "simulation.sampling.detail_waves=4",
+           "simulation.sampling.window_waves=2")
+
+
+def exp(*extra):
+    return load_experiment(DEFAULT, list(SMALL + extra))
+
+
+# ---------------------------------------------------------------- unit: the steady-state detector
+
+def test_wave_times_cut_at_every_stage_wgs_th_retirement():
+    assert S.wave_times([5, 3, 9, 12, 20, 21, 30], 1, 2) == [4, 7, 9]  # sorted: 3 5 | 9 12 | 20 21 | 30
+    assert S.wave_times([], 0, 4) == []
+
+
+def test_steady_state_skips_the_first_wave_and_checks_the_window():
+    waves = [140, 100, 101, 99, 100]
+    s = S.steady_state(waves, 3, 2.0)
+    assert s.met and s.window == (101, 99, 100) and s.mean_ticks == 100
+    assert s.spread_pct == pytest.approx(1.0)
+    assert not S.steady_state([140, 100, 110, 99, 100], 3, 2.0).met  # 110 is 7 % off the window's mean
+    short = S.steady_state([140, 100, 100], 3, 50.0)  # the first wave never counts: only 2 waves to look at
+    assert not short.met and short.spread_pct == float("inf")
+
+
+def test_rates_agree_compares_per_row_rates_relative_to_the_total():
+    # gemm grows 10/row, rs 2/row, ag 1/row on both intervals: exactly linear
+    rows = (100, 200, 400)
+    lin = [(10 * r, 2 * r + 50, r) for r in rows]
+    assert S.rates_agree(lin, rows, 0.1) == (True, 0.0)
+    # the rs rate is 3/row on the first interval, 2/row on the second: 1 / 13 of the total rate
+    bent = [lin[0], (2000, 2 * 200 + 50 + 100, 200), (4000, 2 * 400 + 50 + 100, 400)]
+    ok, worst = S.rates_agree(bent, rows, 5.0)
+    assert not ok and worst == pytest.approx(100 / 13)
+    with pytest.raises(ValueError):
+        S.rates_agree(lin, (100, 100, 400), 1.0)
+
+
+# ---------------------------------------------------------------- unit: the extrapolation arithmetic
+
+def test_extrapolate_is_the_line_through_the_two_runs():
+    assert S.extrapolate(100, 200, 10, 20, 50) == 500
+    assert isinstance(S.extrapolate(100, 200, 10, 20, 50), int)
+    assert S.extrapolate(1.5, 2.5, 1, 2, 4) == pytest.approx(4.5)
+    assert S.extrapolate(10, 10, 1, 2, 1000) == 10  # constants stay constant
+    assert S.extrapolate(7, 8, 2, 4, 5) == 9  # 8.5 rounds half away from zero
+    assert S.extrapolate(100, 50, 1, 2, 10) == 0  # never negative
+    with pytest.raises(ValueError):
+        S.extrapolate(1, 2, 5, 5, 10)
+
+
+@given(a=st.integers(0, 10**9), b=st.integers(0, 10**6), r1=st.integers(1, 10**4), dr=st.integers(1, 10**4),
+       k=st.integers(0, 10**5))
+@settings(max_examples=200, deadline=None)
+def test_extrapolate_recovers_any_linear_count_exactly(a, b, r1, dr, k):
+    r2, r = r1 + dr, r1 + dr + k
+    assert S.extrapolate(a + b * r1, a + b * r2, r1, r2, r) == a + b * r
+
+
+def test_additive_statistics():
+    assert S.additive("gpu0.hbm.bytes", "B", 10)
+    assert S.additive("time.gemm_us", "us", 1.5)
+    assert S.additive("gpu0.l2.read_hits", "count", 3)
+    for name, unit, v in (("gpu0.hbm.read_latency.p99_ns", "ns", 3.0), ("gpu0.hbm.read_latency.mean_ns", "ns", 1.0),
+                          ("network.link.x.max_queue_depth", "count", 4), ("gpu0.tracker.peak_occupied_ways", "count", 2),
+                          ("gpu0.l2.capacity_B", "B", 16), ("gpu0.hbm.efficiency", "ratio", 0.5),
+                          ("x.flag", "count", True), ("x.hist", "count", [1, 2]), ("x.bw_GBps", "GBps", 1.0)):
+        assert not S.additive(name, unit, v), name
+
+
+def test_extrapolate_stats_keeps_units_and_labels_every_statistic():
+    small, large = Stats(), Stats()
+    for s, scale in ((small, 1), (large, 2)):
+        s.add("a.bytes", 100 * scale, "B", "bytes")
+        s.add("a.mean_ns", 5.0 * scale, "ns", "a mean")
+        s.add("a.path", "x -> y", "text", "text")
+    out = S.extrapolate_stats(small, large, 10, 20, 100, "LABEL")
+    assert out.value("a.bytes") == 1000 and out.value("a.mean_ns") == 10.0 and out.value("a.path") == "x -> y"
+    assert [out[n].unit for n in out.names()] == ["B", "ns", "text"]
+    assert "extrapolated" in out["a.bytes"].description and "not extrapolated" in out["a.mean_ns"].description
+    assert all("LABEL" in out[n].description for n in out.names())
+
+
+# ---------------------------------------------------------------- component: cutting the workload
+
+def test_plan_and_ladder_cut_whole_tile_rows_ending_like_the_full_workload():
+    e = exp("workload.tokens=8192")
+    p = S.plan(e)
+    assert (p.rows, p.unit, p.tiles_n, p.stage_wgs, p.chunks) == (8192, 128, 4, 8, 1)
+    assert p.waves(8192) == 32
+    rows = S.ladder(p, 8)
+    assert rows == sorted(set(rows)) and all(r % p.unit == 0 for r in rows)
+    assert [p.waves(r) for r in rows] == [2, 4, 8]
+    assert S.plan(exp("workload.tokens=8192", "scheme.kind=t3")).chunks == 2  # one chunk per GPU
+    cut = S.with_rows(e, 1024)
+    assert cut.workload.tokens == 1024 and cut.simulation.sampling.mode == "off"
+
+
+def test_plan_on_a_gemm_shape_cuts_its_simulated_rows():
+    e = load_experiment(DEFAULT, ["workload={gemm: {name: g, M: 8192, N: 1024, K: 512, scale_M: 2}, direction: ag_gemm, "
+                                  "tp: 2}", "system.interconnect.num_gpus=2", "system.gpu.num_cus=4"])
+    p = S.plan(e)
+    assert p.rows == 4096
+    cut = S.with_rows(e, p.rows_for(2))
+    assert cut.workload.gemm.sim_M == p.rows_for(2) and cut.workload.gemm.scale_M == 2
+
+
+def test_unsampleable_workloads_and_settings_are_one_line_errors(run_cli):
+    gemv = load_experiment(str(REPO / "configs/experiments/fused-gemv.yaml"),
+                           ["workload.gemv={name: v, M: 4096, K: 4096}", "sweep.cases=[]", "sweep.grid={}",
+                            "simulation.sampling.mode=waves"])
+    with pytest.raises(InputError, match="simulation.sampling.mode"):
+        S.plan(gemv)
+    with pytest.raises(InputError, match="timeline"):
+        S.simulate_sampled([exp("workload.tokens=4096", *SAMPLED)], timeline=True)
+    for bad, frag in (("simulation.sampling.detail_waves=3", "mode=off"),
+                      ("simulation.sampling.mode=sometimes", "simulation.sampling.mode"),
+                      ("simulation.sampling={mode: waves, detail_waves: 4, max_detail_waves: 2}", "max_detail_waves"),
+                      ("simulation.sampling={mode: waves, window_waves: 8}", "window_waves"),
+                      ("simulation.sampling={mode: waves, tolerance_pct: 0}", "tolerance_pct")):
+        rc, _out, err = run_cli("config", "show", DEFAULT, "--set", bad)
+        assert_one_line_error(rc, err, frag)
+
+
+# ---------------------------------------------------------------- integration
+
+def _stats_json(e) -> str:
+    from t3sim.system.run import simulate
+
+    return json.dumps(simulate(e).stats.to_dict(), sort_keys=True)
+
+
+def test_sampling_off_is_byte_identical_to_no_sampling_section():
+    plain = _stats_json(exp("workload.tokens=512"))
+    off = _stats_json(exp("workload.tokens=512", "simulation.sampling={mode: off}"))
+    assert plain == off and '"sampling"' not in plain
+
+
+def test_small_workload_is_simulated_whole_and_says_so():
+    from t3sim.system.run import simulate
+
+    full = simulate(exp("workload.tokens=512"))
+    r = simulate(exp("workload.tokens=512", *SAMPLED))  # 2 waves: not more than detail_waves
+    assert r.stats.value("sampling.sampled") is False and "not more than" in r.stats.value("sampling.note")
+    assert r.summary["total_us"] == full.summary["total_us"]
+    assert r.stats.value("gpu0.hbm.bytes") == full.stats.value("gpu0.hbm.bytes")
+
+
+@pytest.mark.parametrize("scheme", ["sequential", "t3_mca"])
+def test_sampled_matches_full_simulation(scheme):
+    """16 waves, extrapolated from detailed runs of 2 and 4 waves: phases within 2 % of the full run's total,
+    DRAM bytes within 2 %; every statistic keeps a unit and the sampled ones say so."""
+    from t3sim.system.run import simulate
+
+    full = simulate(exp("workload.tokens=4096", f"scheme.kind={scheme}"))
+    smp = simulate(exp("workload.tokens=4096", f"scheme.kind={scheme}", *SAMPLED,
+                       "simulation.sampling.tolerance_pct=100"))
+    st = smp.stats
+    assert st.value("sampling.sampled") is True and st.value("sampling.criterion_met") is True
+    assert st.value("sampling.waves") == 16 and st.value("sampling.waves_detailed") == 4
+    assert st.value("sampling.waves_extrapolated") == 12
+    tot = full.summary["total_us"]
+    for ph in ("gemm", "rs", "ag", "total"):
+        assert abs(smp.summary[f"{ph}_us"] - full.summary[f"{ph}_us"]) <= 0.02 * tot, ph
+    fb = full.stats.value("gpu0.hbm.bytes")
+    assert abs(st.value("gpu0.hbm.bytes") - fb) <= 0.02 * fb
+    assert set(full.stats.names()) <= set(st.names())
+    for name in full.stats.names():
+        assert st[name].unit == full.stats[name].unit and "[sampled:" in st[name].description
+    assert st.value("sampling.rate.gemm_us_per_wave") > 0 and st.value("sampling.rate.dram_B_per_wave") > 0
+
+
+@pytest.mark.slow
+def test_failed_criterion_doubles_the_detailed_runs_then_simulates_whole():
+    from t3sim.system.run import simulate
+
+    r = simulate(exp("workload.tokens=4096", *SAMPLED, "simulation.sampling.tolerance_pct=0.001"))
+    st = r.stats
+    assert st.value("sampling.sampled") is False and "steady state not reached" in st.value("sampling.note")
+    assert st.value("sampling.detailed.run3.waves") == 8  # 1, 2, 4, then 8 waves; 16 would be the whole
+    assert "sampling.detailed.run4.rows" not in st
+    capped = simulate(exp("workload.tokens=4096", *SAMPLED, "simulation.sampling.tolerance_pct=0.001",
+                          "simulation.sampling.max_detail_waves=4"))
+    assert capped.stats.value("sampling.sampled") is True and capped.stats.value("sampling.criterion_met") is False
+    assert Fraction(capped.stats.value("sampling.waves_detailed")) == 4
