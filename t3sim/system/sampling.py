@@ -22,15 +22,17 @@ What a sampled run does (:func:`simulate_sampled`; this module's own reading of 
 2. **Steady state** (:func:`steady_state`, :func:`rates_agree`), both required:
    (a) in the largest run, every one of the last ``window_waves`` complete GEMM waves (the time between
    the retirements of each ``stage_wgs``-th WG of GPU 0's GEMM kernels) lies within ``tolerance_pct`` of
-   their mean; (b) every phase's (and the total's) time per added row measured between the two smaller runs
-   and between the two larger runs differ by at most ``tolerance_pct`` of the total's rate -- the rates the
+   their mean; (b) every phase (and the total) extrapolated to the full workload from the two smaller runs
+   and from the two larger runs differ by at most ``tolerance_pct`` of the total -- the rates the
    extrapolation uses are the ones that hold as the workload grows. If either fails the detailed runs double
    (the two larger runs are kept) up to ``max_detail_waves``; a workload the doubling would reach is simulated
    whole instead (``sampling.sampled`` false), and a run that stops at ``max_detail_waves`` is extrapolated
    with ``sampling.criterion_met`` false.
 3. **Extrapolation** (:func:`extrapolate`, :func:`extrapolate_stats`): with ``r`` the row count and ``B``,
    ``C`` the two largest runs, every additive statistic (times, bytes, counts, cycles: per wave they grow by a
-   fixed amount in steady state) is ``v_C + (v_C - v_B) (r - r_C) / (r_C - r_B)``: the full workload's
+   fixed amount in steady state) is ``v_C + (v_C - v_B) (r - r_C) / (r_C - r_B)`` (the GEMM phase in CU
+   rounds instead of rows, :meth:`Plan.x`: a last wave of at most one WG per CU runs each WG at the CU's whole
+   rate, so GEMM time is a staircase in rows and a line in the busiest CU's WG count): the full workload's
    remaining ``(r - r_C)`` rows advanced at the measured per-row (per-wave) rates -- GEMM time per wave, DRAM
    bytes per wave, link bytes per wave, the exposed communication per wave -- with warm-up and drain taken
    from the detailed run. Integer statistics stay integers (rounded). Statistics that do not add up over
@@ -104,16 +106,15 @@ def steady_state(waves: Sequence[int], window: int, tolerance_pct: float) -> Ste
     return Steady(spread <= tolerance_pct, w, mean, spread)
 
 
-def rates_agree(phases: Sequence[Sequence[int]], rows: Sequence[int], tolerance_pct: float) -> Tuple[bool, float]:
-    """Criterion (b): ``phases[i]`` = the phase times (ticks) of the detailed run of ``rows[i]`` rows, three
-    runs, rows increasing. The per-row rate of every phase and of their sum between runs 0-1 and between
-    runs 1-2 differ by at most ``tolerance_pct`` percent of the sum's rate between runs 1-2. Returns
-    (met, the largest difference in percent of the total rate)."""
-    (p0, p1, p2), (r0, r1, r2) = phases, rows
-    if not r0 < r1 < r2:
-        raise ValueError(f"detailed runs need increasing rows, got {list(rows)}")
-    first = [Fraction(b - a, r1 - r0) for a, b in zip(p0, p1)]
-    second = [Fraction(b - a, r2 - r1) for a, b in zip(p1, p2)]
+def rates_agree(phases: Sequence[Sequence[int]], xs: Sequence[Sequence[int]], x_full: Sequence[int],
+                tolerance_pct: float) -> Tuple[bool, float]:
+    """Criterion (b): ``phases[i]`` = the phase times (ticks) of detailed run ``i`` of three, ``xs[i]`` the
+    value of each phase's extrapolation variable in that run (:meth:`Plan.x`) and ``x_full`` in the full
+    workload. Each phase extrapolated to the full workload from runs 0-1 and from runs 1-2 (the rates measured
+    at two sizes) differ by at most ``tolerance_pct`` percent of the total from runs 1-2, and so do the
+    totals. Returns (met, the largest difference in percent of that total)."""
+    first = [Fraction(extrapolate(a, b, xa, xb, xf)) for a, b, xa, xb, xf in zip(phases[0], phases[1], xs[0], xs[1], x_full)]
+    second = [Fraction(extrapolate(b, c, xb, xc, xf)) for b, c, xb, xc, xf in zip(phases[1], phases[2], xs[1], xs[2], x_full)]
     first.append(sum(first))
     second.append(sum(second))
     total = second[-1]
@@ -146,14 +147,20 @@ def additive(name: str, unit: str, value) -> bool:
 
 
 def extrapolate_stats(small: Stats, large: Stats, rows_small: int, rows_large: int, rows: int,
-                      label: str) -> Stats:
+                      label: str, by_rounds: Optional[Tuple[str, Tuple[int, int, int]]] = None) -> Stats:
     """``large``'s statistics, the additive ones extrapolated to ``rows`` (:func:`extrapolate`), each
-    description labelled with ``label`` and how the value was obtained."""
+    description labelled with ``label`` and how the value was obtained. ``by_rounds = (name, (small, large,
+    full))``: that statistic (the GEMM phase) is extrapolated in CU rounds instead of rows (:meth:`Plan.x`)."""
     out = Stats()
     for name, st in large.items():
         if name in small and additive(name, st.unit, st.value) and additive(name, st.unit, small.value(name)):
-            v = extrapolate(small.value(name), st.value, rows_small, rows_large, rows)
-            how = "extrapolated to the full workload"
+            if by_rounds is not None and name == by_rounds[0]:
+                x0, x1, xf = by_rounds[1]
+                v = extrapolate(small.value(name), st.value, x0, x1, xf)
+                how = "extrapolated to the full workload in CU rounds"
+            else:
+                v = extrapolate(small.value(name), st.value, rows_small, rows_large, rows)
+                how = "extrapolated to the full workload in rows"
         else:
             v, how = st.value, "of the largest detailed run, not extrapolated"
         out.add(name, v, st.unit, f"{st.description} [sampled: {how}; {label}]")
@@ -204,6 +211,17 @@ class Plan:
     tiles_n: int
     stage_wgs: int
     chunks: int  #: the WGs must split into this many equal chunks (a fused GEMM-RS: one per GPU; else 1)
+    cus: int  #: CUs the WGs are spread over
+
+    def rounds(self, rows: int) -> int:
+        """WGs the busiest CU runs: ``ceil(WGs / cus)`` (the dispatcher spreads WGs over the CUs evenly)."""
+        return -(-self.wgs(rows) // self.cus)
+
+    def x(self, rows: int) -> Tuple[int, int, int]:
+        """The extrapolation variable of each phase (gemm, rs, ag) at ``rows`` rows: the GEMM phase grows with
+        the CU rounds (a last wave with at most one WG per CU runs each at the CU's whole rate, so the GEMM's
+        time is a staircase in rows), the communication phases with the rows (their bytes)."""
+        return (self.rounds(rows), rows, rows)
 
     def wgs(self, rows: int) -> int:
         """GEMM WGs of ``rows`` rows."""
@@ -252,7 +270,7 @@ def plan(exp: ExperimentConfig) -> Plan:
     from t3sim.schemes import scheme_for
 
     chunks = tp if scheme_for(exp.scheme.kind).fused_rs else 1  # T3's ring cuts the WGs into one chunk per GPU
-    p = Plan(rows, unit, per_tile_row, k.tiles_n, stage_wgs(exp.system.gpu, k), chunks)
+    p = Plan(rows, unit, per_tile_row, k.tiles_n, stage_wgs(exp.system.gpu, k), chunks, exp.system.gpu.num_cus)
     probe = with_rows(exp, p.rows_for(1))
     kp = system_kernel(probe.workload, probe.system)
     if (kp.tile_m, kp.tile_n, kp.tiles_n, kp.num_wgs) != (k.tile_m, k.tile_n, k.tiles_n, p.wgs(p.rows_for(1))):
@@ -348,7 +366,8 @@ def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -
     runs = [_detailed(exps, r, p) for r in rows]
     while True:
         steady = steady_state(runs[-1].waves, s.window_waves, s.tolerance_pct)
-        agree, worst = rates_agree([r.phases for r in runs[-3:]], [r.rows for r in runs[-3:]], s.tolerance_pct)
+        agree, worst = rates_agree([r.phases for r in runs[-3:]], [p.x(r.rows) for r in runs[-3:]], p.x(p.rows),
+                                   s.tolerance_pct)
         if (steady.met and agree) or 2 * d > s.max_detail_waves:
             break
         d *= 2
@@ -363,9 +382,9 @@ def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -
 
 def _criterion(s) -> str:
     return (f"(a) the last {s.window_waves} complete GEMM waves of the largest detailed run each within "
-            f"{s.tolerance_pct:g} % of their mean, and (b) every phase's time per added row between the two "
-            f"smaller and between the two larger detailed runs differing by at most {s.tolerance_pct:g} % of the "
-            "total's")
+            f"{s.tolerance_pct:g} % of their mean, and (b) every phase, and the total, extrapolated to the full "
+            "workload from the two smaller and from the two larger detailed runs differing by at most "
+            f"{s.tolerance_pct:g} % of the total (GEMM phase in CU rounds, communication phases in rows)")
 
 
 def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str, steady: Optional[Steady] = None,
@@ -410,12 +429,17 @@ def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str
     out.add("wave_spread_pct", steady.spread_pct if steady.window else None, "%",
             "criterion (a): max |wave - mean| / mean over the window, percent")
     out.add("window_mean_wave_us", steady.mean_ticks / TICKS_PER_US, "us", "criterion (a): mean wave time of the window")
-    out.add("rate_difference_pct", worst, "%", "criterion (b): largest difference of the per-row rates, percent of "
-                                               "the total's")
+    out.add("rate_difference_pct", worst, "%", "criterion (b): largest difference between the phases (and totals) "
+                                               "extrapolated from the two smaller and from the two larger runs, "
+                                               "percent of the total")
     dw = p.waves(c.rows) - p.waves(b.rows)
-    for ph, x0, x1 in zip(("gemm", "rs", "ag"), b.phases, c.phases):
-        out.add(f"rate.{ph}_us_per_wave", float(Fraction(x1 - x0) / dw) / TICKS_PER_US, "us/wave",
-                f"{ph} phase time per added GEMM wave (the steady-state rate)")
+    for ph, x0, x1, v0, v1 in zip(("gemm", "rs", "ag"), p.x(b.rows), p.x(c.rows), b.phases, c.phases):
+        # GEMM: per CU round x CU rounds per wave (WGs per CU); communication: per row x rows per wave
+        per_wave = (Fraction(v1 - v0, x1 - x0) * Fraction(p.stage_wgs, p.cus) if ph == "gemm"
+                    else Fraction(v1 - v0) / dw)
+        out.add(f"rate.{ph}_us_per_wave", float(per_wave) / TICKS_PER_US, "us/wave",
+                f"{ph} phase time per added GEMM wave (the steady-state rate"
+                + ("; GEMM: per CU round x rounds per wave)" if ph == "gemm" else ")"))
     sb, sc = b.results[0].stats, c.results[0].stats
     for name, key, desc in (("dram_B_per_wave", "gpu0.hbm.bytes", "GPU 0 DRAM bytes"),
                             ("link_B_per_wave", "network.link.", "bytes sent on all links")):
@@ -458,7 +482,8 @@ def _extrapolated(exps, p: Plan, runs: List[Detailed], steady: Steady, agree: bo
     note = "extrapolated" + ("" if steady.met and agree else " although the steady-state criterion failed")
     out = []
     for i, exp in enumerate(exps):
-        ext = extrapolate_stats(b.results[i].stats, c.results[i].stats, b.rows, c.rows, p.rows, label)
+        ext = extrapolate_stats(b.results[i].stats, c.results[i].stats, b.rows, c.rows, p.rows, label,
+                                ("time.gemm_us", (p.rounds(b.rows), p.rounds(c.rows), p.rounds(p.rows))))
         g, r, a = (_ticks(ext, f"time.{ph}_us") for ph in ("gemm", "rs", "ag"))
         phases = scheme_for(exp.scheme.kind).compose(Phases(g, r, a, g + r + a))
         st = Stats()

@@ -45,17 +45,18 @@ def test_steady_state_skips_the_first_wave_and_checks_the_window():
     assert not short.met and short.spread_pct == float("inf")
 
 
-def test_rates_agree_compares_per_row_rates_relative_to_the_total():
-    # gemm grows 10/row, rs 2/row, ag 1/row on both intervals: exactly linear
+def test_rates_agree_compares_the_extrapolations_of_both_pairs_of_runs():
+    # gemm grows 10/round (rounds = rows / 10), rs 2/row, ag 1/row on both intervals: exactly linear
     rows = (100, 200, 400)
-    lin = [(10 * r, 2 * r + 50, r) for r in rows]
-    assert S.rates_agree(lin, rows, 0.1) == (True, 0.0)
-    # the rs rate is 3/row on the first interval, 2/row on the second: 1 / 13 of the total rate
-    bent = [lin[0], (2000, 2 * 200 + 50 + 100, 200), (4000, 2 * 400 + 50 + 100, 400)]
-    ok, worst = S.rates_agree(bent, rows, 5.0)
-    assert not ok and worst == pytest.approx(100 / 13)
-    with pytest.raises(ValueError):
-        S.rates_agree(lin, (100, 100, 400), 1.0)
+    xs = [(r // 10, r, r) for r in rows]
+    xf = (100, 1000, 1000)
+    lin = [(10 * (r // 10), 2 * r + 50, r) for r in rows]
+    assert S.rates_agree(lin, xs, xf, 0.1) == (True, 0.0)
+    # the rs rate is 3/row on the first interval, 2/row on the second: extrapolated to 1000 rows the first
+    # pair gives rs = 550 + 3 * 800 = 2950, the second 950 + 2 * 600 = 2150: 800 of the second pair's total 4150
+    bent = [lin[0], (200, 2 * 200 + 50 + 100, 200), (400, 2 * 400 + 50 + 100, 400)]
+    ok, worst = S.rates_agree(bent, xs, xf, 5.0)
+    assert not ok and worst == pytest.approx(100 * 800 / 4150)
 
 
 # ---------------------------------------------------------------- unit: the extrapolation arithmetic
