@@ -179,13 +179,17 @@ class SamplingConfig(Model):
         source="assumption: the Table 1 sub-layers settle after their first wave (benchmarks/RESULTS.md, sampled "
                "simulation: stage times within 1 % from the second wave on)", ge=2)
     window_waves: int = F(
-        4, unit="count", desc="the steady-state criterion looks at the last window_waves complete waves of the larger "
-                              "detailed run",
-        source="assumption: two of the ring's chunk periods at TP=8 on the Table 1 sub-layers", ge=2)
+        3, unit="count", desc="the steady-state criterion compares the mean of the last window_waves complete waves "
+                              "of the larger detailed run with the mean of the window_waves before them",
+        source="assumption: the wave period of a row-major GEMM (lcm(tiles_n, stage_wgs) / stage_wgs waves) is at "
+               "most a few waves on the Table 1 sub-layers; 2 x 3 windows fit in detail_waves = 8 after the first "
+               "wave", ge=1)
     tolerance_pct: float = F(
         2.0, unit="ratio",
-        desc="steady state: every wave time in the window within tolerance_pct percent of the window's mean; "
-             "otherwise the detailed runs double (up to max_detail_waves) and the result says the criterion failed",
+        desc="steady state: the two last windows' mean wave times within tolerance_pct percent of each other, "
+             "and every phase extrapolated from either pair of detailed runs within tolerance_pct percent of the "
+             "total; otherwise the detailed runs double (up to max_detail_waves) and the result says the criterion "
+             "failed",
         source="issue 17 (phase times within 2 % of full simulation)", gt=0, le=100)
     max_detail_waves: int = F(
         64, unit="count", desc="the most waves the larger detailed run may grow to while the criterion fails",
@@ -206,9 +210,9 @@ class SamplingConfig(Model):
         if self.max_detail_waves < self.detail_waves:
             raise ValueError(f"sampling.max_detail_waves={self.max_detail_waves} below sampling.detail_waves="
                              f"{self.detail_waves}; allowed: at least detail_waves")
-        if self.window_waves >= self.detail_waves:
+        if 2 * self.window_waves >= self.detail_waves:
             raise ValueError(f"sampling.window_waves={self.window_waves} with detail_waves={self.detail_waves}; "
-                             "allowed: fewer than detail_waves (the first wave is never in the window)")
+                             "allowed: 2 x window_waves < detail_waves (two windows after the first wave)")
         return self
 
 

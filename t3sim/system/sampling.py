@@ -14,15 +14,17 @@ the output (their bytes are a fixed amount per wave of output rows).
 What a sampled run does (:func:`simulate_sampled`; this module's own reading of those methods):
 
 1. **Detailed runs.** The workload is cut to its first rows (``workload.tokens`` or ``workload.gemm.M``, a
-   multiple of ``tile_m x tp`` so every GPU's chunk stays whole): runs at ``d/4``, ``d/2`` and ``d`` waves
-   (``d = detail_waves``) are simulated in full detail -- GEMM, the communication that overlaps it
+   multiple of whole tile rows, every GPU's chunk whole): runs of about ``d/4``, ``d/2`` and ``d`` waves
+   (``d = detail_waves``), each ending with a last wave as full as the full workload's where the tile grid
+   allows (:meth:`Plan.rows_for`), are simulated in full detail -- GEMM, the communication that overlaps it
    (T3's tracker-triggered DMA, concurrent or chunked collectives) and the kernels after it. Each is exactly
    the full workload's first waves followed by the same kind of tail: the GEMM's dispatch order walks the
    rows (``row_major``), so its first waves are the full kernel's.
 2. **Steady state** (:func:`steady_state`, :func:`rates_agree`), both required:
-   (a) in the largest run, every one of the last ``window_waves`` complete GEMM waves (the time between
-   the retirements of each ``stage_wgs``-th WG of GPU 0's GEMM kernels) lies within ``tolerance_pct`` of
-   their mean; (b) every phase (and the total) extrapolated to the full workload from the two smaller runs
+   (a) in the largest run, the mean time of the last ``window_waves`` complete GEMM waves (a wave: the time
+   between the retirements of each ``stage_wgs``-th WG of GPU 0's GEMM kernels) and that of the
+   ``window_waves`` before them differ by at most ``tolerance_pct`` (PKA's test of a stable IPC over
+   consecutive intervals); (b) every phase (and the total) extrapolated to the full workload from the two smaller runs
    and from the two larger runs differ by at most ``tolerance_pct`` of the total -- the rates the
    extrapolation uses are the ones that hold as the workload grows. If either fails the detailed runs double
    (the two larger runs are kept) up to ``max_detail_waves``; a workload the doubling would reach is simulated
@@ -96,14 +98,17 @@ def wave_times(retire_ticks: Sequence[int], start_tick: int, stage_wgs: int) -> 
 
 
 def steady_state(waves: Sequence[int], window: int, tolerance_pct: float) -> Steady:
-    """Criterion (a): the last ``window`` waves (never the first, which includes the launch and the cold L2)
-    all within ``tolerance_pct`` percent of their mean."""
-    w = tuple(int(x) for x in waves[1:][-window:])
-    if len(w) < window or window < 1:
+    """Criterion (a): the mean of the last ``window`` complete waves and the mean of the ``window`` waves before
+    them (never the first wave, which includes the launch and the cold L2) differ by at most ``tolerance_pct``
+    percent of the later mean. Means over windows, not single waves: a wave's time may vary periodically (its
+    WGs' share of each B column slice repeats every ``lcm(tiles_n, stage_wgs) / stage_wgs`` waves) while the
+    rate is steady. ``window`` holds the last ``2 x window`` wave times, ``spread_pct`` the difference."""
+    w = tuple(int(x) for x in waves[1:][-2 * window:])
+    if len(w) < 2 * window or window < 1:
         return Steady(False, w, float(sum(w)) / len(w) if w else 0.0, float("inf"))
-    mean = sum(w) / len(w)
-    spread = 100.0 * max(abs(x - mean) for x in w) / mean if mean > 0 else float("inf")
-    return Steady(spread <= tolerance_pct, w, mean, spread)
+    before, last = sum(w[:window]) / window, sum(w[window:]) / window
+    spread = 100.0 * abs(last - before) / last if last > 0 else float("inf")
+    return Steady(spread <= tolerance_pct, w, last, spread)
 
 
 def rates_agree(phases: Sequence[Sequence[int]], xs: Sequence[Sequence[int]], x_full: Sequence[int],
@@ -232,22 +237,26 @@ class Plan:
         return Fraction(self.wgs(rows), self.stage_wgs)
 
     def rows_for(self, waves: int) -> int:
-        """Rows (a multiple of :attr:`unit`, WGs a multiple of :attr:`chunks`) holding at
-        least ``waves`` waves, the last wave as full as the full workload's last wave (nearest over the
-        candidates below ``waves + 1`` waves; the fewest rows at equal distance): the detailed runs then differ
-        by whole waves and end like the full workload."""
+        """Rows of a detailed run of at least ``waves`` waves (a multiple of :attr:`unit` whose WGs are a
+        multiple of :attr:`chunks`) that ends like the full workload: the fewest whose last wave holds exactly
+        as many WGs as the full workload's last wave (then the run and the full workload differ by whole
+        waves), searched up to ``2 x waves`` waves (at least ``waves + 1``) and below the full workload; else the one below ``waves + 1``
+        waves whose last wave is nearest in fullness (the fewest rows at equal distance)."""
+        tail_wgs = self.wgs(self.rows) % self.stage_wgs
         tail = self.waves(self.rows) % 1
         k = max(1, -(-waves * self.stage_wgs * self.rows_per_tile_row // (self.tiles_n * self.unit)))
         best = None
+        limit = max(2 * waves, waves + 1)
         while True:
             r = k * self.unit
             w = self.waves(r)
-            if self.wgs(r) % self.chunks == 0:
-                dist = abs(w % 1 - tail)
-                if best is None or dist < best[0]:
-                    best = (dist, r)
-            if w >= waves + 1 and best is not None:
+            if w >= limit and best is not None:
                 return best[1]
+            if self.wgs(r) % self.chunks == 0:
+                if self.wgs(r) % self.stage_wgs == tail_wgs and r < self.rows:
+                    return r
+                if w < waves + 1 and (best is None or abs(w % 1 - tail) < best[0]):
+                    best = (abs(w % 1 - tail), r)
             k += 1
 
 
@@ -313,6 +322,7 @@ class Detailed:
     results: list  #: RunResult per point
     waves: List[int]  #: complete GEMM wave times of GPU 0 (ticks)
     phases: Tuple[int, int, int]  #: gemm, rs, ag (ticks)
+    marks: dict  #: phase -> tick at which it ends, from the program start, in the program's phase order
     wall_s: float
 
 
@@ -345,7 +355,37 @@ def _detailed(exps: Sequence[ExperimentConfig], rows: int, p: Plan) -> Detailed:
     results = simulate_shared([with_rows(e, rows) for e in exps], probe=probe)
     st = results[0].stats
     phases = tuple(_ticks(st, f"time.{ph}_us") for ph in ("gemm", "rs", "ag"))
-    return Detailed(rows, results, probe.waves(p.stage_wgs), phases, time.perf_counter() - t0)
+    m = probe.model.marks
+    marks = {ph: m[ph] - m["start"] for ph in m if ph != "start"}  # in the program's phase order
+    return Detailed(rows, results, probe.waves(p.stage_wgs), phases, marks, time.perf_counter() - t0)
+
+
+def phase_marks(phases: dict, order: Sequence[str]) -> dict:
+    """Phase -> the tick it ends at from the program start, the phases (durations) summed in ``order``."""
+    out, t = {}, 0
+    for ph in order:
+        t += phases[ph]
+        out[ph] = t
+    return out
+
+
+def move_with_marks(small: Stats, large: Stats, out: Stats, marks_small: dict, marks_large: dict,
+                    marks_full: dict) -> Stats:
+    """``out`` with every kernel launch/end time (``kernels.*_us``) and ``sim.end_us`` that sits on a phase
+    boundary in both detailed runs moved to that boundary in the full workload (so kernel records and phase
+    times agree); other times stay as extrapolated."""
+    res = Stats()
+    for name, st in out.items():
+        v = st.value
+        if (name.startswith("kernels.") and name.endswith("_us") or name == "sim.end_us") and name in small \
+                and isinstance(v, float):
+            tb, tc = (int(round(x.value(name) * TICKS_PER_US)) for x in (small, large))
+            for ph, mc in marks_large.items():
+                if tc == mc and tb == marks_small[ph]:
+                    v = marks_full[ph] / TICKS_PER_US
+                    break
+        res.add(name, v, st.unit, st.description)
+    return res
 
 
 def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -> list:
@@ -381,8 +421,8 @@ def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -
 
 
 def _criterion(s) -> str:
-    return (f"(a) the last {s.window_waves} complete GEMM waves of the largest detailed run each within "
-            f"{s.tolerance_pct:g} % of their mean, and (b) every phase, and the total, extrapolated to the full "
+    return (f"(a) the mean of the last {s.window_waves} complete GEMM waves of the largest detailed run within "
+            f"{s.tolerance_pct:g} % of the mean of the {s.window_waves} before them, and (b) every phase, and the total, extrapolated to the full "
             "workload from the two smaller and from the two larger detailed runs differing by at most "
             f"{s.tolerance_pct:g} % of the total (GEMM phase in CU rounds, communication phases in rows)")
 
@@ -427,8 +467,9 @@ def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str
             "GEMM waves advanced at the steady-state rates (not simulated)")
     out.add("criterion_met", bool(steady.met and agree), "bool", "the steady-state criterion held")
     out.add("wave_spread_pct", steady.spread_pct if steady.window else None, "%",
-            "criterion (a): max |wave - mean| / mean over the window, percent")
-    out.add("window_mean_wave_us", steady.mean_ticks / TICKS_PER_US, "us", "criterion (a): mean wave time of the window")
+            "criterion (a): |mean of the last window - mean of the window before| / the last mean, percent")
+    out.add("window_mean_wave_us", steady.mean_ticks / TICKS_PER_US, "us",
+            "criterion (a): mean time of the last window's waves")
     out.add("rate_difference_pct", worst, "%", "criterion (b): largest difference between the phases (and totals) "
                                                "extrapolated from the two smaller and from the two larger runs, "
                                                "percent of the total")
@@ -485,6 +526,8 @@ def _extrapolated(exps, p: Plan, runs: List[Detailed], steady: Steady, agree: bo
         ext = extrapolate_stats(b.results[i].stats, c.results[i].stats, b.rows, c.rows, p.rows, label,
                                 ("time.gemm_us", (p.rounds(b.rows), p.rounds(c.rows), p.rounds(p.rows))))
         g, r, a = (_ticks(ext, f"time.{ph}_us") for ph in ("gemm", "rs", "ag"))
+        full_marks = phase_marks({"gemm": g, "rs": r, "ag": a}, list(c.marks))
+        ext = move_with_marks(b.results[i].stats, c.results[i].stats, ext, b.marks, c.marks, full_marks)
         phases = scheme_for(exp.scheme.kind).compose(Phases(g, r, a, g + r + a))
         st = Stats()
         for name, v in ext.items():

@@ -54,7 +54,7 @@ class Context:
 SAMPLE = ("workload.sublayer=OP", "workload.tokens=4096", "workload.model.hidden_size=512", "workload.tp=2",
           "system.interconnect.num_gpus=2", "system.gpu.num_cus=4")
 SAMPLED = SAMPLE + ("simulation.sampling.mode=waves", "simulation.sampling.detail_waves=4",
-                    "simulation.sampling.window_waves=2")
+                    "simulation.sampling.window_waves=1")
 
 CONTEXTS: Dict[str, Context] = {
     "tiny": Context("run", TINY),
@@ -363,7 +363,8 @@ RECIPES: Dict[str, Recipe] = {
     "simulation.sampling.mode": R("sample", "waves", with_=SAMPLED[len(SAMPLE) + 1:] + (
         "simulation.sampling.tolerance_pct=100",)),
     "simulation.sampling.detail_waves": R("sampled", 8, "simulation.sampling.tolerance_pct=100"),
-    "simulation.sampling.window_waves": R("sampled", 3, "simulation.sampling.tolerance_pct=100"),
+    "simulation.sampling.window_waves": R("sampled", 2, "simulation.sampling.tolerance_pct=100",
+                                          "simulation.sampling.detail_waves=8"),
     "simulation.sampling.tolerance_pct": R("sampled", 100),
     "simulation.sampling.max_detail_waves": R("sampled", 4, "simulation.sampling.tolerance_pct=0.001"),
 }

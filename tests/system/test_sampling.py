@@ -21,7 +21,7 @@ DEFAULT = str(REPO / "configs/experiments/default.yaml")
 SMALL = ("workload.sublayer=OP", "workload.model.hidden_size=512", "workload.tp=2",
          "system.interconnect.num_gpus=2", "system.gpu.num_cus=4")
 SAMPLED = ("simulation.sampling.mode=waves", "simulation.sampling.detail_waves=4",
-           "simulation.sampling.window_waves=2")
+           "simulation.sampling.window_waves=1")
 
 
 def exp(*extra):
@@ -35,13 +35,15 @@ def test_wave_times_cut_at_every_stage_wgs_th_retirement():
     assert S.wave_times([], 0, 4) == []
 
 
-def test_steady_state_skips_the_first_wave_and_checks_the_window():
-    waves = [140, 100, 101, 99, 100]
-    s = S.steady_state(waves, 3, 2.0)
-    assert s.met and s.window == (101, 99, 100) and s.mean_ticks == 100
-    assert s.spread_pct == pytest.approx(1.0)
-    assert not S.steady_state([140, 100, 110, 99, 100], 3, 2.0).met  # 110 is 7 % off the window's mean
-    short = S.steady_state([140, 100, 100], 3, 50.0)  # the first wave never counts: only 2 waves to look at
+def test_steady_state_compares_the_last_two_windows_and_skips_the_first_wave():
+    waves = [140, 100, 104, 96, 100, 101, 99, 98, 102]  # windows (100 104 96 100) and (101 99 98 102)
+    s = S.steady_state(waves, 4, 1.0)
+    assert s.met and s.window == tuple(waves[1:]) and s.mean_ticks == 100 and s.spread_pct == 0.0
+    # a period-2 wave pattern is steady by window means, though single waves differ by 8 %
+    assert S.steady_state([140] + [96, 104] * 4, 2, 0.5).met
+    slow = S.steady_state([140, 100, 100, 110, 110], 2, 2.0)  # 100 -> 110: 9.1 % of 110
+    assert not slow.met and slow.spread_pct == pytest.approx(100 * 10 / 110)
+    short = S.steady_state([140, 100, 100, 100], 2, 50.0)  # the first wave never counts: 3 waves, 4 needed
     assert not short.met and short.spread_pct == float("inf")
 
 
@@ -139,7 +141,7 @@ def test_unsampleable_workloads_and_settings_are_one_line_errors(run_cli):
     for bad, frag in (("simulation.sampling.detail_waves=3", "mode=off"),
                       ("simulation.sampling.mode=sometimes", "simulation.sampling.mode"),
                       ("simulation.sampling={mode: waves, detail_waves: 4, max_detail_waves: 2}", "max_detail_waves"),
-                      ("simulation.sampling={mode: waves, window_waves: 8}", "window_waves"),
+                      ("simulation.sampling={mode: waves, window_waves: 4}", "window_waves"),
                       ("simulation.sampling={mode: waves, tolerance_pct: 0}", "tolerance_pct")):
         rc, _out, err = run_cli("config", "show", DEFAULT, "--set", bad)
         assert_one_line_error(rc, err, frag)
@@ -206,3 +208,18 @@ def test_failed_criterion_doubles_the_detailed_runs_then_simulates_whole():
                           "simulation.sampling.max_detail_waves=4"))
     assert capped.stats.value("sampling.sampled") is True and capped.stats.value("sampling.criterion_met") is False
     assert Fraction(capped.stats.value("sampling.waves_detailed")) == 4
+
+
+def test_kernel_times_on_phase_boundaries_move_with_the_extrapolated_phases():
+    small, large, out = Stats(), Stats(), Stats()
+    # run B: gemm ends at 10 us, rs at 14; run C: 20 and 26; the kernels' records sit on those boundaries
+    for s, (g, r) in ((small, (10.0, 14.0)), (large, (20.0, 26.0)), (out, (99.0, 99.0))):
+        s.add("kernels.gemm.end_us", g, "us", "d")
+        s.add("kernels.rs.end_us", r, "us", "d")
+        s.add("kernels.x.end_us", g + 1, "us", "d")  # not on a boundary: left as extrapolated
+    marks = lambda g, r: {"gemm": g * 10**6, "rs": r * 10**6, "ag": r * 10**6}  # noqa: E731
+    full = S.phase_marks({"gemm": 50 * 10**6, "rs": 9 * 10**6, "ag": 0}, ["gemm", "rs", "ag"])
+    assert full == {"gemm": 50 * 10**6, "rs": 59 * 10**6, "ag": 59 * 10**6}
+    res = S.move_with_marks(small, large, out, marks(10, 14), marks(20, 26), full)
+    assert res.value("kernels.gemm.end_us") == 50.0 and res.value("kernels.rs.end_us") == 59.0
+    assert res.value("kernels.x.end_us") == 100.0
