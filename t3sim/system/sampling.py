@@ -59,6 +59,7 @@ import re
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from math import lcm
 from typing import List, Optional, Sequence, Tuple
 
 from t3sim.config.experiment import ExperimentConfig
@@ -236,17 +237,19 @@ class Plan:
         """GEMM waves of ``rows`` rows (WGs / stage_wgs, exact)."""
         return Fraction(self.wgs(rows), self.stage_wgs)
 
-    def rows_for(self, waves: int) -> int:
-        """Rows of a detailed run of at least ``waves`` waves (a multiple of :attr:`unit` whose WGs are a
-        multiple of :attr:`chunks`) that ends like the full workload: the fewest whose last wave holds exactly
-        as many WGs as the full workload's last wave (then the run and the full workload differ by whole
-        waves), searched up to ``2 x waves`` waves (at least ``waves + 1``) and below the full workload; else the one below ``waves + 1``
-        waves whose last wave is nearest in fullness (the fewest rows at equal distance)."""
+    def rows_for(self, waves: int, above: int = 0, within_waves: int = 0) -> int:
+        """Rows of a detailed run of at least ``waves`` waves and more than ``above`` rows (a multiple of
+        :attr:`unit` whose WGs are a multiple of :attr:`chunks`) that ends like the full workload: the fewest,
+        below the full workload, whose last wave holds exactly as many WGs as the full workload's (the run and
+        the full workload then differ by whole waves), if one lies within ``within_waves`` waves (default
+        ``waves``, at least 1) of the first candidate; else the candidate below ``waves + 1`` waves whose last
+        wave is nearest in fullness (the fewest rows at equal distance)."""
         tail_wgs = self.wgs(self.rows) % self.stage_wgs
         tail = self.waves(self.rows) % 1
-        k = max(1, -(-waves * self.stage_wgs * self.rows_per_tile_row // (self.tiles_n * self.unit)))
+        k = max(1, -(-waves * self.stage_wgs * self.rows_per_tile_row // (self.tiles_n * self.unit)),
+                above // self.unit + 1)
+        limit = self.waves(k * self.unit) + max(1, within_waves or waves)
         best = None
-        limit = max(2 * waves, waves + 1)
         while True:
             r = k * self.unit
             w = self.waves(r)
@@ -255,15 +258,13 @@ class Plan:
             if self.wgs(r) % self.chunks == 0:
                 if self.wgs(r) % self.stage_wgs == tail_wgs and r < self.rows:
                     return r
-                if w < waves + 1 and (best is None or abs(w % 1 - tail) < best[0]):
+                if w < max(waves, self.waves(above)) + 1 and (best is None or abs(w % 1 - tail) < best[0]):
                     best = (abs(w % 1 - tail), r)
             k += 1
 
 
 def plan(exp: ExperimentConfig) -> Plan:
     """The sampling plan of ``exp`` (raises InputError for a workload that cannot be cut)."""
-    from math import lcm
-
     from t3sim.compute.gemm_kernel import stage_wgs
     from t3sim.workload.generate import system_kernel
 
@@ -290,25 +291,31 @@ def plan(exp: ExperimentConfig) -> Plan:
 
 def detailed_configs(exp: ExperimentConfig) -> List[ExperimentConfig]:
     """The largest runs a sampled ``exp`` may simulate in detail (for the pre-run checks of
-    :mod:`t3sim.system.checks`): the doubling's largest run below the full workload, or the whole workload."""
+    :mod:`t3sim.system.checks`): the doubling's largest run below the full workload, and the whole workload
+    when the doubling may end in a full simulation."""
     s = exp.simulation.sampling
     p = plan(exp)
     d = s.detail_waves
-    if p.rows_for(d) >= p.rows:
+    last = ladder(p, d)[-1]
+    if last >= p.rows:
         return [with_rows(exp, p.rows)]
-    while 2 * d <= s.max_detail_waves and p.rows_for(2 * d) < p.rows:
-        d *= 2
-    if 2 * d <= s.max_detail_waves:  # the doubling may end in a full simulation
-        return [with_rows(exp, p.rows_for(d)), with_rows(exp, p.rows)]
-    return [with_rows(exp, p.rows_for(d))]
+    while 2 * d <= s.max_detail_waves:
+        nr = p.rows_for(2 * d, above=last, within_waves=2 * d)
+        if nr >= p.rows:
+            return [with_rows(exp, last), with_rows(exp, p.rows)]
+        d, last = 2 * d, nr
+    return [with_rows(exp, last)]
 
 
 def ladder(p: Plan, detail_waves: int) -> List[int]:
-    """Rows of the three first detailed runs (about ``d/4``, ``d/2`` and ``d`` waves), strictly increasing."""
+    """Rows of the three first detailed runs: about ``d/4``, ``d/2`` and ``d`` waves, each the first run that
+    ends like the full workload before the next target (the last: within ``d`` more waves), else the nearest
+    in fullness (:meth:`Plan.rows_for`); strictly increasing."""
+    targets = (max(1, detail_waves // 4), max(1, detail_waves // 2), detail_waves)
     out: List[int] = []
-    for w in (max(1, detail_waves // 4), max(1, detail_waves // 2), detail_waves):
-        r = p.rows_for(w)
-        out.append(max(r, out[-1] + p.unit) if out else r)
+    for i, w in enumerate(targets):
+        within = targets[i + 1] - w if i + 1 < len(targets) else detail_waves
+        out.append(p.rows_for(w, above=out[-1] if out else 0, within_waves=max(1, within)))
     return out
 
 
@@ -323,7 +330,8 @@ class Detailed:
     waves: List[int]  #: complete GEMM wave times of GPU 0 (ticks)
     phases: Tuple[int, int, int]  #: gemm, rs, ag (ticks)
     marks: dict  #: phase -> tick at which it ends, from the program start, in the program's phase order
-    wall_s: float
+    wall_s: float = 0.0
+    check: Optional[Tuple[float, float]] = None  #: criteria (a), (b) in percent when this run was the largest
 
 
 class _Probe:
@@ -357,7 +365,7 @@ def _detailed(exps: Sequence[ExperimentConfig], rows: int, p: Plan) -> Detailed:
     phases = tuple(_ticks(st, f"time.{ph}_us") for ph in ("gemm", "rs", "ag"))
     m = probe.model.marks
     marks = {ph: m[ph] - m["start"] for ph in m if ph != "start"}  # in the program's phase order
-    return Detailed(rows, results, probe.waves(p.stage_wgs), phases, marks, time.perf_counter() - t0)
+    return Detailed(rows, results, probe.waves(p.stage_wgs), phases, marks, wall_s=time.perf_counter() - t0)
 
 
 def phase_marks(phases: dict, order: Sequence[str]) -> dict:
@@ -399,19 +407,22 @@ def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -
     s = exp.simulation.sampling
     p = plan(exp)
     d = s.detail_waves
-    if p.rows_for(d) >= p.rows:
-        return _whole(exps, p, [], f"the workload has {float(p.waves(p.rows)):.2f} waves, not more than "
-                                   f"detail_waves = {d}", t0)
     rows = ladder(p, d)
+    if rows[-1] >= p.rows:
+        return _whole(exps, p, [], f"the workload has {float(p.waves(p.rows)):.2f} waves, too few for detailed "
+                                   f"runs of about {d} waves below it", t0)
     runs = [_detailed(exps, r, p) for r in rows]
+    checks: List[Tuple[float, float]] = []
     while True:
         steady = steady_state(runs[-1].waves, s.window_waves, s.tolerance_pct)
         agree, worst = rates_agree([r.phases for r in runs[-3:]], [p.x(r.rows) for r in runs[-3:]], p.x(p.rows),
                                    s.tolerance_pct)
+        checks.append((steady.spread_pct, worst))
+        runs[-1].check = checks[-1]
         if (steady.met and agree) or 2 * d > s.max_detail_waves:
             break
         d *= 2
-        nr = max(p.rows_for(d), runs[-1].rows + p.unit)
+        nr = p.rows_for(d, above=runs[-1].rows, within_waves=d)
         if nr >= p.rows:
             return _whole(exps, p, runs, f"steady state not reached with {d // 2} detailed waves (wave spread "
                                          f"{steady.spread_pct:.2f} %, rate difference {worst:.2f} %) and the next "
@@ -457,6 +468,11 @@ def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str
         for ph, t in zip(("gemm", "rs", "ag"), r.phases):
             out.add(f"detailed.run{i}.{ph}_us", t / TICKS_PER_US, "us", f"{ph} phase time of detailed run {i}")
         out.add(f"detailed.run{i}.wall_s", round(r.wall_s, 3), "s", f"wall time of detailed run {i}")
+        if r.check is not None:
+            out.add(f"detailed.run{i}.wave_spread_pct", r.check[0], "%",
+                    f"criterion (a) with run {i} the largest (module doc), percent")
+            out.add(f"detailed.run{i}.rate_difference_pct", r.check[1], "%",
+                    f"criterion (b) with runs {i - 2}-{i}, percent of the total")
     out.add("detailed.events", sum(int(r.results[0].stats.value("sim.events")) for r in runs), "count",
             "simpy events processed by all detailed runs")
     if not sampled:
