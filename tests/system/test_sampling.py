@@ -223,3 +223,12 @@ def test_kernel_times_on_phase_boundaries_move_with_the_extrapolated_phases():
     res = S.move_with_marks(small, large, out, marks(10, 14), marks(20, 26), full)
     assert res.value("kernels.gemm.end_us") == 50.0 and res.value("kernels.rs.end_us") == 59.0
     assert res.value("kernels.x.end_us") == 100.0
+
+
+def test_cli_rejects_sampling_with_a_timeline_and_an_unsampleable_workload(run_cli, tmp_path):
+    rc, _out, err = run_cli("run", DEFAULT, "--set", "simulation.sampling.mode=waves", "--timeline", "--out",
+                            str(tmp_path))
+    assert_one_line_error(rc, err, "simulation.sampling.mode", "timeline")
+    rc, _out, err = run_cli("config", "check", str(REPO / "configs/experiments/fused-gemv.yaml"), "--set",
+                            "simulation.sampling.mode=waves")
+    assert rc == 2 and "simulation.sampling.mode" in err and "Traceback" not in err
