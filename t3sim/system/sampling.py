@@ -59,7 +59,7 @@ import re
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from math import lcm
+from math import gcd, lcm
 from typing import List, Optional, Sequence, Tuple
 
 from t3sim.config.experiment import ExperimentConfig
@@ -237,28 +237,38 @@ class Plan:
         """GEMM waves of ``rows`` rows (WGs / stage_wgs, exact)."""
         return Fraction(self.wgs(rows), self.stage_wgs)
 
-    def rows_for(self, waves: int, above: int = 0, within_waves: int = 0) -> int:
+    def period_waves(self) -> Fraction:
+        """Waves after which a run's last-wave WG count repeats (as rows grow by :attr:`unit` steps, WGs a
+        multiple of :attr:`chunks`): runs this many waves apart end alike."""
+        step = self.tiles_n * self.unit // self.rows_per_tile_row  # WGs per unit of rows
+        units = lcm(self.stage_wgs // gcd(self.stage_wgs, step), self.chunks // gcd(self.chunks, step))
+        return self.waves(units * self.unit)
+
+    def rows_for(self, waves: int, above: int = 0, exact: bool = False) -> int:
         """Rows of a detailed run of at least ``waves`` waves and more than ``above`` rows (a multiple of
-        :attr:`unit` whose WGs are a multiple of :attr:`chunks`) that ends like the full workload: the fewest,
-        below the full workload, whose last wave holds exactly as many WGs as the full workload's (the run and
-        the full workload then differ by whole waves), if one lies within ``within_waves`` waves (default
-        ``waves``, at least 1) of the first candidate; else the candidate below ``waves + 1`` waves whose last
-        wave is nearest in fullness (the fewest rows at equal distance)."""
+        :attr:`unit` whose WGs are a multiple of :attr:`chunks`). ``exact``: the fewest whose last wave holds
+        exactly as many WGs as the full workload's (the run and the full workload then differ by whole waves;
+        there is one within :meth:`period_waves`), below the full workload. Otherwise, or if there is none: the
+        candidate below ``waves + 1`` waves (above ``above``) whose last wave is nearest in fullness to the
+        full workload's (the fewest rows at equal distance)."""
         tail_wgs = self.wgs(self.rows) % self.stage_wgs
         tail = self.waves(self.rows) % 1
         k = max(1, -(-waves * self.stage_wgs * self.rows_per_tile_row // (self.tiles_n * self.unit)),
                 above // self.unit + 1)
-        limit = self.waves(k * self.unit) + max(1, within_waves or waves)
+        first = self.waves(k * self.unit)
+        limit = first + (self.period_waves() + 1 if exact else 1)
         best = None
         while True:
             r = k * self.unit
             w = self.waves(r)
-            if w >= limit and best is not None:
-                return best[1]
+            if w >= limit:
+                if best is not None:
+                    return best[1]
+                limit += 1  # no candidate with whole chunks yet
             if self.wgs(r) % self.chunks == 0:
-                if self.wgs(r) % self.stage_wgs == tail_wgs and r < self.rows:
+                if exact and self.wgs(r) % self.stage_wgs == tail_wgs and r < self.rows:
                     return r
-                if w < max(waves, self.waves(above)) + 1 and (best is None or abs(w % 1 - tail) < best[0]):
+                if w < first + 1 and (best is None or abs(w % 1 - tail) < best[0]):
                     best = (abs(w % 1 - tail), r)
             k += 1
 
@@ -300,7 +310,7 @@ def detailed_configs(exp: ExperimentConfig) -> List[ExperimentConfig]:
     if last >= p.rows:
         return [with_rows(exp, p.rows)]
     while 2 * d <= s.max_detail_waves:
-        nr = p.rows_for(2 * d, above=last, within_waves=2 * d)
+        nr = p.rows_for(2 * d, above=last, exact=p.period_waves() <= 2 * d)
         if nr >= p.rows:
             return [with_rows(exp, last), with_rows(exp, p.rows)]
         d, last = 2 * d, nr
@@ -308,14 +318,16 @@ def detailed_configs(exp: ExperimentConfig) -> List[ExperimentConfig]:
 
 
 def ladder(p: Plan, detail_waves: int) -> List[int]:
-    """Rows of the three first detailed runs: about ``d/4``, ``d/2`` and ``d`` waves, each the first run that
-    ends like the full workload before the next target (the last: within ``d`` more waves), else the nearest
-    in fullness (:meth:`Plan.rows_for`); strictly increasing."""
-    targets = (max(1, detail_waves // 4), max(1, detail_waves // 2), detail_waves)
+    """Rows of the three first detailed runs, strictly increasing. When runs ending like the full workload
+    recur within ``d`` waves (:meth:`Plan.period_waves`), the first three such runs from ``d/4`` waves on
+    (each at least a wave beyond the last); otherwise about ``d/4``, ``d/2`` and ``d`` waves, each ending as
+    nearly like the full workload as the tile grid allows (:meth:`Plan.rows_for`)."""
+    exact = p.period_waves() <= detail_waves
     out: List[int] = []
-    for i, w in enumerate(targets):
-        within = targets[i + 1] - w if i + 1 < len(targets) else detail_waves
-        out.append(p.rows_for(w, above=out[-1] if out else 0, within_waves=max(1, within)))
+    for w in (max(1, detail_waves // 4), max(1, detail_waves // 2), detail_waves):
+        if out and exact:
+            w = max(w, int(p.waves(out[-1])) + 1)
+        out.append(p.rows_for(w, above=out[-1] if out else 0, exact=exact))
     return out
 
 
@@ -422,7 +434,7 @@ def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -
         if (steady.met and agree) or 2 * d > s.max_detail_waves:
             break
         d *= 2
-        nr = p.rows_for(d, above=runs[-1].rows, within_waves=d)
+        nr = p.rows_for(d, above=runs[-1].rows, exact=p.period_waves() <= d)
         if nr >= p.rows:
             return _whole(exps, p, runs, f"steady state not reached with {d // 2} detailed waves (wave spread "
                                          f"{steady.spread_pct:.2f} %, rate difference {worst:.2f} %) and the next "

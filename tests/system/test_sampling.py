@@ -232,3 +232,17 @@ def test_cli_rejects_sampling_with_a_timeline_and_an_unsampleable_workload(run_c
     rc, _out, err = run_cli("config", "check", str(REPO / "configs/experiments/fused-gemv.yaml"), "--set",
                             "simulation.sampling.mode=waves")
     assert rc == 2 and "simulation.sampling.mode" in err and "Traceback" not in err
+
+
+def test_ladder_runs_end_like_the_full_workload_when_the_tile_grid_allows():
+    g12 = load_experiment(DEFAULT, ["workload={gemm: {name: g12, M: 1048576, N: 57344, K: 8192}, direction: ag_gemm, "
+                                    "tp: 8}", "simulation.sampling.mode=waves"])
+    p = S.plan(g12)  # 56 tile columns, 160 WG slots: the last wave's WG count repeats every 7 waves
+    assert p.period_waves() == 7
+    rows = S.ladder(p, 8)
+    assert [p.waves(r) for r in rows] == [Fraction(21, 5), Fraction(56, 5), Fraction(91, 5)]  # 4.2, 11.2, 18.2
+    assert all((p.wgs(p.rows) - p.wgs(r)) % p.stage_wgs == 0 for r in rows)  # whole waves to the full workload
+    tnlg = S.plan(load_experiment(DEFAULT, ["simulation.sampling.mode=waves"]))  # 34 columns: every 17 waves
+    assert tnlg.period_waves() == 17
+    rows = S.ladder(tnlg, 8)
+    assert [float(tnlg.waves(r)) for r in rows] == [2.55, 4.675, 8.5]  # nearest to the full 13.6's last wave
