@@ -24,20 +24,22 @@ What a sampled run does (:func:`simulate_sampled`; this module's own reading of 
    (a) in the largest run, the mean time of the last ``window_waves`` complete GEMM waves (a wave: the time
    between the retirements of each ``stage_wgs``-th WG of GPU 0's GEMM kernels) and that of the
    ``window_waves`` before them differ by at most ``tolerance_pct`` (PKA's test of a stable IPC over
-   consecutive intervals); (b) every phase (and the total) extrapolated to the full workload from the two smaller runs
-   and from the two larger runs differ by at most ``tolerance_pct`` of the total -- the rates the
-   extrapolation uses are the ones that hold as the workload grows. If either fails the detailed runs double
+   consecutive intervals); (b) the rates hold as the workload grows: the steady wave time of the two larger
+   runs differs by at most ``tolerance_pct`` (:func:`wave_rates_agree`; it does not where a scheme's structure
+   scales with the rows, e.g. T3's ring chunks of ``1/tp`` of the GEMM), and every communication phase
+   extrapolated from the two smaller and from the two larger runs differs by at most ``tolerance_pct`` of
+   the extrapolated total (:func:`criterion_b`). If either fails the detailed runs double
    (the two larger runs are kept) up to ``max_detail_waves``; a workload the doubling would reach is simulated
    whole instead (``sampling.sampled`` false), and a run that stops at ``max_detail_waves`` is extrapolated
    with ``sampling.criterion_met`` false.
-3. **Extrapolation** (:func:`extrapolate`, :func:`extrapolate_stats`): with ``r`` the row count and ``B``,
-   ``C`` the two largest runs, every additive statistic (times, bytes, counts, cycles: per wave they grow by a
-   fixed amount in steady state) is ``v_C + (v_C - v_B) (r - r_C) / (r_C - r_B)`` (the GEMM phase in CU
-   rounds instead of rows, :meth:`Plan.x`: a last wave of at most one WG per CU runs each WG at the CU's whole
-   rate, so GEMM time is a staircase in rows and a line in the busiest CU's WG count): the full workload's
-   remaining ``(r - r_C)`` rows advanced at the measured per-row (per-wave) rates -- GEMM time per wave, DRAM
-   bytes per wave, link bytes per wave, the exposed communication per wave -- with warm-up and drain taken
-   from the detailed run. Integer statistics stay integers (rounded). Statistics that do not add up over
+3. **Extrapolation** (:func:`extrapolate_gemm`, :func:`extrapolate`, :func:`extrapolate_stats`): the GEMM
+   phase is the largest run's plus the CU rounds it lacks (:meth:`Plan.rounds`: a last wave of at most one
+   WG per CU runs each WG at the CU's whole rate, so GEMM time steps with the busiest CU's WG count) at its
+   steady wave time (the window of (a)); with ``r`` the row count and ``B``, ``C`` the two largest runs, every
+   other additive statistic (times, bytes, counts, cycles: per wave they grow by a fixed amount in steady
+   state) is ``v_C + (v_C - v_B) (r - r_C) / (r_C - r_B)``: the remaining ``r - r_C`` rows advanced at the
+   per-row rates the two runs differ by -- DRAM bytes per wave, link bytes per wave, the communication
+   phases per wave -- with warm-up and drain taken from the detailed run. Integer statistics stay integers (rounded). Statistics that do not add up over
    waves (means, maxima, percentiles, rates, ratios, histograms, text) are the largest detailed run's.
    Every statistic keeps its unit; its description is labelled ``[sampled: ...]``. A scheme's composed total
    (e.g. the ideal schemes' ``max(GEMM, RS) + AG``) is composed again from the extrapolated phases.
@@ -113,7 +115,7 @@ def steady_state(waves: Sequence[int], window: int, tolerance_pct: float) -> Ste
 
 
 def rates_agree(phases: Sequence[Sequence[int]], xs: Sequence[Sequence[int]], x_full: Sequence[int],
-                tolerance_pct: float) -> Tuple[bool, float]:
+                tolerance_pct: float, total: Optional[int] = None) -> Tuple[bool, float]:
     """Criterion (b): ``phases[i]`` = the phase times (ticks) of detailed run ``i`` of three, ``xs[i]`` the
     value of each phase's extrapolation variable in that run (:meth:`Plan.x`) and ``x_full`` in the full
     workload. Each phase extrapolated to the full workload from runs 0-1 and from runs 1-2 (the rates measured
@@ -123,11 +125,39 @@ def rates_agree(phases: Sequence[Sequence[int]], xs: Sequence[Sequence[int]], x_
     second = [Fraction(extrapolate(b, c, xb, xc, xf)) for b, c, xb, xc, xf in zip(phases[1], phases[2], xs[1], xs[2], x_full)]
     first.append(sum(first))
     second.append(sum(second))
-    total = second[-1]
+    total = second[-1] if total is None else Fraction(total)
     if total <= 0:
         return False, float("inf")
     worst = max(abs(b - a) for a, b in zip(first, second)) / total * 100
     return worst <= tolerance_pct, float(worst)
+
+
+def window_mean(waves: Sequence[int], window: int) -> Optional[Fraction]:
+    """Mean of the last ``window`` complete waves, never the first (None: too few waves)."""
+    w = list(waves[1:])[-window:]
+    return Fraction(sum(w), len(w)) if len(w) == window and window > 0 else None
+
+
+def wave_rates_agree(waves_small: Sequence[int], waves_large: Sequence[int], window: int,
+                     tolerance_pct: float) -> Tuple[bool, float]:
+    """Criterion (b), GEMM part: the steady wave time (:func:`window_mean`) of the smaller and of the larger
+    detailed run differ by at most ``tolerance_pct`` percent of the larger's: the rate does not change as
+    the workload grows (it does where a scheme's structure scales with the rows, e.g. T3's ring chunks)."""
+    a, b = window_mean(waves_small, window), window_mean(waves_large, window)
+    if a is None or b is None or b <= 0:
+        return False, float("inf")
+    diff = float(abs(a - b) / b * 100)
+    return diff <= tolerance_pct, diff
+
+
+def extrapolate_gemm(gemm_ticks: int, rounds: int, rounds_full: int, wave_ticks: Fraction,
+                     rounds_per_wave: Fraction) -> int:
+    """The GEMM phase of the full workload (ticks): the detailed run's, plus the CU rounds it lacks at the
+    steady wave time (``wave_ticks`` per ``rounds_per_wave`` rounds: WGs per CU in a full wave). Rounds, not
+    waves: a last wave of at most one WG per CU runs each WG at the CU's whole rate, so GEMM time is a
+    staircase in WGs whose steps are the busiest CU's WG count (:meth:`Plan.rounds`)."""
+    f = Fraction(gemm_ticks) + (rounds_full - rounds) * Fraction(wave_ticks) / Fraction(rounds_per_wave)
+    return int(f.numerator * 2 + f.denominator) // (2 * f.denominator)
 
 
 def extrapolate(v_small, v_large, rows_small: int, rows_large: int, rows: int):
@@ -153,20 +183,18 @@ def additive(name: str, unit: str, value) -> bool:
 
 
 def extrapolate_stats(small: Stats, large: Stats, rows_small: int, rows_large: int, rows: int,
-                      label: str, by_rounds: Optional[Tuple[str, Tuple[int, int, int]]] = None) -> Stats:
+                      label: str, given: Optional[dict] = None) -> Stats:
     """``large``'s statistics, the additive ones extrapolated to ``rows`` (:func:`extrapolate`), each
-    description labelled with ``label`` and how the value was obtained. ``by_rounds = (name, (small, large,
-    full))``: that statistic (the GEMM phase) is extrapolated in CU rounds instead of rows (:meth:`Plan.x`)."""
+    description labelled with ``label`` and how the value was obtained. ``given``: name -> (value, how) for
+    statistics extrapolated otherwise (the GEMM phase, :func:`extrapolate_gemm`)."""
+    given = given or {}
     out = Stats()
     for name, st in large.items():
-        if name in small and additive(name, st.unit, st.value) and additive(name, st.unit, small.value(name)):
-            if by_rounds is not None and name == by_rounds[0]:
-                x0, x1, xf = by_rounds[1]
-                v = extrapolate(small.value(name), st.value, x0, x1, xf)
-                how = "extrapolated to the full workload in CU rounds"
-            else:
-                v = extrapolate(small.value(name), st.value, rows_small, rows_large, rows)
-                how = "extrapolated to the full workload in rows"
+        if name in given:
+            v, how = given[name]
+        elif name in small and additive(name, st.unit, st.value) and additive(name, st.unit, small.value(name)):
+            v = extrapolate(small.value(name), st.value, rows_small, rows_large, rows)
+            how = "extrapolated to the full workload in rows"
         else:
             v, how = st.value, "of the largest detailed run, not extrapolated"
         out.add(name, v, st.unit, f"{st.description} [sampled: {how}; {label}]")
@@ -222,12 +250,6 @@ class Plan:
     def rounds(self, rows: int) -> int:
         """WGs the busiest CU runs: ``ceil(WGs / cus)`` (the dispatcher spreads WGs over the CUs evenly)."""
         return -(-self.wgs(rows) // self.cus)
-
-    def x(self, rows: int) -> Tuple[int, int, int]:
-        """The extrapolation variable of each phase (gemm, rs, ag) at ``rows`` rows: the GEMM phase grows with
-        the CU rounds (a last wave with at most one WG per CU runs each at the CU's whole rate, so the GEMM's
-        time is a staircase in rows), the communication phases with the rows (their bytes)."""
-        return (self.rounds(rows), rows, rows)
 
     def wgs(self, rows: int) -> int:
         """GEMM WGs of ``rows`` rows."""
@@ -427,8 +449,7 @@ def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -
     checks: List[Tuple[float, float]] = []
     while True:
         steady = steady_state(runs[-1].waves, s.window_waves, s.tolerance_pct)
-        agree, worst = rates_agree([r.phases for r in runs[-3:]], [p.x(r.rows) for r in runs[-3:]], p.x(p.rows),
-                                   s.tolerance_pct)
+        agree, worst = criterion_b(p, runs[-3:], s.window_waves, s.tolerance_pct)
         checks.append((steady.spread_pct, worst))
         runs[-1].check = checks[-1]
         if (steady.met and agree) or 2 * d > s.max_detail_waves:
@@ -443,11 +464,26 @@ def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -
     return _extrapolated(exps, p, runs, steady, agree, worst, t0)
 
 
+def criterion_b(p: Plan, runs: Sequence[Detailed], window: int, tolerance_pct: float) -> Tuple[bool, float]:
+    """Criterion (b) over the three latest detailed runs: :func:`wave_rates_agree` of the two larger and
+    :func:`rates_agree` of the communication phases (in rows, relative to the extrapolated total)."""
+    a, b, c = runs
+    ok_g, diff_g = wave_rates_agree(b.waves, c.waves, window, tolerance_pct)
+    mean = window_mean(c.waves, window)
+    gemm = extrapolate_gemm(c.phases[0], p.rounds(c.rows), p.rounds(p.rows), mean,
+                            Fraction(p.stage_wgs, p.cus)) if mean is not None else c.phases[0]
+    comm = [r.phases[1:] for r in runs]
+    total = gemm + sum(extrapolate(x, y, b.rows, c.rows, p.rows) for x, y in zip(b.phases[1:], c.phases[1:]))
+    ok_c, diff_c = rates_agree(comm, [(r.rows, r.rows) for r in runs], (p.rows, p.rows), tolerance_pct, total)
+    return ok_g and ok_c, max(diff_g, diff_c)
+
+
 def _criterion(s) -> str:
-    return (f"(a) the mean of the last {s.window_waves} complete GEMM waves of the largest detailed run within "
-            f"{s.tolerance_pct:g} % of the mean of the {s.window_waves} before them, and (b) every phase, and the total, extrapolated to the full "
-            "workload from the two smaller and from the two larger detailed runs differing by at most "
-            f"{s.tolerance_pct:g} % of the total (GEMM phase in CU rounds, communication phases in rows)")
+    w, t = s.window_waves, s.tolerance_pct
+    return (f"(a) the mean of the last {w} complete GEMM waves of the largest detailed run within {t:g} % of the "
+            f"mean of the {w} before them; (b) the mean of the last {w} waves of the two largest runs within {t:g} "
+            f"% of each other, and every communication phase extrapolated to the full workload from the two "
+            f"smaller and from the two larger runs within {t:g} % of the extrapolated total")
 
 
 def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str, steady: Optional[Steady] = None,
@@ -502,13 +538,12 @@ def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str
                                                "extrapolated from the two smaller and from the two larger runs, "
                                                "percent of the total")
     dw = p.waves(c.rows) - p.waves(b.rows)
-    for ph, x0, x1, v0, v1 in zip(("gemm", "rs", "ag"), p.x(b.rows), p.x(c.rows), b.phases, c.phases):
-        # GEMM: per CU round x CU rounds per wave (WGs per CU); communication: per row x rows per wave
-        per_wave = (Fraction(v1 - v0, x1 - x0) * Fraction(p.stage_wgs, p.cus) if ph == "gemm"
-                    else Fraction(v1 - v0) / dw)
-        out.add(f"rate.{ph}_us_per_wave", float(per_wave) / TICKS_PER_US, "us/wave",
-                f"{ph} phase time per added GEMM wave (the steady-state rate"
-                + ("; GEMM: per CU round x rounds per wave)" if ph == "gemm" else ")"))
+    mean = window_mean(c.waves, s.window_waves)
+    out.add("rate.gemm_us_per_wave", float(mean) / TICKS_PER_US if mean is not None else None, "us/wave",
+            "steady GEMM wave time of the larger run (its last window): the rate the GEMM phase advances at")
+    for ph, v0, v1 in zip(("rs", "ag"), b.phases[1:], c.phases[1:]):
+        out.add(f"rate.{ph}_us_per_wave", float(Fraction(v1 - v0) / dw) / TICKS_PER_US, "us/wave",
+                f"{ph} phase time per added GEMM wave's rows (the steady-state rate)")
     sb, sc = b.results[0].stats, c.results[0].stats
     for name, key, desc in (("dram_B_per_wave", "gpu0.hbm.bytes", "GPU 0 DRAM bytes"),
                             ("link_B_per_wave", "network.link.", "bytes sent on all links")):
@@ -551,8 +586,11 @@ def _extrapolated(exps, p: Plan, runs: List[Detailed], steady: Steady, agree: bo
     note = "extrapolated" + ("" if steady.met and agree else " although the steady-state criterion failed")
     out = []
     for i, exp in enumerate(exps):
-        ext = extrapolate_stats(b.results[i].stats, c.results[i].stats, b.rows, c.rows, p.rows, label,
-                                ("time.gemm_us", (p.rounds(b.rows), p.rounds(c.rows), p.rounds(p.rows))))
+        mean = window_mean(c.waves, exp.simulation.sampling.window_waves)
+        gemm = extrapolate_gemm(c.phases[0], p.rounds(c.rows), p.rounds(p.rows), mean, Fraction(p.stage_wgs, p.cus))
+        ext = extrapolate_stats(b.results[i].stats, c.results[i].stats, b.rows, c.rows, p.rows, label, {
+            "time.gemm_us": (gemm / TICKS_PER_US, "the larger run's GEMM phase plus the CU rounds it lacks at its "
+                                                  "steady wave time")})
         g, r, a = (_ticks(ext, f"time.{ph}_us") for ph in ("gemm", "rs", "ag"))
         full_marks = phase_marks({"gemm": g, "rs": r, "ag": a}, list(c.marks))
         ext = move_with_marks(b.results[i].stats, c.results[i].stats, ext, b.marks, c.marks, full_marks)

@@ -61,6 +61,20 @@ def test_rates_agree_compares_the_extrapolations_of_both_pairs_of_runs():
     assert not ok and worst == pytest.approx(100 * 800 / 4150)
 
 
+def test_wave_rates_agree_compares_the_steady_wave_times_of_two_runs():
+    assert S.window_mean([150, 100, 102, 98], 2) == 100 and S.window_mean([150, 100], 2) is None
+    assert S.wave_rates_agree([150, 100, 100], [150, 101, 99, 100, 100], 2, 0.5) == (True, 0.0)
+    ok, diff = S.wave_rates_agree([150, 107, 107], [150, 106, 105, 100, 100], 2, 2.0)  # T3: rate shifts with size
+    assert not ok and diff == pytest.approx(7.0)
+    assert S.wave_rates_agree([150], [150, 100, 100], 2, 50.0) == (False, float("inf"))
+
+
+def test_extrapolate_gemm_adds_the_missing_cu_rounds_at_the_steady_wave_time():
+    # 2 WGs per CU per wave: a wave is 2 rounds; 11 rounds missing at 98 ticks per wave = 539
+    assert S.extrapolate_gemm(837, 17, 28, Fraction(98), Fraction(2)) == 837 + 539
+    assert S.extrapolate_gemm(100, 5, 5, Fraction(40), Fraction(2)) == 100
+
+
 # ---------------------------------------------------------------- unit: the extrapolation arithmetic
 
 def test_extrapolate_is_the_line_through_the_two_runs():
