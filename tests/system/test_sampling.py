@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
+from t3sim.system import sampled_run as R
 from t3sim.system import sampling as S
 from tests.conftest import REPO, assert_one_line_error
 
@@ -151,7 +152,7 @@ def test_unsampleable_workloads_and_settings_are_one_line_errors(run_cli):
     with pytest.raises(InputError, match="simulation.sampling.mode"):
         S.plan(gemv)
     with pytest.raises(InputError, match="timeline"):
-        S.simulate_sampled([exp("workload.tokens=4096", *SAMPLED)], timeline=True)
+        R.simulate_sampled([exp("workload.tokens=4096", *SAMPLED)], timeline=True)
     for bad, frag in (("simulation.sampling.detail_waves=3", "mode=off"),
                       ("simulation.sampling.mode=sometimes", "simulation.sampling.mode"),
                       ("simulation.sampling={mode: waves, detail_waves: 4, max_detail_waves: 2}", "max_detail_waves"),
@@ -232,9 +233,9 @@ def test_kernel_times_on_phase_boundaries_move_with_the_extrapolated_phases():
         s.add("kernels.rs.end_us", r, "us", "d")
         s.add("kernels.x.end_us", g + 1, "us", "d")  # not on a boundary: left as extrapolated
     marks = lambda g, r: {"gemm": g * 10**6, "rs": r * 10**6, "ag": r * 10**6}  # noqa: E731
-    full = S.phase_marks({"gemm": 50 * 10**6, "rs": 9 * 10**6, "ag": 0}, ["gemm", "rs", "ag"])
+    full = R.phase_marks({"gemm": 50 * 10**6, "rs": 9 * 10**6, "ag": 0}, ["gemm", "rs", "ag"])
     assert full == {"gemm": 50 * 10**6, "rs": 59 * 10**6, "ag": 59 * 10**6}
-    res = S.move_with_marks(small, large, out, marks(10, 14), marks(20, 26), full)
+    res = R.move_with_marks(small, large, out, marks(10, 14), marks(20, 26), full)
     assert res.value("kernels.gemm.end_us") == 50.0 and res.value("kernels.rs.end_us") == 59.0
     assert res.value("kernels.x.end_us") == 100.0
 
