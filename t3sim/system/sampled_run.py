@@ -120,10 +120,10 @@ def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -
             break
         d *= 2
         nr = p.rows_for(d, above=runs[-1].rows, exact=p.period_waves() <= d)
-        if nr >= p.rows:
+        if nr >= p.rows or sum(p.waves(r.rows) for r in runs) + p.waves(nr) >= p.waves(p.rows):
             return _whole(exps, p, runs, f"steady state not reached with {d // 2} detailed waves (wave spread "
                                          f"{steady.spread_pct:.2f} %, rate difference {worst:.2f} %) and the next "
-                                         f"doubling would hold the whole workload", t0)
+                                         "doubling would simulate at least as many waves as the whole workload", t0)
         runs.append(_detailed(exps, nr, p))
     return _extrapolated(exps, p, runs, steady, agree, worst, t0)
 

@@ -30,8 +30,8 @@ methods):
    scales with the rows, e.g. T3's ring chunks of ``1/tp`` of the GEMM), and every communication phase
    extrapolated from the two smaller and from the two larger runs differs by at most ``tolerance_pct`` of
    the extrapolated total (:func:`criterion_b`). If either fails the detailed runs double
-   (the two larger runs are kept) up to ``max_detail_waves``; a workload the doubling would reach is simulated
-   whole instead (``sampling.sampled`` false), and a run that stops at ``max_detail_waves`` is extrapolated
+   (the two larger runs are kept) up to ``max_detail_waves``; when the next run would reach the workload, or
+   the detailed runs would hold as many waves as the workload, it is simulated whole instead (``sampling.sampled`` false), and a run that stops at ``max_detail_waves`` is extrapolated
    with ``sampling.criterion_met`` false.
 3. **Extrapolation** (:func:`extrapolate_gemm`, :func:`extrapolate`, :func:`extrapolate_stats`): the GEMM
    phase is the largest run's plus the CU rounds it lacks (:meth:`Plan.rounds`: a last wave of at most one
