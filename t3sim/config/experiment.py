@@ -167,17 +167,18 @@ class SamplingConfig(Model):
 
     mode: Literal["off", "waves"] = F(
         "off", unit="enum",
-        desc="off: simulate the whole workload in detail; waves: simulate the workload cut to its first "
-             "detail_waves GEMM waves (and to half as many) in detail and extrapolate every phase and every "
-             "extensive statistic to the full size at the per-wave rates the two runs differ by",
+        desc="off: simulate the whole workload in detail; waves: simulate the workload cut to its first rows "
+             "(about detail_waves/4, /2 and detail_waves GEMM waves) in detail, check steady state, and advance "
+             "the rest at the measured rates: the GEMM phase at the largest run's steady wave time, every other "
+             "additive statistic on the line through the two larger runs (t3sim/system/sampling.py)",
         source="issue 17; TBPoint (Huang et al., IISWC'14), Photon (Liu et al., MICRO'23), PKA (Baddouh et al., "
                "MICRO'21, Accel-Sim's kernel sampling): simulate until steady state, project the rest")
     detail_waves: int = F(
         8, unit="count",
-        desc="GEMM waves (stages: WG slots' worth of WGs) the larger detailed run holds at least; the smaller holds "
-             "about half; a workload of at most this many waves is simulated whole",
-        source="assumption: the Table 1 sub-layers settle after their first wave (benchmarks/RESULTS.md, sampled "
-               "simulation: stage times within 1 % from the second wave on)", ge=2)
+        desc="GEMM waves (stages: WG slots' worth of WGs) the largest of the three first detailed runs holds at "
+             "least (the others about a quarter and a half of it); a workload too small for them is simulated whole",
+        source="assumption: the Table 1 sub-layers' GEMM waves settle after the first (benchmarks/RESULTS.md, "
+               "sampled simulation: wave times within about 1 % from the second wave on)", ge=2)
     window_waves: int = F(
         3, unit="count", desc="the steady-state criterion compares the mean of the last window_waves complete waves "
                               "of the larger detailed run with the mean of the window_waves before them",
@@ -186,14 +187,15 @@ class SamplingConfig(Model):
                "wave", ge=1)
     tolerance_pct: float = F(
         2.0, unit="ratio",
-        desc="steady state: the two last windows' mean wave times within tolerance_pct percent of each other, "
-             "and every phase extrapolated from either pair of detailed runs within tolerance_pct percent of the "
-             "total; otherwise the detailed runs double (up to max_detail_waves) and the result says the criterion "
-             "failed",
+        desc="steady state: the largest run's last two windows' mean wave times, and the two larger runs' last "
+             "windows, within tolerance_pct percent of each other, and every communication phase extrapolated from "
+             "either pair of detailed runs within tolerance_pct percent of the total; otherwise the detailed runs "
+             "double (up to max_detail_waves, or until they would hold the whole workload: then it is simulated "
+             "whole) and the result says the criterion failed",
         source="issue 17 (phase times within 2 % of full simulation)", gt=0, le=100)
     max_detail_waves: int = F(
         64, unit="count", desc="the most waves the larger detailed run may grow to while the criterion fails",
-        source="assumption: bounds a sampled run's cost at about 96 detailed waves", ge=2)
+        source="assumption: bounds a sampled run's cost at about 2 x 64 detailed waves", ge=2)
 
     @field_validator("mode", mode="before")
     @classmethod
