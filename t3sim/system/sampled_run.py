@@ -129,8 +129,9 @@ def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -
 
 
 def criterion_b(p: Plan, runs: Sequence[Detailed], window: int, tolerance_pct: float) -> Tuple[bool, float]:
-    """Criterion (b) over the three latest detailed runs: :func:`wave_rates_agree` of the two larger and
-    :func:`rates_agree` of the communication phases (in rows, relative to the extrapolated total)."""
+    """Criterion (b) over the three latest detailed runs: :func:`wave_rates_agree` of the two larger,
+    :func:`rates_agree` of the communication phases (in rows, relative to the extrapolated total) and
+    :func:`chunks_steady` of the largest."""
     a, b, c = runs
     ok_g, diff_g = wave_rates_agree(b.waves, c.waves, window, tolerance_pct)
     mean = window_mean(c.waves, window)
@@ -139,7 +140,14 @@ def criterion_b(p: Plan, runs: Sequence[Detailed], window: int, tolerance_pct: f
     comm = [r.phases[1:] for r in runs]
     total = gemm + sum(extrapolate(x, y, b.rows, c.rows, p.rows) for x, y in zip(b.phases[1:], c.phases[1:]))
     ok_c, diff_c = rates_agree(comm, [(r.rows, r.rows) for r in runs], (p.rows, p.rows), tolerance_pct, total)
-    return ok_g and ok_c, max(diff_g, diff_c)
+    return ok_g and ok_c and chunks_steady(p, c.rows, window), max(diff_g, diff_c)
+
+
+def chunks_steady(p: Plan, rows: int, window: int) -> bool:
+    """A scheme that cuts the GEMM into one chunk per GPU (T3's ring) behaves per chunk: its wave time depends
+    on where a wave falls in its chunk, so each chunk of the run must itself hold the two windows and the
+    first wave of criterion (a) (``2 x window + 1`` waves); always true without chunks."""
+    return p.chunks == 1 or p.waves(rows) / p.chunks >= 2 * window + 1
 
 
 def _criterion(s) -> str:
@@ -147,7 +155,8 @@ def _criterion(s) -> str:
     return (f"(a) the mean of the last {w} complete GEMM waves of the largest detailed run within {t:g} % of the "
             f"mean of the {w} before them; (b) the mean of the last {w} waves of the two largest runs within {t:g} "
             f"% of each other, and every communication phase extrapolated to the full workload from the two "
-            f"smaller and from the two larger runs within {t:g} % of the extrapolated total")
+            f"smaller and from the two larger runs within {t:g} % of the extrapolated total, and with a GEMM cut "
+            f"into one chunk per GPU (T3) each chunk of the largest run holding at least {2 * w + 1} waves")
 
 
 def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str, steady: Optional[Steady] = None,

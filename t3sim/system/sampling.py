@@ -29,7 +29,8 @@ methods):
    runs differs by at most ``tolerance_pct`` (:func:`wave_rates_agree`; it does not where a scheme's structure
    scales with the rows, e.g. T3's ring chunks of ``1/tp`` of the GEMM), and every communication phase
    extrapolated from the two smaller and from the two larger runs differs by at most ``tolerance_pct`` of
-   the extrapolated total (:func:`criterion_b`). If either fails the detailed runs double
+   the extrapolated total, and a GEMM cut into one chunk per GPU (T3) has chunks of at least
+   ``2 x window_waves + 1`` waves in the largest run (:func:`t3sim.system.sampled_run.criterion_b`). If either fails the detailed runs double
    (the two larger runs are kept) up to ``max_detail_waves``; when the next run would reach the workload, or
    the detailed runs would hold as many waves as the workload, it is simulated whole instead (``sampling.sampled`` false), and a run that stops at ``max_detail_waves`` is extrapolated
    with ``sampling.criterion_met`` false.
