@@ -85,6 +85,9 @@ def _timeline(args: argparse.Namespace) -> int:
         raise InputError(args.config, f"{len(points)} sweep points with --timeline",
                          "one point: --timeline traces one run (narrow the sweep with --set sweep.grid=... / sweep.cases=...)")
     cfg = points[0].config
+    if cfg.simulation.sampling.mode != "off":
+        raise InputError(f"{args.config}: simulation.sampling.mode", f"{cfg.simulation.sampling.mode} with --timeline "
+                         "(a timeline traces one detailed simulation)", "simulation.sampling.mode=off for a timeline")
     check_experiment(cfg, args.config)
     store = ResultStore(args.out)
     check_writable_dir(store.root, "--out")

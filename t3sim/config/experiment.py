@@ -161,6 +161,63 @@ class SchemeConfig(Model):
         return check_kind("scheme", v)
 
 
+class SamplingConfig(Model):
+    """Sampled simulation (t3sim/system/sampling.py): detailed runs of the first GEMM waves, the rest advanced at
+    the measured steady-state per-wave rates. Every field but ``mode`` applies only with ``mode: waves``."""
+
+    mode: Literal["off", "waves"] = F(
+        "off", unit="enum",
+        desc="off: simulate the whole workload in detail; waves: simulate the workload cut to its first rows "
+             "(about detail_waves/4, /2 and detail_waves GEMM waves) in detail, check steady state, and advance "
+             "the rest at the measured rates: the GEMM phase at the largest run's steady wave time, every other "
+             "additive statistic on the line through the two larger runs (t3sim/system/sampling.py)",
+        source="issue 17; TBPoint (Huang et al., IISWC'14), Photon (Liu et al., MICRO'23), PKA (Baddouh et al., "
+               "MICRO'21, Accel-Sim's kernel sampling): simulate until steady state, project the rest")
+    detail_waves: int = F(
+        8, unit="count",
+        desc="GEMM waves (stages: WG slots' worth of WGs) the largest of the three first detailed runs holds at "
+             "least (the others about a quarter and a half of it); a workload too small for them is simulated whole",
+        source="assumption: the Table 1 sub-layers' GEMM waves settle after the first (benchmarks/RESULTS.md, "
+               "sampled simulation: wave times within about 1 % from the second wave on)", ge=2)
+    window_waves: int = F(
+        3, unit="count", desc="the steady-state criterion compares the mean of the last window_waves complete waves "
+                              "of the larger detailed run with the mean of the window_waves before them",
+        source="assumption: the wave period of a row-major GEMM (lcm(tiles_n, stage_wgs) / stage_wgs waves) is at "
+               "most a few waves on the Table 1 sub-layers; 2 x 3 windows fit in detail_waves = 8 after the first "
+               "wave", ge=1)
+    tolerance_pct: float = F(
+        2.0, unit="ratio",
+        desc="steady state: the largest run's last two windows' mean wave times, and the two larger runs' last "
+             "windows, within tolerance_pct percent of each other, and every communication phase extrapolated from "
+             "either pair of detailed runs within tolerance_pct percent of the total; otherwise the detailed runs "
+             "double (up to max_detail_waves, or until they would hold the whole workload: then it is simulated "
+             "whole) and the result says the criterion failed",
+        source="issue 17 (phase times within 2 % of full simulation)", gt=0, le=100)
+    max_detail_waves: int = F(
+        64, unit="count", desc="the most waves the larger detailed run may grow to while the criterion fails",
+        source="assumption: bounds a sampled run's cost at about 2 x 64 detailed waves", ge=2)
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_off(cls, v):
+        return "off" if v is False else v  # YAML 1.1 reads a bare `off` as false
+
+    @model_validator(mode="after")
+    def _off_means_off(self) -> "SamplingConfig":
+        if self.mode == "off":
+            for name, field in type(self).model_fields.items():
+                if name != "mode" and getattr(self, name) != field.default:
+                    raise ValueError(f"sampling.{name}={getattr(self, name)!r} with sampling.mode=off, which does "
+                                     f"not use it; allowed: sampling.{name} only with sampling.mode=waves")
+        if self.max_detail_waves < self.detail_waves:
+            raise ValueError(f"sampling.max_detail_waves={self.max_detail_waves} below sampling.detail_waves="
+                             f"{self.detail_waves}; allowed: at least detail_waves")
+        if 2 * self.window_waves >= self.detail_waves:
+            raise ValueError(f"sampling.window_waves={self.window_waves} with detail_waves={self.detail_waves}; "
+                             "allowed: 2 x window_waves < detail_waves (two windows after the first wave)")
+        return self
+
+
 class SimulationConfig(Model):
     """How to simulate (not what)."""
 
@@ -183,6 +240,9 @@ class SimulationConfig(Model):
     watchdog_idle_ns: float = F(
         1.0e6, unit="ns", desc="report a deadlock when no component makes progress for this long while work remains",
         source="assumption: far longer than any legitimate idle gap (link latency 500 ns)", gt=0)
+    sampling: SamplingConfig = F(SamplingConfig, unit="mapping",
+                                 desc="sampled simulation of workloads too large to simulate whole (off by default)",
+                                 source="issue 17")
 
 
 class SweepConfig(Model):

@@ -93,6 +93,8 @@ class SystemModel:
         self._heap = self.scratch_base + max(1, self.n - 1) * _up(self.c_elems * eb)
         #: record what a timeline needs (t3sim.system.timeline); set before the scheme runs
         self.trace = False
+        #: record every GEMM WG's span (``GemmKernel.wg_spans``) without a timeline (sampled simulation's waves)
+        self.record_wg_spans = False
         self.gemm_kernels: List[GemmKernel] = []
         self.marks: Dict[str, int] = {}
         #: the scheme program's kernel records (schemes.program.Record: name, kind, stream, start, end), for timelines
@@ -135,7 +137,7 @@ class SystemModel:
                             a, b, c, sink, num_cus=num_cus,
                             on_stage_done=(lambda s, g=g: on_stage_done(g, s)) if on_stage_done else None,
                             dispatcher=self.dispatchers[g], prologue=prologue_for(g) if prologue_for else None)
-            gk.wg_spans = [] if self.trace else None
+            gk.wg_spans = [] if (self.trace or self.record_wg_spans) else None
             gk.window, gk.exclusive = self.windowed, self.exclusive
             self.gemm_kernels.append(gk)
             events[g] = gk.start()

@@ -58,7 +58,7 @@ def simulate(exp: ExperimentConfig, timeline: bool = False) -> RunResult:
     return simulate_shared([exp], timeline=timeline)[0]
 
 
-def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) -> List[RunResult]:
+def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False, probe=None) -> List[RunResult]:
     """Simulate resolved points that share one simulation once; one :class:`RunResult` per point, in order.
 
     The points must have the same :func:`simulation_key` (the same scheme ``simulation`` key and the same
@@ -68,10 +68,18 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
     ``summary.csv`` -- is exactly what :func:`simulate` of that point alone produces (the simulation is
     deterministic). Only ``meta`` tells: ``wall_s`` is the shared run's, and with more than one point
     ``meta["shared_simulation"]`` lists the schemes that shared it. ``timeline`` needs a single point.
+
+    With ``simulation.sampling.mode`` other than ``off`` the points run as a sampled simulation
+    (:func:`t3sim.system.sampled_run.simulate_sampled`). ``probe(model)``: called with the built model before
+    it runs (the sampling's detailed runs record their GEMM waves through it).
     """
     exps = list(exps)
     if not exps:
         raise ValueError("simulate_shared() needs at least one point")
+    if exps[0].simulation.sampling.mode != "off":
+        from t3sim.system.sampled_run import simulate_sampled
+
+        return simulate_sampled(exps, timeline=timeline)
     for exp in exps:
         if exp.sweep.grid or exp.sweep.cases:
             raise ValueError("simulate() takes one point; expand the sweep first (t3sim.config.sweep.expand)")
@@ -97,6 +105,8 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
 
         model.trace = True
         samples = tl.start_sampler(model)
+    if probe is not None:
+        probe(model)
     run = schemes[0].simulate(model)
     raw = run.phases()
     model.network.check_conserved()  # invariant: bytes sent == bytes received on every link
@@ -112,11 +122,7 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
         w = exp.workload
         summary = {"scheme": scheme.name, "scheme_label": scheme.label or scheme.name, "scheme_color": scheme.color,
                    "model": w.name, "sublayer": w.label, "tp": w.tp,
-                   "mode": exp.simulation.mode, **phases.summary()}
-        for cat in ("gemm", "rs", "ag"):
-            for kind in ("read", "write", "update"):
-                name = f"gpu0.dram_traffic.{cat}.{kind}_bytes"
-                summary[f"{cat}_{kind}_MB"] = round(stats.value(name) / 1e6, 6) if name in stats else 0.0
+                   "mode": exp.simulation.mode, **phases.summary(), **traffic_summary(stats)}
         meta = {"wall_s": wall_s, "host": platform.node(), "python": sys.version.split()[0]}
         if len(exps) > 1:
             meta["shared_simulation"] = [s.name for s in schemes]
@@ -124,6 +130,16 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
         results.append(RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed, meta,
                                  trace))
     return results
+
+
+def traffic_summary(stats) -> Dict[str, float]:
+    """summary.csv's DRAM traffic columns (MB, paper Fig. 18 categories) from a run's statistics."""
+    out = {}
+    for cat in ("gemm", "rs", "ag"):
+        for kind in ("read", "write", "update"):
+            name = f"gpu0.dram_traffic.{cat}.{kind}_bytes"
+            out[f"{cat}_{kind}_MB"] = round(stats.value(name) / 1e6, 6) if name in stats else 0.0
+    return out
 
 
 def run_experiment(path: str | Path, overrides: Iterable[str] = (), out: str | Path = "results",

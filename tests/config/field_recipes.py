@@ -50,6 +50,12 @@ class Context:
     config: str = str(DEFAULT)
 
 
+# the TINY sub-layer on 4 CUs with 4096 tokens: 16 GEMM waves, enough to sample
+SAMPLE = ("workload.sublayer=OP", "workload.tokens=4096", "workload.model.hidden_size=512", "workload.tp=2",
+          "system.interconnect.num_gpus=2", "system.gpu.num_cus=4")
+SAMPLED = SAMPLE + ("simulation.sampling.mode=waves", "simulation.sampling.detail_waves=4",
+                    "simulation.sampling.window_waves=1")
+
 CONTEXTS: Dict[str, Context] = {
     "tiny": Context("run", TINY),
     # the same GEMM on 2 CUs: 8 WGs, so how many fit on a CU (occupancy) sets the stages
@@ -71,6 +77,8 @@ CONTEXTS: Dict[str, Context] = {
                                               "scheme.kind=concurrent")),
     "chunked": Context("run", TINY + ("scheme.kind=chunked", "scheme.chunks=2")),
     "explicit": Context("run", TINY4 + ("simulation.mode=explicit",)),
+    "sample": Context("run", SAMPLE),
+    "sampled": Context("run", SAMPLED),
     "switch": Context("run", TINY4 + ("system.interconnect.kind=switch",)),
     # the same sub-layer on 2 nodes of 2 GPUs: the ring's steps cross the NICs
     "multinode": Context("run", TINY4 + ("system.interconnect.kind=multinode", "system.interconnect.gpus_per_node=2",
@@ -360,6 +368,13 @@ RECIPES: Dict[str, Recipe] = {
     "simulation.mode": R("tiny4", "explicit"),
     "simulation.functional_data": R("t3", True),
     "simulation.watchdog_idle_ns": R("tiny", 1, rejects=True),
+    "simulation.sampling.mode": R("sample", "waves", with_=SAMPLED[len(SAMPLE) + 1:] + (
+        "simulation.sampling.tolerance_pct=100",)),
+    "simulation.sampling.detail_waves": R("sampled", 8, "simulation.sampling.tolerance_pct=100"),
+    "simulation.sampling.window_waves": R("sampled", 2, "simulation.sampling.tolerance_pct=100",
+                                          "simulation.sampling.detail_waves=8"),
+    "simulation.sampling.tolerance_pct": R("sampled", 100),
+    "simulation.sampling.max_detail_waves": R("sampled", 4, "simulation.sampling.tolerance_pct=0.001"),
 }
 
 
