@@ -6,7 +6,7 @@
 
 For each case, in a fresh Python process (so peak memory is the case's own): wall-clock
 seconds of the simulation (after a numba warm-up, which is excluded), simulated time,
-slowdown (wall / simulated), DRAM requests per wall-clock second (64 B column accesses of
+slowdown (wall / simulated), DRAM requests per wall-clock second (column accesses of hbm.access_size_B of
 every simulated GPU's HBM), simpy events per wall-clock second, and peak resident memory
 of the process (``ru_maxrss``, which includes the interpreter and imports, ~0.2 GB).
 Benchmarks measure; they assert nothing. ``benchmarks/RESULTS.md`` records measurements
