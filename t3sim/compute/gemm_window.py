@@ -194,7 +194,12 @@ class GemmWindow:
             r = self.fn(*lim, SESSION_EVENTS, W, self.C, self.H, self.CH, self.SL, self.BI, self.CB, self.J, self.TB, self.TR,
                         self.cat_src, *self._arrays())
             if r == WK.R_GROW:
+                # R_GROW comes at the same point as R_LIMIT (before the next pop): end the window here too, so a
+                # window never outlives SESSION_EVENTS however often the arrays grow (else a whole GEMM ran in one
+                # simpy event, with no progress report or watchdog check in between)
                 self._grow()
+                r = WK.R_LIMIT
+                break
             elif r == WK.R_STATS:
                 self._retire_grown()
             else:

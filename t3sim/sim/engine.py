@@ -28,6 +28,10 @@ import simpy
 
 from t3sim.errors import SimulationError
 from t3sim.sim import report
+
+#: simulated time (ticks: 1 us) after which the event loop reads the wall clock for a progress report even
+#: between its every-1024-events checks (a compiled window advances far within one simpy event)
+REPORT_CHECK_TICKS = 1_000_000
 from t3sim.sim.clock import TICKS_PER_US
 
 #: the cyclic GC's young-generation threshold while a run's event loop runs (Python's default: 700)
@@ -235,6 +239,7 @@ class Engine:
         t_start = last_report = time.monotonic()
         poll_s = report.POLL_S
         last_progress, last_progress_t = -1, env.now
+        last_report_tick = env.now
         n = self.events_processed
         try:
             while not done.triggered:
@@ -264,11 +269,14 @@ class Engine:
                             f"stall: no progress for {(now - last_progress_t) / TICKS_PER_US:g} us of simulated time "
                             f"(the watchdog, simulation.watchdog_idle_ns) at t={now / TICKS_PER_US:.3f} us; stuck: "
                             f"{self.stuck_report()}")
-                    if reporter is not None and (n & 0x3FF) == 0:
-                        wall = time.monotonic()
-                        if wall - last_report >= poll_s:
-                            reporter(self.status(now, label, wall - t_start))
-                            last_report = wall
+                if reporter is not None and ((n & 0x3FF) == 0 or env._now - last_report_tick > REPORT_CHECK_TICKS):
+                    # every 1024 events, or whenever simulated time moved by REPORT_CHECK_TICKS (a compiled window
+                    # runs up to 2^16 of its own events inside one simpy event: t3sim.compute.gemm_window)
+                    last_report_tick = env._now
+                    wall = time.monotonic()
+                    if wall - last_report >= poll_s:
+                        reporter(self.status(env._now, label, wall - t_start))
+                        last_report = wall
         finally:
             self.events_processed = n
 

@@ -156,3 +156,21 @@ def test_explicit_mode_takes_the_reference_path(windows):
                                    "system.interconnect.num_gpus=2", "simulation.mode=explicit"])
     simulate(cfg)
     assert not windows
+
+
+def test_progress_reports_arrive_while_a_windowed_gemm_runs(monkeypatch):
+    """A windowed GEMM hands control back to simpy at least every SESSION_EVENTS compiled events, also when its
+    arrays grow, so the progress display sees the GEMM part-way (session 10: a whole full-size GEMM ran inside one
+    simpy event and the display showed nothing for its 12 s)."""
+    from t3sim.config import load_experiment
+    from t3sim.sim import report
+    from t3sim.system.run import simulate
+    from tests.conftest import REPO
+
+    monkeypatch.setattr(report, "POLL_S", 0.0)
+    seen = []
+    exp = load_experiment(REPO / "configs/experiments/default.yaml", ["workload.tokens=512"])
+    with report.reporting(lambda st: seen.append(st.text)):
+        simulate(exp)
+    part = [t for t in seen if "GEMM " in t and not t.split("GEMM ")[1].startswith(("0/", "1088/"))]
+    assert any(t.split("GEMM ")[1].split("/")[0] != t.split("GEMM ")[1].split("/")[1].split(" ")[0] for t in part), seen[:5]
