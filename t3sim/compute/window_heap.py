@@ -29,12 +29,12 @@ def next_cycle(tick, f):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _less(H, i, j):  # pragma: no cover - compiled
-    if H[i, 0] != H[j, 0]:
-        return H[i, 0] < H[j, 0]
-    if H[i, 1] != H[j, 1]:
-        return H[i, 1] < H[j, 1]
-    return H[i, 2] < H[j, 2]
+def _less(A, i, j, keys):  # pragma: no cover - compiled
+    """Row ``i`` before row ``j``: lexicographic on the first ``keys`` columns."""
+    for f in range(keys):
+        if A[i, f] != A[j, f]:
+            return A[i, f] < A[j, f]
+    return False
 
 
 @numba.njit(cache=True)
@@ -46,46 +46,50 @@ def _swap(H, i, j):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def push(H, W, t, prio, kind, arg):  # pragma: no cover - compiled
-    """Schedule an event at tick ``t`` with the next eid."""
-    i = W[W_HN]
-    H[i, 0], H[i, 1], H[i, 2], H[i, 3], H[i, 4] = t, prio, W[W_EID], kind, arg
-    W[W_EID] += 1
-    W[W_HN] = i + 1
+def _sift_up(A, i, keys):  # pragma: no cover - compiled
     while i > 0:
         p = (i - 1) >> 1
-        if not _less(H, i, p):
+        if not _less(A, i, p, keys):
             break
-        _swap(H, i, p)
+        _swap(A, i, p)
         i = p
 
 
 @numba.njit(cache=True)
-def pop(H, W):  # pragma: no cover - compiled
-    """Remove the first event; it is left in row ``W[W_HN]`` (the old last row)."""
-    n = W[W_HN] - 1
-    _swap(H, 0, n)
-    W[W_HN] = n
+def _remove_first(A, n, keys):  # pragma: no cover - compiled
+    """Move row 0 to row ``n`` (the old last row) and restore the heap over rows ``0..n-1``."""
+    _swap(A, 0, n)
     i = 0
     while True:
         l = 2 * i + 1
         if l >= n:
             break
         m = l
-        if l + 1 < n and _less(H, l + 1, l):
+        if l + 1 < n and _less(A, l + 1, l, keys):
             m = l + 1
-        if not _less(H, m, i):
+        if not _less(A, m, i, keys):
             break
-        _swap(H, i, m)
+        _swap(A, i, m)
         i = m
-    return n
 
 
 @numba.njit(cache=True)
-def _ch_less(CH, i, j):  # pragma: no cover - compiled
-    if CH[i, 0] != CH[j, 0]:
-        return CH[i, 0] < CH[j, 0]
-    return CH[i, 1] < CH[j, 1]
+def push(H, W, t, prio, kind, arg):  # pragma: no cover - compiled
+    """Schedule an event at tick ``t`` with the next eid."""
+    i = W[W_HN]
+    H[i, 0], H[i, 1], H[i, 2], H[i, 3], H[i, 4] = t, prio, W[W_EID], kind, arg
+    W[W_EID] += 1
+    W[W_HN] = i + 1
+    _sift_up(H, i, 3)
+
+
+@numba.njit(cache=True)
+def pop(H, W):  # pragma: no cover - compiled
+    """Remove the first event; it is left in row ``W[W_HN]`` (the old last row)."""
+    n = W[W_HN] - 1
+    W[W_HN] = n
+    _remove_first(H, n, 3)
+    return n
 
 
 @numba.njit(cache=True)
@@ -93,31 +97,14 @@ def _ch_push(CH, W, t, bid):  # pragma: no cover - compiled
     i = W[W_CHN]
     CH[i, 0], CH[i, 1] = t, bid
     W[W_CHN] = i + 1
-    while i > 0:
-        p = (i - 1) >> 1
-        if not _ch_less(CH, i, p):
-            break
-        _swap(CH, i, p)
-        i = p
+    _sift_up(CH, i, 2)
 
 
 @numba.njit(cache=True)
 def _ch_pop(CH, W):  # pragma: no cover - compiled
     n = W[W_CHN] - 1
-    _swap(CH, 0, n)
     W[W_CHN] = n
-    i = 0
-    while True:
-        l = 2 * i + 1
-        if l >= n:
-            break
-        m = l
-        if l + 1 < n and _ch_less(CH, l + 1, l):
-            m = l + 1
-        if not _ch_less(CH, m, i):
-            break
-        _swap(CH, i, m)
-        i = m
+    _remove_first(CH, n, 2)
     return n
 
 

@@ -33,7 +33,7 @@ shadows' writes into GPU 0's receive slots reach its memory controllers as real 
 shadows are delivered and dropped. A scatter ends when GPU 0's copies and all mirrored payloads
 have landed; the reduction and the all-gather run as on GPU 0.
 
-Functional data (``simulation.functional_data``): the chunk GEMMs store :func:`~t3sim.schemes.t3.store_data`
+Functional data (``simulation.functional_data``): the chunk GEMMs store :func:`~t3sim.schemes.functional_data.store_data`
 values (GPU ``g``'s partial output) as uncached near-memory stores (the L2 keeps no values, so a
 functional run does not cache C: its timing differs from the timing run's); the copy engines and the
 reduction carry the values they read; :func:`check_reduced` checks every GPU's reduced shard word by
@@ -67,7 +67,7 @@ from t3sim.schemes.chunked import chunk_parts, compute_stream
 from t3sim.schemes.chunked_dma_ag import run_chunked_dma_ag
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
-from t3sim.schemes.t3 import store_data
+from t3sim.schemes.functional_data import store_data
 
 _ALL = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # every byte of a 64 B request
 

@@ -40,7 +40,7 @@ from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
 from t3sim.schemes.ag_gemm import WORD_B, GatheredA, compare_lines
-from t3sim.schemes.t3 import word_mask
+from t3sim.schemes.functional_data import word_mask
 
 
 class AccumulatingOutput:

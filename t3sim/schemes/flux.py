@@ -64,7 +64,7 @@ store, shadows' included, has landed.
 
 Homogeneous mode (``pull``): :mod:`t3sim.schemes.flux_pull`.
 
-Functional mode: partials are :func:`t3sim.schemes.t3.partial_value` (exact
+Functional mode: partials are :func:`t3sim.schemes.functional_data.partial_value` (exact
 in float32) and every simulated owner's shard is checked against the sum of all
 GPUs' partials at the end of the reduce-scatter (:func:`final_shard_check`); a
 functional run stops there (no all-gather), as T3's does.
@@ -91,7 +91,8 @@ from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.flux_pull import FluxPull
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
-from t3sim.schemes.t3 import OutputTable, store_data, word_mask
+from t3sim.schemes.functional_data import store_data, word_mask
+from t3sim.schemes.t3 import OutputTable
 from t3sim.workload import wg_order
 
 

@@ -90,7 +90,7 @@ prologue passes, the A rows of its GEMM tile row in that GPU's memory must alrea
 the earliest: A is written only by the one copy of each tile, and the final check sees its values
 still in place); at the end of the run (:func:`check_gathered`) every simulated GPU's whole gathered A
 must equal the concatenation of all GPUs' shards, word by word. The GEMM's C stores carry
-:func:`~t3sim.schemes.t3.store_data` values as uncached near-memory stores (the L2 keeps no values),
+:func:`~t3sim.schemes.functional_data.store_data` values as uncached near-memory stores (the L2 keeps no values),
 so a functional run's timing differs from the timing run's (as :mod:`t3sim.schemes.chunked_dma`'s);
 its copies bypass the L2 (``copy_engine.l2_allocate`` false, else rejected).
 

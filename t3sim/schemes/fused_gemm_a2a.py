@@ -22,7 +22,7 @@ holds the tile's tokens (zero-copy CU stores over the links; local tiles into it
 Receive layout: GPU ``d``'s final buffer holds block ``s`` (the rows from GPU ``s``) at ``recv + s x block``,
 each block in C's row-major layout. Homogeneous mode mirrors GPU 0's sends and flags rotated by one row block per
 shadow (the rotation symmetry needs the communication-aware order and ``M_loc`` a multiple of ``N x tile_m``).
-Functional data: a tile's values are :func:`~t3sim.schemes.t3.store_data` of its source GPU at its C addresses.
+Functional data: a tile's values are :func:`~t3sim.schemes.functional_data.store_data` of its source GPU at its C addresses.
 Program: ``fused_gemm`` (phase ``gemm``) ends with the GEMM kernels; ``fused_a2a`` (phase ``rs``) is the exposed
 tail. End-of-run invariants (:meth:`FusedGemmA2A.verify`): every tile arrives exactly once at its destination, every flag
 after its slice's tiles, every incoming flag seen after it landed, values word by word.
@@ -45,7 +45,7 @@ from t3sim.results.stats import Stats
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, gemm_occupancies, run_fused_kernel
 from t3sim.schemes.program import ProgramRun
-from t3sim.schemes.t3 import store_data
+from t3sim.schemes.functional_data import store_data
 from t3sim.sim.clock import TICKS_PER_NS
 from t3sim.workload.wg_order import wg_order
 

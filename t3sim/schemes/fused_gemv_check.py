@@ -24,7 +24,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from t3sim.results.stats import Stats
-from t3sim.schemes.t3 import store_data, word_mask
+from t3sim.schemes.functional_data import store_data, word_mask
 
 
 class FusedChecks:

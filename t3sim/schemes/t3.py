@@ -63,33 +63,13 @@ from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
+from t3sim.schemes.functional_data import store_data, word_mask
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.sim.engine import Component
 from t3sim.sim.gcpause import gc_paused
 from t3sim.workload.wg_order import base_order
-
-WORD_B = 4  # functional data: one value per 4 B word (float32 store, t3sim.memory.functional)
-
-
-def partial_value(gpu: int, word: np.ndarray) -> np.ndarray:
-    """GPU ``gpu``'s partial output at 4 B word index ``word`` (functional mode): small integers, exact in float32."""
-    w = np.asarray(word, dtype=np.int64)
-    return ((gpu + 1) + 32 * ((w * 7 + gpu * 13) % 61)).astype(np.float32)
-
-
-def word_mask(mask: np.ndarray) -> np.ndarray:
-    """``(n, 16)`` bool: which 4 B words of each 64 B request its byte ``mask`` covers (by first byte)."""
-    k = np.arange(REQ_B // WORD_B, dtype=np.uint64)
-    return ((mask.astype(np.uint64)[:, None] >> (k * np.uint64(WORD_B))) & np.uint64(1)) != 0
-
-
-def store_data(gpu: int, reqs_addr: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Functional data of store requests: ``(n, 16)`` float32, words whose first byte is in ``mask``."""
-    words = reqs_addr[:, None] // WORD_B + np.arange(REQ_B // WORD_B, dtype=np.int64)[None, :]
-    return np.where(word_mask(mask), partial_value(gpu, words), np.float32(0))
-
 
 class OutputTable:
     """Store requests of every WG position (computed once, in position order)."""
