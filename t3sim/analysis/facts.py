@@ -173,6 +173,18 @@ def _fig15(rows: Rows, model: str = "t-nlg", sublayer: str = "FC-1", tp: int = 1
             "fc1_16_gemm_over_rs": g / rs if rs > 0 else NAN}
 
 
+def _rs_over_link(rows: Rows) -> Dict[str, object]:
+    """Per TP: how far the Sequential RS runs above its link-bound time (%, fig15's ``rs_link_bound_us``):
+    lowest, highest and geomean over the cases (the time a faster RS, e.g. NMC's, can remove without faster links)."""
+    out: Dict[str, object] = {}
+    for tp in (8, 16):
+        over = [100 * (float(r["rs_us"]) / float(r["rs_link_bound_us"]) - 1) for r in rows
+                if r["tp"] == tp and fin(r.get("rs_link_bound_us")) and float(r["rs_link_bound_us"]) > 0]
+        out[f"rs_over_link_{tp}_lo"], out[f"rs_over_link_{tp}_hi"] = lo_hi(over)
+        out[f"rs_over_link_{tp}_geo"] = 100 * (geomean([1 + x / 100 for x in over]) - 1) if over else NAN
+    return out
+
+
 def _fig04(rows: Rows, large: Sequence[str]) -> Dict[str, object]:
     """Communication against sliced-GEMM shares where T-NLG's and the large models' communication shares peak,
     and the largest shares (before and after halving GEMM time)."""
@@ -217,10 +229,15 @@ def t3_facts(tables: Tables, values: Mapping[str, object], numbers: Sequence = (
     out.update(_fig19(tables.get("fig19", ())))
     out.update(_fig06(tables.get("fig06", ())))
     out.update(_fig15(tables.get("fig15", ())))
+    out.update(_rs_over_link(tables.get("fig15", ())))
     out.update(_fig04(tables.get("fig04", ()), LARGE))
     out.update(_fig20(tables.get("fig20", ())))
     paper = {n.key: float(n.value) for n in numbers if n.kind != "direction"}
     v = {k: float(x) for k, x in values.items() if fin(x)}
+    for tp in (8, 16):  # where NMC's faster RS lands against the link bound
+        over, k = out.get(f"rs_over_link_{tp}_geo", NAN), f"s611_nmc_rs_{tp}"
+        if fin(over) and k in v:
+            out[f"nmc_over_link_{tp}"] = 100 * ((1 + over / 100) / (1 + v[k] / 100) - 1)
     if "fc1_16_bound_pct" in out and "s611_tnlg_fc1_16" in v:
         out["fc1_16_bound_gap_abs"] = abs(out["fc1_16_bound_pct"] - v["s611_tnlg_fc1_16"])
     if "s24_comm_large_max" in v and "s24_comm_large_max" in paper:

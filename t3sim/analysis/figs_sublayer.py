@@ -26,7 +26,26 @@ def by_case(runs: Sequence[Run]) -> Dict[Case, Dict[str, Run]]:
 
 
 # ---------------------------------------------------------------- Fig. 15: runtime distribution
+_DTYPE_B = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8": 1}
+
+
+def rs_link_bound_us(r: Run) -> float:
+    """The link-bound time of the sub-layer's ring reduce-scatter (us): each GPU sends ``(tp - 1) / tp`` of the
+    ``tokens x hidden_size`` output over its ring links, both directions at once where the ring is bidirectional
+    (paper Table 1: a 150 GB/s bidirectional ring, Sec. 5.1). NaN for other topologies."""
+    if r.cfg("system.interconnect.kind") != "ring":
+        return math.nan
+    hidden = r.cfg("workload.model.hidden_size")
+    bw = float(r.cfg("system.interconnect.link_bandwidth_GBps", 0) or 0)
+    if not hidden or bw <= 0 or r.tp < 2:
+        return math.nan
+    ways = 2 if r.cfg("system.interconnect.bidirectional", False) else 1
+    sent_B = r.tokens * int(hidden) * _DTYPE_B.get(str(r.cfg("workload.dtype", "fp16")), 2) * (r.tp - 1) / r.tp
+    return sent_B / (ways * bw * 1e3)  # B / (GB/s) = ns; / 1e3 -> us
+
+
 def fig15_rows(runs: Sequence[Run]) -> List[Dict]:
+    """Sequential phase times and shares per case, with the RS's link-bound time (:func:`rs_link_bound_us`)."""
     rows = []
     for (m, s, tp), sch in by_case(runs).items():
         r = sch.get("sequential")
@@ -35,7 +54,8 @@ def fig15_rows(runs: Sequence[Run]) -> List[Dict]:
         g, rs, ag = f(r.summary, "gemm_us"), f(r.summary, "rs_us"), f(r.summary, "ag_us")
         tot = g + rs + ag
         rows.append({"model": m, "sublayer": s, "tp": tp, "tokens": r.tokens, "gemm_us": g, "rs_us": rs, "ag_us": ag,
-                     "gemm_pct": 100 * g / tot, "rs_pct": 100 * rs / tot, "ag_pct": 100 * ag / tot})
+                     "gemm_pct": 100 * g / tot, "rs_pct": 100 * rs / tot, "ag_pct": 100 * ag / tot,
+                     "rs_link_bound_us": rs_link_bound_us(r)})
     return rows
 
 

@@ -128,6 +128,43 @@ def test_sweep_mca_fact_pairs_tp8_rows_by_case():
     assert facts["t3_gemm_slow_case"].lower().startswith("t-nlg")
 
 
+@settings(max_examples=60, deadline=None)
+@given(over=st.floats(0, 40), nmc=st.floats(0, 40), rs_rd=st.floats(1.5, 3.5))
+def test_nmc_rs_claim_checks_the_link_bound_headroom_and_the_read_cut(over, nmc, rs_rd):
+    """s611_nmc_rs_8 (Sec. 6.1.1): explained only while the Sequential RS's time above its link bound (fig15's
+    rs_link_bound_us) exceeds the paper's gain, NMC's RS stays at or above that bound, and NMC cuts RS reads as
+    the paper does (within 5 points); then it quotes where NMC's RS lands."""
+    p = float(BY_KEY["s611_nmc_rs_8"].value)
+    assume(abs(nmc - p) > FLAG_PTS + 1e-6)
+    fig15 = [{"model": "t-nlg", "sublayer": s, "tp": 8, "rs_us": 400.0 * (1 + over / 100), "rs_link_bound_us": 400.0,
+              "gemm_us": 1.0, "ag_us": 1.0} for s in ("OP", "FC-2")]
+    row = _t3_row({"s611_nmc_rs_8": nmc, "s62_rs_rd_8": rs_rd}, {"fig15": fig15}, key="s611_nmc_rs_8")
+    lands = 100 * ((1 + over / 100) / (1 + nmc / 100) - 1)
+    rd_pts = compare_number(BY_KEY["s62_rs_rd_8"], rs_rd)[2]  # the report's difference for the read cut
+    expect = nmc > p and over > p and lands >= 0 and abs(rd_pts) <= 5.0
+    assert row["explained"] is expect, row
+    if expect:
+        assert f"comes to {lands:.1f} % above its link bound" in row["explanation"]
+
+
+def test_gemm_read_claim_at_tp8_needs_the_reduction_larger_than_at_tp16():
+    """s62_gemm_rd_8 (Sec. 6.2, mechanism (c) at another size): refused when t3sim's TP=8 reduction is not above
+    its TP=16 one, or when the TP=16 GEMMs do not already read as little under Sequential as under T3-MCA."""
+    def fig18(tp16_seq_MB):
+        rows = []
+        for sub in ("OP", "FC-2"):
+            for tp, seq in ((8, 130.0), (16, tp16_seq_MB)):
+                for sch, mb in (("sequential", seq), ("t3_mca", 100.0)):
+                    rows.append({"model": "t-nlg", "sublayer": sub, "tp": tp, "scheme": sch, "GEMM_reads_MB": mb,
+                                 "normalized_to_sequential": 1.0 if sch == "sequential" else 0.8})
+        return rows
+    for rd8, rd16, tp16_seq, ok in ((1.36, 1.08, 102.0, True), (1.36, 1.5, 102.0, False), (1.36, 1.08, 150.0, False)):
+        row = _t3_row({"s62_gemm_rd_8": rd8, "s62_gemm_rd_16": rd16}, {"fig18": fig18(tp16_seq)}, key="s62_gemm_rd_8")
+        assert row["flagged"] and row["explained"] is ok, row
+        if ok:
+            assert "Sequential reads 1.36x T3-MCA's, 1.08x at TP=16" in row["explanation"]
+
+
 def _flux_ag(m: int, te_us: float, flux_us: float, system: str = "h800-8gpu"):
     base = {"system": system, "direction": "ag_gemm", "m": m, "gemm_us": 0.0, "gemm_alone_us": 100.0,
             "ect_us": 0.0, "overlap_efficiency": 0.5, "speedup_over_non_overlap": 1.0, "best": True}
