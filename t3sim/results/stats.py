@@ -41,6 +41,7 @@ class Stats:
 
     def __init__(self) -> None:
         self._stats: Dict[str, Stat] = {}
+        self._groups: set = set()  # every proper dotted prefix of a recorded name (O(depth) clash checks)
 
     def add(self, name: str, value: Any, unit: str, description: str) -> None:
         """Record a statistic; names are unique and a name is never also a group."""
@@ -48,9 +49,15 @@ class Stats:
             raise ValueError(f"statistic {name!r} needs a unit and a description")
         if name in self._stats:
             raise ValueError(f"statistic {name!r} recorded twice")
-        for other in self._stats:
-            if other.startswith(name + ".") or name.startswith(other + "."):
-                raise ValueError(f"statistic {name!r} clashes with group/leaf {other!r}")
+        parts = name.split(".")
+        prefixes = [".".join(parts[:i]) for i in range(1, len(parts))]
+        if name in self._groups:
+            other = next(o for o in self._stats if o.startswith(name + "."))
+            raise ValueError(f"statistic {name!r} clashes with group/leaf {other!r}")
+        for p in prefixes:
+            if p in self._stats:
+                raise ValueError(f"statistic {name!r} clashes with group/leaf {p!r}")
+        self._groups.update(prefixes)
         self._stats[name] = Stat(value, unit, description)
 
     def merge(self, prefix: str, other: "Stats") -> None:
