@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from t3sim.results.store import ResultStore, is_complete, load_run, read_csv
+from t3sim.results.store import ResultStore, is_complete, load_run, load_yaml, read_csv
 
 #: the paper's names (Table 2, Sec. 5.3, Sec. 6.1)
 MODEL_NAMES = {"mega-gpt-2": "Mega-GPT-2", "t-nlg": "T-NLG", "gpt-3": "GPT-3", "palm": "PALM", "mt-nlg": "MT-NLG"}
@@ -130,9 +130,7 @@ def read_run(d: str | Path) -> Run:
     d = Path(d)
     if not is_complete(d):
         load_run(d)  # raises the store's InputError naming what is missing
-    import yaml
-
-    config = yaml.safe_load((d / "config.yaml").read_text())
+    config = load_yaml((d / "config.yaml").read_text())
     row = read_csv(d / "summary.csv")[0]
     summary = {k: _num(v) for k, v in row.items()}
     remember_scheme(summary)

@@ -147,18 +147,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _run_spec(spec: Spec, out: Path, quick: bool, jobs: int, log) -> Dict[str, object]:
-    from t3sim.system.run import run_experiment
+def _run_specs(specs: Sequence[Spec], out: Path, quick: bool, jobs: int, log) -> List[Dict[str, object]]:
+    """Run every point of ``specs`` as one sweep (one worker pool, so no experiment file waits on another's
+    last point and workers start once); one info dict per spec, in order."""
+    from t3sim.config.sweep import expand
+    from t3sim.exec.progress import Progress
+    from t3sim.exec.runner import run_points
 
-    outcomes = run_experiment(spec.path, list(spec.quick) if quick else [], out=out, log=log, jobs=jobs)
-    bad = [o for o in outcomes if not o.ok]
-    ok = [o for o in outcomes if o.ok]
-    tokens = sorted({o.point.config.workload.num_tokens for o in outcomes})
-    return {"name": spec.folder, "results_name": spec.results, "answers": spec.answers, "points": len(outcomes),
-            "new": sum(1 for o in ok if not o.reused), "failed": len(bad),
-            "errors": [f"{o.point.label}: {o.error}" for o in bad],
-            "tokens": ", ".join(map(str, tokens)), "results": str(out / spec.results),
-            "hashes": [o.path.name for o in ok]}
+    expanded = [expand(spec.path, list(spec.quick) if quick else []) for spec in specs]
+    for spec, pts in zip(specs, expanded):
+        log.write(f"== {spec.folder} ({spec.path.relative_to(REPO)}): {len(pts)} points\n")
+    outcomes = run_points([p for pts in expanded for p in pts], out=out, jobs=jobs, progress=Progress(log))
+    infos, k = [], 0
+    for spec, pts in zip(specs, expanded):
+        mine, k = outcomes[k:k + len(pts)], k + len(pts)
+        ok = [o for o in mine if o.ok]
+        tokens = sorted({o.point.config.workload.num_tokens for o in mine})
+        infos.append({"name": spec.folder, "results_name": spec.results, "answers": spec.answers, "points": len(mine),
+                      "new": sum(1 for o in ok if not o.reused), "failed": len(mine) - len(ok),
+                      "errors": [f"{o.point.label}: {o.error}" for o in mine if not o.ok],
+                      "tokens": ", ".join(map(str, tokens)), "results": str(out / spec.results),
+                      "hashes": [o.path.name for o in ok]})
+    return infos
 
 
 def _run_validation(out: Path, quick: bool, jobs: int, log) -> Dict[str, object]:
@@ -178,8 +188,8 @@ def _run_validation(out: Path, quick: bool, jobs: int, log) -> Dict[str, object]
             "points": len(rows), "new": 0, "failed": 0, "errors": [], "tokens": "-", "results": str(target.parent)}
     if target.is_file():
         with target.open(newline="") as fh:
-            done = {r.get("size_mb") for r in csv.DictReader(fh)}
-        if {r["size_mb"] for r in rows} <= done:
+            done = {float(r["size_mb"]) for r in csv.DictReader(fh) if r.get("size_mb")}
+        if {float(r["size_mb"]) for r in rows} <= done:  # "6" measured, "6.0" written
             log.write(f"validation: reusing {target}\n")
             return info
     src = measured
@@ -219,13 +229,10 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
         raise InputError("--only", repr(unknown[0]), ", ".join(sorted(known)))
     infos: List[Dict[str, object]] = []
     hashes: Dict[str, List[str]] = {}
-    for spec in SPECS:
-        if (only and spec.folder not in only) or (quick and spec.quick is None):
-            continue
-        if run:
-            log.write(f"== {spec.folder} ({spec.path.relative_to(REPO)})\n")
-            info = _run_spec(spec, out, quick, jobs, log)
-            hashes.setdefault(spec.results, []).extend(info.pop("hashes"))  # several files may feed one folder
+    specs = [spec for spec in SPECS if not ((only and spec.folder not in only) or (quick and spec.quick is None))]
+    if run and specs:
+        for info in _run_specs(specs, out, quick, jobs, log):
+            hashes.setdefault(info["results_name"], []).extend(info.pop("hashes"))  # several files may feed one folder
             infos.append(info)
     if run and (not only or "fig14" in only):
         infos.append(_run_validation(out, quick, jobs, log))

@@ -233,7 +233,9 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
         backend = executors.local_pool(fn, items, workers, on_progress=on_progress)
     else:
         backend = executors.serial(fn, items, on_progress=on_progress)
-    exp_name = points[0].config.name if points else "(no points)"
+    names = list(dict.fromkeys(p.config.name for p in points))  # experiments in point order
+    exp_name = (names[0] if len(names) == 1 else f"{len(names)} experiments ({', '.join(names)})") if names \
+        else "(no points)"
     progress.begin(exp_name, len(points), len(points) - len(todo), describe_executor(executor, workers, scheduler),
                    weights=weights, reused_weight=sum(w for i, w in enumerate(weights) if outcomes[i] is not None))
     if len(tasks) < len(todo):

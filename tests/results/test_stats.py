@@ -1,5 +1,6 @@
 """Statistics: the naming rules of :class:`t3sim.results.stats.Stats` (unique names; a name is never also a group),
-held against a brute-force statement of the rule over random dotted names."""
+held against a brute-force statement of the rule over random dotted names; and the fast YAML loader that reads
+results back, held to ``yaml.safe_load``."""
 
 from __future__ import annotations
 
@@ -43,3 +44,37 @@ def test_clash_messages_name_the_other_statistic():
         s.add("gpu0.hbm.bytes.read", 1, "B", "bytes")
     with pytest.raises(ValueError, match="needs a unit and a description"):
         s.add("gpu1.x", 1, "", "bytes")
+
+
+# ---------------------------------------------------------------- results YAML: the fast loader reads what the slow one does
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63), st.floats(allow_nan=False),
+                     st.text(max_size=12))
+_docs = st.recursive(_scalars, lambda kids: st.one_of(st.lists(kids, max_size=4),
+                                                      st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+                     max_leaves=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(doc=st.dictionaries(st.text(max_size=8), _docs, max_size=6))
+def test_results_yaml_loader_reads_what_safe_load_reads(doc):
+    """config.yaml is written by ``yaml.safe_dump``; :func:`t3sim.results.store.load_yaml` (libyaml where built)
+    must give back exactly what ``yaml.safe_load`` does."""
+    import yaml
+
+    from t3sim.results.store import load_yaml
+
+    text = yaml.safe_dump(doc, sort_keys=False)
+    assert load_yaml(text) == yaml.safe_load(text)
+
+
+def test_results_yaml_loader_on_a_shipped_resolved_config():
+    import yaml
+
+    from t3sim.config import load_experiment
+    from t3sim.results.store import load_yaml
+    from tests.conftest import REPO
+
+    cfg = load_experiment(REPO / "configs" / "experiments" / "default.yaml").model_dump(mode="json")
+    text = yaml.safe_dump(cfg, sort_keys=False)
+    assert load_yaml(text) == yaml.safe_load(text) == cfg
