@@ -75,10 +75,13 @@ class FastController:
         self.ready = np.zeros((U, 1 + g.bank_groups + g.banks, T.NCMD), dtype=np.int64)
         self.open_row = np.full((U, g.banks), -1, dtype=np.int64)
         self.act_hist = np.full((U, tm.faw_count), -1, dtype=np.int64)
-        self.Q = np.zeros((U, 2, max(mc.read_queue_entries, mc.write_queue_entries), NQF), dtype=np.int64)
-        #: request indices of the read and write queue entries (views of Q, renumbered by compaction)
-        self.rq = self.Q[:, 0, : mc.read_queue_entries, QF_REQ]
-        self.wq = self.Q[:, 1, : mc.write_queue_entries, QF_REQ]
+        # queue slots, then the list sentinels: the queue's, one per bank, the free list's (fast_kernel)
+        self.Q = np.zeros((U, 2, max(mc.read_queue_entries, mc.write_queue_entries) + g.banks + 2, NQF),
+                          dtype=np.int64)
+        K.init_queues(self.Q, g.banks)
+        #: request indices of the read and write queues' slots, -1 where none (views of Q, renumbered by compaction)
+        self.rq = self.Q[:, 0, :, QF_REQ]
+        self.wq = self.Q[:, 1, :, QF_REQ]
         # hits[u, q, b]: requests of queue q (0 read, 1 write) that hit bank b's open row
         self.hits = np.zeros((U, 2, g.banks), dtype=np.int64)
         # qcnt[u, q, b]: requests of queue q that go to bank b

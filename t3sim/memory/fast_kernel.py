@@ -20,12 +20,20 @@ State layout (all int64, ``u`` a unit):
 * ``ready[u, node, cmd]``: first cycle ``cmd`` may issue at a timing node:
   node 0 the channel, ``1 + g`` bank group ``g``, ``ready.shape[1] - NB + b``
   bank ``b``;
-* ``Q[u, q, j, f]``: field ``f`` of entry ``j`` of unit ``u``'s queue ``q`` (0 read, 1 write),
-  in admission order (so ascending ``F_SEQ``), ``j < US[u, RQN]`` / ``US[u, WQN]``.
-  Field ``QF_REQ`` is the request index; ``QF_BANK``, ``QF_ROW``, ``QF_LINE``,
-  ``QF_KIND`` copy its constant fields so queue scans stay cache-resident;
-  ``QF_NDEPS`` is its count of unfinished older same-line writes, kept equal to
-  ``RQ[F_NDEPS, request]``;
+* ``Q[u, q, s, f]``: field ``f`` of slot ``s`` of unit ``u``'s queue ``q`` (0 read, 1 write).
+  A queue is ``S = Q.shape[2] - NB - 2`` slots (``S >= `` its capacity) threaded on doubly
+  linked lists, each closed by a sentinel slot: slot ``S`` heads the queue in admission order
+  (links ``QF_GN``/``QF_GP``: next/previous, so ascending ``QF_SEQ``), slot ``S + 1 + b`` the
+  entries that go to bank ``b``, also in admission order (links ``QF_BN``/``QF_BP``), and slot
+  ``S + 1 + NB`` the free slots (singly linked by ``QF_GN``, -1 ends it). Admission appends to
+  both lists, issue unlinks from both in O(1): no entry moves (the queue was an array in
+  admission order whose dequeue shifted the younger entries, ~54 of 64 per issue in a stream),
+  and FR-FCFS needs each bank's oldest qualifying entry only (:func:`run_kernel` steps 5-6).
+  Field ``QF_REQ`` is the request index (-1 in a free or sentinel slot); ``QF_BANK``,
+  ``QF_ROW``, ``QF_LINE``, ``QF_KIND`` copy its constant fields so queue scans stay
+  cache-resident; ``QF_SEQ`` its admission number (``RQ[F_SEQ]``); ``QF_NDEPS`` its count of
+  unfinished older same-line writes, kept equal to ``RQ[F_NDEPS, request]``. Two requests to
+  one line go to one bank, so every same-line search walks one bank's list;
 * ``hits[u, q, b]`` / ``qcnt[u, q, b]``: entries of queue ``q`` that hit bank ``b``'s
   open row / that go to bank ``b``; a closing bank has no hits;
 * ``closing[u, b]``: 1 while bank ``b``'s open row is to be closed (page policy,
@@ -55,7 +63,7 @@ CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLO
  P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, NP) = range(19)
 ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
 # queue entry fields (Q[u, q, j, field])
-QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_KIND, QF_NDEPS, NQF = range(7)
+QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_KIND, QF_NDEPS, QF_SEQ, QF_GN, QF_GP, QF_BN, QF_BP, NQF = range(12)
 BIG = np.int64(NEVER)
 
 
@@ -77,7 +85,7 @@ def _ready(u, bank, g, cmd, nb0, ready, act_hist, US, faw):
     return t
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, inline='always')
 def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log, counts, hits, Q,
            closing):
     """Issue ``cmd`` (to ``bank``/``row``; -1 for REF) at cycle ``c``: timing, open rows, row-hit counts,
@@ -99,16 +107,15 @@ def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd
         act_hist[u, US[u, ACTPOS]] = c
         US[u, ACTPOS] = (US[u, ACTPOS] + 1) % P[P_FAWN]
         open_row[u, bank] = row
-        n0 = 0
-        for j in range(US[u, RQN]):
-            if Q[u, 0, j, QF_BANK] == bank and Q[u, 0, j, QF_ROW] == row:
-                n0 += 1
-        n1 = 0
-        for j in range(US[u, WQN]):
-            if Q[u, 1, j, QF_BANK] == bank and Q[u, 1, j, QF_ROW] == row:
-                n1 += 1
-        hits[u, 0, bank] = n0
-        hits[u, 1, bank] = n1
+        bs = Q.shape[2] - hits.shape[2] - 1 + bank  # the bank's list sentinel
+        for q in range(2):
+            n = 0
+            k = Q[u, q, bs, QF_BN]
+            while k != bs:
+                if Q[u, q, k, QF_ROW] == row:
+                    n += 1
+                k = Q[u, q, k, QF_BN]
+            hits[u, q, bank] = n
     elif cmd == PRE:
         open_row[u, bank] = -1
         hits[u, 0, bank] = 0
@@ -127,50 +134,94 @@ def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd
         counts[2] = k + 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, inline='always')
 def _eligible(u, h, RQ, US, Q, P):
     """Room in the request's queue and no same-line request in the other queue."""
-    line = RQ[F_LINE, h]
-    if RQ[F_KIND, h] == 0:
-        if US[u, RQN] >= P[P_RQ]:
-            return False
-        for j in range(US[u, WQN]):
-            if Q[u, 1, j, QF_LINE] == line:
-                return False
-        return True
-    if US[u, WQN] >= P[P_WQ]:
+    q = 1 if RQ[F_KIND, h] == 0 else 0  # the other queue
+    if US[u, RQN + 1 - q] >= P[P_RQ + 1 - q]:
         return False
-    for j in range(US[u, RQN]):
-        if Q[u, 0, j, QF_LINE] == line:
-            return False
-    return True
+    return _count_line(u, q, RQ[F_BANK, h], RQ[F_LINE, h], Q, P[P_NB], True) == 0
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, inline='always')
+def _count_line(u, q, bank, line, Q, nbanks, first):
+    """Entries of unit ``u``'s queue ``q`` to ``line`` (which lies in ``bank``: one bank list to walk);
+    with ``first``, stop at the first (0 or 1)."""
+    bs = Q.shape[2] - nbanks - 1 + bank
+    n = 0
+    k = Q[u, q, bs, QF_BN]
+    while k != bs:
+        if Q[u, q, k, QF_LINE] == line:
+            n += 1
+            if first:
+                break
+        k = Q[u, q, k, QF_BN]
+    return n
+
+
+@nb.njit(cache=True, _nrt=False, inline='always')
 def _enqueue(u, qi, r, nd, RQ, US, Q, qcnt):
-    """Append request ``r`` (``nd`` dependencies) to unit ``u``'s queue ``qi``."""
-    n = US[u, RQN + qi]
-    qcnt[u, qi, RQ[F_BANK, r]] += 1
-    Q[u, qi, n, QF_REQ] = r
-    Q[u, qi, n, QF_BANK] = RQ[F_BANK, r]
-    Q[u, qi, n, QF_ROW] = RQ[F_ROW, r]
-    Q[u, qi, n, QF_LINE] = RQ[F_LINE, r]
-    Q[u, qi, n, QF_KIND] = RQ[F_KIND, r]
-    Q[u, qi, n, QF_NDEPS] = nd
+    """Append request ``r`` (``nd`` dependencies) to unit ``u``'s queue ``qi``: a free slot, linked
+    last in the queue's and in its bank's list."""
+    nbanks = qcnt.shape[2]
+    gs = Q.shape[2] - nbanks - 2  # the queue's sentinel (S)
+    fs = gs + 1 + nbanks  # the free list's
+    b = RQ[F_BANK, r]
+    bs = gs + 1 + b  # the bank list's
+    s = Q[u, qi, fs, QF_GN]
+    Q[u, qi, fs, QF_GN] = Q[u, qi, s, QF_GN]
+    qcnt[u, qi, b] += 1
+    Q[u, qi, s, QF_REQ] = r
+    Q[u, qi, s, QF_BANK] = b
+    Q[u, qi, s, QF_ROW] = RQ[F_ROW, r]
+    Q[u, qi, s, QF_LINE] = RQ[F_LINE, r]
+    Q[u, qi, s, QF_KIND] = RQ[F_KIND, r]
+    Q[u, qi, s, QF_NDEPS] = nd
+    Q[u, qi, s, QF_SEQ] = RQ[F_SEQ, r]
+    t = Q[u, qi, gs, QF_GP]
+    Q[u, qi, s, QF_GN] = gs
+    Q[u, qi, s, QF_GP] = t
+    Q[u, qi, t, QF_GN] = s
+    Q[u, qi, gs, QF_GP] = s
+    t = Q[u, qi, bs, QF_BP]
+    Q[u, qi, s, QF_BN] = bs
+    Q[u, qi, s, QF_BP] = t
+    Q[u, qi, t, QF_BN] = s
+    Q[u, qi, bs, QF_BP] = s
     RQ[F_NDEPS, r] = nd
-    US[u, RQN + qi] = n + 1
+    US[u, RQN + qi] += 1
 
 
-@nb.njit(cache=True, _nrt=False)
-def _dequeue(u, qi, j, US, Q, qcnt):
-    """Remove entry ``j`` of unit ``u``'s queue ``qi``, keeping the others in order."""
-    qcnt[u, qi, Q[u, qi, j, QF_BANK]] -= 1
-    n = US[u, RQN + qi] - 1
-    e = Q[u, qi].reshape(Q.shape[2] * NQF)  # the queue's entries back to back
-    # unsigned indices: no negative-index wrap-around, so the copy compiles to a plain memmove
-    for k in range(np.uint64(j * NQF), np.uint64(n * NQF)):
-        e[k] = e[k + np.uint64(NQF)]
-    US[u, RQN + qi] = n
+@nb.njit(cache=True, _nrt=False, inline='always')
+def _dequeue(u, qi, s, US, Q, qcnt):
+    """Remove slot ``s`` from unit ``u``'s queue ``qi`` (unlinked from both lists, put on the free list)."""
+    fs = Q.shape[2] - 1
+    qcnt[u, qi, Q[u, qi, s, QF_BANK]] -= 1
+    n = Q[u, qi, s, QF_GN]
+    p = Q[u, qi, s, QF_GP]
+    Q[u, qi, p, QF_GN] = n
+    Q[u, qi, n, QF_GP] = p
+    n = Q[u, qi, s, QF_BN]
+    p = Q[u, qi, s, QF_BP]
+    Q[u, qi, p, QF_BN] = n
+    Q[u, qi, n, QF_BP] = p
+    Q[u, qi, s, QF_REQ] = -1
+    Q[u, qi, s, QF_GN] = Q[u, qi, fs, QF_GN]
+    Q[u, qi, fs, QF_GN] = s
+    US[u, RQN + qi] -= 1
+
+
+def init_queues(Q, nbanks):
+    """Empty queues in ``Q`` (layout in the module docstring): sentinels linked to themselves, every
+    slot free, no request anywhere."""
+    S = Q.shape[2] - nbanks - 2
+    Q[...] = 0
+    Q[:, :, :, QF_REQ] = -1
+    for x in range(S, S + 1 + nbanks):
+        Q[:, :, x, QF_GN] = Q[:, :, x, QF_GP] = Q[:, :, x, QF_BN] = Q[:, :, x, QF_BP] = x
+    Q[:, :, S + 1 + nbanks, QF_GN] = 0 if S > 0 else -1
+    for s in range(S):
+        Q[:, :, s, QF_GN] = s + 1 if s + 1 < S else -1
 
 
 def policy_choose(c, e0, e1, a0, a1, occ, last_stream, last_comm, drain, threshold, pp):  # pragma: no cover
@@ -213,6 +264,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
     pp = P[NP:NP + P[P_NPP]]  # the arbitration policy's parameters
     dp = P[NP + P[P_NPP]:]  # the write-drain policy's
     wcap = P[P_WQ]
+    S = Q.shape[2] - NB - 2  # a queue's slots; S: its list's sentinel, S + 1 + b: bank b's (module docstring)
     for u in range(U):
         c = US[u, CYC]
         if c >= until:
@@ -278,10 +330,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                 qi = 0 if RQ[F_KIND, r] == 0 else 1
                 nd = 0
                 if qi == 1:
-                    line = RQ[F_LINE, r]
-                    for j in range(US[u, WQN]):
-                        if Q[u, 1, j, QF_LINE] == line:
-                            nd += 1
+                    nd = _count_line(u, 1, RQ[F_BANK, r], RQ[F_LINE, r], Q, NB, False)
                 _enqueue(u, qi, r, nd, RQ, US, Q, qcnt)
                 b = RQ[F_BANK, r]
                 if open_row[u, b] == RQ[F_ROW, r] and closing[u, b] == 0:
@@ -316,21 +365,22 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
             # 4. write drain mode
             rqn = US[u, RQN]
             wqn = US[u, WQN]
-            aged = wqn > 0 and c - r_admit[Q[u, 1, 0, QF_REQ]] >= P[P_WLIM]
+            oldest_w = r_admit[Q[u, 1, Q[u, 1, S, QF_GN], QF_REQ]] if wqn > 0 else 0  # the oldest write's admission
+            aged = wqn > 0 and c - oldest_w >= P[P_WLIM]
             dr, left = drain_decide(US[u, DRAINING], rqn, wqn, aged, US[u, DRAIN_LEFT], wcap, dp)
             US[u, DRAINING] = dr
             US[u, DRAIN_LEFT] = left
-            if wqn > 0 and r_admit[Q[u, 1, 0, QF_REQ]] + P[P_WLIM] < wake:
-                wake = r_admit[Q[u, 1, 0, QF_REQ]] + P[P_WLIM]
+            if wqn > 0 and oldest_w + P[P_WLIM] < wake:
+                wake = oldest_w + P[P_WLIM]
             qi = US[u, DRAINING]  # the active queue
-            qn = wqn if qi == 1 else rqn
-            nhit = 0  # entries of the active queue that hit their bank's open row
-            for b in range(NB):
-                nhit += hits[u, qi, b]
             ref_pending = US[u, REF_PENDING] != 0
             # 5. column bus (skipped while the channel-level column timing forbids every
-            # command the active queue could issue: a lower bound on all of them; the scan
-            # stops after the last row hit, the only entries that may issue)
+            # command the active queue could issue: a lower bound on all of them). The oldest
+            # entry that may issue is the oldest of each bank's oldest that may: whether an
+            # entry may depends on its bank, its kind and its dependencies only, and a bank's
+            # list is in admission order. Only a bank's row hits (hits[u, qi, b] of them; a
+            # closing bank has none) are candidates. (Every bank's hits are visited only when
+            # none may issue: then their ready cycles are the wake-up.)
             cmin = ready[u, 0, RD]
             if qi == 1:
                 cmin = ready[u, 0, WR] if ready[u, 0, WR] < ready[u, 0, UPD] else ready[u, 0, UPD]
@@ -338,52 +388,66 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                 if cmin < wake:
                     wake = cmin
             elif not ref_pending:
-                left = nhit
-                for j in range(qn):
+                best = -1  # slot of the oldest entry that may issue
+                bseq = BIG
+                for b in range(NB):
+                    left = hits[u, qi, b]
                     if left == 0:
-                        break
-                    b = Q[u, qi, j, QF_BANK]
-                    if open_row[u, b] != Q[u, qi, j, QF_ROW] or closing[u, b] != 0:
                         continue
-                    left -= 1
-                    if Q[u, qi, j, QF_NDEPS] != 0:
-                        continue
-                    cmd = RD + Q[u, qi, j, QF_KIND]
-                    t = _ready(u, b, b // bpg, cmd, nb0, ready, act_hist, US, faw)
-                    if c >= t:
-                        r = Q[u, qi, j, QF_REQ]
-                        _issue(u, c, cmd, b, Q[u, qi, j, QF_ROW], P, LAT, nb0, ready, open_row, act_hist, US,
-                               cmd_count, out_log, counts, hits, Q, closing)
-                        RQ[F_ISSUE, r] = c
-                        RQ[F_DONE, r] = c + (P[P_DONE_RD] if cmd == RD else P[P_DONE_WR])
-                        bus_busy[u] += tBL
-                        if qi == 1:  # draining: the write-drain policy's counter
-                            US[u, DRAIN_LEFT] -= 1
-                        d = 0 if cmd == RD else 1
-                        if US[u, LAST_DIR] >= 0 and d != US[u, LAST_DIR]:
-                            turnarounds[u] += 1
-                        US[u, LAST_DIR] = d
-                        _dequeue(u, qi, j, US, Q, qcnt)
-                        hits[u, qi, b] -= 1
-                        nhit -= 1
-                        qn -= 1
-                        if page != OPEN and closes_row(page, hits[u, qi, b]):
-                            closing[u, b] = 1  # its PRE issues on the row bus (page_policy)
-                            US[u, NCLOSING] += 1
-                            hits[u, 0, b] = 0
-                            hits[u, 1, b] = 0
-                        if qi == 1:  # only writes/updates have dependants: the younger same-line writes,
-                            line = RQ[F_LINE, r]  # which follow it in the write queue
-                            for k in range(j, qn):
-                                if Q[u, 1, k, QF_LINE] == line:
-                                    Q[u, 1, k, QF_NDEPS] -= 1
-                                    RQ[F_NDEPS, Q[u, 1, k, QF_REQ]] -= 1
-                        out[0, counts[0]] = r
-                        counts[0] += 1
-                        acted = True
-                        break
-                    if t < wake:
-                        wake = t
+                    op = open_row[u, b]
+                    bs = S + 1 + b
+                    k = Q[u, qi, bs, QF_BN]
+                    while left > 0 and k != bs:
+                        if Q[u, qi, k, QF_ROW] == op:
+                            left -= 1
+                            if Q[u, qi, k, QF_NDEPS] == 0:
+                                t = _ready(u, b, b // bpg, RD + Q[u, qi, k, QF_KIND], nb0, ready, act_hist, US, faw)
+                                if c >= t:
+                                    if Q[u, qi, k, QF_SEQ] < bseq:
+                                        bseq = Q[u, qi, k, QF_SEQ]
+                                        best = k
+                                    break
+                                if t < wake:
+                                    wake = t
+                                if qi == 0:  # reads: one command, no dependencies: none of the bank's may
+                                    break
+                        k = Q[u, qi, k, QF_BN]
+                if best >= 0:
+                    k = best
+                    b = Q[u, qi, k, QF_BANK]
+                    cmd = RD + Q[u, qi, k, QF_KIND]
+                    r = Q[u, qi, k, QF_REQ]
+                    _issue(u, c, cmd, b, Q[u, qi, k, QF_ROW], P, LAT, nb0, ready, open_row, act_hist, US,
+                           cmd_count, out_log, counts, hits, Q, closing)
+                    RQ[F_ISSUE, r] = c
+                    RQ[F_DONE, r] = c + (P[P_DONE_RD] if cmd == RD else P[P_DONE_WR])
+                    bus_busy[u] += tBL
+                    if qi == 1:  # draining: the write-drain policy's counter
+                        US[u, DRAIN_LEFT] -= 1
+                    d = 0 if cmd == RD else 1
+                    if US[u, LAST_DIR] >= 0 and d != US[u, LAST_DIR]:
+                        turnarounds[u] += 1
+                    US[u, LAST_DIR] = d
+                    _dequeue(u, qi, k, US, Q, qcnt)
+                    hits[u, qi, b] -= 1
+                    if page != OPEN and closes_row(page, hits[u, qi, b]):
+                        closing[u, b] = 1  # its PRE issues on the row bus (page_policy)
+                        US[u, NCLOSING] += 1
+                        hits[u, 0, b] = 0
+                        hits[u, 1, b] = 0
+                    if qi == 1:  # only writes/updates have dependants: the younger same-line writes
+                        # (all the queued ones: it had no older one left), in its bank's list
+                        line = RQ[F_LINE, r]
+                        bs = S + 1 + b
+                        k = Q[u, 1, bs, QF_BN]
+                        while k != bs:
+                            if Q[u, 1, k, QF_LINE] == line:
+                                Q[u, 1, k, QF_NDEPS] -= 1
+                                RQ[F_NDEPS, Q[u, 1, k, QF_REQ]] -= 1
+                            k = Q[u, 1, k, QF_BN]
+                    out[0, counts[0]] = r
+                    counts[0] += 1
+                    acted = True
             # 6. row bus
             if ref_pending:
                 any_open = False
@@ -428,9 +492,10 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                             wake = t
                 # Only an entry that misses its bank's open row may act (ACT a closed bank, PRE an
                 # open one that no entry of the queue hits), and whether it may depends on its bank
-                # alone: first the banks with such entries, for the wake-up or to learn that one may
-                # act; then, if one may, the oldest such entry of such a bank acts.
-                may_act = False
+                # alone; in such a bank every entry misses, so the bank's oldest is its candidate,
+                # and the oldest candidate of a bank that may act acts.
+                best = -1  # slot of the entry that acts
+                bseq = BIG
                 for g in range(0 if closed_one else NB // bpg):
                     for b in range(g * bpg, (g + 1) * bpg):
                         if qcnt[u, qi, b] == hits[u, qi, b] or closing[u, b] != 0:
@@ -442,25 +507,25 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         else:
                             t = _ready(u, b, g, PRE, nb0, ready, act_hist, US, faw)
                         if c >= t:
-                            may_act = True
+                            k = Q[u, qi, S + 1 + b, QF_BN]
+                            if Q[u, qi, k, QF_SEQ] < bseq:
+                                bseq = Q[u, qi, k, QF_SEQ]
+                                best = k
                         elif t < wake:
                             wake = t
-                for j in range(qn if may_act else 0):
-                    b = Q[u, qi, j, QF_BANK]
+                if best >= 0:
+                    k = best
+                    b = Q[u, qi, k, QF_BANK]
                     op = open_row[u, b]
-                    if op == Q[u, qi, j, QF_ROW] or (op >= 0 and hits[u, qi, b] > 0) or closing[u, b] != 0:
-                        continue
                     cmd = ACT if op < 0 else PRE
-                    if c >= _ready(u, b, b // bpg, cmd, nb0, ready, act_hist, US, faw):
-                        r = Q[u, qi, j, QF_REQ]
-                        _issue(u, c, cmd, b, Q[u, qi, j, QF_ROW] if cmd == ACT else op, P, LAT, nb0, ready,
-                               open_row, act_hist, US, cmd_count, out_log, counts, hits, Q, closing)
-                        if cmd == PRE:
-                            RQ[F_CLASS, r] = 2
-                        elif RQ[F_CLASS, r] != 2:
-                            RQ[F_CLASS, r] = 1
-                        acted = True
-                        break
+                    r = Q[u, qi, k, QF_REQ]
+                    _issue(u, c, cmd, b, Q[u, qi, k, QF_ROW] if cmd == ACT else op, P, LAT, nb0, ready,
+                           open_row, act_hist, US, cmd_count, out_log, counts, hits, Q, closing)
+                    if cmd == PRE:
+                        RQ[F_CLASS, r] = 2
+                    elif RQ[F_CLASS, r] != 2:
+                        RQ[F_CLASS, r] = 1
+                    acted = True
             # 7. occupancy; skip ahead when nothing happened
             occ = US[u, RQN] + US[u, WQN]
             step = 1

@@ -41,7 +41,6 @@ from t3sim.errors import InputError
 from t3sim.cache.common import cycles_to_ticks
 from t3sim.memory import address_map
 from t3sim.memory import bookkeeping as BK
-from t3sim.memory.fast_kernel import RQN, WQN
 from t3sim.memory.accum import SC_A0, SC_LAST_DONE, Accum, retire
 from t3sim.memory.batches import Batches
 from t3sim.memory import timing as T
@@ -217,8 +216,7 @@ class MemorySystem:
         eng = self.engine
         if (self.compact_min and self._cap >= self.compact_min and 2 * (self.outstanding + batch) <= self._cap
                 and self.functional is None and hasattr(eng, "rq")):
-            qn = np.ascontiguousarray(eng.US[:, [RQN, WQN]])
-            self.n = BK.compact(self.RQ, self.n, self.f_head, self.f_tail, eng.rq, eng.wq, qn)
+            self.n = BK.compact(self.RQ, self.n, self.f_head, self.f_tail, eng.rq, eng.wq)
             self.compactions += 1
         self._grow(self.n + batch)
 
