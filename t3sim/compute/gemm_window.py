@@ -262,7 +262,7 @@ class GemmWindow:
             self.CB = _doubled(self.CB, W[WK.W_CBTOP] + C[WK.C_MARGIN_REQ])
         eng = mem.engine
         if eng._out.shape[1] < W[WK.W_OUT]:
-            eng._out = np.empty((2, max(int(W[WK.W_OUT]), 2 * eng._out.shape[1])), dtype=np.int64)
+            eng._out = np.empty((bookkeeping.NOUT, max(int(W[WK.W_OUT]), 2 * eng._out.shape[1])), dtype=np.int64)
 
     def _retire_grown(self) -> None:
         """The pump step's statistics arrays were too small (``MemorySystem._run``'s slow path)."""

@@ -109,6 +109,13 @@ def compact(RQ, n, f_head, f_tail, rq, wq):  # pragma: no cover - compiled
     return k
 
 
+#: rows of the controllers' output buffer (``out`` of :func:`~t3sim.memory.fast_kernel.run_kernel`): the
+#: issued and the admitted request indices, then an *issue record* per issued request (column ``j`` of
+#: ``O_BATCH..O_CLASS`` belongs to ``out[O_ISSUED, j]``): the fields :func:`~t3sim.memory.accum.retire`
+#: reads, copied when the request issues (its row is in cache then), so retiring reads them in order
+#: instead of gathering request rows (:func:`~t3sim.memory.accum.retire_records`)
+O_ISSUED, O_ADMITTED, O_BATCH, O_DONE, O_ARRIVE, O_KIND, O_STREAM, O_SOURCE, O_CLASS, NOUT = range(10)
+
 #: rows of :func:`admission_rows`' result
 AR_TICK, AR_CHANNEL, AR_KIND, AR_STREAM, AR_SOURCE, AR_WG, AR_WF, AR_BATCH, NAR = range(9)
 

@@ -34,6 +34,7 @@ from t3sim.memory import timing as T
 from t3sim.memory.fast_kernel import (
     CYC, LAST_DIR, NEXT, NP, NQF, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_LOG, P_NB, P_NPP,
     P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, QF_REQ, RQN, WQN)
+from t3sim.memory.bookkeeping import NOUT
 from t3sim.memory.specialise import specialise
 
 
@@ -75,8 +76,8 @@ class FastController:
         self.ready = np.zeros((U, 1 + g.bank_groups + g.banks, T.NCMD), dtype=np.int64)
         self.open_row = np.full((U, g.banks), -1, dtype=np.int64)
         self.act_hist = np.full((U, tm.faw_count), -1, dtype=np.int64)
-        # queue slots, then the list sentinels: the queue's, one per bank, the free list's (fast_kernel)
-        self.Q = np.zeros((U, 2, max(mc.read_queue_entries, mc.write_queue_entries) + g.banks + 2, NQF),
+        # queue slots, then the list sentinels: the queue's, one per bank, the free list's, the bank ring's (fast_kernel)
+        self.Q = np.zeros((U, 2, max(mc.read_queue_entries, mc.write_queue_entries) + g.banks + 3, NQF),
                           dtype=np.int64)
         K.init_queues(self.Q, g.banks)
         #: request indices of the read and write queues' slots, -1 where none (views of Q, renumbered by compaction)
@@ -104,7 +105,7 @@ class FastController:
         P[P_REFRESH_ON] = int(ms.refresh_on)
         P[P_PAGE] = page_policy.code(mc.page_policy)
         self.counts = np.zeros(4, dtype=np.int64)  # issued, admitted, log rows, min NEXT
-        self._out = np.empty((2, 1024), dtype=np.int64)  # issued, admitted request indices
+        self._out = np.empty((NOUT, 1024), dtype=np.int64)  # issued, admitted request indices, issue records
         self._no_log = np.empty((1, 5), dtype=np.int64)
         #: lower bound on the cycle of any unit's next action (hence column command), valid until
         #: the next submission or arbitration-state change (see MemorySystem.advance)
@@ -132,7 +133,10 @@ class FastController:
         ms = self.ms
         left = ms.outstanding
         if not ms.record_commands:
-            return self._run(until, stop_when_idle, left)
+            res = self._run(until, stop_when_idle, left)
+            self.records = self._out
+            return res
+        self.records = None  # issue records of several calls: not kept
         parts_i, parts_a = [], []
         while True:
             lo = int(self.US[:, CYC].min())
@@ -157,7 +161,7 @@ class FastController:
         P[P_LOG] = int(ms.record_commands)
         cap = max(1, pending)
         if self._out.shape[1] < cap:
-            self._out = np.empty((2, max(cap, 2 * self._out.shape[1])), dtype=np.int64)
+            self._out = np.empty((NOUT, max(cap, 2 * self._out.shape[1])), dtype=np.int64)
         self.counts[0] = self.counts[1] = self.counts[2] = 0
         return self._out
 
@@ -176,6 +180,10 @@ class FastController:
                         writes_only, ms.clock.freq_kHz, ms.geom.pseudo_channels)
         self.next_lb = int(counts[3])
         return res, int(counts[0])
+
+    #: after :meth:`run`: the output buffer whose issue records (``bookkeeping.O_*``) cover every request
+    #: it returned as issued, in order (valid until the next call), or None
+    records = None
 
     def issued_view(self, n: int) -> np.ndarray:
         """The request indices the last call issued (valid until the next call)."""

@@ -21,12 +21,14 @@ State layout (all int64, ``u`` a unit):
   node 0 the channel, ``1 + g`` bank group ``g``, ``ready.shape[1] - NB + b``
   bank ``b``;
 * ``Q[u, q, s, f]``: field ``f`` of slot ``s`` of unit ``u``'s queue ``q`` (0 read, 1 write).
-  A queue is ``S = Q.shape[2] - NB - 2`` slots (``S >= `` its capacity) threaded on doubly
+  A queue is ``S = Q.shape[2] - NB - 3`` slots (``S >= `` its capacity) threaded on doubly
   linked lists, each closed by a sentinel slot: slot ``S`` heads the queue in admission order
   (links ``QF_GN``/``QF_GP``: next/previous, so ascending ``QF_SEQ``), slot ``S + 1 + b`` the
   entries that go to bank ``b``, also in admission order (links ``QF_BN``/``QF_BP``), and slot
-  ``S + 1 + NB`` the free slots (singly linked by ``QF_GN``, -1 ends it). Admission appends to
-  both lists, issue unlinks from both in O(1): no entry moves (the queue was an array in
+  ``S + 1 + NB`` the free slots (singly linked by ``QF_GN``, -1 ends it), and slot ``S + 2 + NB``
+  the banks that have entries, as a ring of their sentinels (linked by the bank sentinels'
+  ``QF_GN``/``QF_GP``; any order), so the bank loops of steps 5-6 visit those banks only (in a
+  stream, one or two of 16). Admission appends to both lists, issue unlinks from both in O(1): no entry moves (the queue was an array in
   admission order whose dequeue shifted the younger entries, ~54 of 64 per issue in a stream),
   and FR-FCFS needs each bank's oldest qualifying entry only (:func:`run_kernel` steps 5-6).
   Field ``QF_REQ`` is the request index (-1 in a free or sentinel slot); ``QF_BANK``,
@@ -51,8 +53,9 @@ import numba as nb
 import numpy as np
 
 from t3sim.memory import timing as T
-from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_BANK, F_CLASS, F_DONE, F_ISSUE, F_KIND, F_LINE, F_NDEPS,
-                                      F_NEXT, F_ROW, F_SEQ)
+from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_BANK, F_BATCH, F_CLASS, F_DONE, F_ISSUE, F_KIND, F_LINE,
+                                      F_NDEPS, F_NEXT, F_ROW, F_SEQ, F_SOURCE, F_STREAM, O_ARRIVE, O_BATCH, O_CLASS,
+                                      O_DONE, O_KIND, O_SOURCE, O_STREAM)
 from t3sim.memory.page_policy import OPEN, closes_row
 from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, NEVER, THRESHOLD
 
@@ -107,7 +110,7 @@ def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd
         act_hist[u, US[u, ACTPOS]] = c
         US[u, ACTPOS] = (US[u, ACTPOS] + 1) % P[P_FAWN]
         open_row[u, bank] = row
-        bs = Q.shape[2] - hits.shape[2] - 1 + bank  # the bank's list sentinel
+        bs = Q.shape[2] - hits.shape[2] - 2 + bank  # the bank's list sentinel
         for q in range(2):
             n = 0
             k = Q[u, q, bs, QF_BN]
@@ -147,7 +150,7 @@ def _eligible(u, h, RQ, US, Q, P):
 def _count_line(u, q, bank, line, Q, nbanks, first):
     """Entries of unit ``u``'s queue ``q`` to ``line`` (which lies in ``bank``: one bank list to walk);
     with ``first``, stop at the first (0 or 1)."""
-    bs = Q.shape[2] - nbanks - 1 + bank
+    bs = Q.shape[2] - nbanks - 2 + bank
     n = 0
     k = Q[u, q, bs, QF_BN]
     while k != bs:
@@ -164,13 +167,20 @@ def _enqueue(u, qi, r, nd, RQ, US, Q, qcnt):
     """Append request ``r`` (``nd`` dependencies) to unit ``u``'s queue ``qi``: a free slot, linked
     last in the queue's and in its bank's list."""
     nbanks = qcnt.shape[2]
-    gs = Q.shape[2] - nbanks - 2  # the queue's sentinel (S)
+    gs = Q.shape[2] - nbanks - 3  # the queue's sentinel (S)
     fs = gs + 1 + nbanks  # the free list's
     b = RQ[F_BANK, r]
     bs = gs + 1 + b  # the bank list's
     s = Q[u, qi, fs, QF_GN]
     Q[u, qi, fs, QF_GN] = Q[u, qi, s, QF_GN]
     qcnt[u, qi, b] += 1
+    if qcnt[u, qi, b] == 1:  # the bank joins the ring of banks with entries
+        a = fs + 1
+        t = Q[u, qi, a, QF_GP]
+        Q[u, qi, bs, QF_GN] = a
+        Q[u, qi, bs, QF_GP] = t
+        Q[u, qi, t, QF_GN] = bs
+        Q[u, qi, a, QF_GP] = bs
     Q[u, qi, s, QF_REQ] = r
     Q[u, qi, s, QF_BANK] = b
     Q[u, qi, s, QF_ROW] = RQ[F_ROW, r]
@@ -195,8 +205,15 @@ def _enqueue(u, qi, r, nd, RQ, US, Q, qcnt):
 @nb.njit(cache=True, _nrt=False, inline='always')
 def _dequeue(u, qi, s, US, Q, qcnt):
     """Remove slot ``s`` from unit ``u``'s queue ``qi`` (unlinked from both lists, put on the free list)."""
-    fs = Q.shape[2] - 1
-    qcnt[u, qi, Q[u, qi, s, QF_BANK]] -= 1
+    fs = Q.shape[2] - 2
+    b = Q[u, qi, s, QF_BANK]
+    qcnt[u, qi, b] -= 1
+    if qcnt[u, qi, b] == 0:  # the bank leaves the ring of banks with entries
+        bs = fs - qcnt.shape[2] + b
+        n = Q[u, qi, bs, QF_GN]
+        p = Q[u, qi, bs, QF_GP]
+        Q[u, qi, p, QF_GN] = n
+        Q[u, qi, n, QF_GP] = p
     n = Q[u, qi, s, QF_GN]
     p = Q[u, qi, s, QF_GP]
     Q[u, qi, p, QF_GN] = n
@@ -214,10 +231,10 @@ def _dequeue(u, qi, s, US, Q, qcnt):
 def init_queues(Q, nbanks):
     """Empty queues in ``Q`` (layout in the module docstring): sentinels linked to themselves, every
     slot free, no request anywhere."""
-    S = Q.shape[2] - nbanks - 2
+    S = Q.shape[2] - nbanks - 3
     Q[...] = 0
     Q[:, :, :, QF_REQ] = -1
-    for x in range(S, S + 1 + nbanks):
+    for x in range(S, S + 3 + nbanks):
         Q[:, :, x, QF_GN] = Q[:, :, x, QF_GP] = Q[:, :, x, QF_BN] = Q[:, :, x, QF_BP] = x
     Q[:, :, S + 1 + nbanks, QF_GN] = 0 if S > 0 else -1
     for s in range(S):
@@ -245,7 +262,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
     with ``_nrt=False`` and ``policy_choose``/``policy_wake``/``drain_decide`` bound, as ``controller_fast.kernels``
     does.
 
-    Writes the indices of the requests issued to ``out[0, :counts[0]]`` and of those admitted to
+    Writes the indices of the requests issued to ``out[0, :counts[0]]`` and their issue records
+    to ``out[O_BATCH:O_CLASS + 1, :counts[0]]`` (``bookkeeping.O_*``), the indices of those admitted to
     ``out[1, :counts[1]]``, the command log (with ``P[P_LOG]``) to ``out_log[:counts[2]]`` and the
     minimum over units of ``US[u, NEXT]`` to ``counts[3]``.
     """
@@ -264,7 +282,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
     pp = P[NP:NP + P[P_NPP]]  # the arbitration policy's parameters
     dp = P[NP + P[P_NPP]:]  # the write-drain policy's
     wcap = P[P_WQ]
-    S = Q.shape[2] - NB - 2  # a queue's slots; S: its list's sentinel, S + 1 + b: bank b's (module docstring)
+    S = Q.shape[2] - NB - 3  # a queue's slots; S: its list's sentinel, S + 1 + b: bank b's (module docstring)
+    AS = S + 2 + NB  # the sentinel of the ring of banks with entries
     for u in range(U):
         c = US[u, CYC]
         if c >= until:
@@ -390,7 +409,10 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
             elif not ref_pending:
                 best = -1  # slot of the oldest entry that may issue
                 bseq = BIG
-                for b in range(NB):
+                x = Q[u, qi, AS, QF_GN]
+                while x != AS:  # the banks with entries
+                    b = x - S - 1
+                    x = Q[u, qi, x, QF_GN]
                     left = hits[u, qi, b]
                     if left == 0:
                         continue
@@ -445,8 +467,16 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                                 Q[u, 1, k, QF_NDEPS] -= 1
                                 RQ[F_NDEPS, Q[u, 1, k, QF_REQ]] -= 1
                             k = Q[u, 1, k, QF_BN]
-                    out[0, counts[0]] = r
-                    counts[0] += 1
+                    k = counts[0]
+                    out[0, k] = r
+                    out[O_BATCH, k] = RQ[F_BATCH, r]  # the issue record (bookkeeping.O_*)
+                    out[O_DONE, k] = RQ[F_DONE, r]
+                    out[O_ARRIVE, k] = r_arrive[r]
+                    out[O_KIND, k] = RQ[F_KIND, r]
+                    out[O_STREAM, k] = RQ[F_STREAM, r]
+                    out[O_SOURCE, k] = RQ[F_SOURCE, r]
+                    out[O_CLASS, k] = RQ[F_CLASS, r]
+                    counts[0] = k + 1
                     acted = True
             # 6. row bus
             if ref_pending:
@@ -496,23 +526,25 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                 # and the oldest candidate of a bank that may act acts.
                 best = -1  # slot of the entry that acts
                 bseq = BIG
-                for g in range(0 if closed_one else NB // bpg):
-                    for b in range(g * bpg, (g + 1) * bpg):
-                        if qcnt[u, qi, b] == hits[u, qi, b] or closing[u, b] != 0:
-                            continue
-                        if open_row[u, b] < 0:
-                            t = _ready(u, b, g, ACT, nb0, ready, act_hist, US, faw)
-                        elif hits[u, qi, b] > 0:
-                            continue
-                        else:
-                            t = _ready(u, b, g, PRE, nb0, ready, act_hist, US, faw)
-                        if c >= t:
-                            k = Q[u, qi, S + 1 + b, QF_BN]
-                            if Q[u, qi, k, QF_SEQ] < bseq:
-                                bseq = Q[u, qi, k, QF_SEQ]
-                                best = k
-                        elif t < wake:
-                            wake = t
+                x = AS if closed_one else Q[u, qi, AS, QF_GN]
+                while x != AS:  # the banks with entries
+                    b = x - S - 1
+                    x = Q[u, qi, x, QF_GN]
+                    if qcnt[u, qi, b] == hits[u, qi, b] or closing[u, b] != 0:
+                        continue
+                    if open_row[u, b] < 0:
+                        t = _ready(u, b, b // bpg, ACT, nb0, ready, act_hist, US, faw)
+                    elif hits[u, qi, b] > 0:
+                        continue
+                    else:
+                        t = _ready(u, b, b // bpg, PRE, nb0, ready, act_hist, US, faw)
+                    if c >= t:
+                        k = Q[u, qi, S + 1 + b, QF_BN]
+                        if Q[u, qi, k, QF_SEQ] < bseq:
+                            bseq = Q[u, qi, k, QF_SEQ]
+                            best = k
+                    elif t < wake:
+                        wake = t
                 if best >= 0:
                     k = best
                     b = Q[u, qi, k, QF_BANK]
