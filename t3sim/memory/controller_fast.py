@@ -28,12 +28,13 @@ import functools
 
 import numpy as np
 
-from t3sim.memory import accum, bookkeeping, page_policy, step_kernel
+from t3sim.memory import accum, bookkeeping, page_policy, queue_lists, step_kernel
 from t3sim.memory import fast_kernel as K
 from t3sim.memory import timing as T
 from t3sim.memory.fast_kernel import (
-    CYC, LAST_DIR, NEXT, NP, NQF, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_LOG, P_NB, P_NPP,
-    P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, QF_REQ, RQN, WQN)
+    CYC, LAST_DIR, NEXT, NP, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_LOG, P_NB, P_NPP,
+    P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, RQN, WQN)
+from t3sim.memory.queue_lists import QF_REQ
 from t3sim.memory.bookkeeping import NOUT
 from t3sim.memory.specialise import specialise
 
@@ -55,9 +56,10 @@ def kernels(policy_cls, drain_cls):
     # checks only the template's file)
     run = specialise(K.run_kernel, tag, {"policy_choose": policy_cls.choose, "policy_wake": policy_cls.wake,
                                          "drain_decide": drain_cls.decide},
-                     depends=(page_policy.closes_row,), _nrt=False)
+                     depends=(page_policy.closes_row, queue_lists.enqueue), _nrt=False)
     step = specialise(step_kernel.pump_step, tag, {"run_kernel": run},
-                      depends=(*policy_fns, accum.retire, bookkeeping.admission_rows, page_policy.closes_row))
+                      depends=(*policy_fns, accum.retire, bookkeeping.admission_rows, page_policy.closes_row,
+                               queue_lists.enqueue))
     return run, step
 
 
@@ -77,9 +79,9 @@ class FastController:
         self.open_row = np.full((U, g.banks), -1, dtype=np.int64)
         self.act_hist = np.full((U, tm.faw_count), -1, dtype=np.int64)
         # queue slots, then the list sentinels: the queue's, one per bank, the free list's, the bank ring's (fast_kernel)
-        self.Q = np.zeros((U, 2, max(mc.read_queue_entries, mc.write_queue_entries) + g.banks + 3, NQF),
+        self.Q = np.zeros(queue_lists.shape(U, max(mc.read_queue_entries, mc.write_queue_entries), g.banks),
                           dtype=np.int64)
-        K.init_queues(self.Q, g.banks)
+        queue_lists.init_queues(self.Q, g.banks)
         #: request indices of the read and write queues' slots, -1 where none (views of Q, renumbered by compaction)
         self.rq = self.Q[:, 0, :, QF_REQ]
         self.wq = self.Q[:, 1, :, QF_REQ]

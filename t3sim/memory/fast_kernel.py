@@ -20,22 +20,9 @@ State layout (all int64, ``u`` a unit):
 * ``ready[u, node, cmd]``: first cycle ``cmd`` may issue at a timing node:
   node 0 the channel, ``1 + g`` bank group ``g``, ``ready.shape[1] - NB + b``
   bank ``b``;
-* ``Q[u, q, s, f]``: field ``f`` of slot ``s`` of unit ``u``'s queue ``q`` (0 read, 1 write).
-  A queue is ``S = Q.shape[2] - NB - 3`` slots (``S >= `` its capacity) threaded on doubly
-  linked lists, each closed by a sentinel slot: slot ``S`` heads the queue in admission order
-  (links ``QF_GN``/``QF_GP``: next/previous, so ascending ``QF_SEQ``), slot ``S + 1 + b`` the
-  entries that go to bank ``b``, also in admission order (links ``QF_BN``/``QF_BP``), and slot
-  ``S + 1 + NB`` the free slots (singly linked by ``QF_GN``, -1 ends it), and slot ``S + 2 + NB``
-  the banks that have entries, as a ring of their sentinels (linked by the bank sentinels'
-  ``QF_GN``/``QF_GP``; any order), so the bank loops of steps 5-6 visit those banks only (in a
-  stream, one or two of 16). Admission appends to both lists, issue unlinks from both in O(1): no entry moves (the queue was an array in
-  admission order whose dequeue shifted the younger entries, ~54 of 64 per issue in a stream),
-  and FR-FCFS needs each bank's oldest qualifying entry only (:func:`run_kernel` steps 5-6).
-  Field ``QF_REQ`` is the request index (-1 in a free or sentinel slot); ``QF_BANK``,
-  ``QF_ROW``, ``QF_LINE``, ``QF_KIND`` copy its constant fields so queue scans stay
-  cache-resident; ``QF_SEQ`` its admission number (``RQ[F_SEQ]``); ``QF_NDEPS`` its count of
-  unfinished older same-line writes, kept equal to ``RQ[F_NDEPS, request]``. Two requests to
-  one line go to one bank, so every same-line search walks one bank's list;
+* ``Q[u, q, s, f]``: unit ``u``'s read (``q`` 0) and write (1) queues, slots on linked lists
+  (:mod:`t3sim.memory.queue_lists`: admission order, and per bank, so an issue moves no entry and
+  FR-FCFS compares each bank's oldest candidate, steps 5-6 of :func:`run_kernel`);
 * ``hits[u, q, b]`` / ``qcnt[u, q, b]``: entries of queue ``q`` that hit bank ``b``'s
   open row / that go to bank ``b``; a closing bank has no hits;
 * ``closing[u, b]``: 1 while bank ``b``'s open row is to be closed (page policy,
@@ -58,6 +45,8 @@ from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_BANK, F_BATCH, F_CLAS
                                       O_DONE, O_KIND, O_SOURCE, O_STREAM)
 from t3sim.memory.page_policy import OPEN, closes_row
 from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, NEVER, THRESHOLD
+from t3sim.memory.queue_lists import (QF_BANK, QF_BN, QF_GN, QF_KIND, QF_LINE, QF_NDEPS, QF_REQ, QF_ROW, QF_SEQ,
+                                     count_line, dequeue, enqueue)
 
 # unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
 CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, DRAIN_LEFT, NUS = range(13)
@@ -65,8 +54,6 @@ CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLO
 (P_NB, P_BPG, P_RQ, P_WQ, P_NPP, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
  P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, NP) = range(19)
 ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
-# queue entry fields (Q[u, q, j, field])
-QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_KIND, QF_NDEPS, QF_SEQ, QF_GN, QF_GP, QF_BN, QF_BP, NQF = range(12)
 BIG = np.int64(NEVER)
 #: cycles per round of :func:`run_kernel` (a time slice all units advance through before the next)
 SLICE = 512
@@ -145,102 +132,7 @@ def _eligible(u, h, RQ, US, Q, P):
     q = 1 if RQ[F_KIND, h] == 0 else 0  # the other queue
     if US[u, RQN + 1 - q] >= P[P_RQ + 1 - q]:
         return False
-    return _count_line(u, q, RQ[F_BANK, h], RQ[F_LINE, h], Q, P[P_NB], True) == 0
-
-
-@nb.njit(cache=True, _nrt=False, inline='always')
-def _count_line(u, q, bank, line, Q, nbanks, first):
-    """Entries of unit ``u``'s queue ``q`` to ``line`` (which lies in ``bank``: one bank list to walk);
-    with ``first``, stop at the first (0 or 1)."""
-    bs = Q.shape[2] - nbanks - 2 + bank
-    n = 0
-    k = Q[u, q, bs, QF_BN]
-    while k != bs:
-        if Q[u, q, k, QF_LINE] == line:
-            n += 1
-            if first:
-                break
-        k = Q[u, q, k, QF_BN]
-    return n
-
-
-@nb.njit(cache=True, _nrt=False, inline='always')
-def _enqueue(u, qi, r, nd, RQ, US, Q, qcnt):
-    """Append request ``r`` (``nd`` dependencies) to unit ``u``'s queue ``qi``: a free slot, linked
-    last in the queue's and in its bank's list."""
-    nbanks = qcnt.shape[2]
-    gs = Q.shape[2] - nbanks - 3  # the queue's sentinel (S)
-    fs = gs + 1 + nbanks  # the free list's
-    b = RQ[F_BANK, r]
-    bs = gs + 1 + b  # the bank list's
-    s = Q[u, qi, fs, QF_GN]
-    Q[u, qi, fs, QF_GN] = Q[u, qi, s, QF_GN]
-    qcnt[u, qi, b] += 1
-    if qcnt[u, qi, b] == 1:  # the bank joins the ring of banks with entries
-        a = fs + 1
-        t = Q[u, qi, a, QF_GP]
-        Q[u, qi, bs, QF_GN] = a
-        Q[u, qi, bs, QF_GP] = t
-        Q[u, qi, t, QF_GN] = bs
-        Q[u, qi, a, QF_GP] = bs
-    Q[u, qi, s, QF_REQ] = r
-    Q[u, qi, s, QF_BANK] = b
-    Q[u, qi, s, QF_ROW] = RQ[F_ROW, r]
-    Q[u, qi, s, QF_LINE] = RQ[F_LINE, r]
-    Q[u, qi, s, QF_KIND] = RQ[F_KIND, r]
-    Q[u, qi, s, QF_NDEPS] = nd
-    Q[u, qi, s, QF_SEQ] = RQ[F_SEQ, r]
-    t = Q[u, qi, gs, QF_GP]
-    Q[u, qi, s, QF_GN] = gs
-    Q[u, qi, s, QF_GP] = t
-    Q[u, qi, t, QF_GN] = s
-    Q[u, qi, gs, QF_GP] = s
-    t = Q[u, qi, bs, QF_BP]
-    Q[u, qi, s, QF_BN] = bs
-    Q[u, qi, s, QF_BP] = t
-    Q[u, qi, t, QF_BN] = s
-    Q[u, qi, bs, QF_BP] = s
-    RQ[F_NDEPS, r] = nd
-    US[u, RQN + qi] += 1
-
-
-@nb.njit(cache=True, _nrt=False, inline='always')
-def _dequeue(u, qi, s, US, Q, qcnt):
-    """Remove slot ``s`` from unit ``u``'s queue ``qi`` (unlinked from both lists, put on the free list)."""
-    fs = Q.shape[2] - 2
-    b = Q[u, qi, s, QF_BANK]
-    qcnt[u, qi, b] -= 1
-    if qcnt[u, qi, b] == 0:  # the bank leaves the ring of banks with entries
-        bs = fs - qcnt.shape[2] + b
-        n = Q[u, qi, bs, QF_GN]
-        p = Q[u, qi, bs, QF_GP]
-        Q[u, qi, p, QF_GN] = n
-        Q[u, qi, n, QF_GP] = p
-    n = Q[u, qi, s, QF_GN]
-    p = Q[u, qi, s, QF_GP]
-    Q[u, qi, p, QF_GN] = n
-    Q[u, qi, n, QF_GP] = p
-    n = Q[u, qi, s, QF_BN]
-    p = Q[u, qi, s, QF_BP]
-    Q[u, qi, p, QF_BN] = n
-    Q[u, qi, n, QF_BP] = p
-    Q[u, qi, s, QF_REQ] = -1
-    Q[u, qi, s, QF_GN] = Q[u, qi, fs, QF_GN]
-    Q[u, qi, fs, QF_GN] = s
-    US[u, RQN + qi] -= 1
-
-
-def init_queues(Q, nbanks):
-    """Empty queues in ``Q`` (layout in the module docstring): sentinels linked to themselves, every
-    slot free, no request anywhere."""
-    S = Q.shape[2] - nbanks - 3
-    Q[...] = 0
-    Q[:, :, :, QF_REQ] = -1
-    for x in range(S, S + 3 + nbanks):
-        Q[:, :, x, QF_GN] = Q[:, :, x, QF_GP] = Q[:, :, x, QF_BN] = Q[:, :, x, QF_BP] = x
-    Q[:, :, S + 1 + nbanks, QF_GN] = 0 if S > 0 else -1
-    for s in range(S):
-        Q[:, :, s, QF_GN] = s + 1 if s + 1 < S else -1
+    return count_line(u, q, RQ[F_BANK, h], RQ[F_LINE, h], Q, P[P_NB], True) == 0
 
 
 def policy_choose(c, e0, e1, a0, a1, occ, last_stream, last_comm, drain, threshold, pp):  # pragma: no cover
@@ -371,8 +263,9 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                     qi = 0 if RQ[F_KIND, r] == 0 else 1
                     nd = 0
                     if qi == 1:
-                        nd = _count_line(u, 1, RQ[F_BANK, r], RQ[F_LINE, r], Q, NB, False)
-                    _enqueue(u, qi, r, nd, RQ, US, Q, qcnt)
+                        nd = count_line(u, 1, RQ[F_BANK, r], RQ[F_LINE, r], Q, NB, False)
+                    enqueue(u, qi, r, nd, RQ, Q, qcnt)
+                    US[u, RQN + qi] += 1
                     b = RQ[F_BANK, r]
                     if open_row[u, b] == RQ[F_ROW, r] and closing[u, b] == 0:
                         hits[u, qi, b] += 1
@@ -472,7 +365,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         if US[u, LAST_DIR] >= 0 and d != US[u, LAST_DIR]:
                             turnarounds[u] += 1
                         US[u, LAST_DIR] = d
-                        _dequeue(u, qi, k, US, Q, qcnt)
+                        dequeue(u, qi, k, Q, qcnt)
+                        US[u, RQN + qi] -= 1
                         hits[u, qi, b] -= 1
                         if page != OPEN and closes_row(page, hits[u, qi, b]):
                             closing[u, b] = 1  # its PRE issues on the row bus (page_policy)
