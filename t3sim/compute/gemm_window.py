@@ -40,7 +40,7 @@ from t3sim.compute import window_kernel as WK
 from t3sim.compute.addresses import a_requests, b_requests, wg_store_requests
 from t3sim.compute.memhier import CATEGORY_SOURCE, REQ_B
 from t3sim.compute.occupancy import k_step_compute_cycles
-from t3sim.memory import accum, bookkeeping, fast_kernel, step_kernel
+from t3sim.memory import accum, bookkeeping, fast_kernel, queue_lists, step_kernel
 from t3sim.memory.port import BatchResult
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.sim import clock
@@ -62,7 +62,7 @@ def kernel(policy_cls, drain_cls):
     return specialise(WK.run_window, f"{policy_cls.__name__}_{drain_cls.__name__}", {"pump_step": step},
                       depends=(WH.push, memhier._l2_read, L2K.access_uniform, bookkeeping.fill_requests, accum.retire,
                                fast_kernel.run_kernel, step_kernel.pump_step, clock.cycle_start_tick,
-                               policy_cls.choose, drain_cls.decide))
+                               queue_lists.enqueue, policy_cls.choose, drain_cls.decide))
 
 
 def eligible(gk) -> bool:
@@ -262,7 +262,7 @@ class GemmWindow:
             self.CB = _doubled(self.CB, W[WK.W_CBTOP] + C[WK.C_MARGIN_REQ])
         eng = mem.engine
         if eng._out.shape[1] < W[WK.W_OUT]:
-            eng._out = np.empty((2, max(int(W[WK.W_OUT]), 2 * eng._out.shape[1])), dtype=np.int64)
+            eng._out = np.empty((bookkeeping.NOUT, max(int(W[WK.W_OUT]), 2 * eng._out.shape[1])), dtype=np.int64)
 
     def _retire_grown(self) -> None:
         """The pump step's statistics arrays were too small (``MemorySystem._run``'s slow path)."""

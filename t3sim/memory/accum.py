@@ -16,6 +16,8 @@ import math
 import numba as nb
 import numpy as np
 
+from t3sim.memory.bookkeeping import O_ARRIVE, O_BATCH, O_CLASS, O_DONE, O_KIND, O_SOURCE, O_STREAM
+
 BIN_CYCLES = 1000
 # scalars of Accum.sc
 SC_FIRST_ARRIVE, SC_LAST_DONE, SC_A0, NSC = range(4)
@@ -125,3 +127,12 @@ def retire(issued, r_batch, r_done, r_arrive, r_kind, r_stream, r_source, r_clas
     for j in range(k):
         keys[j] = b_done[done[j]]
     return done[np.argsort(keys, kind="mergesort")], 0, 0
+
+
+@nb.njit(cache=True)
+def retire_records(out, n, b_done, b_remaining, cnt, rowcls, sc, bw, lat, bin_cycles):  # pragma: no cover - compiled
+    """:func:`retire` of the first ``n`` issued requests of the controllers' output buffer ``out``, from their
+    issue records (rows ``O_BATCH..O_CLASS`` of :mod:`~t3sim.memory.bookkeeping`: the same fields of the same
+    requests, in the same order, so the same result), read in order instead of gathered from the request rows."""
+    return retire(np.arange(n), out[O_BATCH], out[O_DONE], out[O_ARRIVE], out[O_KIND], out[O_STREAM], out[O_SOURCE],
+                  out[O_CLASS], b_done, b_remaining, cnt, rowcls, sc, bw, lat, bin_cycles)

@@ -142,6 +142,52 @@ def map_line(ln, radix, pos, bpg, xor, chash, d):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True, inline="always")
+def pow2_shifts(radix, sh):
+    """``sh[k] = log2(radix[k])`` when every radix is a power of two (then True), else False."""
+    for k in range(radix.size):
+        r = radix[k]
+        if r < 1 or r & (r - 1) != 0:
+            return False
+        b = 0
+        while (np.int64(1) << b) < r:
+            b += 1
+        sh[k] = b
+    return True
+
+
+@nb.njit(cache=True, inline="always")
+def map_line_pow2(ln, sh, radix, pos, bpg, xor, chash, d):  # pragma: no cover - compiled
+    """:func:`map_line` when every radix is a power of two (``sh[k] = log2(radix[k])``, :func:`pow2_shifts`):
+    the same digits by shifts and masks instead of divisions (``x % 2**k == x & (2**k - 1)`` and
+    ``x // 2**k == x >> k`` for ``x >= 0``), so the same result."""
+    nd = radix.size
+    rest = ln
+    for k in range(nd):
+        d[k] = rest & (radix[k] - 1)
+        rest >>= sh[k]
+    nbg = radix[pos[3]]
+    bg = d[pos[3]]
+    bk = d[pos[4]]
+    row = d[pos[5]]
+    if xor:
+        bg = _hash1(bg, row, nbg)
+        bk = _hash1(bk, row >> sh[pos[3]], bpg)
+    ch = d[pos[1]]
+    nch = radix[pos[1]]
+    if chash and nch > 1:
+        upper = 0
+        for k in range(nd - 1, pos[1], -1):
+            upper = (upper << sh[k]) | d[k]
+        fold = 0
+        cs = sh[pos[1]]
+        while upper > 0:
+            fold += upper & (nch - 1)
+            upper >>= cs
+        ch = (ch + fold) & (nch - 1)
+    return ch, bg, bg * bpg + bk, row, (d[pos[2]] << sh[pos[0]]) + d[pos[0]]
+
+
+@nb.njit(cache=True, inline="always")
 def _hash1(x, row, n):  # pragma: no cover - compiled
     if n & (n - 1) == 0:
         return x ^ (row & (n - 1))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from t3sim.memory.address_map import map_line
+from t3sim.memory.address_map import map_line, map_line_pow2, pow2_shifts
 from t3sim.sim.clock import cycle_start_tick
 
 
@@ -35,13 +35,18 @@ def fill_requests(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive
         if a[i] < 0:
             raise ValueError("addresses must be non-negative")
     d = np.empty(radix.size, np.int64)
+    sh = np.empty(radix.size, np.int64)
+    pow2 = pow2_shifts(radix, sh)  # then map by shifts and masks (the same digits, no divisions)
     per_wg = wg.shape[0] != 1
     per_wf = wf.shape[0] != 1
     has_next = unit_next.shape[0] > 0
     for i in range(n):
         r = s0 + i
         ln = a[i] // access_B
-        u, _bg, bank, row, _col = map_line(ln, radix, pos, bpg, xor, chash, d)
+        if pow2:
+            u, _bg, bank, row, _col = map_line_pow2(ln, sh, radix, pos, bpg, xor, chash, d)
+        else:
+            u, _bg, bank, row, _col = map_line(ln, radix, pos, bpg, xor, chash, d)
         RQ[F_UNIT, r] = u
         RQ[F_BANK, r] = bank
         RQ[F_ROW, r] = row
@@ -71,10 +76,11 @@ def fill_requests(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive
 
 
 @nb.njit(cache=True)
-def compact(RQ, n, f_head, f_tail, rq, wq, qn):  # pragma: no cover - compiled
+def compact(RQ, n, f_head, f_tail, rq, wq):  # pragma: no cover - compiled
     """Move the requests that have not issued (``F_DONE < 0``) to the front of ``RQ``, in order,
-    and renumber every reference to them (FIFO links and heads/tails, queue entries ``rq[u, :qn[u, 0]]``,
-    ``wq[u, :qn[u, 1]]``). Returns the new request count."""
+    and renumber every reference to them (FIFO links and heads/tails, the request indices of the
+    queue slots ``rq[u, :]``, ``wq[u, :]``, where -1 marks a slot without one). Returns the new
+    request count."""
     newidx = np.full(n, -1, dtype=np.int64)
     k = 0
     for i in range(n):
@@ -94,12 +100,21 @@ def compact(RQ, n, f_head, f_tail, rq, wq, qn):  # pragma: no cover - compiled
                 f_head[u, s] = newidx[f_head[u, s]]
             if f_tail[u, s] >= 0:
                 f_tail[u, s] = newidx[f_tail[u, s]]
-        for j in range(qn[u, 0]):
-            rq[u, j] = newidx[rq[u, j]]
-        for j in range(qn[u, 1]):
-            wq[u, j] = newidx[wq[u, j]]
+        for j in range(rq.shape[1]):
+            if rq[u, j] >= 0:
+                rq[u, j] = newidx[rq[u, j]]
+        for j in range(wq.shape[1]):
+            if wq[u, j] >= 0:
+                wq[u, j] = newidx[wq[u, j]]
     return k
 
+
+#: rows of the controllers' output buffer (``out`` of :func:`~t3sim.memory.fast_kernel.run_kernel`): the
+#: issued and the admitted request indices, then an *issue record* per issued request (column ``j`` of
+#: ``O_BATCH..O_CLASS`` belongs to ``out[O_ISSUED, j]``): the fields :func:`~t3sim.memory.accum.retire`
+#: reads, copied when the request issues (its row is in cache then), so retiring reads them in order
+#: instead of gathering request rows (:func:`~t3sim.memory.accum.retire_records`)
+O_ISSUED, O_ADMITTED, O_BATCH, O_DONE, O_ARRIVE, O_KIND, O_STREAM, O_SOURCE, O_CLASS, NOUT = range(10)
 
 #: rows of :func:`admission_rows`' result
 AR_TICK, AR_CHANNEL, AR_KIND, AR_STREAM, AR_SOURCE, AR_WG, AR_WF, AR_BATCH, NAR = range(9)

@@ -28,12 +28,14 @@ import functools
 
 import numpy as np
 
-from t3sim.memory import accum, bookkeeping, page_policy, step_kernel
+from t3sim.memory import accum, bookkeeping, page_policy, queue_lists, step_kernel
 from t3sim.memory import fast_kernel as K
 from t3sim.memory import timing as T
 from t3sim.memory.fast_kernel import (
-    CYC, LAST_DIR, NEXT, NP, NQF, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_LOG, P_NB, P_NPP,
-    P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, QF_REQ, RQN, WQN)
+    CYC, LAST_DIR, NEXT, NP, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_LOG, P_NB, P_NPP,
+    P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, RQN, WQN)
+from t3sim.memory.queue_lists import QF_REQ
+from t3sim.memory.bookkeeping import NOUT
 from t3sim.memory.specialise import specialise
 
 
@@ -54,9 +56,10 @@ def kernels(policy_cls, drain_cls):
     # checks only the template's file)
     run = specialise(K.run_kernel, tag, {"policy_choose": policy_cls.choose, "policy_wake": policy_cls.wake,
                                          "drain_decide": drain_cls.decide},
-                     depends=(page_policy.closes_row,), _nrt=False)
+                     depends=(page_policy.closes_row, queue_lists.enqueue), _nrt=False)
     step = specialise(step_kernel.pump_step, tag, {"run_kernel": run},
-                      depends=(*policy_fns, accum.retire, bookkeeping.admission_rows, page_policy.closes_row))
+                      depends=(*policy_fns, accum.retire, bookkeeping.admission_rows, page_policy.closes_row,
+                               queue_lists.enqueue))
     return run, step
 
 
@@ -75,10 +78,13 @@ class FastController:
         self.ready = np.zeros((U, 1 + g.bank_groups + g.banks, T.NCMD), dtype=np.int64)
         self.open_row = np.full((U, g.banks), -1, dtype=np.int64)
         self.act_hist = np.full((U, tm.faw_count), -1, dtype=np.int64)
-        self.Q = np.zeros((U, 2, max(mc.read_queue_entries, mc.write_queue_entries), NQF), dtype=np.int64)
-        #: request indices of the read and write queue entries (views of Q, renumbered by compaction)
-        self.rq = self.Q[:, 0, : mc.read_queue_entries, QF_REQ]
-        self.wq = self.Q[:, 1, : mc.write_queue_entries, QF_REQ]
+        # queue slots, then the list sentinels: the queue's, one per bank, the free list's, the bank ring's (fast_kernel)
+        self.Q = np.zeros(queue_lists.shape(U, max(mc.read_queue_entries, mc.write_queue_entries), g.banks),
+                          dtype=np.int64)
+        queue_lists.init_queues(self.Q, g.banks)
+        #: request indices of the read and write queues' slots, -1 where none (views of Q, renumbered by compaction)
+        self.rq = self.Q[:, 0, :, QF_REQ]
+        self.wq = self.Q[:, 1, :, QF_REQ]
         # hits[u, q, b]: requests of queue q (0 read, 1 write) that hit bank b's open row
         self.hits = np.zeros((U, 2, g.banks), dtype=np.int64)
         # qcnt[u, q, b]: requests of queue q that go to bank b
@@ -101,7 +107,7 @@ class FastController:
         P[P_REFRESH_ON] = int(ms.refresh_on)
         P[P_PAGE] = page_policy.code(mc.page_policy)
         self.counts = np.zeros(4, dtype=np.int64)  # issued, admitted, log rows, min NEXT
-        self._out = np.empty((2, 1024), dtype=np.int64)  # issued, admitted request indices
+        self._out = np.empty((NOUT, 1024), dtype=np.int64)  # issued, admitted request indices, issue records
         self._no_log = np.empty((1, 5), dtype=np.int64)
         #: lower bound on the cycle of any unit's next action (hence column command), valid until
         #: the next submission or arbitration-state change (see MemorySystem.advance)
@@ -129,7 +135,10 @@ class FastController:
         ms = self.ms
         left = ms.outstanding
         if not ms.record_commands:
-            return self._run(until, stop_when_idle, left)
+            res = self._run(until, stop_when_idle, left)
+            self.records = self._out
+            return res
+        self.records = None  # issue records of several calls: not kept
         parts_i, parts_a = [], []
         while True:
             lo = int(self.US[:, CYC].min())
@@ -154,7 +163,7 @@ class FastController:
         P[P_LOG] = int(ms.record_commands)
         cap = max(1, pending)
         if self._out.shape[1] < cap:
-            self._out = np.empty((2, max(cap, 2 * self._out.shape[1])), dtype=np.int64)
+            self._out = np.empty((NOUT, max(cap, 2 * self._out.shape[1])), dtype=np.int64)
         self.counts[0] = self.counts[1] = self.counts[2] = 0
         return self._out
 
@@ -173,6 +182,10 @@ class FastController:
                         writes_only, ms.clock.freq_kHz, ms.geom.pseudo_channels)
         self.next_lb = int(counts[3])
         return res, int(counts[0])
+
+    #: after :meth:`run`: the output buffer whose issue records (``bookkeeping.O_*``) cover every request
+    #: it returned as issued, in order (valid until the next call), or None
+    records = None
 
     def issued_view(self, n: int) -> np.ndarray:
         """The request indices the last call issued (valid until the next call)."""

@@ -20,12 +20,9 @@ State layout (all int64, ``u`` a unit):
 * ``ready[u, node, cmd]``: first cycle ``cmd`` may issue at a timing node:
   node 0 the channel, ``1 + g`` bank group ``g``, ``ready.shape[1] - NB + b``
   bank ``b``;
-* ``Q[u, q, j, f]``: field ``f`` of entry ``j`` of unit ``u``'s queue ``q`` (0 read, 1 write),
-  in admission order (so ascending ``F_SEQ``), ``j < US[u, RQN]`` / ``US[u, WQN]``.
-  Field ``QF_REQ`` is the request index; ``QF_BANK``, ``QF_ROW``, ``QF_LINE``,
-  ``QF_KIND`` copy its constant fields so queue scans stay cache-resident;
-  ``QF_NDEPS`` is its count of unfinished older same-line writes, kept equal to
-  ``RQ[F_NDEPS, request]``;
+* ``Q[u, q, s, f]``: unit ``u``'s read (``q`` 0) and write (1) queues, slots on linked lists
+  (:mod:`t3sim.memory.queue_lists`: admission order, and per bank, so an issue moves no entry and
+  FR-FCFS compares each bank's oldest candidate, steps 5-6 of :func:`run_kernel`);
 * ``hits[u, q, b]`` / ``qcnt[u, q, b]``: entries of queue ``q`` that hit bank ``b``'s
   open row / that go to bank ``b``; a closing bank has no hits;
 * ``closing[u, b]``: 1 while bank ``b``'s open row is to be closed (page policy,
@@ -43,10 +40,13 @@ import numba as nb
 import numpy as np
 
 from t3sim.memory import timing as T
-from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_BANK, F_CLASS, F_DONE, F_ISSUE, F_KIND, F_LINE, F_NDEPS,
-                                      F_NEXT, F_ROW, F_SEQ)
+from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_BANK, F_BATCH, F_CLASS, F_DONE, F_ISSUE, F_KIND, F_LINE,
+                                      F_NDEPS, F_NEXT, F_ROW, F_SEQ, F_SOURCE, F_STREAM, O_ARRIVE, O_BATCH, O_CLASS,
+                                      O_DONE, O_KIND, O_SOURCE, O_STREAM)
 from t3sim.memory.page_policy import OPEN, closes_row
 from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, NEVER, THRESHOLD
+from t3sim.memory.queue_lists import (QF_BANK, QF_BN, QF_GN, QF_KIND, QF_LINE, QF_NDEPS, QF_REQ, QF_ROW, QF_SEQ,
+                                     count_line, dequeue, enqueue)
 
 # unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
 CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, DRAIN_LEFT, NUS = range(13)
@@ -54,9 +54,9 @@ CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLO
 (P_NB, P_BPG, P_RQ, P_WQ, P_NPP, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
  P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, NP) = range(19)
 ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
-# queue entry fields (Q[u, q, j, field])
-QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_KIND, QF_NDEPS, NQF = range(7)
 BIG = np.int64(NEVER)
+#: cycles per round of :func:`run_kernel` (a time slice all units advance through before the next)
+SLICE = 512
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")
@@ -77,7 +77,7 @@ def _ready(u, bank, g, cmd, nb0, ready, act_hist, US, faw):
     return t
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, inline='always')
 def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log, counts, hits, Q,
            closing):
     """Issue ``cmd`` (to ``bank``/``row``; -1 for REF) at cycle ``c``: timing, open rows, row-hit counts,
@@ -99,16 +99,15 @@ def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd
         act_hist[u, US[u, ACTPOS]] = c
         US[u, ACTPOS] = (US[u, ACTPOS] + 1) % P[P_FAWN]
         open_row[u, bank] = row
-        n0 = 0
-        for j in range(US[u, RQN]):
-            if Q[u, 0, j, QF_BANK] == bank and Q[u, 0, j, QF_ROW] == row:
-                n0 += 1
-        n1 = 0
-        for j in range(US[u, WQN]):
-            if Q[u, 1, j, QF_BANK] == bank and Q[u, 1, j, QF_ROW] == row:
-                n1 += 1
-        hits[u, 0, bank] = n0
-        hits[u, 1, bank] = n1
+        bs = Q.shape[2] - hits.shape[2] - 2 + bank  # the bank's list sentinel
+        for q in range(2):
+            n = 0
+            k = Q[u, q, bs, QF_BN]
+            while k != bs:
+                if Q[u, q, k, QF_ROW] == row:
+                    n += 1
+                k = Q[u, q, k, QF_BN]
+            hits[u, q, bank] = n
     elif cmd == PRE:
         open_row[u, bank] = -1
         hits[u, 0, bank] = 0
@@ -127,50 +126,13 @@ def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd
         counts[2] = k + 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, inline='always')
 def _eligible(u, h, RQ, US, Q, P):
     """Room in the request's queue and no same-line request in the other queue."""
-    line = RQ[F_LINE, h]
-    if RQ[F_KIND, h] == 0:
-        if US[u, RQN] >= P[P_RQ]:
-            return False
-        for j in range(US[u, WQN]):
-            if Q[u, 1, j, QF_LINE] == line:
-                return False
-        return True
-    if US[u, WQN] >= P[P_WQ]:
+    q = 1 if RQ[F_KIND, h] == 0 else 0  # the other queue
+    if US[u, RQN + 1 - q] >= P[P_RQ + 1 - q]:
         return False
-    for j in range(US[u, RQN]):
-        if Q[u, 0, j, QF_LINE] == line:
-            return False
-    return True
-
-
-@nb.njit(cache=True, _nrt=False)
-def _enqueue(u, qi, r, nd, RQ, US, Q, qcnt):
-    """Append request ``r`` (``nd`` dependencies) to unit ``u``'s queue ``qi``."""
-    n = US[u, RQN + qi]
-    qcnt[u, qi, RQ[F_BANK, r]] += 1
-    Q[u, qi, n, QF_REQ] = r
-    Q[u, qi, n, QF_BANK] = RQ[F_BANK, r]
-    Q[u, qi, n, QF_ROW] = RQ[F_ROW, r]
-    Q[u, qi, n, QF_LINE] = RQ[F_LINE, r]
-    Q[u, qi, n, QF_KIND] = RQ[F_KIND, r]
-    Q[u, qi, n, QF_NDEPS] = nd
-    RQ[F_NDEPS, r] = nd
-    US[u, RQN + qi] = n + 1
-
-
-@nb.njit(cache=True, _nrt=False)
-def _dequeue(u, qi, j, US, Q, qcnt):
-    """Remove entry ``j`` of unit ``u``'s queue ``qi``, keeping the others in order."""
-    qcnt[u, qi, Q[u, qi, j, QF_BANK]] -= 1
-    n = US[u, RQN + qi] - 1
-    e = Q[u, qi].reshape(Q.shape[2] * NQF)  # the queue's entries back to back
-    # unsigned indices: no negative-index wrap-around, so the copy compiles to a plain memmove
-    for k in range(np.uint64(j * NQF), np.uint64(n * NQF)):
-        e[k] = e[k + np.uint64(NQF)]
-    US[u, RQN + qi] = n
+    return count_line(u, q, RQ[F_BANK, h], RQ[F_LINE, h], Q, P[P_NB], True) == 0
 
 
 def policy_choose(c, e0, e1, a0, a1, occ, last_stream, last_comm, drain, threshold, pp):  # pragma: no cover
@@ -194,7 +156,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
     with ``_nrt=False`` and ``policy_choose``/``policy_wake``/``drain_decide`` bound, as ``controller_fast.kernels``
     does.
 
-    Writes the indices of the requests issued to ``out[0, :counts[0]]`` and of those admitted to
+    Writes the indices of the requests issued to ``out[0, :counts[0]]`` and their issue records
+    to ``out[O_BATCH:O_CLASS + 1, :counts[0]]`` (``bookkeeping.O_*``), the indices of those admitted to
     ``out[1, :counts[1]]``, the command log (with ``P[P_LOG]``) to ``out_log[:counts[2]]`` and the
     minimum over units of ``US[u, NEXT]`` to ``counts[3]``.
     """
@@ -213,146 +176,185 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
     pp = P[NP:NP + P[P_NPP]]  # the arbitration policy's parameters
     dp = P[NP + P[P_NPP]:]  # the write-drain policy's
     wcap = P[P_WQ]
+    S = Q.shape[2] - NB - 3  # a queue's slots; S: its list's sentinel, S + 1 + b: bank b's (module docstring)
+    AS = S + 2 + NB  # the sentinel of the ring of banks with entries
+    # Rounds (time slices): every unit advances to the round's limit ``lim``, then the next round starts
+    # SLICE cycles past the earliest next action of a unit still running. The units are independent and
+    # a unit's simulation does not depend on where its runs are cut (as for pump steps), so this is the
+    # same simulation as one run per unit; it touches the request rows of all units in one time window
+    # together (for a stream, neighbouring rows) instead of sweeping them unit by unit.
+    lim_next = BIG
     for u in range(U):
-        c = US[u, CYC]
-        if c >= until:
-            continue
-        na = c  # earliest cycle at which unit u could act next (see NEXT)
-        while c < until:
-            rqn = US[u, RQN]
-            wqn = US[u, WQN]
-            empty = rqn == 0 and wqn == 0
-            if P[P_STOP_IDLE] != 0 and empty and f_head[u, 0] < 0 and f_head[u, 1] < 0 and US[u, NCLOSING] == 0:
-                na = c
-                break
-            h0 = f_head[u, 0]
-            h1 = f_head[u, 1]
-            a0 = h0 >= 0 and r_arrive[h0] <= c
-            a1 = h1 >= 0 and r_arrive[h1] <= c
-            refresh_now = refresh_on and (US[u, REF_PENDING] != 0 or c >= US[u, REF_DUE])
-            if empty and not refresh_now and not a0 and not a1 and US[u, NCLOSING] == 0:
-                na = BIG  # next cycle anything can arrive or refresh
-                if h0 >= 0 and r_arrive[h0] < na:
-                    na = r_arrive[h0]
-                if h1 >= 0 and r_arrive[h1] < na:
-                    na = r_arrive[h1]
-                if refresh_on and US[u, REF_DUE] < na:
-                    na = US[u, REF_DUE]
-                nxt = min(until, na)
-                occ_hist[u, 0] += nxt - c
-                if observing:
-                    obs[u, 1] += nxt - c
-                if arb[u, DRAIN] != 0:
-                    arb[u, DRAIN] = 0
-                c = nxt
+        if US[u, CYC] < lim_next:
+            lim_next = US[u, CYC]
+    active = lim_next < until
+    while active:
+        lim = until if until - lim_next <= SLICE else lim_next + SLICE
+        active = False
+        lim_next = BIG
+        for u in range(U):
+            c = US[u, CYC]
+            if c >= lim:
+                if c < until:  # ahead of this round
+                    active = True
+                    if c < lim_next:
+                        lim_next = c
                 continue
-            acted = False
-            wake = BIG
-            # 1. refresh due
-            if refresh_on and US[u, REF_PENDING] == 0 and c >= US[u, REF_DUE]:
-                US[u, REF_PENDING] = 1
-            # 2. drain flag
-            if arb[u, DRAIN] != 0 and not a1:
-                arb[u, DRAIN] = 0
-            # 3. admissions
-            for _k in range(P[P_ADM]):
+            na = c  # earliest cycle at which unit u could act next (see NEXT)
+            stopped = False
+            while c < lim:
+                rqn = US[u, RQN]
+                wqn = US[u, WQN]
+                empty = rqn == 0 and wqn == 0
+                if P[P_STOP_IDLE] != 0 and empty and f_head[u, 0] < 0 and f_head[u, 1] < 0 and US[u, NCLOSING] == 0:
+                    na = c
+                    stopped = True
+                    break
                 h0 = f_head[u, 0]
                 h1 = f_head[u, 1]
-                t0 = r_arrive[h0] if h0 >= 0 and r_arrive[h0] <= c else -1  # arrival of the arrived head
-                t1 = r_arrive[h1] if h1 >= 0 and r_arrive[h1] <= c else -1
-                e0 = t0 >= 0 and _eligible(u, h0, RQ, US, Q, P)
-                e1 = t1 >= 0 and _eligible(u, h1, RQ, US, Q, P)
-                st = policy_choose(c, e0, e1, t0, t1, US[u, RQN] + US[u, WQN], arb[u, LAST_STREAM],
-                                   arb[u, LAST_COMM], arb[u, DRAIN], arb[u, THRESHOLD], pp)
-                if st < 0:
-                    break
-                r = f_head[u, st]
-                f_head[u, st] = r_next[r]
-                if r_next[r] < 0:
-                    f_tail[u, st] = -1
-                r_admit[r] = c
-                RQ[F_SEQ, r] = US[u, SEQ]
-                US[u, SEQ] += 1
-                # eligibility kept same-line pairs out of different queues, so only a
-                # write/update can have dependencies: the queued writes to its line
-                qi = 0 if RQ[F_KIND, r] == 0 else 1
-                nd = 0
-                if qi == 1:
-                    line = RQ[F_LINE, r]
-                    for j in range(US[u, WQN]):
-                        if Q[u, 1, j, QF_LINE] == line:
-                            nd += 1
-                _enqueue(u, qi, r, nd, RQ, US, Q, qcnt)
-                b = RQ[F_BANK, r]
-                if open_row[u, b] == RQ[F_ROW, r] and closing[u, b] == 0:
-                    hits[u, qi, b] += 1
-                arb[u, LAST_STREAM] = st
-                if st == 1:
-                    arb[u, LAST_COMM] = c
-                out[1, counts[1]] = r
-                counts[1] += 1
-                acted = True
-            # wake-ups of admission: the next arrival at a FIFO head, and the policy's
-            h0 = f_head[u, 0]
-            h1 = f_head[u, 1]
-            t0 = -1
-            t1 = -1
-            if h0 >= 0:
-                if r_arrive[h0] > c:
-                    if r_arrive[h0] < wake:
-                        wake = r_arrive[h0]
-                else:
-                    t0 = r_arrive[h0]
-            if h1 >= 0:
-                if r_arrive[h1] > c:
-                    if r_arrive[h1] < wake:
-                        wake = r_arrive[h1]
-                else:
-                    t1 = r_arrive[h1]
-            t = policy_wake(c, t0, t1, US[u, RQN] + US[u, WQN], arb[u, LAST_STREAM], arb[u, LAST_COMM],
-                            arb[u, DRAIN], arb[u, THRESHOLD], pp)
-            if t < wake:
-                wake = t
-            # 4. write drain mode
-            rqn = US[u, RQN]
-            wqn = US[u, WQN]
-            aged = wqn > 0 and c - r_admit[Q[u, 1, 0, QF_REQ]] >= P[P_WLIM]
-            dr, left = drain_decide(US[u, DRAINING], rqn, wqn, aged, US[u, DRAIN_LEFT], wcap, dp)
-            US[u, DRAINING] = dr
-            US[u, DRAIN_LEFT] = left
-            if wqn > 0 and r_admit[Q[u, 1, 0, QF_REQ]] + P[P_WLIM] < wake:
-                wake = r_admit[Q[u, 1, 0, QF_REQ]] + P[P_WLIM]
-            qi = US[u, DRAINING]  # the active queue
-            qn = wqn if qi == 1 else rqn
-            nhit = 0  # entries of the active queue that hit their bank's open row
-            for b in range(NB):
-                nhit += hits[u, qi, b]
-            ref_pending = US[u, REF_PENDING] != 0
-            # 5. column bus (skipped while the channel-level column timing forbids every
-            # command the active queue could issue: a lower bound on all of them; the scan
-            # stops after the last row hit, the only entries that may issue)
-            cmin = ready[u, 0, RD]
-            if qi == 1:
-                cmin = ready[u, 0, WR] if ready[u, 0, WR] < ready[u, 0, UPD] else ready[u, 0, UPD]
-            if not ref_pending and c < cmin:
-                if cmin < wake:
-                    wake = cmin
-            elif not ref_pending:
-                left = nhit
-                for j in range(qn):
-                    if left == 0:
+                a0 = h0 >= 0 and r_arrive[h0] <= c
+                a1 = h1 >= 0 and r_arrive[h1] <= c
+                refresh_now = refresh_on and (US[u, REF_PENDING] != 0 or c >= US[u, REF_DUE])
+                if empty and not refresh_now and not a0 and not a1 and US[u, NCLOSING] == 0:
+                    na = BIG  # next cycle anything can arrive or refresh
+                    if h0 >= 0 and r_arrive[h0] < na:
+                        na = r_arrive[h0]
+                    if h1 >= 0 and r_arrive[h1] < na:
+                        na = r_arrive[h1]
+                    if refresh_on and US[u, REF_DUE] < na:
+                        na = US[u, REF_DUE]
+                    nxt = min(lim, na)
+                    occ_hist[u, 0] += nxt - c
+                    if observing:
+                        obs[u, 1] += nxt - c
+                    if arb[u, DRAIN] != 0:
+                        arb[u, DRAIN] = 0
+                    c = nxt
+                    continue
+                acted = False
+                wake = BIG
+                # 1. refresh due
+                if refresh_on and US[u, REF_PENDING] == 0 and c >= US[u, REF_DUE]:
+                    US[u, REF_PENDING] = 1
+                # 2. drain flag
+                if arb[u, DRAIN] != 0 and not a1:
+                    arb[u, DRAIN] = 0
+                # 3. admissions
+                for _k in range(P[P_ADM]):
+                    h0 = f_head[u, 0]
+                    h1 = f_head[u, 1]
+                    t0 = r_arrive[h0] if h0 >= 0 and r_arrive[h0] <= c else -1  # arrival of the arrived head
+                    t1 = r_arrive[h1] if h1 >= 0 and r_arrive[h1] <= c else -1
+                    e0 = t0 >= 0 and _eligible(u, h0, RQ, US, Q, P)
+                    e1 = t1 >= 0 and _eligible(u, h1, RQ, US, Q, P)
+                    st = policy_choose(c, e0, e1, t0, t1, US[u, RQN] + US[u, WQN], arb[u, LAST_STREAM],
+                                       arb[u, LAST_COMM], arb[u, DRAIN], arb[u, THRESHOLD], pp)
+                    if st < 0:
                         break
-                    b = Q[u, qi, j, QF_BANK]
-                    if open_row[u, b] != Q[u, qi, j, QF_ROW] or closing[u, b] != 0:
-                        continue
-                    left -= 1
-                    if Q[u, qi, j, QF_NDEPS] != 0:
-                        continue
-                    cmd = RD + Q[u, qi, j, QF_KIND]
-                    t = _ready(u, b, b // bpg, cmd, nb0, ready, act_hist, US, faw)
-                    if c >= t:
-                        r = Q[u, qi, j, QF_REQ]
-                        _issue(u, c, cmd, b, Q[u, qi, j, QF_ROW], P, LAT, nb0, ready, open_row, act_hist, US,
+                    r = f_head[u, st]
+                    f_head[u, st] = r_next[r]
+                    if r_next[r] < 0:
+                        f_tail[u, st] = -1
+                    r_admit[r] = c
+                    RQ[F_SEQ, r] = US[u, SEQ]
+                    US[u, SEQ] += 1
+                    # eligibility kept same-line pairs out of different queues, so only a
+                    # write/update can have dependencies: the queued writes to its line
+                    qi = 0 if RQ[F_KIND, r] == 0 else 1
+                    nd = 0
+                    if qi == 1:
+                        nd = count_line(u, 1, RQ[F_BANK, r], RQ[F_LINE, r], Q, NB, False)
+                    enqueue(u, qi, r, nd, RQ, Q, qcnt)
+                    US[u, RQN + qi] += 1
+                    b = RQ[F_BANK, r]
+                    if open_row[u, b] == RQ[F_ROW, r] and closing[u, b] == 0:
+                        hits[u, qi, b] += 1
+                    arb[u, LAST_STREAM] = st
+                    if st == 1:
+                        arb[u, LAST_COMM] = c
+                    out[1, counts[1]] = r
+                    counts[1] += 1
+                    acted = True
+                # wake-ups of admission: the next arrival at a FIFO head, and the policy's
+                h0 = f_head[u, 0]
+                h1 = f_head[u, 1]
+                t0 = -1
+                t1 = -1
+                if h0 >= 0:
+                    if r_arrive[h0] > c:
+                        if r_arrive[h0] < wake:
+                            wake = r_arrive[h0]
+                    else:
+                        t0 = r_arrive[h0]
+                if h1 >= 0:
+                    if r_arrive[h1] > c:
+                        if r_arrive[h1] < wake:
+                            wake = r_arrive[h1]
+                    else:
+                        t1 = r_arrive[h1]
+                t = policy_wake(c, t0, t1, US[u, RQN] + US[u, WQN], arb[u, LAST_STREAM], arb[u, LAST_COMM],
+                                arb[u, DRAIN], arb[u, THRESHOLD], pp)
+                if t < wake:
+                    wake = t
+                # 4. write drain mode
+                rqn = US[u, RQN]
+                wqn = US[u, WQN]
+                oldest_w = r_admit[Q[u, 1, Q[u, 1, S, QF_GN], QF_REQ]] if wqn > 0 else 0  # the oldest write's admission
+                aged = wqn > 0 and c - oldest_w >= P[P_WLIM]
+                dr, left = drain_decide(US[u, DRAINING], rqn, wqn, aged, US[u, DRAIN_LEFT], wcap, dp)
+                US[u, DRAINING] = dr
+                US[u, DRAIN_LEFT] = left
+                if wqn > 0 and oldest_w + P[P_WLIM] < wake:
+                    wake = oldest_w + P[P_WLIM]
+                qi = US[u, DRAINING]  # the active queue
+                ref_pending = US[u, REF_PENDING] != 0
+                # 5. column bus (skipped while the channel-level column timing forbids every
+                # command the active queue could issue: a lower bound on all of them). The oldest
+                # entry that may issue is the oldest of each bank's oldest that may: whether an
+                # entry may depends on its bank, its kind and its dependencies only, and a bank's
+                # list is in admission order. Only a bank's row hits (hits[u, qi, b] of them; a
+                # closing bank has none) are candidates. (Every bank's hits are visited only when
+                # none may issue: then their ready cycles are the wake-up.)
+                cmin = ready[u, 0, RD]
+                if qi == 1:
+                    cmin = ready[u, 0, WR] if ready[u, 0, WR] < ready[u, 0, UPD] else ready[u, 0, UPD]
+                if not ref_pending and c < cmin:
+                    if cmin < wake:
+                        wake = cmin
+                elif not ref_pending:
+                    best = -1  # slot of the oldest entry that may issue
+                    bseq = BIG
+                    x = Q[u, qi, AS, QF_GN]
+                    while x != AS:  # the banks with entries
+                        b = x - S - 1
+                        x = Q[u, qi, x, QF_GN]
+                        left = hits[u, qi, b]
+                        if left == 0:
+                            continue
+                        op = open_row[u, b]
+                        bs = S + 1 + b
+                        k = Q[u, qi, bs, QF_BN]
+                        while left > 0 and k != bs:
+                            if Q[u, qi, k, QF_ROW] == op:
+                                left -= 1
+                                if Q[u, qi, k, QF_NDEPS] == 0:
+                                    t = _ready(u, b, b // bpg, RD + Q[u, qi, k, QF_KIND], nb0, ready, act_hist, US, faw)
+                                    if c >= t:
+                                        if Q[u, qi, k, QF_SEQ] < bseq:
+                                            bseq = Q[u, qi, k, QF_SEQ]
+                                            best = k
+                                        break
+                                    if t < wake:
+                                        wake = t
+                                    if qi == 0:  # reads: one command, no dependencies: none of the bank's may
+                                        break
+                            k = Q[u, qi, k, QF_BN]
+                    if best >= 0:
+                        k = best
+                        b = Q[u, qi, k, QF_BANK]
+                        cmd = RD + Q[u, qi, k, QF_KIND]
+                        r = Q[u, qi, k, QF_REQ]
+                        _issue(u, c, cmd, b, Q[u, qi, k, QF_ROW], P, LAT, nb0, ready, open_row, act_hist, US,
                                cmd_count, out_log, counts, hits, Q, closing)
                         RQ[F_ISSUE, r] = c
                         RQ[F_DONE, r] = c + (P[P_DONE_RD] if cmd == RD else P[P_DONE_WR])
@@ -363,122 +365,139 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         if US[u, LAST_DIR] >= 0 and d != US[u, LAST_DIR]:
                             turnarounds[u] += 1
                         US[u, LAST_DIR] = d
-                        _dequeue(u, qi, j, US, Q, qcnt)
+                        dequeue(u, qi, k, Q, qcnt)
+                        US[u, RQN + qi] -= 1
                         hits[u, qi, b] -= 1
-                        nhit -= 1
-                        qn -= 1
                         if page != OPEN and closes_row(page, hits[u, qi, b]):
                             closing[u, b] = 1  # its PRE issues on the row bus (page_policy)
                             US[u, NCLOSING] += 1
                             hits[u, 0, b] = 0
                             hits[u, 1, b] = 0
-                        if qi == 1:  # only writes/updates have dependants: the younger same-line writes,
-                            line = RQ[F_LINE, r]  # which follow it in the write queue
-                            for k in range(j, qn):
+                        if qi == 1:  # only writes/updates have dependants: the younger same-line writes
+                            # (all the queued ones: it had no older one left), in its bank's list
+                            line = RQ[F_LINE, r]
+                            bs = S + 1 + b
+                            k = Q[u, 1, bs, QF_BN]
+                            while k != bs:
                                 if Q[u, 1, k, QF_LINE] == line:
                                     Q[u, 1, k, QF_NDEPS] -= 1
                                     RQ[F_NDEPS, Q[u, 1, k, QF_REQ]] -= 1
-                        out[0, counts[0]] = r
-                        counts[0] += 1
+                                k = Q[u, 1, k, QF_BN]
+                        k = counts[0]
+                        out[0, k] = r
+                        out[O_BATCH, k] = RQ[F_BATCH, r]  # the issue record (bookkeeping.O_*)
+                        out[O_DONE, k] = RQ[F_DONE, r]
+                        out[O_ARRIVE, k] = r_arrive[r]
+                        out[O_KIND, k] = RQ[F_KIND, r]
+                        out[O_STREAM, k] = RQ[F_STREAM, r]
+                        out[O_SOURCE, k] = RQ[F_SOURCE, r]
+                        out[O_CLASS, k] = RQ[F_CLASS, r]
+                        counts[0] = k + 1
                         acted = True
-                        break
-                    if t < wake:
-                        wake = t
-            # 6. row bus
-            if ref_pending:
-                any_open = False
-                for b in range(NB):
-                    if open_row[u, b] >= 0:
-                        any_open = True
-                        t = _ready(u, b, b // bpg, PRE, nb0, ready, act_hist, US, faw)
-                        if c >= t:
-                            _issue(u, c, PRE, b, open_row[u, b], P, LAT, nb0, ready, open_row, act_hist, US,
-                                   cmd_count, out_log, counts, hits, Q, closing)
-                            acted = True
-                            break
-                        if t < wake:
-                            wake = t
-                if not any_open:
-                    t = ready[u, 0, REF]
-                    if c >= t:
-                        _issue(u, c, REF, -1, -1, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log,
-                               counts, hits, Q, closing)
-                        US[u, REF_PENDING] = 0
-                        US[u, REF_DUE] += P[P_TREFI]
-                        acted = True
-                    elif t < wake:
-                        wake = t
-            else:
-                if refresh_on and US[u, REF_DUE] < wake:
-                    wake = US[u, REF_DUE]
-                # closing banks first: the lowest one whose PRE is ready
-                closed_one = False
-                if US[u, NCLOSING] > 0:
+                # 6. row bus
+                if ref_pending:
+                    any_open = False
                     for b in range(NB):
-                        if closing[u, b] == 0:
-                            continue
-                        t = _ready(u, b, b // bpg, PRE, nb0, ready, act_hist, US, faw)
+                        if open_row[u, b] >= 0:
+                            any_open = True
+                            t = _ready(u, b, b // bpg, PRE, nb0, ready, act_hist, US, faw)
+                            if c >= t:
+                                _issue(u, c, PRE, b, open_row[u, b], P, LAT, nb0, ready, open_row, act_hist, US,
+                                       cmd_count, out_log, counts, hits, Q, closing)
+                                acted = True
+                                break
+                            if t < wake:
+                                wake = t
+                    if not any_open:
+                        t = ready[u, 0, REF]
                         if c >= t:
-                            _issue(u, c, PRE, b, open_row[u, b], P, LAT, nb0, ready, open_row, act_hist, US,
-                                   cmd_count, out_log, counts, hits, Q, closing)
+                            _issue(u, c, REF, -1, -1, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log,
+                                   counts, hits, Q, closing)
+                            US[u, REF_PENDING] = 0
+                            US[u, REF_DUE] += P[P_TREFI]
                             acted = True
-                            closed_one = True
-                            break
-                        if t < wake:
+                        elif t < wake:
                             wake = t
-                # Only an entry that misses its bank's open row may act (ACT a closed bank, PRE an
-                # open one that no entry of the queue hits), and whether it may depends on its bank
-                # alone: first the banks with such entries, for the wake-up or to learn that one may
-                # act; then, if one may, the oldest such entry of such a bank acts.
-                may_act = False
-                for g in range(0 if closed_one else NB // bpg):
-                    for b in range(g * bpg, (g + 1) * bpg):
+                else:
+                    if refresh_on and US[u, REF_DUE] < wake:
+                        wake = US[u, REF_DUE]
+                    # closing banks first: the lowest one whose PRE is ready
+                    closed_one = False
+                    if US[u, NCLOSING] > 0:
+                        for b in range(NB):
+                            if closing[u, b] == 0:
+                                continue
+                            t = _ready(u, b, b // bpg, PRE, nb0, ready, act_hist, US, faw)
+                            if c >= t:
+                                _issue(u, c, PRE, b, open_row[u, b], P, LAT, nb0, ready, open_row, act_hist, US,
+                                       cmd_count, out_log, counts, hits, Q, closing)
+                                acted = True
+                                closed_one = True
+                                break
+                            if t < wake:
+                                wake = t
+                    # Only an entry that misses its bank's open row may act (ACT a closed bank, PRE an
+                    # open one that no entry of the queue hits), and whether it may depends on its bank
+                    # alone; in such a bank every entry misses, so the bank's oldest is its candidate,
+                    # and the oldest candidate of a bank that may act acts.
+                    best = -1  # slot of the entry that acts
+                    bseq = BIG
+                    x = AS if closed_one else Q[u, qi, AS, QF_GN]
+                    while x != AS:  # the banks with entries
+                        b = x - S - 1
+                        x = Q[u, qi, x, QF_GN]
                         if qcnt[u, qi, b] == hits[u, qi, b] or closing[u, b] != 0:
                             continue
                         if open_row[u, b] < 0:
-                            t = _ready(u, b, g, ACT, nb0, ready, act_hist, US, faw)
+                            t = _ready(u, b, b // bpg, ACT, nb0, ready, act_hist, US, faw)
                         elif hits[u, qi, b] > 0:
                             continue
                         else:
-                            t = _ready(u, b, g, PRE, nb0, ready, act_hist, US, faw)
+                            t = _ready(u, b, b // bpg, PRE, nb0, ready, act_hist, US, faw)
                         if c >= t:
-                            may_act = True
+                            k = Q[u, qi, S + 1 + b, QF_BN]
+                            if Q[u, qi, k, QF_SEQ] < bseq:
+                                bseq = Q[u, qi, k, QF_SEQ]
+                                best = k
                         elif t < wake:
                             wake = t
-                for j in range(qn if may_act else 0):
-                    b = Q[u, qi, j, QF_BANK]
-                    op = open_row[u, b]
-                    if op == Q[u, qi, j, QF_ROW] or (op >= 0 and hits[u, qi, b] > 0) or closing[u, b] != 0:
-                        continue
-                    cmd = ACT if op < 0 else PRE
-                    if c >= _ready(u, b, b // bpg, cmd, nb0, ready, act_hist, US, faw):
-                        r = Q[u, qi, j, QF_REQ]
-                        _issue(u, c, cmd, b, Q[u, qi, j, QF_ROW] if cmd == ACT else op, P, LAT, nb0, ready,
+                    if best >= 0:
+                        k = best
+                        b = Q[u, qi, k, QF_BANK]
+                        op = open_row[u, b]
+                        cmd = ACT if op < 0 else PRE
+                        r = Q[u, qi, k, QF_REQ]
+                        _issue(u, c, cmd, b, Q[u, qi, k, QF_ROW] if cmd == ACT else op, P, LAT, nb0, ready,
                                open_row, act_hist, US, cmd_count, out_log, counts, hits, Q, closing)
                         if cmd == PRE:
                             RQ[F_CLASS, r] = 2
                         elif RQ[F_CLASS, r] != 2:
                             RQ[F_CLASS, r] = 1
                         acted = True
-                        break
-            # 7. occupancy; skip ahead when nothing happened
-            occ = US[u, RQN] + US[u, WQN]
-            step = 1
-            na = c + 1
-            if not acted:
-                step = wake - c
-                if step < 1:
-                    step = 1
-                na = c + step  # before clipping to until: nothing can happen earlier
-                if c + step > until:
-                    step = until - c
-            occ_hist[u, occ] += step
-            if observing:
-                obs[u, 0] += occ * step
-                obs[u, 1] += step
-            c += step
-        US[u, CYC] = c
-        US[u, NEXT] = na if na > c else c
+                # 7. occupancy; skip ahead when nothing happened
+                occ = US[u, RQN] + US[u, WQN]
+                step = 1
+                na = c + 1
+                if not acted:
+                    step = wake - c
+                    if step < 1:
+                        step = 1
+                    na = c + step  # before clipping to lim: nothing can happen earlier
+                    if c + step > lim:
+                        step = lim - c
+                occ_hist[u, occ] += step
+                if observing:
+                    obs[u, 0] += occ * step
+                    obs[u, 1] += step
+                c += step
+            US[u, CYC] = c
+            US[u, NEXT] = na if na > c else c
+            if not stopped and c < until:
+                active = True
+                if US[u, NEXT] < lim_next:
+                    lim_next = US[u, NEXT]
+        if lim_next < lim:
+            lim_next = lim
     lb = BIG
     for u in range(U):
         if US[u, NEXT] < lb:

@@ -2,7 +2,7 @@
 
 :func:`pump_step` runs the controllers (:func:`~t3sim.memory.fast_kernel.run_kernel`), then
 accounts the issued requests to their batches and the statistics
-(:func:`~t3sim.memory.accum.retire`), builds the enqueue hook's rows
+(:func:`~t3sim.memory.accum.retire_records`, from the kernel's issue records), builds the enqueue hook's rows
 (:func:`~t3sim.memory.bookkeeping.admission_rows`) and converts the completed batches'
 cycles to ticks -- the work ``MemorySystem._run`` used to do in four compiled calls and a
 Python loop after each kernel call. Same functions, same order, so the results are identical;
@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from t3sim.memory.accum import retire
-from t3sim.memory.bookkeeping import (F_ARRIVE, F_BATCH, F_CLASS, F_DONE, F_KIND, F_SOURCE, F_STREAM, NAR,
-                                      admission_rows)
+from t3sim.memory.accum import retire_records
+from t3sim.memory.bookkeeping import NAR, O_KIND, admission_rows
 from t3sim.memory.fast_kernel import run_kernel
 from t3sim.sim.clock import cycle_start_tick
 
@@ -49,11 +48,9 @@ def pump_step(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, 
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), rows, 0, 0, 0
     nw = 0  # writes and updates among the issued requests
     for j in range(counts[0]):
-        if RQ[F_KIND, out[0, j]] != 0:
+        if out[O_KIND, j] != 0:
             nw += 1
-    done, need_b, need_l = retire(out[0, : counts[0]], RQ[F_BATCH], RQ[F_DONE], RQ[F_ARRIVE], RQ[F_KIND],
-                                  RQ[F_STREAM], RQ[F_SOURCE], RQ[F_CLASS], b_done, b_remaining, cnt, rowcls, sc, bw,
-                                  lat, bin_cycles)
+    done, need_b, need_l = retire_records(out, counts[0], b_done, b_remaining, cnt, rowcls, sc, bw, lat, bin_cycles)
     ticks = np.empty(done.size, dtype=np.int64)
     for j in range(done.size):
         ticks[j] = cycle_start_tick(b_done[done[j]], freq_kHz)

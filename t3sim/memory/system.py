@@ -41,8 +41,7 @@ from t3sim.errors import InputError
 from t3sim.cache.common import cycles_to_ticks
 from t3sim.memory import address_map
 from t3sim.memory import bookkeeping as BK
-from t3sim.memory.fast_kernel import RQN, WQN
-from t3sim.memory.accum import SC_A0, SC_LAST_DONE, Accum, retire
+from t3sim.memory.accum import SC_A0, SC_LAST_DONE, Accum, retire, retire_records
 from t3sim.memory.batches import Batches
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
@@ -217,8 +216,7 @@ class MemorySystem:
         eng = self.engine
         if (self.compact_min and self._cap >= self.compact_min and 2 * (self.outstanding + batch) <= self._cap
                 and self.functional is None and hasattr(eng, "rq")):
-            qn = np.ascontiguousarray(eng.US[:, [RQN, WQN]])
-            self.n = BK.compact(self.RQ, self.n, self.f_head, self.f_tail, eng.rq, eng.wq, qn)
+            self.n = BK.compact(self.RQ, self.n, self.f_head, self.f_tail, eng.rq, eng.wq)
             self.compactions += 1
         self._grow(self.n + batch)
 
@@ -352,14 +350,20 @@ class MemorySystem:
                 stream=rows[BK.AR_STREAM], source=rows[BK.AR_SOURCE], wg_id=rows[BK.AR_WG],
                 wf_id=rows[BK.AR_WF], batch=rows[BK.AR_BATCH], bytes=self.access_B))
 
-    def _retire(self, issued: np.ndarray):
-        """Account issued requests (growing the statistics arrays as needed); return completed batches."""
+    def _retire(self, issued: np.ndarray, records: Optional[np.ndarray] = None):
+        """Account issued requests (growing the statistics arrays as needed); return completed batches.
+        ``records``: the fast controller's output buffer holding their issue records (read instead of
+        the request rows: the same fields, so the same result)."""
         acc = self.acc
         while True:
             b = self.batches
-            done, need_b, need_l = retire(issued, self.r_batch, self.r_done, self.r_arrive, self.r_kind, self.r_stream,
-                                          self.r_source, self.r_class, b.done, b.remaining, acc.cnt, acc.rowcls,
-                                          acc.sc, acc.bw, acc.lat, acc.bin_cycles)
+            if records is not None:
+                done, need_b, need_l = retire_records(records, issued.size, b.done, b.remaining, acc.cnt, acc.rowcls,
+                                                      acc.sc, acc.bw, acc.lat, acc.bin_cycles)
+            else:
+                done, need_b, need_l = retire(issued, self.r_batch, self.r_done, self.r_arrive, self.r_kind,
+                                              self.r_stream, self.r_source, self.r_class, b.done, b.remaining,
+                                              acc.cnt, acc.rowcls, acc.sc, acc.bw, acc.lat, acc.bin_cycles)
             if not (need_b or need_l):
                 return done
             acc.grow(need_b, need_l)
@@ -392,9 +396,11 @@ class MemorySystem:
             return
         if self.functional is not None:
             self.functional.apply(self, issued)
+        rec = getattr(eng, "records", None)
         self.outstanding -= int(issued.size)
-        self.outstanding_writes -= int(np.count_nonzero(self.r_kind[issued] != int(Kind.READ)))
-        self.batches.known(self._retire(issued))
+        kinds = self.r_kind[issued] if rec is None else rec[BK.O_KIND, : issued.size]
+        self.outstanding_writes -= int(np.count_nonzero(kinds != int(Kind.READ)))
+        self.batches.known(self._retire(issued, rec))
 
     # ---------------------------------------------------------------- results
     def pop_completed(self) -> List[Tuple[int, int]]:

@@ -82,3 +82,45 @@ def test_channel_hash_keeps_contiguous_streams_balanced(base):
     m = _map(cfg, start + np.arange(window // 64) * 64)
     counts = np.bincount(m.unit, minlength=32)
     assert (counts == 256 // 64).all()
+
+
+_POW2_MAPS = [
+    dict(channels=32, amap={}),
+    dict(channels=32, amap={"channel_hash": True}),
+    dict(channels=16, amap={"xor_bank_hash": False}),
+    dict(channels=8, amap={"kind": "row_bank_column_channel", "field_order": "col_low,channel,bankgroup,col_high,bank,row"}),
+    dict(channels=32, amap={"kind": "row_bank_column_channel", "field_order": "channel,col_low,col_high,bank,bankgroup,row",
+                            "channel_hash": True}),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(_POW2_MAPS), st.lists(st.integers(0, (1 << 45) - 1), min_size=1, max_size=50))
+def test_power_of_two_map_equals_general_map(case, lines):
+    """The shift-and-mask map that submissions use when every radix is a power of two
+    (``map_line_pow2``) gives the digits of the division-based ``map_line``."""
+    from t3sim.memory.address_map import map_line, map_line_pow2, pow2_shifts
+
+    am = MemorySystem(system(case["channels"], address_map=case["amap"])).amap
+    sh = np.empty(am.radix_arr.size, np.int64)
+    assert pow2_shifts.py_func(am.radix_arr, sh)
+    d = np.empty(am.radix_arr.size, np.int64)
+    for ln in lines:
+        ln = np.int64(ln)
+        assert (map_line_pow2.py_func(ln, sh, am.radix_arr, am.pos_arr, am.bpg, am.xor, am.chash, d)
+                == map_line.py_func(ln, am.radix_arr, am.pos_arr, am.bpg, am.xor, am.chash, d))
+
+
+@pytest.mark.parametrize("channels", [96, 32])
+def test_submission_maps_as_the_address_map(channels):
+    """A submission's compiled map (shifts and masks for 32 channels, divisions for 96, where
+    ``pow2_shifts`` declines) gives the digits of ``DigitMap.map``."""
+    from t3sim.memory.address_map import pow2_shifts
+
+    ms = MemorySystem(system(channels, address_map={"channel_hash": True}))
+    assert pow2_shifts.py_func(ms.amap.radix_arr, np.empty(ms.amap.radix_arr.size, np.int64)) == (channels == 32)
+    addrs = np.arange(0, 96 * 4096, 7, dtype=np.int64) * 32
+    ms.submit(0, addrs, "read", "compute", "gemm")
+    m = ms.amap.map(addrs)
+    assert (ms.r_unit[: addrs.size] == m.unit).all() and (ms.r_bank[: addrs.size] == m.bank).all()
+    assert (ms.r_row[: addrs.size] == m.row).all()
