@@ -166,7 +166,8 @@ class NcclConfig(Model):
         "receiver seeing the slice's flag; the part not covered by the three path latencies the ring simulates (data "
         "stores, their acknowledgement, the flag store) is the fence's own cost, charged to every posted slice "
         "(None: the fence costs only the acknowledgement round trip)",
-        source=f"{NCCL_SRC} src/graph/tuning.cc: hwLatencies[NVLINK][RING][SIMPLE] = 3.4 us (LL: 0.6 us)", ge=0)
+        source=f"default off; the NVLink value is {NCCL_SRC} src/graph/tuning.cc hwLatencies[NVLINK][RING][SIMPLE] = "
+               "3.4 us (LL: 0.6 us), which configs/systems/h200-4gpu.yaml sets", ge=0)
 
     @model_validator(mode="after")
     def _steps(self) -> "NcclConfig":
