@@ -149,14 +149,20 @@ class CuPool:
         adds_per_cycle: element additions one CU does per cycle.
         stream: arbitration class of the kernel's loads and stores.
         on_progress: called whenever a piece completes (engine watchdog).
+        cu_bandwidth_GBps: bytes a CU moves per second, loads plus stores (local or to a peer), or None for no
+            such limit: a piece then takes at least its bytes at that rate from its start to its math (a CTA's
+            memory-pipe throughput; ``collective.cu_bandwidth_GBps``).
     """
 
     def __init__(self, env: simpy.Environment, hier: MemoryHierarchy, cus: int, clock: Clock, adds_per_cycle: int,
-                 stream: Stream, on_progress: Callable[[], None], dispatcher=None, footprint=None, name: str = "collective"):
+                 stream: Stream, on_progress: Callable[[], None], dispatcher=None, footprint=None, name: str = "collective",
+                 cu_bandwidth_GBps: Optional[float] = None):
         if cus <= 0 or adds_per_cycle <= 0:
             raise ValueError(f"CuPool needs cus > 0 and adds_per_cycle > 0 (got {cus}, {adds_per_cycle})")
         self.env, self.hier, self.cus, self.clock = env, hier, cus, clock
         self.adds_per_cycle, self.stream, self.on_progress = adds_per_cycle, stream, on_progress
+        #: ticks per byte of the CU's memory pipe (0: unlimited); 1 GB/s = 1 B/ns
+        self.ticks_per_B = 0.0 if cu_bandwidth_GBps is None else TICKS_PER_NS / float(cu_bandwidth_GBps)
         self.queue: Deque[Tuple[_Piece, str]] = deque()
         self.busy = 0
         self.pieces_done = 0
@@ -207,9 +213,21 @@ class CuPool:
         while self.busy < self.ctas and self.queue:
             self._start(*self.queue.popleft())
 
+    def _pipe_bytes(self, p: _Piece) -> int:
+        """Bytes the piece moves through its CU: every source's loads, and its output once per destination
+        (local stores, and the stores to the next GPU of a piece that is held until they left)."""
+        loads = sum(len(a) for a in p.reads) * REQ_B
+        out = len(p.reads[0]) * REQ_B if p.reads else (0 if p.writes is None else len(p.writes) * REQ_B)
+        dsts = int(p.writes is not None and len(p.writes) > 0) + int(p.hold is not None)
+        return loads + out * dsts
+
     def _start(self, p: _Piece, cat: str) -> None:
         self.busy += 1
         evs = [self.hier.read(a, cat, self.stream) for a in p.reads if len(a)]
+        if self.ticks_per_B:
+            pipe = int(round(self._pipe_bytes(p) * self.ticks_per_B))
+            if pipe > 0:
+                evs.append(self.env.timeout(pipe))
         if not evs:
             self._math(p, cat)
             return
@@ -284,12 +302,14 @@ class GpuCollectiveHook(Component):
         port: the network port its packets are addressed to (None: the GPUs' default receiver).
         dispatchers: GPU id -> its WG dispatcher: the kernel's CTAs (``footprint`` each) then share CUs with
             concurrent kernels (:mod:`t3sim.compute.dispatcher`); None: they own ``cus`` CUs.
+        cu_bandwidth_GBps: per-CU memory-pipe rate (:class:`CuPool`), None for none.
     """
 
     def __init__(self, engine: Engine, network, plan: Plan, hiers: Dict[int, MemoryHierarchy], gpu, *,
                  cus: Optional[int] = None, inflight_per_cu_B: int = 8192, slices: int = 1,
                  variant: str = "baseline", layout: Optional[BufferLayout] = None, stream: Stream = Stream.COMM,
-                 port: Optional[str] = None, dispatchers=None, footprint=None):
+                 port: Optional[str] = None, dispatchers=None, footprint=None,
+                 cu_bandwidth_GBps: Optional[float] = None):
         super().__init__(engine, f"collective_kernel:{plan.name}")
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
@@ -306,7 +326,7 @@ class GpuCollectiveHook(Component):
         adds_per_cycle = lanes * max(1, 4 // eb)       # packed half2 math doubles fp16 throughput
         clock = Clock.from_GHz(gpu.clock_GHz, "cu")
         self.pools = {g: CuPool(self.env, h, cus, clock, adds_per_cycle, stream, self.progressed,
-                                (dispatchers or {}).get(g), footprint, port or plan.name)
+                                (dispatchers or {}).get(g), footprint, port or plan.name, cu_bandwidth_GBps)
                       for g, h in self.hiers.items()}
         n = plan.n
         rels = sorted({(x.dst - x.src) % n for s in plan.steps for x in s.xfers if x.op == "reduce" and not x.is_local})

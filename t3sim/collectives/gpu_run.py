@@ -84,7 +84,8 @@ def _run_nccl(engine: Engine, network: Network, plan: Plan, hiers: Dict[int, Mem
     ring = NcclRing(engine, network, sched, plan, hiers, system.gpu, inflight_per_cu_B=cc.inflight_per_cu_B,
                     sm_store_payload_B=system.interconnect.sm_store_payload_B, launch_overhead_ns=cc.launch_overhead_ns,
                     layouts=layouts, buffer_B=nc.buffer_B, mirror=(mode == "homogeneous"), ref=ref_gpu, stream=stream,
-                    port=port, dispatchers=dispatchers, footprint=footprint)
+                    port=port, dispatchers=dispatchers, footprint=footprint, hop_latency_ns=nc.hop_latency_ns,
+                    cu_bandwidth_GBps=cc.cu_bandwidth_GBps)
     return CollectiveKernel(ring.done, ring, ring, None, mode)
 
 
@@ -151,7 +152,7 @@ def _run_steps(engine: Engine, network: Network, plan: Plan, hiers: Dict[int, Me
     hook = GpuCollectiveHook(engine, network, plan, real, system.gpu, cus=cc.cus if cus is None else cus,
                              inflight_per_cu_B=cc.inflight_per_cu_B, slices=cc.pipeline_slices,
                              variant=variant, layout=layout, stream=stream, port=port,
-                             dispatchers=dispatchers, footprint=footprint)
+                             dispatchers=dispatchers, footprint=footprint, cu_bandwidth_GBps=cc.cu_bandwidth_GBps)
     cost: CostHook = hook if mode == "explicit" else MirrorHook(engine, plan, hook, ref_gpu)
     runner = CollectiveRunner(engine, network, plan, cost, variant, cc.launch_overhead_ns, cc.pipeline_slices,
                               port=port)

@@ -15,7 +15,9 @@ by slice. One slice:
 2. **copy** (``reduceCopy`` by the 512 worker threads): on the channel's own CU,
    in pieces of ``collective.inflight_per_cu_B`` bytes of output -- the loads of
    every source of a piece in flight together, then the reduction, then the
-   stores (:class:`~t3sim.collectives.gpu_hook.CuPool` with one CU). Stores to
+   stores (:class:`~t3sim.collectives.gpu_hook.CuPool` with one CU); with
+   ``collective.cu_bandwidth_GBps`` a piece takes at least its loads and stores
+   at the CU's memory-pipe rate. Stores to
    the next GPU enter the link as each piece is done (posted), carried in link
    packets of ``interconnect.sm_store_payload_B`` (CU stores); local stores go
    to memory (uncached, communication stream).
@@ -25,8 +27,12 @@ by slice. One slice:
 4. **post** (``postPeer``, by the extra warp): a receiving op frees the slot
    (``head`` store to the previous GPU, visible one path latency later); a
    sending op fences (``fence.acq_rel.sys``: its stores to the next GPU are
-   acknowledged -- the slice's last arrival plus the path latency back) and
-   stores the ``tail`` flag (visible at the next GPU one path latency later).
+   acknowledged -- the slice's last arrival plus the path latency back -- and,
+   with ``collective.nccl.hop_latency_ns``, the fence's own cost: NCCL's
+   per-hop Simple latency less the three path latencies of data,
+   acknowledgement and flag) and stores the ``tail`` flag (visible at the next
+   GPU one path latency later). The extra warp posts one slice at a time, so a
+   channel closes at most one slice per post.
    Flags and acknowledgements are 8-byte messages: modelled as latency only
    (no link occupancy, no queueing behind data).
 
@@ -111,13 +117,17 @@ class NcclRing(Component):
         stream: arbitration class of the kernel's memory traffic.
         free_copies: no memory model at all (``hiers`` empty): a slice's pieces are stored to the next GPU at
             once when the slice starts (the closed-form timing of the protocol and the links alone; tests).
+        hop_latency_ns: NCCL's per-hop Simple latency (``collective.nccl.hop_latency_ns``; module doc, step 4),
+            None: the fence costs only the acknowledgement round trip.
+        cu_bandwidth_GBps: a channel CU's memory-pipe rate, loads plus stores (:class:`CuPool`), None for none.
     """
 
     def __init__(self, engine: Engine, network: Network, sched: Schedule, plan: Plan, hiers: Dict[int, MemoryHierarchy],
                  gpu, *, inflight_per_cu_B: int, sm_store_payload_B: int, launch_overhead_ns: float = 0.0,
                  layouts: Optional[Dict[int, NcclLayout]] = None, buffer_B: int, mirror: bool = True, ref: int = 0,
                  stream: Stream = Stream.COMM, free_copies: bool = False, port: Optional[str] = None,
-                 dispatchers=None, footprint=None):
+                 dispatchers=None, footprint=None, hop_latency_ns: Optional[float] = None,
+                 cu_bandwidth_GBps: Optional[float] = None):
         super().__init__(engine, f"nccl_ring:{sched.collective}")
         n = sched.n
         if n > len(network.gpus):
@@ -150,13 +160,18 @@ class NcclRing(Component):
         disp = dispatchers or {}
         self.pools: Dict[int, List[CuPool]] = {
             g: [CuPool(self.env, h, 1, clock, lanes * max(1, 4 // eb), stream, self.progressed, disp.get(g), footprint,
-                       f"{port or 'nccl'}.ch{c}") for c in range(sched.channels)]
+                       f"{port or 'nccl'}.ch{c}", cu_bandwidth_GBps) for c in range(sched.channels)]
             for g, h in self.hiers.items()}
         self.port = port
         self.cus = sched.channels
         lat = network.path_latency_ticks
         self._lat_next = [lat(g, (g + 1) % n) for g in range(n)]
         self._lat_prev = [lat(g, (g - 1) % n) for g in range(n)]
+        # the fence's own cost (module doc, step 4): what a minimal slice's hop (hop_latency_ns) takes beyond the
+        # three path latencies simulated (data stores g -> g+1, their acknowledgement back, the flag g -> g+1)
+        hop = None if hop_latency_ns is None else ns_to_ticks(hop_latency_ns)
+        self._fence = [0 if hop is None else max(0, hop - 2 * self._lat_next[g] - self._lat_prev[(g + 1) % n])
+                       for g in range(n)]
         # flag events: tail[(c, g)][k]: slice k that g sent to g+1 on channel c is flagged (visible at g+1);
         # head[(c, g)][k]: g+1 consumed slice k from g (visible at g)
         self._tail: Dict[Tuple[int, int], Dict[int, simpy.Event]] = {}
@@ -251,7 +266,7 @@ class NcclRing(Component):
         if arrivals:
             yield simpy.AllOf(self.env, arrivals)
             # the last store's acknowledgement comes back one path latency after it arrived
-            acked = max(ev.value for ev in arrivals) + self._lat_prev[(g + 1) % self.sched.n]
+            acked = max(ev.value for ev in arrivals) + self._lat_prev[(g + 1) % self.sched.n] + self._fence[g]
             if acked > self.env.now:
                 yield self.env.timeout(acked - self.env.now)
         posted.succeed()

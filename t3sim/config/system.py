@@ -161,6 +161,13 @@ class NcclConfig(Model):
                          source=f"{NCCL_SRC} src/include/collectives.h: REDUCESCATTER/ALLGATHER/ALLREDUCE_CHUNKSTEPS = NCCL_STEPS/2", gt=0)
     slice_steps: int = F(2, unit="count", desc="FIFO steps of one slice: each ring step of a chunk is sent in chunk_steps / slice_steps slices, each followed by a flag",
                          source=f"{NCCL_SRC} src/include/collectives.h: REDUCESCATTER/ALLGATHER/ALLREDUCE_SLICESTEPS = NCCL_STEPS/4", gt=0)
+    hop_latency_ns: Optional[float] = F(
+        None, unit="ns", desc="latency of one Simple-protocol hop of a minimal slice: from the sender's stores to the "
+        "receiver seeing the slice's flag; the part not covered by the three path latencies the ring simulates (data "
+        "stores, their acknowledgement, the flag store) is the fence's own cost, charged to every posted slice "
+        "(None: the fence costs only the acknowledgement round trip)",
+        source=f"default off; the NVLink value is {NCCL_SRC} src/graph/tuning.cc hwLatencies[NVLINK][RING][SIMPLE] = "
+               "3.4 us (LL: 0.6 us), which configs/systems/h200-4gpu.yaml sets", ge=0)
 
     @model_validator(mode="after")
     def _steps(self) -> "NcclConfig":
@@ -270,6 +277,12 @@ class CollectiveConfig(Model):
              "only when the previous one returned, so throughput = CUs x this / load latency (Little's law)",
         source="RCCL ring kernels: one 256-thread block per CU (channel), 16 B (dwordx4) loads per thread, COLL_UNROLL = 2 "
                "(ROCm/rccl src/device/common.h): 256 x 16 B x 2 = 8 KiB per source", gt=0)
+    cu_bandwidth_GBps: Optional[float] = F(
+        None, unit="GBps",
+        desc="bytes one CU running a collective moves per second through its memory pipe, loads plus stores (local stores "
+             "and stores to a peer GPU): a CU piece takes at least its bytes at this rate (None: no such limit, the piece "
+             "is bound by its loads' latency and in-flight bytes alone)",
+        source="assumption: no per-CU limit (presets set a measured value)", gt=0)
     cta_threads: int = F(
         256, unit="count", desc="threads of one collective CTA (one per channel/CU); with cta_registers_per_thread and "
                                 "cta_lds_B, what a CTA holds on its CU, so it shares CUs with concurrent kernels only as "

@@ -1,8 +1,9 @@
 """NCCL ring Simple protocol timing (t3sim.collectives.nccl) against closed-form expectations.
 
 * ``free_copies`` (protocol and links only): the simulated time equals, to the tick, an independent
-  recurrence over the slices of one channel on a symmetric ring (flags, fence, FIFO slots, FIFO link
-  queues with store-and-forward through the switch, link-protocol headers).
+  recurrence over the slices of one channel on a symmetric ring (flags, fence and its own cost from
+  ``collective.nccl.hop_latency_ns``, FIFO slots, FIFO link queues with store-and-forward through the
+  switch, link-protocol headers).
 * with memory (H200 preset, one small collective): at least the link bound, and the NCCL structure's
   pipeline: within the closed-form envelope of (N-1) sending ops + exposed final slices.
 """
@@ -25,21 +26,22 @@ from t3sim.sim.engine import Engine
 H200 = "configs/systems/h200-4gpu.yaml"
 
 
-def _simulate_free(system, coll, n, num_elems, eb, channels, nccl):
+def _simulate_free(system, coll, n, num_elems, eb, channels, nccl, hop_ns=None):
     eng = Engine(seed=0)
     net = Network(eng, system.interconnect)
     sched = build_schedule(coll, n, num_elems, eb, channels, **nccl)
     plan = build_plan(coll, "ring", n, num_elems, elem_bytes=eb)
     ring = NcclRing(eng, net, sched, plan, {}, system.gpu, inflight_per_cu_B=system.collective.inflight_per_cu_B,
                     sm_store_payload_B=system.interconnect.sm_store_payload_B,
-                    launch_overhead_ns=system.collective.launch_overhead_ns, buffer_B=nccl["buffer_B"], free_copies=True)
+                    launch_overhead_ns=system.collective.launch_overhead_ns, buffer_B=nccl["buffer_B"], free_copies=True,
+                    hop_latency_ns=hop_ns)
     ring.done.callbacks.append(lambda _e: eng.finish())
     eng.run()
     net.check_conserved()
     return ring.done.value, sched, net
 
 
-def _expected_free_ticks(system, sched, piece_B):
+def _expected_free_ticks(system, sched, piece_B, hop_ns=None):
     """Closed-form recurrence for one channel of a symmetric ring on a switch (module doc; free copies).
 
     Every GPU does the same at the same time, so the previous GPU's flag for slice r is this GPU's own
@@ -48,6 +50,8 @@ def _expected_free_ticks(system, sched, piece_B):
     ic = system.interconnect
     lat = ns_to_ticks(ic.link_latency_ns)
     path = 2 * lat                                           # GPU -> switch -> GPU
+    # the fence's own cost: a minimal slice's hop (data, acknowledgement, flag: 3 paths) takes hop_ns
+    fence = 0 if hop_ns is None else max(0, ns_to_ticks(hop_ns) - 3 * path)
     wire_Bps = bandwidth_to_Bps(ic.link_bandwidth_GBps) * (ic.max_payload_B + ic.packet_header_B) // ic.max_payload_B
     h, pay, P = ic.packet_header_B, ic.sm_store_payload_B, ic.packet_size_B
 
@@ -83,7 +87,7 @@ def _expected_free_ticks(system, sched, piece_B):
                 if op.recv:
                     head.append(end + path)
                 if op.send:
-                    posted = max(end, arrive + path) if arrive is not None else end
+                    posted = max(end, arrive + path + fence) if arrive is not None else end
                     tail.append(posted + path)
                 else:
                     posted = None
@@ -94,8 +98,8 @@ def _expected_free_ticks(system, sched, piece_B):
 @given(coll=st.sampled_from(["reduce_scatter", "all_gather", "all_reduce"]), n=st.integers(2, 5),
        blocks=st.integers(1, 400_000), lat_ns=st.sampled_from([0, 300, 1000]), bw=st.sampled_from([75.0, 388.0]),
        header=st.sampled_from([0, 16]), buffer_B=st.sampled_from([64 << 10, 256 << 10, 4 << 20]),
-       launch_ns=st.sampled_from([0.0, 5000.0]))
-def test_free_copy_timing_equals_recurrence(coll, n, blocks, lat_ns, bw, header, buffer_B, launch_ns):
+       launch_ns=st.sampled_from([0.0, 5000.0]), hop_ns=st.sampled_from([None, 1000.0, 3400.0]))
+def test_free_copy_timing_equals_recurrence(coll, n, blocks, lat_ns, bw, header, buffer_B, launch_ns, hop_ns):
     sysc = load_system(H200, [f"interconnect.num_gpus={n}", f"interconnect.link_latency_ns={lat_ns}",
                               f"interconnect.link_bandwidth_GBps={bw}", f"interconnect.packet_header_B={header}",
                               f"collective.launch_overhead_ns={launch_ns}"])
@@ -103,8 +107,8 @@ def test_free_copy_timing_equals_recurrence(coll, n, blocks, lat_ns, bw, header,
     # all-reduce: a multiple of N x 16 B keeps every GPU's chunks equal (NCCL rounds the last loop's chunks up to
     # 16 B, so other sizes give the GPUs different work and the symmetric recurrence does not apply)
     num = blocks * n * (8 if coll == "all_reduce" else 1)
-    run, sched, _ = _simulate_free(sysc, coll, n, num, 2, 1, nccl)
-    assert run.duration_ticks == _expected_free_ticks(sysc, sched, sysc.collective.inflight_per_cu_B)
+    run, sched, _ = _simulate_free(sysc, coll, n, num, 2, 1, nccl, hop_ns)
+    assert run.duration_ticks == _expected_free_ticks(sysc, sched, sysc.collective.inflight_per_cu_B, hop_ns)
 
 
 def test_free_copy_link_time_is_sm_store_wire_bytes():
@@ -126,7 +130,8 @@ def test_free_copy_link_time_is_sm_store_wire_bytes():
 
 def test_small_reduce_scatter_with_memory_within_closed_form_envelope():
     """4-GPU RS of 3 MiB on the H200 preset (24 channels, real HBM): between the link bound and the
-    envelope of 2(N-1) link-bound slices plus the last op's slices at a pessimistic 10 GB/s per CTA."""
+    envelope of 2(N-1) link-bound slices plus the last op's slices at a pessimistic 10 GB/s per CTA, each
+    slice of the 2N on a channel's path delayed by at most one Simple hop (collective.nccl.hop_latency_ns)."""
     from t3sim.collectives.gpu_run import simulate_collective_on_gpus
 
     sysc = load_system(H200, ["collective.launch_overhead_ns=0"])
@@ -136,7 +141,8 @@ def test_small_reduce_scatter_with_memory_within_closed_form_envelope():
     rate_GBps = 388 * 272 / 256 * 128 / 144
     link_ns = (n - 1) / n * size / rate_GBps
     slice_B = size / n / 24 / 2
-    upper_ns = link_ns + 2 * slice_B / 10.0 + 2 * (n + 1) * 3 * 2 * ic.link_latency_ns + 5000
+    hop_ns = max(sysc.collective.nccl.hop_latency_ns or 0.0, 3 * 2 * ic.link_latency_ns)
+    upper_ns = link_ns + 2 * slice_B / 10.0 + 2 * (n + 1) * hop_ns + 5000
     assert link_ns < run.duration_ns < upper_ns
     assert st.value("collective.cus") == 24 and st.value("collective.nccl.slices") == n * 24 * n * 2
     # homogeneous mode mirrors GPU 0: every GPU ends within 1 % of the others

@@ -294,6 +294,8 @@ RECIPES: Dict[str, Recipe] = {
     "system.collective.nccl.steps": R("nccl", 16),
     "system.collective.nccl.chunk_steps": R("nccl", 2),
     "system.collective.nccl.slice_steps": R("nccl", 1),
+    "system.collective.nccl.hop_latency_ns": R("nccl", 20000),
+    "system.collective.cu_bandwidth_GBps": R("tiny", 5),
     "system.collective.launch_overhead_ns": R("tiny", 100),
     "system.collective.ring_bidirectional": R("tiny4", False),
     "system.collective.pipeline_slices": R("tiny4", 1),

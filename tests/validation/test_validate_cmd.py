@@ -108,8 +108,9 @@ def test_h200_full_reduce_scatter_and_gemm(run_cli, tmp_path):
     assert len(rs["rows"]) == 6 and len(gemm["rows"]) == 4
     assert rs["geomean_error"] <= 0.10, rs
     assert gemm["geomean_error"] <= 0.15, gemm
-    # NCCL Simple model (issue 16): geomean 4.9 %, log-ratio 5.9 %, max 8.4 % (experiments/validation/README.md)
-    assert rs["log_ratio_error"] <= 0.07 and rs["max_abs_error"] <= 0.09
+    # NCCL Simple model with the measured CTA copy rate and NCCL's Simple hop (issue 16): geomean 2.1 %, log-ratio
+    # 2.7 %, max 5.7 % (the 12 MiB row; experiments/validation/README.md)
+    assert rs["log_ratio_error"] <= 0.03 and rs["max_abs_error"] <= 0.06
     assert [r["simulated_us"] for r in rs["rows"]] == committed_sim_us("reduce_scatter_4gpu")
     assert [r["simulated_us"] for r in gemm["rows"]] == committed_sim_us("gemm_calibration")
 
