@@ -39,7 +39,7 @@ FICCO_EXPERIMENTS = ("ficco-sp", "ficco-ep", "ficco-synthetic", "ficco-scale", "
 FUSED_EXPERIMENTS = fused.EXPERIMENTS
 RESULT_EXPERIMENTS = (("t3-sublayers", "fig06", "fig17", "fig19", "fig20", "sweep-tracker", "sweep-mca") + FLUX_EXPERIMENTS
                       + FICCO_EXPERIMENTS + FUSED_EXPERIMENTS)
-#: fused tables written as CSV only (no figure)
+#: the fused studies' figures that are not one operator's
 FUSED_TABLES = ("fused-skew", "fused-occupancy", "fused-scale")
 FIGURES = ("fig04", "fig06", "fig14", "fig15", "fig16", "fig17", "fig18", "fig19", "fig20", "sweep-tracker", "sweep-mca",
            "flux-op", "ficco", "ficco-char") + tuple(fused.OPERATORS) + FUSED_TABLES
@@ -97,7 +97,7 @@ def draw(fig: str, inp: Inputs, out: str | Path, formats: Sequence[str] = ("png"
         return fused.figure(rows, fig, out, formats) if rows else []
     if fig in FUSED_TABLES:
         rows = fused_tables(inp)[fig]
-        return fused.save_table(rows, fig, out) if rows else []
+        return fused.table_figure(rows, fig, out, formats) if rows else []
     if fig in ("sweep-tracker", "sweep-mca"):
         runs = inp.get(fig)
         return S.sweep(runs, fig.split("-")[1], out, formats) if runs else []
