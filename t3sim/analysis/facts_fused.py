@@ -63,6 +63,7 @@ def _emb(rows: Rows, p: str) -> Dict[str, object]:
     out[f"{p}_comm_share_lo"], out[f"{p}_comm_share_hi"] = lo_hi(r["base_comm_share_pct"] for r in rows)
     nic = [_ratio(r["fused_total_us"], r["nic_bound_us"]) for r in rows]
     out[f"{p}_fused_over_nic_lo"], out[f"{p}_fused_over_nic_hi"] = lo_hi(nic)
+    out[f"{p}_fused_over_nic_small"] = _ratio(sm["fused_total_us"], sm["nic_bound_us"])
     out[f"{p}_nic_bound_small"], out[f"{p}_fused_total_small"] = sm["nic_bound_us"], sm["fused_total_us"]
     out[f"{p}_base_total_small"] = sm["base_total_us"]
     out[f"{p}_nic_cap_small"] = (100 * (1 - _ratio(sm["nic_bound_us"], sm["base_total_us"]))

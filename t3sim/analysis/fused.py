@@ -15,7 +15,8 @@ fused-scale             the 128-node DLRM study's rows (``experiments/fused-scal
 ======================  ====================================================================================
 
 Reduction = ``1 - fused total / baseline total`` in percent (the paper's "lower execution time"). ``overlap_bound``
-= the reduction a perfect overlap of the baseline's two kernels would give, ``min(compute, comm) / total``.
+= the reduction a perfect overlap of the baseline's two kernels would give, ``min(compute, comm) / total``;
+``nic_bound_us`` = one NIC's share of the fused kernel's put bytes over the NIC rate (the least time its puts need).
 """
 
 from __future__ import annotations
@@ -109,7 +110,9 @@ def op_rows(runs: Sequence[Run], key: str) -> List[Dict[str, object]]:
             continue
         bc, ba, bt = (_num(b.summary.get(k)) for k in ("gemm_us", "rs_us", "total_us"))
         fc, fa, ft = (_num(f.summary.get(k)) for k in ("gemm_us", "rs_us", "total_us"))
-        nic_B, nic_bw = _num(f.stat("fused.nic_put_B")), _num(f.cfg("system.interconnect.nic_bandwidth_GBps"))
+        # one NIC's bytes: fused.nic_put_B sums every GPU's puts (shadows' included), the nodes' NICs share them evenly
+        nodes = _num(f.cfg("system.interconnect.num_gpus")) / _num(f.cfg("system.interconnect.gpus_per_node"), 1.0)
+        nic_B, nic_bw = _num(f.stat("fused.nic_put_B")) / nodes, _num(f.cfg("system.interconnect.nic_bandwidth_GBps"))
         emb = key.startswith("fused-emb")
         out.append({
             "operator": key, "point": (f"b{b.cfg(op.label_keys[0])} t{b.cfg(op.label_keys[1])}" if emb
