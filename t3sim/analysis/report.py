@@ -252,7 +252,7 @@ def render(values: Dict[str, object], *, quick: bool, experiments: Sequence[Dict
            flux_values: Optional[Dict[str, object]] = None, ficco_values: Optional[Dict[str, object]] = None,
            facts: Optional[Dict[str, Dict[str, object]]] = None, header: Sequence[str] = (),
            fused_values: Optional[Dict[str, object]] = None) -> str:
-    """The report (Markdown). ``facts``: per section (``t3``, ``flux``, ``ficco``) the facts its explanations'
+    """The report (Markdown). ``facts``: per section (``t3``, ``flux``, ``ficco``, ``fused``) the facts its explanations'
     claims are checked against (:func:`section_facts`); ``header``: lines put before the title."""
     facts = facts or {}
     rows = table_rows(values, facts=facts.get("t3"))
