@@ -104,6 +104,9 @@ def _skew(rows: Rows) -> Dict[str, object]:
     out["skew_node0_slowdown_lo"], out["skew_node0_slowdown_hi"] = lo_hi(slow0)
     out["skew_node1_slowdown_lo"], out["skew_node1_slowdown_hi"] = lo_hi(slow1)
     out["skew_points"] = len(slow0)
+    # oblivious points where node 0 (whose order changes) ends first, i.e. node 1 is the slower one (the paper's case)
+    out["skew_node0_first_n"] = sum(1 for r in rows if not r["comm_aware"] and fin(r["gpu0_us"]) and fin(r["gpu1_us"])
+                                    and r["gpu1_us"] > r["gpu0_us"])
     out["skew_oblivious_lo"], out["skew_oblivious_hi"] = lo_hi(r["skew_pct"] for r in rows if not r["comm_aware"])
     out["skew_aware_lo"], out["skew_aware_hi"] = lo_hi(r["skew_pct"] for r in rows if r["comm_aware"])
     return out

@@ -182,3 +182,24 @@ def test_scale_claim_needs_the_faster_fused_pooling():
 def test_no_difference_under_the_flag_needs_a_cause():
     r = checked(tables(), "gemm_a2a_mean", value=float(BY_KEY["gemm_a2a_mean"].value) + FLAG_PTS / 2)
     assert not r["flagged"] and r["explanation"] == ""
+
+
+def _skew_rows(node1_late: float, node0_late: float):
+    out = []
+    for b in (256, 1024):
+        t = 100.0 * b / 256
+        out += [{"size": b, "tables": 16, "comm_aware": True, "gpu0_us": t, "gpu1_us": t * 1.005, "skew_pct": 0.5,
+                 "total_us": t},
+                {"size": b, "tables": 16, "comm_aware": False, "gpu0_us": t * (1 + node0_late),
+                 "gpu1_us": t * 1.005 * (1 + node1_late),
+                 "skew_pct": 100 * (1.005 * (1 + node1_late) / (1 + node0_late) - 1), "total_us": t}]
+    return out
+
+
+def test_skew_claim_needs_node_1_delayed_by_the_oblivious_order():
+    ok = checked(tables(**{"fused-skew": _skew_rows(0.30, 0.01)}), "skew_oblivious")
+    assert ok["flagged"] and ok["explained"] is True
+    assert "ends 30.0-30.0 % later" in ok["explanation"] and "at 2 of 2 points" in ok["explanation"]
+    # node 0 delayed as much as node 1: the order's cost is not node 1 waiting for node 0's slices
+    bad = checked(tables(**{"fused-skew": _skew_rows(0.30, 0.40)}), "skew_oblivious", value=30.0)
+    assert bad["explained"] is False
