@@ -194,23 +194,29 @@ def tables(runs: Sequence[Run], scale: Sequence[Mapping[str, object]] = ()) -> D
 def figure(rows: Sequence[Mapping[str, object]], key: str, out: str | Path,
            formats: Sequence[str] = ("png",)) -> List[Path]:
     """Operator ``key``: baseline (compute + communication) and fused (compute part + exposed tail) time per point,
-    and the reduction per point against the paper's stated mean and maximum."""
+    normalized to the baseline's (labelled with it, in us), and the reduction per point against the paper's stated
+    mean and maximum."""
     op = OPERATORS[key]
     rows = list(rows)
     plt = pyplot()
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(max(6.0, 0.9 * len(rows) + 2), 6.5), sharex=True)
     xs = range(len(rows))
     w = 0.38
-    ax.bar([x - w / 2 for x in xs], [r["base_compute_us"] for r in rows], w, color="#1f77b4", label="baseline compute")
-    ax.bar([x - w / 2 for x in xs], [r["base_comm_us"] for r in rows], w, bottom=[r["base_compute_us"] for r in rows],
-           color="#d62728", label="baseline collective")
-    ax.bar([x + w / 2 for x in xs], [r["fused_compute_us"] for r in rows], w, color="#bcbd22", label="fused kernel")
-    ax.bar([x + w / 2 for x in xs], [r["fused_tail_us"] for r in rows], w, bottom=[r["fused_compute_us"] for r in rows],
-           color="#ff7f0e", label="fused: exposed tail")
-    ax.set_ylabel("time (us)")
-    if rows and max(r["base_total_us"] for r in rows) > 20 * min(r["base_total_us"] for r in rows):
-        ax.set_yscale("log")
-    ax.legend(fontsize=7)
+
+    def norm(col):  # the paper's Figs. 8-10, 12: execution time normalized to the baseline's
+        return [r[col] / r["base_total_us"] for r in rows]
+
+    ax.bar([x - w / 2 for x in xs], norm("base_compute_us"), w, color="#1f77b4", label="baseline compute")
+    ax.bar([x - w / 2 for x in xs], norm("base_comm_us"), w, bottom=norm("base_compute_us"), color="#d62728",
+           label="baseline collective")
+    ax.bar([x + w / 2 for x in xs], norm("fused_compute_us"), w, color="#bcbd22", label="fused kernel")
+    ax.bar([x + w / 2 for x in xs], norm("fused_tail_us"), w, bottom=norm("fused_compute_us"), color="#ff7f0e",
+           label="fused: exposed tail")
+    for x, r in zip(xs, rows):
+        ax.annotate(f"{r['base_total_us']:.4g} us", (x - w / 2, 1.0), ha="center", va="bottom", fontsize=6)
+    ax.set_ylabel("time / baseline time")
+    ax.set_ylim(0, 1.25)
+    ax.legend(fontsize=7, ncol=4, loc="upper center")
     ax.set_title(f"{op.title}; {op.stated}", fontsize=9)
     ax2.bar(list(xs), [r["reduction_pct"] for r in rows], 0.6, color="#2ca02c", label="t3sim reduction")
     from t3sim.analysis.fused_numbers import BY_KEY, OPERATOR_KEYS
