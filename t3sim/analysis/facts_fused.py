@@ -91,6 +91,19 @@ def _occupancy(rows: Rows) -> Dict[str, object]:
             "occ_library_registers": lo_hi(r["library_registers_per_thread"] for r in rows)[1]}
 
 
+def _occupancy_sweep(rows: Rows) -> Dict[str, object]:
+    """The Fig. 13 sweep: the lowest occupancy run, the spread of the kernel's time over occupancies, and its time
+    against its NIC bytes' time."""
+    if not rows:
+        return {}
+    t = [float(r["total_us"]) for r in rows if fin(r["total_us"])]
+    out: Dict[str, object] = {"occ_sweep_lo_pct": lo_hi(r["occupancy_pct"] for r in rows)[0]}
+    out["occ_sweep_spread_pct"] = 100 * (max(t) / min(t) - 1) if t and min(t) > 0 else NAN
+    out["occ_sweep_over_nic_lo"], out["occ_sweep_over_nic_hi"] = lo_hi(_ratio(r["total_us"], r.get("nic_bound_us"))
+                                                                       for r in rows)
+    return out
+
+
 def _skew(rows: Rows) -> Dict[str, object]:
     """Per node, the fused kernel's time without communication-aware order over with it (the same point)."""
     out: Dict[str, object] = {}
@@ -135,6 +148,7 @@ def fused_facts(tables: Tables) -> Dict[str, object]:
     out.update(_emb(_main(tables, "fused-emb-a2a-2node"), "inter"))
     out.update(_gemm(_main(tables, "fused-gemm-a2a")))
     out.update(_occupancy(_main(tables, "fused-emb-a2a") + _main(tables, "fused-emb-a2a-2node")))
+    out.update(_occupancy_sweep(tables.get("fused-occupancy", [])))
     out.update(_skew(tables.get("fused-skew", [])))
     out.update(_scale(tables.get("fused-scale", [])))
     return out

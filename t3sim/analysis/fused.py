@@ -110,9 +110,6 @@ def op_rows(runs: Sequence[Run], key: str) -> List[Dict[str, object]]:
             continue
         bc, ba, bt = (_num(b.summary.get(k)) for k in ("gemm_us", "rs_us", "total_us"))
         fc, fa, ft = (_num(f.summary.get(k)) for k in ("gemm_us", "rs_us", "total_us"))
-        # one NIC's bytes: fused.nic_put_B sums every GPU's puts (shadows' included), the nodes' NICs share them evenly
-        nodes = _num(f.cfg("system.interconnect.num_gpus")) / _num(f.cfg("system.interconnect.gpus_per_node"), 1.0)
-        nic_B, nic_bw = _num(f.stat("fused.nic_put_B")) / nodes, _num(f.cfg("system.interconnect.nic_bandwidth_GBps"))
         emb = key.startswith("fused-emb")
         out.append({
             "operator": key, "point": (f"b{b.cfg(op.label_keys[0])} t{b.cfg(op.label_keys[1])}" if emb
@@ -131,7 +128,7 @@ def op_rows(runs: Sequence[Run], key: str) -> List[Dict[str, object]]:
             "library_kernels": str(b.cfg("workload.embedding_bag.library_kernels", "")) if emb else "",
             "coll_launch_us": _num(b.cfg("system.collective.launch_overhead_ns")) / 1e3,
             "kernel_launch_us": _num(b.cfg("system.gpu.kernel_launch_overhead_ns")) / 1e3,
-            "nic_bound_us": nic_B / nic_bw / 1e3 if nic_B > 0 and nic_bw > 0 else NAN,
+            "nic_bound_us": _nic_bound_us(f),
             "fused_grid_wgs": _num(f.stat("fused.grid_wgs")),
         })
     return sorted(out, key=lambda r: (r["group"], r["size"], r["tables"], r["point"]))
@@ -156,7 +153,15 @@ def skew_rows(runs: Sequence[Run]) -> List[Dict[str, object]]:
     return sorted(out, key=lambda r: (r["size"], r["tables"], r["comm_aware"]))
 
 
-OCC_COLUMNS = ("size", "tables", "fused_wgs_per_cu", "base_wgs_per_cu", "occupancy_pct", "total_us")
+OCC_COLUMNS = ("size", "tables", "fused_wgs_per_cu", "base_wgs_per_cu", "occupancy_pct", "total_us", "nic_bound_us")
+
+
+def _nic_bound_us(f: Run) -> float:
+    """One NIC's share of a fused run's put bytes over the NIC rate (NaN without NIC puts): fused.nic_put_B sums
+    every GPU's puts (shadows' included), and the nodes' NICs share them evenly."""
+    nodes = _num(f.cfg("system.interconnect.num_gpus")) / _num(f.cfg("system.interconnect.gpus_per_node"), 1.0)
+    nic_B, nic_bw = _num(f.stat("fused.nic_put_B")) / nodes, _num(f.cfg("system.interconnect.nic_bandwidth_GBps"))
+    return nic_B / nic_bw / 1e3 if nic_B > 0 and nic_bw > 0 else NAN
 
 
 def occupancy_rows(runs: Sequence[Run]) -> List[Dict[str, object]]:
@@ -170,7 +175,7 @@ def occupancy_rows(runs: Sequence[Run]) -> List[Dict[str, object]]:
         out.append({"size": int(_num(r.cfg("workload.embedding_bag.global_batch"), 0)),
                     "tables": int(_num(r.cfg("workload.embedding_bag.tables_per_gpu"), 0)), "fused_wgs_per_cu": fw,
                     "base_wgs_per_cu": bw, "occupancy_pct": 100 * fw / bw if bw > 0 else NAN,
-                    "total_us": _num(r.summary.get("total_us"))})
+                    "total_us": _num(r.summary.get("total_us")), "nic_bound_us": _nic_bound_us(r)})
     return sorted(out, key=lambda r: (r["size"], r["tables"], r["occupancy_pct"]))
 
 

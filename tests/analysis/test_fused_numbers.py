@@ -203,3 +203,17 @@ def test_skew_claim_needs_node_1_delayed_by_the_oblivious_order():
     # node 0 delayed as much as node 1: the order's cost is not node 1 waiting for node 0's slices
     bad = checked(tables(**{"fused-skew": _skew_rows(0.30, 0.40)}), "skew_oblivious", value=30.0)
     assert bad["explained"] is False
+
+
+def _occ_rows(times, nic):
+    return [{"size": 1024, "tables": 16, "fused_wgs_per_cu": w, "base_wgs_per_cu": 8.0, "occupancy_pct": 12.5 * w,
+             "total_us": t, "nic_bound_us": nic} for w, t in zip((2, 6, 7, 8), times)]
+
+
+def test_occupancy_sweep_claim_needs_a_nic_bound_kernel():
+    ok = checked(tables(**{"fused-occupancy": _occ_rows((440.0, 433.0, 434.0, 435.0), 420.0)}), "occupancy_25_to_75")
+    assert ok["flagged"] and ok["explained"] is True and "by at most 1.6 %" in ok["explanation"]
+    # a compute-bound kernel whose time halves with occupancy: not this cause
+    bad = checked(tables(**{"fused-occupancy": _occ_rows((800.0, 433.0, 434.0, 435.0), 100.0)}), "occupancy_25_to_75",
+                  value=20.0)
+    assert bad["explained"] is False and "NIC bytes' time" in bad["failed_condition"]
