@@ -70,7 +70,7 @@ COLUMNS = ("operator", "point", "group", "size", "tables", "base_compute_us", "b
            "fused_compute_us", "fused_tail_us", "fused_total_us", "saving_us", "reduction_pct", "overlap_bound_pct",
            "base_comm_share_pct", "occupancy_reduction", "base_wgs_per_cu", "fused_wgs_per_cu", "registers_per_thread",
            "library_registers_per_thread", "library_kernels", "coll_launch_us", "kernel_launch_us", "nic_bound_us",
-           "fused_grid_wgs")
+           "fused_grid_wgs", "fused_tiles_per_wg")
 
 
 def _point_key(r: Run) -> str:
@@ -130,6 +130,7 @@ def op_rows(runs: Sequence[Run], key: str) -> List[Dict[str, object]]:
             "kernel_launch_us": _num(b.cfg("system.gpu.kernel_launch_overhead_ns")) / 1e3,
             "nic_bound_us": _nic_bound_us(f),
             "fused_grid_wgs": _num(f.stat("fused.grid_wgs")),
+            "fused_tiles_per_wg": _num(f.stat("fused.logical_wgs_per_wg")),
         })
     return sorted(out, key=lambda r: (r["group"], r["size"], r["tables"], r["point"]))
 

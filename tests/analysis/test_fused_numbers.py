@@ -217,3 +217,15 @@ def test_occupancy_sweep_claim_needs_a_nic_bound_kernel():
     bad = checked(tables(**{"fused-occupancy": _occ_rows((800.0, 433.0, 434.0, 435.0), 100.0)}), "occupancy_25_to_75",
                   value=20.0)
     assert bad["explained"] is False and "NIC bytes' time" in bad["failed_condition"]
+
+
+def test_gemv_claim_names_a_slower_persistent_grid_only_with_several_tiles_per_wg():
+    rows = gemv_rows()
+    rows[2] = dict(rows[2], fused_compute_us=1400.0 * 1.12, fused_total_us=1400.0 * 1.12 + 6.0, fused_grid_wgs=128.0,
+                   fused_tiles_per_wg=2.0, reduction_pct=-12.0, saving_us=-170.0)
+    ok = checked(tables(**{"fused-gemv": rows}), "gemv_ar_mean")
+    assert ok["explained"] is True and "(65536: +12.0 to +12.0 %, reduction -12.0 to -12.0 %)" in ok["explanation"]
+    assert "saves 2.0-2.0 us" in ok["explanation"]  # the saving range is the unslowed GEMVs'
+    one = [dict(r, fused_tiles_per_wg=1.0) for r in rows]
+    bad = checked(tables(**{"fused-gemv": one}), "gemv_ar_mean", value=1.0)
+    assert bad["explained"] is False and "several tiles" in bad["failed_condition"]

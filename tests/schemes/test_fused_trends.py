@@ -52,10 +52,14 @@ def test_small_batches_gain_more_in_t3sim_reversed_from_the_paper():
 def test_m64k_gains_less_but_not_from_link_contention():
     """Paper Sec. IV-B: "The latency reduction is lower for the larger inputs (M = 64k) because as the output vector
     size grows, the contention for the Infinity Fabric links increases." t3sim agrees in direction (M = 8k -> 64k at
-    K = 128 here) with another cause: the fused kernel's saving is the library all-reduce's launch and steps against
-    a chain of flag and link latencies (a few us at any M), while the HBM-bound GEMV grows with M; the links carry
-    only 2 x 3/4 x M x 2 B per GPU, so the fused kernel's exposed all-reduce tail hardly grows (no contention in
-    t3sim). A cause the model omits: per-thread uncoalesced stores over the links (experiments/fused-gemv/README.md)."""
+    K = 128 here; the 64k model GEMV is even 12 % slower fused in experiments/fused-gemv) with other causes: (1) the
+    persistent grid is the largest divisor of the tiles within the occupancy: at M = 8k (32 tiles) one tile per WG,
+    as the baseline, but at 64k (256 tiles, 208 WG slots) 128 WGs of two tiles each, which stream the matrix with
+    fewer WGs in flight than the baseline's 256, so the fused GEMV part is slower; (2) the HBM-bound GEMV grows with
+    M while the fused kernel's saving (the library all-reduce's launch and steps against a chain of flag and link
+    latencies) stays a few us. The links carry only 2 x 3/4 x M x 2 B per GPU, so the fused kernel's exposed
+    all-reduce tail hardly grows: no link contention in t3sim. A cause the model omits: per-thread uncoalesced stores
+    over the links (experiments/fused-gemv/README.md)."""
     r = {}
     for m in (8192, 65536):
         ov = (f"workload.gemv.M={m}", "workload.gemv.K=128")
@@ -63,7 +67,9 @@ def test_m64k_gains_less_but_not_from_link_contention():
     (b8, f8), (b64, f64) = r[8192], r[65536]
     assert reduction(b64, f64) < reduction(b8, f8)  # the paper's direction
     assert f64["comm"] < 1.1 * f8["comm"]  # but the fused all-reduce tail barely grows: not link contention
-    assert b64["compute"] > 1.5 * b8["compute"]  # the GEMV grows with M: t3sim's cause
+    assert abs(f8["compute"] / b8["compute"] - 1) < 0.01  # one tile per persistent WG: the baseline's GEMV speed
+    assert f64["compute"] > 1.05 * b64["compute"]  # two tiles per WG, half the WGs in flight: slower
+    assert b64["compute"] > 1.5 * b8["compute"]  # and the GEMV grows with M
 
 
 def test_gemm_dominated_run_gains_less():
