@@ -13,6 +13,10 @@ sweep-mca          MCA sweep
 validation/<sys>   Fig. 14 (``t3sim validate`` output CSV)
 flux-op-*          FLUX Figs. 11-14 (``flux-op``: ECT and E_overlap per node; every token count kept)
 ficco-*            FiCCO Figs. 12(b)-14 (``ficco``: speedups per scenario) and 7-9 (``ficco-char``: DIL, CIL)
+fused-*            paper 000 Figs. 8-10, 12 (one figure per fused operator: ``fused-gemv``, ``fused-emb-a2a``,
+                   ``fused-emb-a2a-2node``, ``fused-gemm-a2a``) and the tables ``fused-skew`` (Fig. 14),
+                   ``fused-occupancy`` (Fig. 13), ``fused-scale`` (Fig. 15: ``fused-scale/results.csv``, or
+                   experiments/fused-scale's committed one)
 =================  ==========================================================================
 """
 
@@ -23,7 +27,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from t3sim.analysis import figs_study as S
 from t3sim.analysis import figs_sublayer as L
-from t3sim.analysis import ficco, ficco_char, flux_op
+from t3sim.analysis import ficco, ficco_char, flux_op, fused
 from t3sim.analysis.report import Inputs
 from t3sim.analysis.runs import load_runs
 
@@ -31,10 +35,16 @@ from t3sim.analysis.runs import load_runs
 FLUX_EXPERIMENTS = ("flux-op-a100-pcie", "flux-op-a100-nvlink", "flux-op-h800")
 #: FiCCO's experiments (configs/experiments/ficco-*.yaml; issue 14)
 FICCO_EXPERIMENTS = ("ficco-sp", "ficco-ep", "ficco-synthetic", "ficco-scale", "ficco-char")
+#: the fused GPU-initiated kernels' experiments (paper 000; issue 15)
+FUSED_EXPERIMENTS = fused.EXPERIMENTS
 RESULT_EXPERIMENTS = (("t3-sublayers", "fig06", "fig17", "fig19", "fig20", "sweep-tracker", "sweep-mca") + FLUX_EXPERIMENTS
-                      + FICCO_EXPERIMENTS)
+                      + FICCO_EXPERIMENTS + FUSED_EXPERIMENTS)
+#: the fused studies' figures that are not one operator's
+FUSED_TABLES = ("fused-skew", "fused-occupancy", "fused-scale")
 FIGURES = ("fig04", "fig06", "fig14", "fig15", "fig16", "fig17", "fig18", "fig19", "fig20", "sweep-tracker", "sweep-mca",
-           "flux-op", "ficco", "ficco-char")
+           "flux-op", "ficco", "ficco-char") + tuple(fused.OPERATORS) + FUSED_TABLES
+#: the 128-node study's committed rows (experiments/fused-scale/study.py), used when the results root has none
+FUSED_SCALE_CSV = Path(__file__).resolve().parents[2] / "experiments" / "fused-scale" / "results.csv"
 VALIDATION_SYSTEM = "h200-4gpu"
 VALIDATION_STEM = "reduce_scatter_4gpu"
 
@@ -46,9 +56,11 @@ def validation_csv(root: str | Path, system: str = VALIDATION_SYSTEM) -> Path:
 def load_inputs(root: str | Path, hashes: Optional[Mapping[str, Iterable[str]]] = None,
                 names: Sequence[str] = RESULT_EXPERIMENTS) -> Inputs:
     """Runs of every results experiment under ``root`` (exactly ``hashes[name]`` where given)."""
-    runs = {n: load_runs(root, n, (hashes or {}).get(n), every_size=n in FLUX_EXPERIMENTS) for n in names}
+    runs = {n: load_runs(root, n, (hashes or {}).get(n), every_size=n in FLUX_EXPERIMENTS + FUSED_EXPERIMENTS)
+            for n in names}
     v = validation_csv(root)
-    return Inputs(runs, v if v.is_file() else None)
+    scale = Path(root) / "fused-scale" / "results.csv"
+    return Inputs(runs, v if v.is_file() else None, scale if scale.is_file() else FUSED_SCALE_CSV)
 
 
 def draw(fig: str, inp: Inputs, out: str | Path, formats: Sequence[str] = ("png",)) -> List[Path]:
@@ -80,6 +92,12 @@ def draw(fig: str, inp: Inputs, out: str | Path, formats: Sequence[str] = ("png"
     if fig == "ficco-char":
         runs = inp.get("ficco-char")
         return ficco_char.figure(runs, out, formats) if ficco_char.char_rows(runs) else []
+    if fig in fused.OPERATORS:
+        rows = fused.op_rows(fused_runs(inp), fig)
+        return fused.figure(rows, fig, out, formats) if rows else []
+    if fig in FUSED_TABLES:
+        rows = fused_tables(inp)[fig]
+        return fused.table_figure(rows, fig, out, formats) if rows else []
     if fig in ("sweep-tracker", "sweep-mca"):
         runs = inp.get(fig)
         return S.sweep(runs, fig.split("-")[1], out, formats) if runs else []
@@ -96,6 +114,16 @@ def ficco_runs(inp: Inputs) -> List:
     return [r for n in FICCO_EXPERIMENTS for r in inp.get(n)]
 
 
+def fused_runs(inp: Inputs) -> List:
+    """Every run of the fused GPU-initiated kernels' experiments loaded."""
+    return [r for n in FUSED_EXPERIMENTS for r in inp.get(n)]
+
+
+def fused_tables(inp: Inputs) -> Dict[str, List[Dict]]:
+    """The fused studies' tables by stem (:func:`t3sim.analysis.fused.tables`), the 128-node study's rows included."""
+    return fused.tables(fused_runs(inp), fused.read_scale_csv(inp.fused_scale_csv))
+
+
 def tables(inp: Inputs) -> Dict[str, List[Dict]]:
     """The rows each figure plots (and writes as ``<stem>.csv``), by figure stem, without drawing: what the
     explanations' facts read (:mod:`t3sim.analysis.facts`)."""
@@ -105,7 +133,7 @@ def tables(inp: Inputs) -> Dict[str, List[Dict]]:
             "fig16": L.fig16_rows(sub), "fig18": L.fig18_rows(sub), "fig19": S.fig19_rows(both),
             "fig20": L.fig20_rows(inp.get("fig20"), sub), "sweep-mca": S.sweep_rows(inp.get("sweep-mca"), "mca"),
             "flux-op": flux_op.flux_rows(flux_runs(inp)), "ficco": ficco.ficco_rows(ficco_runs(inp)),
-            "ficco-char": ficco_char.char_rows(inp.get("ficco-char"))}
+            "ficco-char": ficco_char.char_rows(inp.get("ficco-char")), **fused_tables(inp)}
 
 
 def draw_all(inp: Inputs, out: str | Path, formats: Sequence[str] = ("png",),

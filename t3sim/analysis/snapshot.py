@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from t3sim.analysis import ficco_numbers, flux_numbers
+from t3sim.analysis import ficco_numbers, flux_numbers, fused_numbers
 from t3sim.analysis.comparison import metric_points
 from t3sim.analysis.facts import read_tables
 from t3sim.analysis.paper_numbers import NUMBERS, PaperNumber
 from t3sim.errors import InputError
 
-SETS = {"t3": NUMBERS, "flux": flux_numbers.NUMBERS, "ficco": ficco_numbers.NUMBERS}
+SETS = {"t3": NUMBERS, "flux": flux_numbers.NUMBERS, "ficco": ficco_numbers.NUMBERS, "fused": fused_numbers.NUMBERS}
 
 
 def _invert(n: PaperNumber, t3sim: str, d: float) -> float:
@@ -85,7 +85,7 @@ def value_of(n: PaperNumber, t3sim: str, diff_pts: str, diff: str | None = None)
 
 @dataclass
 class Snapshot:
-    values: Dict[str, Dict[str, float]]  # per section (t3, flux, ficco): key -> t3sim value
+    values: Dict[str, Dict[str, float]]  # per section (t3, flux, ficco, fused): key -> t3sim value
     tables: Dict[str, List[Dict[str, object]]]
     header: List[str] = field(default_factory=list)
     figures: List[str] = field(default_factory=list)
@@ -118,7 +118,8 @@ def load(folder: str | Path) -> Snapshot:
         for i, row in enumerate(csv.DictReader(fh), start=2):
             if row.get("key") not in by_key:
                 raise InputError(f"{csv_path}:{i}: key", repr(row.get("key")), "a stated number's key "
-                                 "(t3sim/analysis/paper_numbers.py, flux_numbers.py, ficco_numbers.py)")
+                                 "(t3sim/analysis/paper_numbers.py, flux_numbers.py, ficco_numbers.py, "
+                                 "fused_numbers.py)")
             sec, n = by_key[row["key"]]
             try:
                 values[sec][n.key] = value_of(n, row.get("t3sim", ""), row.get("diff_pts", ""), row.get("diff"))

@@ -1,6 +1,6 @@
-"""``t3sim reproduce [--quick] [--out DIR] [-j N]``: run (or reuse) every experiment of the T3 paper and FLUX's
-operation-level ones, draw every figure and write ``<out>/REPRODUCTION.md`` (paper value, t3sim value,
-difference, cause).
+"""``t3sim reproduce [--quick] [--out DIR] [-j N]``: run (or reuse) every experiment of the T3 paper, FLUX's
+operation-level ones, FiCCO's and the fused GPU-initiated kernels' (paper 000), draw every figure and write
+``<out>/REPRODUCTION.md`` (paper value, t3sim value, difference, cause).
 
 Full mode runs the experiments under ``experiments/`` at the paper's sizes into ``results/`` (finished
 points are reused by config hash, so a re-run only draws and writes). ``--quick`` runs a reduced set
@@ -122,6 +122,28 @@ SPECS += (
          "experiments/ficco/scale.yaml"),
 )
 
+#: the fused GPU-initiated kernels' experiments (paper 000; issue 15); --quick: one tiny point per operator (a 1k x 1k
+#: GEMV, global batch 128 at 2 tables, a 2048 x 256 x 256 MoE GEMM: its smallest M, one 128-row tile per GPU and
+#: destination), the skew and occupancy points at that batch
+_EMB_TINY = ("workload.embedding_bag.tables_per_gpu=2", "workload.embedding_bag.global_batch=128")
+_EMB_QUICK = _EMB_TINY + (_set("sweep.grid", {"scheme.kind": ["emb_a2a", "fused_emb_a2a"]}),)
+_SKEW_QUICK = _EMB_TINY + (_set("sweep.grid", {"scheme.fused_comm_aware": [True, False]}),)
+SPECS += (
+    Spec("fused-gemv", "fused-gemv", "paper 000 Fig. 9 (GEMV + AllReduce, 4 MI210; Sec. IV-B)",
+         (_set("sweep.cases", [{"workload.gemv.name": "quick.1k", "workload.gemv.model": "quick", "workload.gemv.M": 1024,
+                                "workload.gemv.K": 1024}]),)),
+    Spec("fused-emb-a2a", "fused-a2a", "paper 000 Fig. 8 (embedding + All-to-All, 4 MI210; Sec. IV-B; 16 tables per "
+         "GPU)", _EMB_QUICK),
+    Spec("fused-gemm-a2a", "fused-gemm-a2a", "paper 000 Fig. 10 (MoE GEMM + All-to-All, 4 MI210; Sec. IV-B)",
+         (_set("sweep.cases", [{"workload.gemm.name": "quick", "workload.gemm.M": 2048, "workload.gemm.N": 256,
+                                "workload.gemm.K": 256}]),)),
+    Spec("fused-emb-a2a-2node", "fused-a2a-2node", "paper 000 Fig. 12 (embedding + All-to-All, 2 nodes; Sec. IV-C; "
+         "16 tables per GPU)", _EMB_QUICK),
+    Spec("fused-skew", "fused-skew", "paper 000 Fig. 14 (skew, communication-aware order; Sec. IV-C)", _SKEW_QUICK),
+    Spec("fused-occupancy", "fused-occupancy", "paper 000 Fig. 13 (fused kernel time vs occupancy; Sec. IV-C)",
+         _EMB_TINY + (_set("sweep.grid", {"scheme.fused_library_registers_per_thread": [16, 33, 41, 137]}),)),
+)
+
 
 def _validation_inputs() -> Dict[str, str]:
     """``experiments/fig14/validate.yaml``: the system and measured CSV of ``t3sim validate`` (repo-relative)."""
@@ -218,7 +240,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     Points that failed are listed in the report's notes and appended to ``failures`` if given."""
     from t3sim.analysis import catalog
     from t3sim.analysis.comparison import write_csv_atomic
-    from t3sim.analysis import ficco_numbers, flux_numbers
+    from t3sim.analysis import ficco_numbers, flux_numbers, fused, fused_numbers
     from t3sim.analysis.report import all_rows, metrics, render, section_facts
     from t3sim.analysis.plotting import rows_csv
 
@@ -241,6 +263,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     values = metrics(inp)
     flux_values = flux_numbers.metrics(catalog.flux_runs(inp))
     ficco_values = ficco_numbers.metrics(catalog.ficco_runs(inp))
+    fused_values = fused_numbers.metrics(catalog.fused_runs(inp), fused.read_scale_csv(inp.fused_scale_csv))
     facts = section_facts(catalog.tables(inp), values)
     notes = [f"{i['name']}: {e}" for i in infos for e in i.get("errors", [])]
     if failures is not None:
@@ -253,9 +276,10 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
                      "point), 128 tokens, one validation row.")
     md = render(values, quick=quick, experiments=infos,
                 figures=[str(p) for ps in figs.values() for p in ps if p.suffix != ".csv"], notes=notes,
-                flux_values=flux_values, ficco_values=ficco_values, facts=facts)
+                flux_values=flux_values, ficco_values=ficco_values, facts=facts, fused_values=fused_values)
     path = write_csv_atomic(out / "REPRODUCTION.md", md)
-    write_csv_atomic(out / "reproduction.csv", rows_csv(all_rows(values, flux_values, ficco_values, facts)))
+    write_csv_atomic(out / "reproduction.csv", rows_csv(all_rows(values, flux_values, ficco_values, facts,
+                                                                 fused_values)))
     return path
 
 
@@ -273,10 +297,11 @@ def from_snapshot(folder: Path, out: Optional[Path] = None) -> Path:
     v = snap.values
     values = {k: x for sec in v.values() for k, x in sec.items()}
     facts = section_facts(snap.tables, values)
+    fused_values = v["fused"] or None
     md = render(v["t3"], quick=False, figures=snap.figures, notes=snap.notes, flux_values=v["flux"] or None,
-                ficco_values=v["ficco"] or None, facts=facts, header=snap.header)
+                ficco_values=v["ficco"] or None, facts=facts, header=snap.header, fused_values=fused_values)
     path = write_csv_atomic(out / "REPRODUCTION.md", md)
-    write_csv_atomic(out / "reproduction.csv", rows_csv(all_rows(v["t3"], v["flux"], v["ficco"], facts)))
+    write_csv_atomic(out / "reproduction.csv", rows_csv(all_rows(v["t3"], v["flux"], v["ficco"], facts, fused_values)))
     return path
 
 

@@ -102,6 +102,8 @@ class FusedEmbA2A:
         self._computed_left = self.L * len(m.sim_gpus)
         self.compute_done = self.env.event()
         self.local_store_B = self.remote_store_B = 0
+        self.launch_tick = 0
+        self.end_ticks: Dict[int, int] = {}  # simulated GPU -> tick its fused kernel ended (last WG, polls included)
 
     def _check(self) -> None:
         if self.lb % self.S:
@@ -233,7 +235,13 @@ class FusedEmbA2A:
             k.wg_spans = [] if m.trace else None
             self.kernels[g] = k
             m.gemm_kernels.append(k)
-        self.ended = self.env.all_of([k.start() for k in self.kernels.values()])
+        self.launch_tick = self.env.now
+        starts = []
+        for g, k in self.kernels.items():
+            ev = k.start()
+            ev.callbacks.append(lambda _e, g=g: self.end_ticks.__setitem__(g, self.env.now))
+            starts.append(ev)
+        self.ended = self.env.all_of(starts)
         self.ended.callbacks.append(lambda _e: self.completion.seal())
         return self.compute_done
 
@@ -260,11 +268,26 @@ class FusedEmbA2A:
               "time the simulated GPUs' WGs spent in fences, summed over WGs")
         s.add("fused.flag_wait_ns", self.flags.wait_ticks / TICKS_PER_NS, "ns",
               "time the simulated GPUs' WGs spent polling flags, summed over WGs")
+        self._skew_stats(s)
         s.merge("fused.fabric", self.fabric.stats())
         s.merge("fused.checks", self.checks.stats())
         if self.nic.send_B:
             s.merge("fused", self.nic.stats())
         return s
+
+    def _skew_stats(self, s: Stats) -> None:
+        """Per simulated GPU, its fused kernel's time (launch to its last WG's end, flag polls included), and the
+        skew between GPUs (the paper's Fig. 14 / Sec. IV-C measure: node 1's kernel time against node 0's)."""
+        times = {g: (t - self.launch_tick) / TICKS_PER_NS / 1e3 for g, t in sorted(self.end_ticks.items())}
+        for g, us in times.items():
+            s.add(f"fused.kernel_us.gpu{g}", round(us, 6), "us", f"GPU {g}'s fused kernel time: launch to the end of "
+                  "its last persistent WG (its flag polls included)")
+        if times:
+            lo, hi = min(times.values()), max(times.values())
+            s.add("fused.kernel_skew", round(hi / lo - 1, 6) if lo > 0 else 0.0, "ratio",
+                  "execution-time skew between GPUs: slowest / fastest simulated GPU's fused kernel time - 1 (the "
+                  "paper's Sec. IV-C skew between its two nodes; homogeneous mode simulates one GPU, so 0 there by "
+                  "the rotation symmetry it assumes)")
 
 
 def geom_slices(ctx: FusedEmbA2A) -> int:

@@ -47,8 +47,59 @@ def fake_ficco(cfg) -> tuple:
     return summ, stats
 
 
+FUSED_KINDS = ("gemv_ar", "fused_gemv_ar", "emb_a2a", "fused_emb_a2a", "gemm_a2a", "fused_gemm_a2a")
+
+
+def fake_fused(cfg) -> tuple:
+    """(summary, stats as nested dict) of a fused-kernel study point (paper 000): made-up times from its size, the
+    fused kernel hiding most of the collective; explicit-mode fused embedding runs get per-GPU kernel times whose
+    skew is larger without communication-aware order."""
+    from t3sim.schemes import scheme_for
+
+    w, sc, kind = cfg.workload, cfg.scheme, cfg.scheme.kind
+    fused = kind.startswith("fused_")
+    if w.gemv is not None:
+        comp, comm = w.gemv.M * w.gemv.K / 4 / 7e5, 7.0 + w.gemv.M / 3e4
+    elif w.embedding_bag is not None:
+        e = w.embedding_bag
+        comp = e.global_batch * e.tables_per_gpu / 50.0 + 3.0 * e.tables_per_gpu
+        comm = e.global_batch * e.tables_per_gpu / (25.0 if cfg.system.interconnect.kind == "multinode" else 80.0)
+    else:
+        g = w.gemm
+        comp, comm = g.M * g.N * g.K / 4 / 9e7, g.M * g.N / 4 * 0.75 * 2 / 4e4
+    if fused:
+        regs = sc.fused_library_registers_per_thread
+        comp = (0.8 if w.embedding_bag is not None else 1.1) * comp * (1 + max(0, regs - 30) / 100)
+        comm = 0.02 * comm
+    summ = {"scheme": kind, "scheme_label": scheme_for(kind).label, "scheme_color": scheme_for(kind).color,
+            "model": w.name, "sublayer": "-", "tp": w.tp, "mode": cfg.simulation.mode, "gemm_us": round(comp, 3),
+            "rs_us": round(comm, 3), "ag_us": 0.0, "total_us": round(comp + comm, 3)}
+    stats = {}
+    if fused:
+        stats = {"occupancy_reduction": 0.0, "base_wgs_per_cu": 8, "wgs_per_cu": 8, "grid_wgs": 832,
+                 "nic_put_B": (comm / 0.02) * 15e3 if cfg.system.interconnect.kind == "multinode" else None}
+        if cfg.simulation.mode == "explicit" and w.embedding_bag is not None:
+            t0, skew = comp + comm, (0.01 if sc.fused_comm_aware else 0.07)
+            stats.update({"kernel_us": {"gpu0": t0, "gpu1": t0 * (1 + skew)}, "kernel_skew": skew})
+        if w.embedding_bag is not None:
+            stats["wgs_per_cu"] = {33: 7, 41: 6, 65: 4, 137: 2}.get(regs, 8)  # the MI210's rule at 32 + regs VGPRs
+    return summ, {"fused": {k: ({g: {"value": x} for g, x in v.items()} if isinstance(v, dict) else {"value": v})
+                            for k, v in stats.items() if v is not None}}
+
+
+def _flat(d: dict, pre: str = ""):
+    """(dotted name, value) of a nested ``{"value": x}`` stats dict."""
+    for k, v in d.items():
+        if isinstance(v, dict) and "value" in v:
+            yield pre + k, v["value"]
+        elif isinstance(v, dict):
+            yield from _flat(v, pre + k + ".")
+
+
 def fake_summary(cfg) -> dict:
     w, sysc, kind = cfg.workload, cfg.system, cfg.scheme.kind
+    if kind in FUSED_KINDS:
+        return fake_fused(cfg)[0]
     if w.gemm is not None:
         return fake_ficco(cfg)[0]
     T, H, tp = w.num_tokens, w.model.hidden_size, w.tp
@@ -117,8 +168,11 @@ def fake_inputs(quick: bool = False):
             runs.setdefault(spec.results, []).append(
                 Run(Path(f"/nonexistent/{spec.results}/{i:012d}"), p.config.name, p.config.model_dump(mode="json"),
                     fake_summary(p.config),
+                    fake_fused(p.config)[1] if p.config.scheme.kind in FUSED_KINDS else
                     fake_ficco(p.config)[1] if p.config.workload.gemm is not None else None))
-    return Inputs(runs, None)
+    from t3sim.analysis.catalog import FUSED_SCALE_CSV
+
+    return Inputs(runs, None, FUSED_SCALE_CSV)
 
 
 def write_fake_results(root: Path, quick: bool = True, only=None) -> Path:
@@ -131,6 +185,9 @@ def write_fake_results(root: Path, quick: bool = True, only=None) -> Path:
         for p in expand(spec.path, list(spec.quick) if quick else []):
             summ = fake_summary(p.config)
             st = fake_stats(summ)
+            if p.config.scheme.kind in FUSED_KINDS:
+                for k, v in _flat(fake_fused(p.config)[1]):
+                    st.add(k, v, "x", "fake")
             if p.config.workload.gemm is not None and p.config.scheme.kind == "ficco_char":
                 for k, v in fake_ficco(p.config)[1]["ficco_char"].items():
                     st.add(f"ficco_char.{k}", v["value"], "us", "fake")

@@ -44,7 +44,10 @@ def test_quick_overrides_are_small():
             continue
         pts = expand(spec.path, list(spec.quick))
         assert pts and len(pts) <= 20, spec.folder
-        assert all(p.config.workload.num_tokens <= 128 for p in pts), spec.folder
+        # tokens of a model sub-layer or a global batch; a MoE GEMM given by shape may go to its smallest valid M
+        # (fused_gemm_a2a: one 128-row tile per GPU and destination, 4 x 4 x 128 = 2048 rows)
+        assert all(p.config.workload.num_tokens <= (2048 if p.config.workload.kind == "gemm" else 128)
+                   for p in pts), spec.folder
 
 
 def test_fig06_splits_and_fig20_system():

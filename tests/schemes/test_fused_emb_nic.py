@@ -94,3 +94,30 @@ def test_one_node_multinode_is_the_plain_node():
     _, one = run(exp, *b, "system.interconnect.kind=multinode", "system.interconnect.gpus_per_node=4",
                  "system.interconnect.node_kind=direct")
     assert (one.gemm, one.rs, one.total) == (plain.gemm, plain.rs, plain.total)
+
+
+@pytest.mark.parametrize("aware", [True, False])
+def test_per_node_kernel_times_and_skew_statistics(aware):
+    """fused.kernel_us.gpu<g> is each simulated GPU's kernel time (launch to its last WG, flag polls included: never
+    before its last incoming flag landed) and fused.kernel_skew their slowest / fastest - 1 (paper Sec. IV-C, Fig. 14);
+    the communication-oblivious order runs only in explicit mode, where both nodes are simulated."""
+    from t3sim.sim.clock import TICKS_PER_NS
+
+    m, _ = run(EXP2, "workload.embedding_bag.global_batch=128", "simulation.mode=explicit",
+                f"scheme.fused_comm_aware={str(aware).lower()}")
+    c = m.context
+    times = {g: (t - c.launch_tick) / TICKS_PER_NS / 1e3 for g, t in c.end_ticks.items()}
+    assert sorted(times) == [0, 1] and all(t > 0 for t in times.values())
+    # a GPU's kernel ends only after it saw every incoming flag
+    assert all(c.end_ticks[g] >= max(c.flags.seen_tick[(g, k)] for k in c.incoming(g)) for g in (0, 1))
+    st = c.stats()
+    got = {g: st.value(f"fused.kernel_us.gpu{g}") for g in (0, 1)}
+    assert got == pytest.approx(times, abs=1e-6)
+    lo, hi = min(times.values()), max(times.values())
+    assert st.value("fused.kernel_skew") == pytest.approx(hi / lo - 1, abs=1e-6)
+
+
+def test_homogeneous_skew_is_zero_with_one_simulated_gpu():
+    m, _ = run(EXP2, "workload.embedding_bag.global_batch=128")
+    st = m.context.stats()
+    assert st.value("fused.kernel_skew") == 0.0 and list(m.context.end_ticks) == [0]

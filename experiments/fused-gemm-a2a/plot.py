@@ -1,0 +1,11 @@
+#!/usr/bin/env python
+"""Issue 15 (paper 000): fused MoE GEMM + All-to-All combine vs the baseline per size (Fig. 10's quantities).
+
+Reads only results files; writes fused-gemm-a2a.csv and fused-gemm-a2a.png under --out (default results/figures/).
+Usage: python experiments/fused-gemm-a2a/plot.py [--results DIR] [--out DIR] [--formats png,pdf]
+"""
+
+from t3sim.analysis.catalog import plot_main
+
+if __name__ == "__main__":
+    plot_main("fused-gemm-a2a", __doc__)

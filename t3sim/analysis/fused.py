@@ -1,0 +1,284 @@
+"""The fused GPU-initiated kernels' studies (issue 15; paper 000, shared/papers/000_*): per operator and point, the
+bulk-synchronous baseline's and the fused kernel's times and the reduction, the communication-aware scheduling's
+skew, the occupancy sweep and the 128-node study's rows; one figure per operator (pure: reads results only).
+
+Tables (by stem; :func:`tables` computes them from runs, a snapshot gives them back from ``figures/<stem>.csv``):
+
+======================  ====================================================================================
+fused-gemv              GEMV + AllReduce, ``fused-gemv`` (``gemv_ar`` vs ``fused_gemv_ar``)
+fused-emb-a2a           embedding + All-to-All on one node, ``fused-a2a`` (``emb_a2a`` vs ``fused_emb_a2a``)
+fused-emb-a2a-2node     the same between two nodes, ``fused-a2a-2node``
+fused-gemm-a2a          MoE GEMM + All-to-All combine, ``fused-gemm-a2a`` (``gemm_a2a`` vs ``fused_gemm_a2a``)
+fused-skew              per-GPU fused kernel times with and without communication-aware order, ``fused-skew``
+fused-occupancy         fused kernel time against its occupancy, ``fused-occupancy``
+fused-scale             the 128-node DLRM study's rows (``experiments/fused-scale/results.csv``)
+======================  ====================================================================================
+
+Reduction = ``1 - fused total / baseline total`` in percent (the paper's "lower execution time"). ``overlap_bound``
+= the reduction a perfect overlap of the baseline's two kernels would give, ``min(compute, comm) / total``;
+``nic_bound_us`` = one NIC's share of the fused kernel's put bytes over the NIC rate (the least time its puts need).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence
+
+from t3sim.analysis.plotting import pyplot, save
+from t3sim.analysis.runs import Run
+
+NAN = math.nan
+
+
+@dataclass(frozen=True)
+class Op:
+    """One fused operator's study: its results experiment, the two schemes, what names a point and its x value."""
+
+    experiment: str
+    base: str
+    fused: str
+    label_keys: tuple
+    size_key: str
+    title: str
+    stated: str  # the paper's numbers, as the figure's title states them (fused_numbers.OPERATOR_KEYS: the rows)
+
+
+OPERATORS: Dict[str, Op] = {
+    "fused-gemv": Op("fused-gemv", "gemv_ar", "fused_gemv_ar", ("workload.gemv.name",), "workload.gemv.M",
+                     "GEMV + AllReduce (4 MI210, fully connected)", "paper: 13 % mean, up to 22 %"),
+    "fused-emb-a2a": Op("fused-a2a", "emb_a2a", "fused_emb_a2a",
+                        ("workload.embedding_bag.global_batch", "workload.embedding_bag.tables_per_gpu"),
+                        "workload.embedding_bag.global_batch", "Embedding + All-to-All, intra-node (4 MI210)",
+                        "paper: 20 % mean, up to 32 %"),
+    "fused-emb-a2a-2node": Op("fused-a2a-2node", "emb_a2a", "fused_emb_a2a",
+                              ("workload.embedding_bag.global_batch", "workload.embedding_bag.tables_per_gpu"),
+                              "workload.embedding_bag.global_batch", "Embedding + All-to-All, 2 nodes (20 GB/s NIC)",
+                              "paper: 31 % mean, up to 58 %"),
+    "fused-gemm-a2a": Op("fused-gemm-a2a", "gemm_a2a", "fused_gemm_a2a", ("workload.gemm.name",), "workload.gemm.M",
+                         "MoE GEMM + All-to-All combine (4 MI210)", "paper: 12 % mean, up to 20 %"),
+}
+#: the group each operator's stated averages are taken over (the others are sensitivity runs)
+MAIN_GROUP = {"fused-gemv": "model", "fused-emb-a2a": "per_table", "fused-emb-a2a-2node": "per_table",
+              "fused-gemm-a2a": "main"}
+SKEW_EXPERIMENT, OCCUPANCY_EXPERIMENT = "fused-skew", "fused-occupancy"
+EXPERIMENTS = tuple(dict.fromkeys(o.experiment for o in OPERATORS.values())) + (SKEW_EXPERIMENT, OCCUPANCY_EXPERIMENT)
+COLUMNS = ("operator", "point", "group", "size", "tables", "base_compute_us", "base_comm_us", "base_total_us",
+           "fused_compute_us", "fused_tail_us", "fused_total_us", "saving_us", "reduction_pct", "overlap_bound_pct",
+           "base_comm_share_pct", "occupancy_reduction", "base_wgs_per_cu", "fused_wgs_per_cu", "registers_per_thread",
+           "library_registers_per_thread", "library_kernels", "coll_launch_us", "kernel_launch_us", "nic_bound_us",
+           "fused_grid_wgs", "fused_tiles_per_wg")
+
+
+def _point_key(r: Run) -> str:
+    """The point's identity: its resolved config without the scheme kind (both schemes share every other field)."""
+    cfg = json.loads(json.dumps(r.config))
+    cfg.get("scheme", {}).pop("kind", None)
+    return json.dumps(cfg, sort_keys=True)
+
+
+def _num(v, default=NAN) -> float:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return default
+    return x
+
+
+def _group(key: str, b: Run) -> str:
+    if key == "fused-gemv":
+        return "msweep" if str(b.cfg("workload.gemv.name", "")).startswith("msweep") else "model"
+    if key.startswith("fused-emb"):
+        return str(b.cfg("workload.embedding_bag.library_kernels", "per_table"))
+    return "main"
+
+
+def op_rows(runs: Sequence[Run], key: str) -> List[Dict[str, object]]:
+    """One row per point of operator ``key`` that has both schemes' results, ordered by size."""
+    op = OPERATORS[key]
+    by: Dict[str, Dict[str, Run]] = {}
+    for r in runs:
+        if r.experiment == op.experiment and r.scheme in (op.base, op.fused):
+            by.setdefault(_point_key(r), {})[r.scheme] = r
+    out = []
+    for pair in by.values():
+        b, f = pair.get(op.base), pair.get(op.fused)
+        if b is None or f is None:
+            continue
+        bc, ba, bt = (_num(b.summary.get(k)) for k in ("gemm_us", "rs_us", "total_us"))
+        fc, fa, ft = (_num(f.summary.get(k)) for k in ("gemm_us", "rs_us", "total_us"))
+        emb = key.startswith("fused-emb")
+        out.append({
+            "operator": key, "point": (f"b{b.cfg(op.label_keys[0])} t{b.cfg(op.label_keys[1])}" if emb
+                                       else " ".join(str(b.cfg(k)) for k in op.label_keys)), "group": _group(key, b),
+            "size": int(_num(b.cfg(op.size_key), 0)),
+            "tables": int(_num(b.cfg("workload.embedding_bag.tables_per_gpu"), 0)) if emb else 0,
+            "base_compute_us": bc, "base_comm_us": ba, "base_total_us": bt, "fused_compute_us": fc,
+            "fused_tail_us": fa, "fused_total_us": ft, "saving_us": bt - ft,
+            "reduction_pct": 100 * (1 - ft / bt) if bt > 0 else NAN,
+            "overlap_bound_pct": 100 * min(bc, ba) / bt if bt > 0 else NAN,
+            "base_comm_share_pct": 100 * ba / bt if bt > 0 else NAN,
+            "occupancy_reduction": _num(f.stat("fused.occupancy_reduction")),
+            "base_wgs_per_cu": _num(f.stat("fused.base_wgs_per_cu")), "fused_wgs_per_cu": _num(f.stat("fused.wgs_per_cu")),
+            "registers_per_thread": _num(b.cfg("workload.embedding_bag.registers_per_thread")) if emb else NAN,
+            "library_registers_per_thread": _num(f.cfg("scheme.fused_library_registers_per_thread")),
+            "library_kernels": str(b.cfg("workload.embedding_bag.library_kernels", "")) if emb else "",
+            "coll_launch_us": _num(b.cfg("system.collective.launch_overhead_ns")) / 1e3,
+            "kernel_launch_us": _num(b.cfg("system.gpu.kernel_launch_overhead_ns")) / 1e3,
+            "nic_bound_us": _nic_bound_us(f),
+            "fused_grid_wgs": _num(f.stat("fused.grid_wgs")),
+            "fused_tiles_per_wg": _num(f.stat("fused.logical_wgs_per_wg")),
+        })
+    return sorted(out, key=lambda r: (r["group"], r["size"], r["tables"], r["point"]))
+
+
+SKEW_COLUMNS = ("size", "tables", "comm_aware", "gpu0_us", "gpu1_us", "skew_pct", "total_us")
+
+
+def skew_rows(runs: Sequence[Run]) -> List[Dict[str, object]]:
+    """Per ``fused-skew`` run (the fused kernel on two nodes, explicit mode): each node's fused kernel time and the
+    skew ``slowest / fastest - 1`` (statistic ``fused.kernel_skew``), with and without communication-aware order."""
+    out = []
+    for r in runs:
+        if r.experiment != SKEW_EXPERIMENT or r.scheme != "fused_emb_a2a":
+            continue
+        skew = _num(r.stat("fused.kernel_skew"))
+        out.append({"size": int(_num(r.cfg("workload.embedding_bag.global_batch"), 0)),
+                    "tables": int(_num(r.cfg("workload.embedding_bag.tables_per_gpu"), 0)),
+                    "comm_aware": bool(r.cfg("scheme.fused_comm_aware", True)),
+                    "gpu0_us": _num(r.stat("fused.kernel_us.gpu0")), "gpu1_us": _num(r.stat("fused.kernel_us.gpu1")),
+                    "skew_pct": 100 * skew, "total_us": _num(r.summary.get("total_us"))})
+    return sorted(out, key=lambda r: (r["size"], r["tables"], r["comm_aware"]))
+
+
+OCC_COLUMNS = ("size", "tables", "fused_wgs_per_cu", "base_wgs_per_cu", "occupancy_pct", "total_us", "nic_bound_us")
+
+
+def _nic_bound_us(f: Run) -> float:
+    """One NIC's share of a fused run's put bytes over the NIC rate (NaN without NIC puts): fused.nic_put_B sums
+    every GPU's puts (shadows' included), and the nodes' NICs share them evenly."""
+    nodes = _num(f.cfg("system.interconnect.num_gpus")) / _num(f.cfg("system.interconnect.gpus_per_node"), 1.0)
+    nic_B, nic_bw = _num(f.stat("fused.nic_put_B")) / nodes, _num(f.cfg("system.interconnect.nic_bandwidth_GBps"))
+    return nic_B / nic_bw / 1e3 if nic_B > 0 and nic_bw > 0 else NAN
+
+
+def occupancy_rows(runs: Sequence[Run]) -> List[Dict[str, object]]:
+    """Per ``fused-occupancy`` run: the fused kernel's occupancy relative to the original pooling kernel's (WGs per
+    CU, the paper's Fig. 13 axis) and its time."""
+    out = []
+    for r in runs:
+        if r.experiment != OCCUPANCY_EXPERIMENT or r.scheme != "fused_emb_a2a":
+            continue
+        fw, bw = _num(r.stat("fused.wgs_per_cu")), _num(r.stat("fused.base_wgs_per_cu"))
+        out.append({"size": int(_num(r.cfg("workload.embedding_bag.global_batch"), 0)),
+                    "tables": int(_num(r.cfg("workload.embedding_bag.tables_per_gpu"), 0)), "fused_wgs_per_cu": fw,
+                    "base_wgs_per_cu": bw, "occupancy_pct": 100 * fw / bw if bw > 0 else NAN,
+                    "total_us": _num(r.summary.get("total_us")), "nic_bound_us": _nic_bound_us(r)})
+    return sorted(out, key=lambda r: (r["size"], r["tables"], r["occupancy_pct"]))
+
+
+def read_scale_csv(path: Optional[str | Path]) -> List[Dict[str, object]]:
+    """The 128-node study's rows (``experiments/fused-scale/study.py`` writes them); [] if there is no file."""
+    if path is None or not Path(path).is_file():
+        return []
+    with Path(path).open(newline="") as fh:
+        return [{k: _num(v, v) for k, v in r.items()} for r in csv.DictReader(fh)]
+
+
+def tables(runs: Sequence[Run], scale: Sequence[Mapping[str, object]] = ()) -> Dict[str, List[Dict[str, object]]]:
+    """Every fused table by stem (module doc)."""
+    out: Dict[str, List[Dict[str, object]]] = {k: op_rows(runs, k) for k in OPERATORS}
+    out["fused-skew"] = skew_rows(runs)
+    out["fused-occupancy"] = occupancy_rows(runs)
+    out["fused-scale"] = [dict(r) for r in scale]
+    return out
+
+
+def figure(rows: Sequence[Mapping[str, object]], key: str, out: str | Path,
+           formats: Sequence[str] = ("png",)) -> List[Path]:
+    """Operator ``key``: baseline (compute + communication) and fused (compute part + exposed tail) time per point,
+    normalized to the baseline's (labelled with it, in us), and the reduction per point against the paper's stated
+    mean and maximum."""
+    op = OPERATORS[key]
+    rows = list(rows)
+    plt = pyplot()
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(max(6.0, 0.9 * len(rows) + 2), 6.5), sharex=True)
+    xs = range(len(rows))
+    w = 0.38
+
+    def norm(col):  # the paper's Figs. 8-10, 12: execution time normalized to the baseline's
+        return [r[col] / r["base_total_us"] for r in rows]
+
+    ax.bar([x - w / 2 for x in xs], norm("base_compute_us"), w, color="#1f77b4", label="baseline compute")
+    ax.bar([x - w / 2 for x in xs], norm("base_comm_us"), w, bottom=norm("base_compute_us"), color="#d62728",
+           label="baseline collective")
+    ax.bar([x + w / 2 for x in xs], norm("fused_compute_us"), w, color="#bcbd22", label="fused kernel")
+    ax.bar([x + w / 2 for x in xs], norm("fused_tail_us"), w, bottom=norm("fused_compute_us"), color="#ff7f0e",
+           label="fused: exposed tail")
+    for x, r in zip(xs, rows):
+        ax.annotate(f"{r['base_total_us']:.4g} us", (x - w / 2, 1.0), ha="center", va="bottom", fontsize=6)
+    ax.set_ylabel("time / baseline time")
+    ax.set_ylim(0, 1.25)
+    ax.legend(fontsize=7, ncol=4, loc="upper center")
+    ax.set_title(f"{op.title}; {op.stated}", fontsize=9)
+    ax2.bar(list(xs), [r["reduction_pct"] for r in rows], 0.6, color="#2ca02c", label="t3sim reduction")
+    from t3sim.analysis.fused_numbers import BY_KEY, OPERATOR_KEYS
+
+    kmean, kmax = OPERATOR_KEYS[key]
+    ax2.axhline(float(BY_KEY[kmean].value), color="k", ls="--", lw=0.8, label="paper mean")
+    ax2.axhline(float(BY_KEY[kmax].value), color="k", ls=":", lw=0.8, label="paper max")
+    ax2.axhline(0, color="k", lw=0.5)
+    ax2.set_ylabel("reduction (%)")
+    ax2.set_xticks(list(xs))
+    ax2.set_xticklabels([f"{r['point']}\n({r['group']})" for r in rows], fontsize=7, rotation=30, ha="right")
+    ax2.legend(fontsize=7)
+    ax2.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    return save(fig, rows, out, key, formats, COLUMNS)
+
+
+def table_figure(rows: Sequence[Mapping[str, object]], stem: str, out: str | Path,
+                 formats: Sequence[str] = ("png",)) -> List[Path]:
+    """``fused-skew``: each node's fused kernel time per batch, with and without communication-aware order (paper
+    Fig. 14); ``fused-occupancy``: the fused kernel's time against its occupancy (Fig. 13); ``fused-scale``: the
+    128-node iteration time, baseline and fused, per grid point (Fig. 15)."""
+    rows = list(rows)
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    if stem == "fused-skew":
+        labels = [f"b{r['size']} t{r['tables']}\n{'aware' if r['comm_aware'] else 'oblivious'}" for r in rows]
+        xs = range(len(rows))
+        ax.bar([x - 0.2 for x in xs], [r["gpu0_us"] for r in rows], 0.4, color="#1f77b4", label="node 0")
+        ax.bar([x + 0.2 for x in xs], [r["gpu1_us"] for r in rows], 0.4, color="#ff7f0e", label="node 1")
+        for x, r in zip(xs, rows):
+            ax.annotate(f"{r['skew_pct']:.1f} %", (x, max(r["gpu0_us"], r["gpu1_us"])), ha="center", va="bottom",
+                        fontsize=7)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel("fused kernel time (us)")
+        ax.set_title("skew between nodes (label): paper ~7 % oblivious, ~1 % communication-aware", fontsize=9)
+    elif stem == "fused-occupancy":
+        for key in dict.fromkeys((r["size"], r["tables"]) for r in rows):
+            sel = [r for r in rows if (r["size"], r["tables"]) == key]
+            ax.plot([r["occupancy_pct"] for r in sel], [r["total_us"] for r in sel], "o-", label=f"b{key[0]} t{key[1]}")
+        ax.set_xlabel("occupancy relative to the pooling kernel (%)")
+        ax.set_ylabel("fused kernel time (us)")
+        ax.set_title("paper: 25 -> 75 % occupancy -46 %, 75 -> 87.5 % +25 %", fontsize=9)
+    else:
+        labels = [f"{int(r['tables_per_node'])} tables\nbatch {int(r['global_batch'])}" for r in rows]
+        xs = range(len(rows))
+        ax.bar([x - 0.2 for x in xs], [r["baseline_us"] / 1e3 for r in rows], 0.4, color="#d62728", label="baseline")
+        ax.bar([x + 0.2 for x in xs], [r["fused_us"] / 1e3 for r in rows], 0.4, color="#bcbd22", label="fused")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_yscale("log")
+        ax.set_ylabel("iteration time per node (ms)")
+        ax.set_title("DLRM on 128 nodes (8 x 16 torus): paper ~21 % lower", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    cols = {"fused-skew": SKEW_COLUMNS, "fused-occupancy": OCC_COLUMNS}.get(stem)
+    return save(fig, rows, out, stem, formats, cols)
