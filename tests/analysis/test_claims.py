@@ -140,6 +140,7 @@ def test_nmc_rs_claim_checks_the_link_bound_headroom_and_the_read_cut(over, nmc,
               "gemm_us": 1.0, "ag_us": 1.0} for s in ("OP", "FC-2")]
     row = _t3_row({"s611_nmc_rs_8": nmc, "s62_rs_rd_8": rs_rd}, {"fig15": fig15}, key="s611_nmc_rs_8")
     lands = 100 * ((1 + over / 100) / (1 + nmc / 100) - 1)
+    assume(abs(lands) > 1e-6)  # exactly at the bound the sign is floating-point noise
     rd_pts = compare_number(BY_KEY["s62_rs_rd_8"], rs_rd)[2]  # the report's difference for the read cut
     expect = nmc > p and over > p and lands >= 0 and abs(rd_pts) <= 5.0
     assert row["explained"] is expect, row
