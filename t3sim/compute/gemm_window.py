@@ -40,7 +40,7 @@ from t3sim.compute import window_kernel as WK
 from t3sim.compute.addresses import a_requests, b_requests, wg_store_requests
 from t3sim.compute.memhier import CATEGORY_SOURCE, REQ_B
 from t3sim.compute.occupancy import k_step_compute_cycles
-from t3sim.memory import accum, bookkeeping, fast_kernel, queue_lists, step_kernel
+from t3sim.memory import accum, bookkeeping, fast_kernel, step_kernel
 from t3sim.memory.port import BatchResult
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.sim import clock
@@ -56,13 +56,13 @@ SESSION_EVENTS = 1 << 16
 def kernel(policy_cls, drain_cls):
     """:func:`~t3sim.compute.window_kernel.run_window` compiled with the memory's fused pump step for this
     arbitration / write-drain policy pair (:func:`t3sim.memory.controller_fast.kernels`)."""
-    from t3sim.memory.controller_fast import kernels
+    from t3sim.memory.controller_fast import RUN_DEPENDS, kernels
 
     step = kernels(policy_cls, drain_cls)[1]
     return specialise(WK.run_window, f"{policy_cls.__name__}_{drain_cls.__name__}", {"pump_step": step},
                       depends=(WH.push, memhier._l2_read, L2K.access_uniform, bookkeeping.fill_requests, accum.retire,
                                fast_kernel.run_kernel, step_kernel.pump_step, clock.cycle_start_tick,
-                               queue_lists.enqueue, policy_cls.choose, drain_cls.decide))
+                               *RUN_DEPENDS, policy_cls.choose, drain_cls.decide))
 
 
 def eligible(gk) -> bool:

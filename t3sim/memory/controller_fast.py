@@ -28,15 +28,20 @@ import functools
 
 import numpy as np
 
-from t3sim.memory import accum, bookkeeping, page_policy, queue_lists, step_kernel
+from t3sim.memory import accum, bookkeeping, command_kernel, page_policy, queue_lists, step_kernel
 from t3sim.memory import fast_kernel as K
 from t3sim.memory import timing as T
-from t3sim.memory.fast_kernel import (
+from t3sim.memory.command_kernel import (
     CYC, LAST_DIR, NEXT, NP, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_LOG, P_NB, P_NPP,
     P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, RQN, WQN)
 from t3sim.memory.queue_lists import QF_REQ
 from t3sim.memory.bookkeeping import NOUT
 from t3sim.memory.specialise import specialise
+
+
+#: functions of other modules that :func:`~t3sim.memory.fast_kernel.run_kernel` compiles in (their source files go
+#: into every cache digest of code that contains it)
+RUN_DEPENDS = (command_kernel.issue, page_policy.closes_row, queue_lists.enqueue)
 
 
 @functools.lru_cache(maxsize=None)
@@ -55,11 +60,9 @@ def kernels(policy_cls, drain_cls):
     # the kernels call functions of other modules: their sources go into the cache digest (numba itself
     # checks only the template's file)
     run = specialise(K.run_kernel, tag, {"policy_choose": policy_cls.choose, "policy_wake": policy_cls.wake,
-                                         "drain_decide": drain_cls.decide},
-                     depends=(page_policy.closes_row, queue_lists.enqueue), _nrt=False)
+                                         "drain_decide": drain_cls.decide}, depends=RUN_DEPENDS, _nrt=False)
     step = specialise(step_kernel.pump_step, tag, {"run_kernel": run},
-                      depends=(*policy_fns, accum.retire, bookkeeping.admission_rows, page_policy.closes_row,
-                               queue_lists.enqueue))
+                      depends=(*policy_fns, accum.retire, bookkeeping.admission_rows, *RUN_DEPENDS))
     return run, step
 
 

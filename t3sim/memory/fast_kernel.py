@@ -1,8 +1,8 @@
 """The numba kernel of the fast memory controller (see :mod:`t3sim.memory.controller_fast`).
 
-Pure compiled functions over flat numpy state: timing readiness, command
-issue, request eligibility and the per-unit cycle loop :func:`run_kernel`.
-Split from the Python wrapper so each module stays small.
+Pure compiled functions over flat numpy state: request eligibility and the per-unit cycle loop
+:func:`run_kernel`; the timing readiness and command issue it inlines, and the state layout, are in
+:mod:`t3sim.memory.command_kernel`. Split from the Python wrapper so each module stays small.
 
 Arbitration and write drain. :func:`run_kernel` is a template: it calls ``policy_choose`` and
 ``policy_wake``, the arbitration policy's decision and wake-up functions
@@ -37,93 +37,35 @@ each helper call (atomic updates that cost about as much as the cycle loop itsel
 from __future__ import annotations
 
 import numba as nb
-import numpy as np
 
-from t3sim.memory import timing as T
+from t3sim.memory.command_kernel import (ACT, BIG, CYC, DRAIN_LEFT, DRAINING, LAST_DIR, NCLOSING, NEXT, NP,
+                                         P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_NB, P_NPP,
+                                         P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM,
+                                         P_WQ, PRE, RD, REF, REF_DUE, REF_PENDING, RQN, SEQ, UPD, WQN, WR)
+from t3sim.memory.command_kernel import issue as _issue
+from t3sim.memory.command_kernel import ready as _ready
 from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_BANK, F_BATCH, F_CLASS, F_DONE, F_ISSUE, F_KIND, F_LINE,
                                       F_NDEPS, F_NEXT, F_ROW, F_SEQ, F_SOURCE, F_STREAM, O_ARRIVE, O_BATCH, O_CLASS,
                                       O_DONE, O_KIND, O_SOURCE, O_STREAM)
 from t3sim.memory.page_policy import OPEN, closes_row
-from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, NEVER, THRESHOLD
+from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, THRESHOLD
 from t3sim.memory.queue_lists import (QF_BANK, QF_BN, QF_GN, QF_KIND, QF_LINE, QF_NDEPS, QF_REQ, QF_ROW, QF_SEQ,
                                      count_line, dequeue, enqueue)
 
-# unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
-CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, DRAIN_LEFT, NUS = range(13)
-# parameters (P[NP:NP + P[P_NPP]]: the arbitration policy's; after them the write-drain policy's)
-(P_NB, P_BPG, P_RQ, P_WQ, P_NPP, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
- P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, NP) = range(19)
-ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
-BIG = np.int64(NEVER)
 #: cycles per round of :func:`run_kernel` (a time slice all units advance through before the next)
 SLICE = 512
 
 
-@nb.njit(cache=True, _nrt=False, inline="always")
-def _ready(u, bank, g, cmd, nb0, ready, act_hist, US, faw):
-    """First cycle ``cmd`` to ``bank`` (of bank group ``g``) meets the channel, bank-group, bank and
-    ACT-window rules (``nb0``: node of bank 0 in ``ready``)."""
-    t = ready[u, 0, cmd]
-    x = ready[u, 1 + g, cmd]
-    if x > t:
-        t = x
-    x = ready[u, nb0 + bank, cmd]
-    if x > t:
-        t = x
-    if cmd == ACT:
-        oldest = act_hist[u, US[u, ACTPOS]]
-        if oldest >= 0 and oldest + faw > t:
-            t = oldest + faw
-    return t
-
-
 @nb.njit(cache=True, _nrt=False, inline='always')
-def _issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log, counts, hits, Q,
-           closing):
-    """Issue ``cmd`` (to ``bank``/``row``; -1 for REF) at cycle ``c``: timing, open rows, row-hit counts,
-    closing banks, log."""
-    ng = 1 + bank // P[P_BPG]  # bank-group node (unused for REF)
-    nk = nb0 + bank  # bank node
-    for n in range(6):
-        v = LAT[0, cmd, n]
-        if v >= 0 and c + v > ready[u, 0, n]:
-            ready[u, 0, n] = c + v
-        if bank >= 0:
-            v = LAT[1, cmd, n]
-            if v >= 0 and c + v > ready[u, ng, n]:
-                ready[u, ng, n] = c + v
-            v = LAT[2, cmd, n]
-            if v >= 0 and c + v > ready[u, nk, n]:
-                ready[u, nk, n] = c + v
-    if cmd == ACT:
-        act_hist[u, US[u, ACTPOS]] = c
-        US[u, ACTPOS] = (US[u, ACTPOS] + 1) % P[P_FAWN]
-        open_row[u, bank] = row
-        bs = Q.shape[2] - hits.shape[2] - 2 + bank  # the bank's list sentinel
-        for q in range(2):
-            n = 0
-            k = Q[u, q, bs, QF_BN]
-            while k != bs:
-                if Q[u, q, k, QF_ROW] == row:
-                    n += 1
-                k = Q[u, q, k, QF_BN]
-            hits[u, q, bank] = n
-    elif cmd == PRE:
-        open_row[u, bank] = -1
-        hits[u, 0, bank] = 0
-        hits[u, 1, bank] = 0
-        if closing[u, bank] != 0:
-            closing[u, bank] = 0
-            US[u, NCLOSING] -= 1
-    cmd_count[u, cmd] += 1
-    if P[P_LOG]:
-        k = counts[2]
-        out_log[k, 0] = c
-        out_log[k, 1] = u
-        out_log[k, 2] = cmd
-        out_log[k, 3] = bank
-        out_log[k, 4] = row
-        counts[2] = k + 1
+def _head_wake(h, r_arrive, c, wake):
+    """A FIFO head ``h`` (-1: empty) at cycle ``c``: ``(wake, t)``, ``wake`` lowered to its arrival if that is
+    still to come, ``t`` its arrival if it has arrived (else -1)."""
+    if h < 0:
+        return wake, -1
+    a = r_arrive[h]
+    if a > c:
+        return (a if a < wake else wake), -1
+    return wake, a
 
 
 @nb.njit(cache=True, _nrt=False, inline='always')
@@ -276,22 +218,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                     counts[1] += 1
                     acted = True
                 # wake-ups of admission: the next arrival at a FIFO head, and the policy's
-                h0 = f_head[u, 0]
-                h1 = f_head[u, 1]
-                t0 = -1
-                t1 = -1
-                if h0 >= 0:
-                    if r_arrive[h0] > c:
-                        if r_arrive[h0] < wake:
-                            wake = r_arrive[h0]
-                    else:
-                        t0 = r_arrive[h0]
-                if h1 >= 0:
-                    if r_arrive[h1] > c:
-                        if r_arrive[h1] < wake:
-                            wake = r_arrive[h1]
-                    else:
-                        t1 = r_arrive[h1]
+                wake, t0 = _head_wake(f_head[u, 0], r_arrive, c, wake)
+                wake, t1 = _head_wake(f_head[u, 1], r_arrive, c, wake)
                 t = policy_wake(c, t0, t1, US[u, RQN] + US[u, WQN], arb[u, LAST_STREAM], arb[u, LAST_COMM],
                                 arb[u, DRAIN], arb[u, THRESHOLD], pp)
                 if t < wake:
