@@ -209,42 +209,41 @@ def _numbers_table(rows: Sequence[Dict[str, object]]) -> List[str]:
     return out
 
 
+def _paper_section(head: Sequence[str], values: Dict[str, object], numbers, explanations,
+                   facts: Optional[Dict[str, object]]) -> List[str]:
+    """A paper's section: its heading lines, the summary line, the readings of ``numbers`` (the paper's numbers
+    module: ``NUMBERS``, ``READINGS``) and the table of every stated number beside t3sim's (Markdown lines)."""
+    rows = table_rows(values, numbers.NUMBERS, explanations, facts)
+    return [*head, ""] + _summary_line(rows) + [f"- {x}" for x in numbers.READINGS] + [""] + _numbers_table(rows)
+
+
 def flux_section(flux_values: Dict[str, object], facts: Optional[Dict[str, object]] = None) -> List[str]:
     """REPRODUCTION.md's FLUX section: every operation-level number FLUX states, beside t3sim's (Markdown lines)."""
-    rows = table_rows(flux_values, flux_numbers.NUMBERS, FLUX_EXPLANATIONS, facts)
-    out = ["## FLUX (Chang et al. 2024): operation level (Sec. 5.1, Figs. 11-14; Sec. 6)", "",
-           "From the `flux-op-*` experiments (`experiments/flux-op/README.md`: what each method runs, and findings "
-           "1-7 behind the explanations).", ""]
-    out += _summary_line(rows)
-    out += [f"- {x}" for x in flux_numbers.READINGS] + [""]
-    return out + _numbers_table(rows)
+    return _paper_section(
+        ["## FLUX (Chang et al. 2024): operation level (Sec. 5.1, Figs. 11-14; Sec. 6)", "",
+         "From the `flux-op-*` experiments (`experiments/flux-op/README.md`: what each method runs, and findings "
+         "1-7 behind the explanations)."], flux_values, flux_numbers, FLUX_EXPLANATIONS, facts)
 
 
 def ficco_section(ficco_values: Dict[str, object], facts: Optional[Dict[str, object]] = None) -> List[str]:
     """REPRODUCTION.md's FiCCO section: every number FiCCO states, beside t3sim's (Markdown lines)."""
-    rows = table_rows(ficco_values, ficco_numbers.NUMBERS, FICCO_EXPLANATIONS, facts)
-    out = ["## FiCCO (paper 001): schedules, inefficiencies, heuristic (Secs. IV-VI, Figs. 7-14)", "",
-           "From the `ficco-sp`, `ficco-ep`, `ficco-synthetic` and `ficco-char` experiments on the `mi300x-8gpu` preset "
-           "(`experiments/ficco/README.md`: what runs, the scaled shapes, findings). Every point is a SCALED shape: "
-           "these are not full-size values.", ""]
-    out += _summary_line(rows)
-    out += [f"- {x}" for x in ficco_numbers.READINGS] + [""]
-    return out + _numbers_table(rows)
+    return _paper_section(
+        ["## FiCCO (paper 001): schedules, inefficiencies, heuristic (Secs. IV-VI, Figs. 7-14)", "",
+         "From the `ficco-sp`, `ficco-ep`, `ficco-synthetic` and `ficco-char` experiments on the `mi300x-8gpu` preset "
+         "(`experiments/ficco/README.md`: what runs, the scaled shapes, findings). Every point is a SCALED shape: "
+         "these are not full-size values."], ficco_values, ficco_numbers, FICCO_EXPLANATIONS, facts)
 
 
 def fused_section(fused_values: Dict[str, object], facts: Optional[Dict[str, object]] = None) -> List[str]:
     """REPRODUCTION.md's section of the fused GPU-initiated kernels (paper 000): every number it states, beside
     t3sim's (Markdown lines)."""
-    rows = table_rows(fused_values, fused_numbers.NUMBERS, FUSED_EXPLANATIONS, facts)
-    out = ["## Fused GPU-initiated kernels (paper 000): GEMV+AllReduce, GEMM+All-to-All, Embedding+All-to-All "
-           "(Secs. III-C, IV-B-IV-D, VI; Figs. 8-15)", "",
-           "From the `fused-gemv`, `fused-a2a`, `fused-gemm-a2a`, `fused-a2a-2node`, `fused-skew` and `fused-occupancy` "
-           "experiments on the `mi210-4gpu-fc` and `mi210-2node` presets and the 128-node study "
-           "(`experiments/fused-gemv`, `fused-a2a`, `fused-scale` READMEs: what runs, the chosen sizes, the mechanisms "
-           "behind the explanations).", ""]
-    out += _summary_line(rows)
-    out += [f"- {x}" for x in fused_numbers.READINGS] + [""]
-    return out + _numbers_table(rows)
+    return _paper_section(
+        ["## Fused GPU-initiated kernels (paper 000): GEMV+AllReduce, GEMM+All-to-All, Embedding+All-to-All "
+         "(Secs. III-C, IV-B-IV-D, VI; Figs. 8-15)", "",
+         "From the `fused-gemv`, `fused-a2a`, `fused-gemm-a2a`, `fused-a2a-2node`, `fused-skew` and `fused-occupancy` "
+         "experiments on the `mi210-4gpu-fc` and `mi210-2node` presets and the 128-node study "
+         "(`experiments/fused-gemv`, `fused-a2a`, `fused-scale` READMEs: what runs, the chosen sizes, the mechanisms "
+         "behind the explanations)."], fused_values, fused_numbers, FUSED_EXPLANATIONS, facts)
 
 
 def render(values: Dict[str, object], *, quick: bool, experiments: Sequence[Dict[str, object]] = (),
