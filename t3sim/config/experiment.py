@@ -162,15 +162,20 @@ class SchemeConfig(Model):
 
 
 class SamplingConfig(Model):
-    """Sampled simulation (t3sim/system/sampling.py): detailed runs of the first GEMM waves, the rest advanced at
-    the measured steady-state per-wave rates. Every field but ``mode`` applies only with ``mode: waves``."""
+    """Sampled simulation: ``waves`` (t3sim/system/sampling.py), detailed runs of the first GEMM waves, the rest
+    advanced at the measured steady-state per-wave rates; ``tables`` (t3sim/system/sampled_tables.py), detailed
+    runs of an embedding-bag layer's first tables, the rest at the measured per-table rates. ``tolerance_pct``
+    applies to both; the ``*_waves`` fields only with ``waves``, the ``*_tables`` fields only with ``tables``."""
 
-    mode: Literal["off", "waves"] = F(
+    mode: Literal["off", "waves", "tables"] = F(
         "off", unit="enum",
         desc="off: simulate the whole workload in detail; waves: simulate the workload cut to its first rows "
              "(about detail_waves/4, /2 and detail_waves GEMM waves) in detail, check steady state, and advance "
              "the rest at the measured rates: the GEMM phase at the largest run's steady wave time, every other "
-             "additive statistic on the line through the two larger runs (t3sim/system/sampling.py)",
+             "additive statistic on the line through the two larger runs (t3sim/system/sampling.py); tables: an "
+             "embedding-bag layer cut to detail_tables/4, /2 and detail_tables tables per GPU, every additive "
+             "statistic on the line through the two larger runs once the per-table rates agree "
+             "(t3sim/system/sampled_tables.py)",
         source="issue 17; TBPoint (Huang et al., IISWC'14), Photon (Liu et al., MICRO'23), PKA (Baddouh et al., "
                "MICRO'21, Accel-Sim's kernel sampling): simulate until steady state, project the rest")
     detail_waves: int = F(
@@ -196,6 +201,17 @@ class SamplingConfig(Model):
     max_detail_waves: int = F(
         64, unit="count", desc="the most waves the larger detailed run may grow to while the criterion fails",
         source="assumption: bounds a sampled run's cost at about 2 x 64 detailed waves", ge=2)
+    detail_tables: int = F(
+        16, unit="count",
+        desc="tables per GPU of the largest of the three first detailed runs of sampling.mode tables (the others a "
+             "quarter and a half of it); a layer of no more tables is simulated whole",
+        source="assumption: the fused-a2a node's per-table times settle within a few percent from 16 tables on "
+               "(t3sim/system/sampled_tables.py); the criterion decides whether more are needed", ge=4)
+    max_detail_tables: int = F(
+        128, unit="count", desc="the most tables per GPU the larger detailed run of sampling.mode tables may grow "
+                                "to while the criterion fails",
+        source="assumption: bounds a sampled run's cost at about 2 x 128 detailed tables (the paper's layers have "
+               "256 per GPU)", ge=4)
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -208,7 +224,17 @@ class SamplingConfig(Model):
             for name, field in type(self).model_fields.items():
                 if name != "mode" and getattr(self, name) != field.default:
                     raise ValueError(f"sampling.{name}={getattr(self, name)!r} with sampling.mode=off, which does "
-                                     f"not use it; allowed: sampling.{name} only with sampling.mode=waves")
+                                     f"not use it; allowed: sampling.{name} only with sampling.mode="
+                                     f"{'tables' if name.endswith('_tables') else 'waves'}")
+        if self.mode != "off":  # a field of the other sampling mode: not used by this one
+            other = "tables" if self.mode == "waves" else "waves"
+            for name, field in type(self).model_fields.items():
+                if name.endswith(f"_{other}") and getattr(self, name) != field.default:
+                    raise ValueError(f"sampling.{name}={getattr(self, name)!r} with sampling.mode={self.mode}, which "
+                                     f"does not use it; allowed: sampling.{name} only with sampling.mode={other}")
+        if self.max_detail_tables < self.detail_tables:
+            raise ValueError(f"sampling.max_detail_tables={self.max_detail_tables} below sampling.detail_tables="
+                             f"{self.detail_tables}; allowed: at least detail_tables")
         if self.max_detail_waves < self.detail_waves:
             raise ValueError(f"sampling.max_detail_waves={self.max_detail_waves} below sampling.detail_waves="
                              f"{self.detail_waves}; allowed: at least detail_waves")

@@ -21,8 +21,9 @@ meaningless result minutes later:
 * a scheme that sets the memory-controller arbitration (T3: round_robin, T3-MCA: t3_mca) is not given
   another one explicitly (it would be replaced, so the setting would do nothing).
 
-A sampled point (``simulation.sampling.mode: waves``) is checked as the detailed runs it may simulate
-(:func:`t3sim.system.sampling.detailed_configs`): the full workload is never simulated, so its size and
+A sampled point (``simulation.sampling.mode: waves`` or ``tables``) is checked as the detailed runs it may simulate
+(:func:`t3sim.system.sampling.detailed_configs`, :func:`t3sim.system.sampled_tables.detailed_configs`): the full
+workload is never simulated, so its size and
 footprint are not limits (``sampling.full_footprint_B`` in its results says whether it would fit HBM).
 """
 
@@ -49,7 +50,10 @@ def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
     """Raise :class:`InputError` (one line; ``where`` prefixes it, e.g. the file and point label) if the
     resolved point ``exp`` cannot be simulated meaningfully (module doc)."""
     if exp.simulation.sampling.mode != "off":  # what is simulated: the detailed runs (t3sim.system.sampling)
-        from t3sim.system.sampling import detailed_configs
+        if exp.simulation.sampling.mode == "tables":
+            from t3sim.system.sampled_tables import detailed_configs
+        else:
+            from t3sim.system.sampling import detailed_configs
 
         try:
             runs = detailed_configs(exp)

@@ -70,16 +70,21 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False, pr
     ``meta["shared_simulation"]`` lists the schemes that shared it. ``timeline`` needs a single point.
 
     With ``simulation.sampling.mode`` other than ``off`` the points run as a sampled simulation
-    (:func:`t3sim.system.sampled_run.simulate_sampled`). ``probe(model)``: called with the built model before
+    (:func:`t3sim.system.sampled_run.simulate_sampled` by GEMM waves,
+    :func:`t3sim.system.sampled_tables.simulate_tables` by embedding tables). ``probe(model)``: called with the built model before
     it runs (the sampling's detailed runs record their GEMM waves through it).
     """
     exps = list(exps)
     if not exps:
         raise ValueError("simulate_shared() needs at least one point")
-    if exps[0].simulation.sampling.mode != "off":
+    if exps[0].simulation.sampling.mode == "waves":
         from t3sim.system.sampled_run import simulate_sampled
 
         return simulate_sampled(exps, timeline=timeline)
+    if exps[0].simulation.sampling.mode == "tables":
+        from t3sim.system.sampled_tables import simulate_tables
+
+        return simulate_tables(exps, timeline=timeline)
     for exp in exps:
         if exp.sweep.grid or exp.sweep.cases:
             raise ValueError("simulate() takes one point; expand the sweep first (t3sim.config.sweep.expand)")

@@ -101,6 +101,10 @@ CONTEXTS: Dict[str, Context] = {
                             "scheme.copy_size_MiB=2", "scheme.copy_streams=1", "sweep.cases=[]", "sweep.grid={}"),
                     str(COPY)),
     "emb": Context("run", EMB + ("scheme.kind=emb_a2a",), str(FUSED_A2A)),
+    # the same layer with 16 tables, sampled by tables from runs of 1, 2 and 4
+    "emb_sampled": Context("run", EMB + ("scheme.kind=emb_a2a", "workload.embedding_bag.tables_per_gpu=16",
+                                         "simulation.sampling.mode=tables", "simulation.sampling.detail_tables=4"),
+                           str(FUSED_A2A)),
     "fused_emb": Context("run", EMB + ("scheme.kind=fused_emb_a2a",), str(FUSED_A2A)),
     "gemv": Context("run", GEMV, str(FUSED_GEMV)),
     "fused_gemv": Context("run", GEMV + ("scheme.kind=fused_gemv_ar",), str(FUSED_GEMV)),
@@ -377,6 +381,8 @@ RECIPES: Dict[str, Recipe] = {
                                           "simulation.sampling.detail_waves=8"),
     "simulation.sampling.tolerance_pct": R("sampled", 100),
     "simulation.sampling.max_detail_waves": R("sampled", 4, "simulation.sampling.tolerance_pct=0.001"),
+    "simulation.sampling.detail_tables": R("emb_sampled", 8, "simulation.sampling.tolerance_pct=100"),
+    "simulation.sampling.max_detail_tables": R("emb_sampled", 4, "simulation.sampling.tolerance_pct=0.001"),
 }
 
 

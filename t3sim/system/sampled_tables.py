@@ -1,0 +1,298 @@
+"""Sampled simulation of an embedding-bag layer by its tables (``simulation.sampling.mode: tables``; issues 15, 17).
+
+An embedding-bag layer (:mod:`t3sim.config.embedding`) is ``tables_per_gpu`` copies of one table's work: the same
+bags, the same pooling, the same share of the all-to-all. Its cost grows by a fixed amount per table once the
+layer is past its start-up -- the first kernels' cold caches, the last slices' drain, and the L2 that the first
+tables' outputs still fit in -- so a layer of many tables is the line through runs of fewer tables. This is the
+kernel-level reading of the sampling methods :mod:`t3sim.system.sampling` cites (PKA, Accel-Sim's kernel sampling:
+simulate until the rate is stable, project the rest at that rate; TBPoint: simulate one representative of a
+homogeneous group): here the homogeneous units are whole tables, and a detailed run is the layer cut to its first
+tables, which is what the full layer runs first (tables are launched, or their logical WGs ordered, table by table).
+
+What a sampled run does (:func:`simulate_tables`):
+
+1. **Detailed runs** of the layer cut to ``d/4``, ``d/2`` and ``d`` tables per GPU (``d = detail_tables``), every
+   other field as given: the same batch, the same scheme (the fused kernel's persistent grid, its flags and
+   all-to-all ordering; the baseline's per-table kernels and its library all-to-all).
+2. **Steady state**: every phase time (``time.gemm_us``, ``time.rs_us``, ``time.ag_us``: the pooling and the
+   all-to-all of these schemes) and the total, extrapolated to the full table count on the line through the two
+   smaller and through the two larger runs, differ by at most ``tolerance_pct`` percent of the second total
+   (:func:`t3sim.system.sampling.extrapolate`; the per-table rates agree as the layer grows). If not, the tables
+   double (``d/2``, ``d``, ``2d``: the two larger runs are kept) up to ``max_detail_tables``; when the next run
+   would reach the layer, or the detailed runs would hold as many tables as the layer, it is simulated whole
+   (``sampling.sampled`` false); a run that stops at ``max_detail_tables`` is extrapolated with
+   ``sampling.criterion_met`` false.
+3. **Extrapolation**: every additive statistic (times, bytes, counts, cycles; kernel start times too: on this
+   line a kernel that starts after the pooling starts where the extrapolated pooling ends) is the value on the
+   line through the two larger runs at the full table count (:func:`t3sim.system.sampling.extrapolate_stats`);
+   statistics that do not add up (means, maxima, rates, ratios, histograms, text) are the largest run's. Every
+   description says which, and ``sampling.*`` records the detailed runs, the criterion and the per-table rates.
+
+Measured on the fused-a2a node (4 MI210, dim 256, pooling 10): at batch 256 the fused kernel's per-table time still
+rises from 16 to 64 tables (3.29, 3.59, 3.72 us per table from 8-16, 16-32 and 32-64 tables: the pooled outputs
+outgrow the 8 MB L2), so the criterion, not a fixed table count, decides when to stop; the error against whole
+256-table runs is in experiments/fused-a2a/README.md.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import List, Sequence, Tuple
+
+from t3sim.config.experiment import ExperimentConfig
+from t3sim.errors import InputError
+from t3sim.results.stats import Stats
+from t3sim.sim.clock import TICKS_PER_US
+from t3sim.system.sampling import FIELD, extrapolate, extrapolate_stats
+
+PHASES = ("gemm", "rs", "ag")
+
+
+@dataclass
+class TableRun:
+    """One detailed run of the layer cut to ``tables`` tables per GPU."""
+
+    tables: int
+    results: list  #: RunResult per point
+    phases: Tuple[int, ...]  #: gemm, rs, ag, total (ticks)
+    wall_s: float = 0.0
+    difference_pct: float = float("inf")  #: the criterion with this run the largest of three (inf: not checked)
+
+
+def tables_of(exp: ExperimentConfig) -> int:
+    """Tables per GPU of the full layer (InputError for a workload that is not an embedding-bag layer)."""
+    w = exp.workload
+    if w.kind != "embedding_bag":
+        raise InputError(FIELD, f"tables with a {w.kind} workload, which has no tables",
+                         "sampling.mode tables with a workload.embedding_bag layer (waves for a model sub-layer or "
+                         "a workload.gemm shape)")
+    return w.embedding_bag.tables_per_gpu
+
+
+def with_tables(exp: ExperimentConfig, tables: int) -> ExperimentConfig:
+    """``exp`` with ``tables`` tables per GPU and sampling off (one detailed run)."""
+    d = exp.model_dump(mode="json", exclude_unset=True)
+    d.setdefault("simulation", {})["sampling"] = {"mode": "off"}
+    d["workload"].setdefault("embedding_bag", exp.workload.embedding_bag.model_dump(mode="json"))
+    d["workload"]["embedding_bag"]["tables_per_gpu"] = tables
+    return ExperimentConfig.model_validate(d)
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """Which table counts a sampled layer may be cut to.
+
+    A scheme whose kernel is a persistent grid of ``grid`` WGs over the layer's ``tables x batch`` logical WGs
+    (:attr:`t3sim.schemes.base.Scheme.round_wgs`) runs rounds of ``grid`` logical WGs, the last one partly full:
+    its time is a staircase in tables, like a GEMM's in rows (:mod:`t3sim.system.sampling`). A detailed run is then
+    cut where its last round holds as many logical WGs as the full layer's, ``tables = full (mod period)`` with
+    ``period = grid / gcd(grid, batch)``, so that it differs from the full layer by whole rounds, and to at least
+    ``minimum`` tables, so that the grid is the full layer's. (Measured on the fused-a2a node at batch 256, grid
+    832: from 16 to 32 to 64 tables the per-table time rose 3.59 -> 3.72 us; from 9 to 22 to 35, tables that end
+    like 256, it was 3.60 and 3.59.) Other schemes repeat table by table: period 1."""
+
+    full: int  #: tables per GPU of the full layer
+    period: int
+    minimum: int
+
+    def tables_for(self, at_least: int, above: int = 0) -> int:
+        """The fewest tables, at least ``at_least`` and ``minimum`` and more than ``above``, that end like the layer
+        (may be the full layer or more: then there is no such detailed run)."""
+        t = max(at_least, above + 1, self.minimum)
+        return t + (self.full - t) % self.period
+
+
+def plan(exp: ExperimentConfig) -> TablePlan:
+    """The table plan of ``exp`` (InputError for a workload without tables)."""
+    from math import gcd
+
+    from t3sim.schemes import scheme_for
+
+    full = tables_of(exp)
+    rw = scheme_for(exp.scheme.kind).round_wgs
+    if rw is None:
+        return TablePlan(full, 1, 1)
+    grid, batch = rw(exp), exp.workload.embedding_bag.global_batch
+    return TablePlan(full, grid // gcd(grid, batch), -(-grid // batch))
+
+
+def ladder(p: TablePlan, detail_tables: int) -> List[int]:
+    """Tables of the three first detailed runs: about a quarter, a half and all of ``detail_tables``, each the
+    fewest that ends like the layer (:meth:`TablePlan.tables_for`) beyond the one before."""
+    out: List[int] = []
+    for t in (detail_tables // 4, detail_tables // 2, detail_tables):
+        out.append(p.tables_for(t, out[-1] if out else 0))
+    return out
+
+
+def criterion(phases: Sequence[Sequence[int]], tables: Sequence[int], full: int) -> float:
+    """The largest difference, in percent of the second total, between a phase (or the total) extrapolated to
+    ``full`` tables from runs 0-1 and from runs 1-2 (``phases[i]``: run ``i``'s phases and total, ticks)."""
+    a, b, c = phases
+    ta, tb, tc = tables
+    first = [Fraction(extrapolate(x, y, ta, tb, full)) for x, y in zip(a, b)]
+    second = [Fraction(extrapolate(y, z, tb, tc, full)) for y, z in zip(b, c)]
+    if second[-1] <= 0:
+        return float("inf")
+    return float(max(abs(y - x) for x, y in zip(first, second)) / second[-1] * 100)
+
+
+def _next(p: TablePlan, tables: Sequence[int]) -> int:
+    """The next detailed run of the doubling: about twice the largest, ending like the layer."""
+    return p.tables_for(2 * tables[-1], tables[-1])
+
+
+def _whole_next(p: TablePlan, tables: Sequence[int]) -> bool:
+    """Whether the next doubling would reach the layer or simulate at least as many tables as it holds."""
+    nxt = _next(p, tables)
+    return nxt >= p.full or sum(tables) + nxt >= p.full
+
+
+def detailed_configs(exp: ExperimentConfig) -> List[ExperimentConfig]:
+    """The largest runs a sampled ``exp`` may simulate (for :mod:`t3sim.system.checks`): the doubling's largest
+    detailed run, and the whole layer when the doubling may end in a full simulation."""
+    s = exp.simulation.sampling
+    p = plan(exp)
+    runs = ladder(p, s.detail_tables)
+    if runs[-1] >= p.full:
+        return [with_tables(exp, p.full)]
+    while 2 * runs[-1] <= s.max_detail_tables:
+        if _whole_next(p, runs):
+            return [with_tables(exp, runs[-1]), with_tables(exp, p.full)]
+        runs.append(_next(p, runs))
+    return [with_tables(exp, runs[-1])]
+
+
+def _detailed(exps: Sequence[ExperimentConfig], tables: int) -> TableRun:
+    from t3sim.system.run import simulate_shared
+
+    t0 = time.perf_counter()
+    results = simulate_shared([with_tables(e, tables) for e in exps])
+    st = results[0].stats
+    ph = tuple(int(round(st.value(f"time.{p}_us") * TICKS_PER_US)) for p in PHASES + ("total",))
+    return TableRun(tables, results, ph, time.perf_counter() - t0)
+
+
+def simulate_tables(exps: Sequence[ExperimentConfig], timeline: bool = False) -> list:
+    """Simulate resolved points sharing one simulation with ``simulation.sampling.mode: tables`` (module doc);
+    one :class:`~t3sim.results.store.RunResult` per point, as :func:`t3sim.system.run.simulate_shared`."""
+    if timeline:
+        raise InputError(FIELD, "tables with --timeline (a timeline traces one detailed simulation)",
+                         "simulation.sampling.mode=off for a timeline")
+    t0 = time.perf_counter()
+    exp = exps[0]
+    s = exp.simulation.sampling
+    p = plan(exp)
+    full = p.full
+    tables = ladder(p, s.detail_tables)
+    if tables[-1] >= full:
+        return _whole(exps, p, [], f"the layer has {full} tables per GPU, not more than the {tables[-1]} of the "
+                                      f"largest first detailed run (cut where the last round ends like the layer's: "
+                                      f"tables = {full} mod {p.period}, at least {p.minimum})", t0)
+    runs = [_detailed(exps, t) for t in tables]
+    while True:
+        last = runs[-3:]
+        runs[-1].difference_pct = criterion([r.phases for r in last], [r.tables for r in last], full)
+        if runs[-1].difference_pct <= s.tolerance_pct or 2 * runs[-1].tables > s.max_detail_tables:
+            break
+        if _whole_next(p, [r.tables for r in runs]):
+            return _whole(exps, p, runs, f"the per-table rates did not agree with {runs[-1].tables} tables "
+                                            f"({runs[-1].difference_pct:.2f} % > {s.tolerance_pct:g} %) and the next "
+                                            "doubling would simulate at least as many tables as the layer", t0)
+        runs.append(_detailed(exps, _next(p, [r.tables for r in runs])))
+    return _extrapolated(exps, p, runs, t0)
+
+
+def _sampling_stats(exp, p: TablePlan, runs: List[TableRun], sampled: bool, note: str) -> Stats:
+    s = exp.simulation.sampling
+    full = p.full
+    out = Stats()
+    out.add("mode", s.mode, "text", "simulation.sampling.mode of this run")
+    out.add("sampled", sampled, "bool", "true: the result is extrapolated from detailed runs of the first tables; "
+                                        "false: the layer was simulated whole")
+    out.add("note", note, "text", "why the run was or was not extrapolated")
+    out.add("kernels", "the embedding-bag layer's pooling and all-to-all, by tables" if sampled else "none", "text",
+            "what was sampled")
+    out.add("criterion", f"every phase and the total extrapolated to the full table count from the two smaller and "
+                         f"from the two larger of the last three detailed runs within {s.tolerance_pct:g} % of the "
+                         "second total (t3sim/system/sampled_tables.py)", "text", "the steady-state criterion")
+    out.add("tables", full, "count", "tables per GPU of the full layer")
+    out.add("table_period", p.period, "count", "detailed runs hold the full layer's table count modulo this many "
+                                               "tables (1: the scheme's kernels repeat table by table; else its "
+                                               "persistent grid's rounds repeat every period tables)")
+    for i, r in enumerate(runs):
+        out.add(f"detailed.run{i}.tables", r.tables, "count", f"tables per GPU of detailed run {i}")
+        for p, t in zip(PHASES + ("total",), r.phases):
+            out.add(f"detailed.run{i}.{p}_us", t / TICKS_PER_US, "us", f"{p} time of detailed run {i}")
+        out.add(f"detailed.run{i}.wall_s", round(r.wall_s, 3), "s", f"wall time of detailed run {i}")
+        if r.difference_pct != float("inf"):
+            out.add(f"detailed.run{i}.rate_difference_pct", r.difference_pct, "%",
+                    f"the criterion with runs {i - 2}-{i}, percent of the total")
+    out.add("detailed.events", sum(int(r.results[0].stats.value("sim.events")) for r in runs), "count",
+            "simpy events processed by all detailed runs")
+    if not sampled:
+        return out
+    b, c = runs[-2], runs[-1]
+    out.add("tables_detailed", c.tables, "count", "tables per GPU of the larger run extrapolated from")
+    out.add("tables_extrapolated", full - c.tables, "count", "tables per GPU advanced at the per-table rates")
+    out.add("criterion_met", c.difference_pct <= s.tolerance_pct, "bool", "the steady-state criterion held")
+    out.add("rate_difference_pct", c.difference_pct, "%", "the criterion: largest difference between the phases "
+                                                         "(and totals) extrapolated from the two smaller and from "
+                                                         "the two larger runs, percent of the total")
+    for p, v0, v1 in zip(PHASES + ("total",), b.phases, c.phases):
+        out.add(f"rate.{p}_us_per_table", float(Fraction(v1 - v0, c.tables - b.tables)) / TICKS_PER_US, "us/table",
+                f"{p} time per added table per GPU (the steady-state rate)")
+    return out
+
+
+def _result(exp, res, stats: Stats, summary: dict, meta: dict):
+    from t3sim.results.store import RunResult
+
+    return RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed,
+                     {**res.meta, **meta}, None)
+
+
+def _whole(exps, p: TablePlan, runs: List[TableRun], note: str, t0: float) -> list:
+    """Simulate the layer whole (sampling declined), recording why."""
+    from t3sim.system.run import simulate_shared
+
+    out = []
+    for exp, res in zip(exps, simulate_shared([with_tables(e, p.full) for e in exps])):
+        st = Stats()
+        st.merge("", res.stats)
+        st.merge("sampling", _sampling_stats(exp, p, runs, False, note))
+        out.append(_result(exp, res, st, dict(res.summary),
+                           {"wall_s": round(time.perf_counter() - t0, 3), "sampled": False}))
+    return out
+
+
+def _extrapolated(exps, p: TablePlan, runs: List[TableRun], t0: float) -> list:
+    from t3sim.system.run import traffic_summary
+
+    full = p.full
+    b, c = runs[-2], runs[-1]
+    s = exps[0].simulation.sampling
+    label = f"detailed runs of {b.tables} and {c.tables} of {full} tables per GPU"
+    note = "extrapolated" + ("" if c.difference_pct <= s.tolerance_pct else " although the steady-state criterion "
+                                                                           "failed")
+    out = []
+    for i, exp in enumerate(exps):
+        sb, sc = b.results[i].stats, c.results[i].stats
+        starts = {n: (extrapolate(sb.value(n), st.value, b.tables, c.tables, full), "extrapolated to the full table "
+                      "count (a kernel's start moves with the phases before it)")
+                  for n, st in sc.items() if n.startswith("kernels.") and n.endswith(".start_us") and n in sb}
+        ext = extrapolate_stats(sb, sc, b.tables, c.tables, full, label, starts)
+        st = Stats()
+        for name, v in ext.items():
+            if name == "sim.events":
+                v = type(v)(sum(int(r.results[i].stats.value(name)) for r in runs), v.unit,
+                            "simpy events processed [sampled: summed over all detailed runs, not extrapolated]")
+            st.add(name, v.value, v.unit, v.description)
+        st.merge("sampling", _sampling_stats(exp, p, runs, True, note))
+        summary = {**c.results[i].summary, **{f"{p}_us": round(st.value(f"time.{p}_us"), 6)
+                                               for p in PHASES + ("total",)}, **traffic_summary(st)}
+        out.append(_result(exp, c.results[i], st, summary,
+                           {"wall_s": round(time.perf_counter() - t0, 3), "sampled": True}))
+    return out
