@@ -205,8 +205,9 @@ class SamplingConfig(Model):
         16, unit="count",
         desc="tables per GPU of the largest of the three first detailed runs of sampling.mode tables (the others a "
              "quarter and a half of it); a layer of no more tables is simulated whole",
-        source="assumption: the fused-a2a node's per-table times settle within a few percent from 16 tables on "
-               "(t3sim/system/sampled_tables.py); the criterion decides whether more are needed", ge=4)
+        source="assumption: on the fused-a2a node at batch 256 the baseline's layer extrapolated from 4, 8 and 16 "
+               "tables is within 0.3 % of a whole 256-table run (t3sim/system/sampled_tables.py); the criterion "
+               "decides whether more are needed", ge=4)
     max_detail_tables: int = F(
         128, unit="count", desc="the most tables per GPU the larger detailed run of sampling.mode tables may grow "
                                 "to while the criterion fails",

@@ -53,7 +53,7 @@ fused GPU-initiated kernels) register the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 from t3sim.errors import InputError
 from t3sim.registry import add, get
@@ -110,10 +110,9 @@ class Scheme:
     #: the workload kinds it runs (``WorkloadConfig.kind``: ``model`` and ``gemm`` run the GEMM kernel; ``gemv``
     #: only the schemes built on the GEMV kernel)
     workloads: Tuple[str, ...] = ("model", "gemm")
-    #: a persistent kernel over an embedding layer's (tables x batch) logical WGs: its grid (WGs per round) for a
-    #: resolved experiment, so that a sampled run by tables (t3sim/system/sampled_tables.py) cuts the layer where
-    #: its last round is as full as the full layer's; None: the scheme's kernels repeat table by table
-    round_wgs: Optional[Callable[[Any], int]] = None
+    #: for a scheme that runs an embedding-bag layer: "" if its work repeats table by table, so a sampled run by
+    #: tables (t3sim/system/sampled_tables.py) may extrapolate it; otherwise why not (the refusal's reason)
+    table_sampling: str = "its time per table was not shown to be steady as the layer grows"
 
     @property
     def runnable(self) -> bool:

@@ -62,18 +62,6 @@ from t3sim.schemes.program import ProgramRun
 from t3sim.sim.clock import TICKS_PER_NS
 
 
-def fused_occupancy(gpu, e, scheme_cfg):
-    """The pooling WG's occupancy without and with the library's registers (``e``: the embedding-bag config)."""
-    return occupancies(gpu, e.threads_per_wg, e.registers_per_thread, 0,
-                       LibraryCosts.of(scheme_cfg).extra_registers_per_thread)
-
-
-def max_grid(exp) -> int:
-    """The persistent grid of a layer with enough logical WGs: the fused kernel's occupancy on every CU."""
-    gpu = exp.system.gpu
-    return fused_occupancy(gpu, exp.workload.embedding_bag, exp.scheme).fused_wgs_per_cu * gpu.num_cus
-
-
 class FusedEmbA2A:
     """The fused embedding+All-to-All on every GPU (module doc)."""
 
@@ -92,7 +80,7 @@ class FusedEmbA2A:
         self.cpg = lb // S
         self.C = geom.B // S
         self.costs = LibraryCosts.of(sc)
-        self.occ = fused_occupancy(gpu, e, sc)
+        self.occ = occupancies(gpu, e.threads_per_wg, e.registers_per_thread, 0, self.costs.extra_registers_per_thread)
         self.L = geom.B * geom.T
         self.grid = min(self.L, self.occ.fused_wgs_per_cu * gpu.num_cus)
         self.rate = gpu.fp32_flops_per_cycle
@@ -325,6 +313,9 @@ register_scheme(Scheme("fused_emb_a2a", "fused embedding+All-to-All (intra-node 
                        "(peers' samples first) and store each pooled vector straight into its sample's GPU; the last "
                        "WG of a slice fences and puts its ready flag; receivers poll", label="Fused Embedding+All-to-All",
                        color="#bcbd22", paper_section="fused-collective paper Secs. III-A, IV-B",
-                       simulation="fused_emb_a2a", workloads=("embedding_bag",), round_wgs=max_grid,
+                       simulation="fused_emb_a2a", workloads=("embedding_bag",),
+                       table_sampling="its remote slices go destination by destination, so each link's backlog and "
+                       "the fences' waits grow with the layer (mean link queue delay 5.6, 19 and 50 us at 9, 35 and 100 "
+                       "tables, batch 256): its time per table is not steady (experiments/fused-a2a/README.md)",
                        options=("fused_library_registers_per_thread", "fused_put_api_latency_ns", "fused_bookkeeping_ns",
                                 "fused_comm_aware", "fused_slice_bags")))

@@ -1,19 +1,25 @@
 """Sampled simulation of an embedding-bag layer by its tables (``simulation.sampling.mode: tables``; issues 15, 17).
 
 An embedding-bag layer (:mod:`t3sim.config.embedding`) is ``tables_per_gpu`` copies of one table's work: the same
-bags, the same pooling, the same share of the all-to-all. Its cost grows by a fixed amount per table once the
-layer is past its start-up -- the first kernels' cold caches, the last slices' drain, and the L2 that the first
-tables' outputs still fit in -- so a layer of many tables is the line through runs of fewer tables. This is the
-kernel-level reading of the sampling methods :mod:`t3sim.system.sampling` cites (PKA, Accel-Sim's kernel sampling:
-simulate until the rate is stable, project the rest at that rate; TBPoint: simulate one representative of a
-homogeneous group): here the homogeneous units are whole tables, and a detailed run is the layer cut to its first
-tables, which is what the full layer runs first (tables are launched, or their logical WGs ordered, table by table).
+bags, the same pooling, the same share of the all-to-all. Under a scheme whose kernels repeat table by table (the
+baseline's one pooling kernel per table, then one all-to-all of all pooled vectors), its cost grows by a fixed
+amount per table once past its start-up (the first kernels' cold caches and empty queues), so a layer of many
+tables is the line through runs of fewer tables. This is the kernel-level reading of the sampling methods
+:mod:`t3sim.system.sampling` cites (PKA, Accel-Sim's kernel sampling: simulate until the rate is stable, project
+the rest at that rate; TBPoint: simulate one representative of a homogeneous group): here the homogeneous units are
+whole tables, and a detailed run is the layer cut to its first tables, which is what the full layer runs first.
+
+Which schemes: each declares it (:attr:`t3sim.schemes.base.Scheme.table_sampling`: "" or why not); the others are
+refused with that reason. The fused kernel is refused: it orders its remote slices destination by destination, so
+during each destination's share one link carries all of its stores, the link's backlog (and the fences that wait
+on it) grows with the layer, and its time per table keeps changing (batch 256: the same per-table rate, 3.59-3.60
+us, from runs of 9, 22 and 35 tables, whose last rounds of the 832-WG grid end alike, yet 3.77 us from 35 to 256
+tables; a whole 256-table run is 4.1 % above the extrapolation although the criterion held).
 
 What a sampled run does (:func:`simulate_tables`):
 
 1. **Detailed runs** of the layer cut to ``d/4``, ``d/2`` and ``d`` tables per GPU (``d = detail_tables``), every
-   other field as given: the same batch, the same scheme (the fused kernel's persistent grid, its flags and
-   all-to-all ordering; the baseline's per-table kernels and its library all-to-all).
+   other field as given (the batch, the per-table kernels and the library all-to-all).
 2. **Steady state**: every phase time (``time.gemm_us``, ``time.rs_us``, ``time.ag_us``: the pooling and the
    all-to-all of these schemes) and the total, extrapolated to the full table count on the line through the two
    smaller and through the two larger runs, differ by at most ``tolerance_pct`` percent of the second total
@@ -28,10 +34,7 @@ What a sampled run does (:func:`simulate_tables`):
    statistics that do not add up (means, maxima, rates, ratios, histograms, text) are the largest run's. Every
    description says which, and ``sampling.*`` records the detailed runs, the criterion and the per-table rates.
 
-Measured on the fused-a2a node (4 MI210, dim 256, pooling 10): at batch 256 the fused kernel's per-table time still
-rises from 16 to 64 tables (3.29, 3.59, 3.72 us per table from 8-16, 16-32 and 32-64 tables: the pooled outputs
-outgrow the 8 MB L2), so the criterion, not a fixed table count, decides when to stop; the error against whole
-256-table runs is in experiments/fused-a2a/README.md.
+Error against whole 256-table runs (the fused-a2a node and the 2-node preset): experiments/fused-a2a/README.md.
 """
 
 from __future__ import annotations
@@ -80,51 +83,22 @@ def with_tables(exp: ExperimentConfig, tables: int) -> ExperimentConfig:
     return ExperimentConfig.model_validate(d)
 
 
-@dataclass(frozen=True)
-class TablePlan:
-    """Which table counts a sampled layer may be cut to.
-
-    A scheme whose kernel is a persistent grid of ``grid`` WGs over the layer's ``tables x batch`` logical WGs
-    (:attr:`t3sim.schemes.base.Scheme.round_wgs`) runs rounds of ``grid`` logical WGs, the last one partly full:
-    its time is a staircase in tables, like a GEMM's in rows (:mod:`t3sim.system.sampling`). A detailed run is then
-    cut where its last round holds as many logical WGs as the full layer's, ``tables = full (mod period)`` with
-    ``period = grid / gcd(grid, batch)``, so that it differs from the full layer by whole rounds, and to at least
-    ``minimum`` tables, so that the grid is the full layer's. (Measured on the fused-a2a node at batch 256, grid
-    832: from 16 to 32 to 64 tables the per-table time rose 3.59 -> 3.72 us; from 9 to 22 to 35, tables that end
-    like 256, it was 3.60 and 3.59.) Other schemes repeat table by table: period 1."""
-
-    full: int  #: tables per GPU of the full layer
-    period: int
-    minimum: int
-
-    def tables_for(self, at_least: int, above: int = 0) -> int:
-        """The fewest tables, at least ``at_least`` and ``minimum`` and more than ``above``, that end like the layer
-        (may be the full layer or more: then there is no such detailed run)."""
-        t = max(at_least, above + 1, self.minimum)
-        return t + (self.full - t) % self.period
-
-
-def plan(exp: ExperimentConfig) -> TablePlan:
-    """The table plan of ``exp`` (InputError for a workload without tables)."""
-    from math import gcd
-
+def plan_tables(exp: ExperimentConfig) -> int:
+    """Tables per GPU of the full layer, after checking that its scheme may be sampled by tables (InputError)."""
     from t3sim.schemes import scheme_for
 
     full = tables_of(exp)
-    rw = scheme_for(exp.scheme.kind).round_wgs
-    if rw is None:
-        return TablePlan(full, 1, 1)
-    grid, batch = rw(exp), exp.workload.embedding_bag.global_batch
-    return TablePlan(full, grid // gcd(grid, batch), -(-grid // batch))
+    why = scheme_for(exp.scheme.kind).table_sampling
+    if why:
+        raise InputError(FIELD, f"tables with scheme.kind={exp.scheme.kind}: {why}",
+                         "simulation.sampling.mode=off for this scheme (sampling by tables: a scheme whose work "
+                         "repeats table by table, e.g. emb_a2a)")
+    return full
 
 
-def ladder(p: TablePlan, detail_tables: int) -> List[int]:
-    """Tables of the three first detailed runs: about a quarter, a half and all of ``detail_tables``, each the
-    fewest that ends like the layer (:meth:`TablePlan.tables_for`) beyond the one before."""
-    out: List[int] = []
-    for t in (detail_tables // 4, detail_tables // 2, detail_tables):
-        out.append(p.tables_for(t, out[-1] if out else 0))
-    return out
+def ladder(detail_tables: int) -> List[int]:
+    """Tables of the three first detailed runs: a quarter, a half and all of ``detail_tables``."""
+    return [detail_tables // 4, detail_tables // 2, detail_tables]
 
 
 def criterion(phases: Sequence[Sequence[int]], tables: Sequence[int], full: int) -> float:
@@ -139,29 +113,24 @@ def criterion(phases: Sequence[Sequence[int]], tables: Sequence[int], full: int)
     return float(max(abs(y - x) for x, y in zip(first, second)) / second[-1] * 100)
 
 
-def _next(p: TablePlan, tables: Sequence[int]) -> int:
-    """The next detailed run of the doubling: about twice the largest, ending like the layer."""
-    return p.tables_for(2 * tables[-1], tables[-1])
-
-
-def _whole_next(p: TablePlan, tables: Sequence[int]) -> bool:
+def _whole_next(tables: Sequence[int], full: int) -> bool:
     """Whether the next doubling would reach the layer or simulate at least as many tables as it holds."""
-    nxt = _next(p, tables)
-    return nxt >= p.full or sum(tables) + nxt >= p.full
+    nxt = 2 * tables[-1]
+    return nxt >= full or sum(tables) + nxt >= full
 
 
 def detailed_configs(exp: ExperimentConfig) -> List[ExperimentConfig]:
     """The largest runs a sampled ``exp`` may simulate (for :mod:`t3sim.system.checks`): the doubling's largest
     detailed run, and the whole layer when the doubling may end in a full simulation."""
     s = exp.simulation.sampling
-    p = plan(exp)
-    runs = ladder(p, s.detail_tables)
-    if runs[-1] >= p.full:
-        return [with_tables(exp, p.full)]
+    full = plan_tables(exp)
+    runs = ladder(s.detail_tables)
+    if runs[-1] >= full:
+        return [with_tables(exp, full)]
     while 2 * runs[-1] <= s.max_detail_tables:
-        if _whole_next(p, runs):
-            return [with_tables(exp, runs[-1]), with_tables(exp, p.full)]
-        runs.append(_next(p, runs))
+        if _whole_next(runs, full):
+            return [with_tables(exp, runs[-1]), with_tables(exp, full)]
+        runs.append(2 * runs[-1])
     return [with_tables(exp, runs[-1])]
 
 
@@ -184,30 +153,27 @@ def simulate_tables(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
     t0 = time.perf_counter()
     exp = exps[0]
     s = exp.simulation.sampling
-    p = plan(exp)
-    full = p.full
-    tables = ladder(p, s.detail_tables)
+    full = plan_tables(exp)
+    tables = ladder(s.detail_tables)
     if tables[-1] >= full:
-        return _whole(exps, p, [], f"the layer has {full} tables per GPU, not more than the {tables[-1]} of the "
-                                      f"largest first detailed run (cut where the last round ends like the layer's: "
-                                      f"tables = {full} mod {p.period}, at least {p.minimum})", t0)
+        return _whole(exps, full, [], f"the layer has {full} tables per GPU, not more than the {tables[-1]} of the "
+                                      "largest first detailed run", t0)
     runs = [_detailed(exps, t) for t in tables]
     while True:
         last = runs[-3:]
         runs[-1].difference_pct = criterion([r.phases for r in last], [r.tables for r in last], full)
         if runs[-1].difference_pct <= s.tolerance_pct or 2 * runs[-1].tables > s.max_detail_tables:
             break
-        if _whole_next(p, [r.tables for r in runs]):
-            return _whole(exps, p, runs, f"the per-table rates did not agree with {runs[-1].tables} tables "
+        if _whole_next([r.tables for r in runs], full):
+            return _whole(exps, full, runs, f"the per-table rates did not agree with {runs[-1].tables} tables "
                                             f"({runs[-1].difference_pct:.2f} % > {s.tolerance_pct:g} %) and the next "
                                             "doubling would simulate at least as many tables as the layer", t0)
-        runs.append(_detailed(exps, _next(p, [r.tables for r in runs])))
-    return _extrapolated(exps, p, runs, t0)
+        runs.append(_detailed(exps, 2 * runs[-1].tables))
+    return _extrapolated(exps, full, runs, t0)
 
 
-def _sampling_stats(exp, p: TablePlan, runs: List[TableRun], sampled: bool, note: str) -> Stats:
+def _sampling_stats(exp, full: int, runs: List[TableRun], sampled: bool, note: str) -> Stats:
     s = exp.simulation.sampling
-    full = p.full
     out = Stats()
     out.add("mode", s.mode, "text", "simulation.sampling.mode of this run")
     out.add("sampled", sampled, "bool", "true: the result is extrapolated from detailed runs of the first tables; "
@@ -219,9 +185,6 @@ def _sampling_stats(exp, p: TablePlan, runs: List[TableRun], sampled: bool, note
                          f"from the two larger of the last three detailed runs within {s.tolerance_pct:g} % of the "
                          "second total (t3sim/system/sampled_tables.py)", "text", "the steady-state criterion")
     out.add("tables", full, "count", "tables per GPU of the full layer")
-    out.add("table_period", p.period, "count", "detailed runs hold the full layer's table count modulo this many "
-                                               "tables (1: the scheme's kernels repeat table by table; else its "
-                                               "persistent grid's rounds repeat every period tables)")
     for i, r in enumerate(runs):
         out.add(f"detailed.run{i}.tables", r.tables, "count", f"tables per GPU of detailed run {i}")
         for p, t in zip(PHASES + ("total",), r.phases):
@@ -254,24 +217,23 @@ def _result(exp, res, stats: Stats, summary: dict, meta: dict):
                      {**res.meta, **meta}, None)
 
 
-def _whole(exps, p: TablePlan, runs: List[TableRun], note: str, t0: float) -> list:
+def _whole(exps, full: int, runs: List[TableRun], note: str, t0: float) -> list:
     """Simulate the layer whole (sampling declined), recording why."""
     from t3sim.system.run import simulate_shared
 
     out = []
-    for exp, res in zip(exps, simulate_shared([with_tables(e, p.full) for e in exps])):
+    for exp, res in zip(exps, simulate_shared([with_tables(e, full) for e in exps])):
         st = Stats()
         st.merge("", res.stats)
-        st.merge("sampling", _sampling_stats(exp, p, runs, False, note))
+        st.merge("sampling", _sampling_stats(exp, full, runs, False, note))
         out.append(_result(exp, res, st, dict(res.summary),
                            {"wall_s": round(time.perf_counter() - t0, 3), "sampled": False}))
     return out
 
 
-def _extrapolated(exps, p: TablePlan, runs: List[TableRun], t0: float) -> list:
+def _extrapolated(exps, full: int, runs: List[TableRun], t0: float) -> list:
     from t3sim.system.run import traffic_summary
 
-    full = p.full
     b, c = runs[-2], runs[-1]
     s = exps[0].simulation.sampling
     label = f"detailed runs of {b.tables} and {c.tables} of {full} tables per GPU"
@@ -283,14 +245,14 @@ def _extrapolated(exps, p: TablePlan, runs: List[TableRun], t0: float) -> list:
         starts = {n: (extrapolate(sb.value(n), st.value, b.tables, c.tables, full), "extrapolated to the full table "
                       "count (a kernel's start moves with the phases before it)")
                   for n, st in sc.items() if n.startswith("kernels.") and n.endswith(".start_us") and n in sb}
-        ext = extrapolate_stats(sb, sc, b.tables, c.tables, full, label, starts)
+        ext = extrapolate_stats(sb, sc, b.tables, c.tables, full, label, starts, unit="tables")
         st = Stats()
         for name, v in ext.items():
             if name == "sim.events":
                 v = type(v)(sum(int(r.results[i].stats.value(name)) for r in runs), v.unit,
                             "simpy events processed [sampled: summed over all detailed runs, not extrapolated]")
             st.add(name, v.value, v.unit, v.description)
-        st.merge("sampling", _sampling_stats(exp, p, runs, True, note))
+        st.merge("sampling", _sampling_stats(exp, full, runs, True, note))
         summary = {**c.results[i].summary, **{f"{p}_us": round(st.value(f"time.{p}_us"), 6)
                                                for p in PHASES + ("total",)}, **traffic_summary(st)}
         out.append(_result(exp, c.results[i], st, summary,

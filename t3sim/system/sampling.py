@@ -183,10 +183,11 @@ def additive(name: str, unit: str, value) -> bool:
 
 
 def extrapolate_stats(small: Stats, large: Stats, rows_small: int, rows_large: int, rows: int,
-                      label: str, given: Optional[dict] = None) -> Stats:
+                      label: str, given: Optional[dict] = None, unit: str = "rows") -> Stats:
     """``large``'s statistics, the additive ones extrapolated to ``rows`` (:func:`extrapolate`), each
     description labelled with ``label`` and how the value was obtained. ``given``: name -> (value, how) for
-    statistics extrapolated otherwise (the GEMM phase, :func:`extrapolate_gemm`)."""
+    statistics extrapolated otherwise (the GEMM phase, :func:`extrapolate_gemm`); ``unit``: what ``rows``
+    counts (rows, or an embedding layer's tables), for the labels."""
     given = given or {}
     out = Stats()
     for name, st in large.items():
@@ -194,7 +195,7 @@ def extrapolate_stats(small: Stats, large: Stats, rows_small: int, rows_large: i
             v, how = given[name]
         elif name in small and additive(name, st.unit, st.value) and additive(name, st.unit, small.value(name)):
             v = extrapolate(small.value(name), st.value, rows_small, rows_large, rows)
-            how = "extrapolated to the full workload in rows"
+            how = f"extrapolated to the full workload in {unit}"
         else:
             v, how = st.value, "of the largest detailed run, not extrapolated"
         out.add(name, v, st.unit, f"{st.description} [sampled: {how}; {label}]")

@@ -14,40 +14,22 @@ from t3sim.system.sampling import additive
 from tests.conftest import REPO, assert_one_line_error
 
 FUSED_A2A = str(REPO / "configs/experiments/fused-a2a.yaml")
-# 32 small tables per GPU, a global batch of 128 over 4 MI210s of 3 CUs (the fused kernel's grid: 24 WGs, so its
-# rounds repeat every 3 tables)
+# 32 small tables per GPU, a global batch of 128 over 4 MI210s of 3 CUs
 EMB = ("workload.embedding_bag={name: e, global_batch: 128, tables_per_gpu: 32, embedding_dim: 64, rows_per_table: 1000}",
        "system.gpu.num_cus=3", "sweep.cases=[]", "sweep.grid={}")
 TABLES = ("simulation.sampling.mode=tables", "simulation.sampling.detail_tables=4")
 
 
 def exp(*extra):
-    return load_experiment(FUSED_A2A, list(EMB + extra))
+    """The small layer under the baseline (per-table kernels, then one all-to-all), unless ``extra`` sets a scheme."""
+    return load_experiment(FUSED_A2A, list(EMB + ("scheme.kind=emb_a2a",) + extra))
 
 
 # ---------------------------------------------------------------- unit
 
-def test_ladder_is_a_quarter_a_half_and_all_of_detail_tables_ending_like_the_layer():
-    assert T.ladder(T.TablePlan(256, 1, 1), 16) == [4, 8, 16]
-    assert T.ladder(T.TablePlan(256, 1, 1), 6) == [1, 3, 6]
-    # the fused-a2a node at batch 256: grid 832, so rounds repeat every 13 tables; 256 = 9 (mod 13)
-    assert T.ladder(T.TablePlan(256, 13, 4), 16) == [9, 22, 35]
-
-
-@given(full=st.integers(1, 500), period=st.integers(1, 40), minimum=st.integers(1, 20), at_least=st.integers(0, 300),
-       above=st.integers(0, 300))
-@settings(max_examples=200, deadline=None)
-def test_tables_for_is_the_fewest_that_end_like_the_layer(full, period, minimum, at_least, above):
-    t = T.TablePlan(full, period, minimum).tables_for(at_least, above)
-    assert (full - t) % period == 0 and t >= max(at_least, minimum) and t > above
-    assert t - period < max(at_least, minimum, above + 1)  # one period fewer would break a bound
-
-
-def test_plan_reads_the_persistent_grid_from_the_scheme():
-    fused = load_experiment(FUSED_A2A, ["sweep.grid={}", "workload.embedding_bag.global_batch=256"])
-    assert T.plan(fused) == T.TablePlan(256, 13, 4)  # 104 CUs x 8 WGs = 832 = 13 x 64; 832 / 256 -> 4 tables
-    assert T.plan(exp("scheme.kind=fused_emb_a2a")) == T.TablePlan(32, 3, 1)
-    assert T.plan(exp("scheme.kind=emb_a2a")) == T.TablePlan(32, 1, 1)  # per-table kernels: every table alike
+def test_ladder_is_a_quarter_a_half_and_all_of_detail_tables():
+    assert T.ladder(16) == [4, 8, 16]
+    assert T.ladder(6) == [1, 3, 6]
 
 
 @given(a=st.integers(1, 10**7), rates=st.lists(st.integers(0, 10**5), min_size=4, max_size=4),
@@ -73,23 +55,20 @@ def test_with_tables_cuts_the_layer_and_turns_sampling_off():
 
 def test_detailed_configs_name_the_largest_runs_the_doubling_may_reach():
     sizes = lambda e: [c.workload.embedding_bag.tables_per_gpu for c in T.detailed_configs(e)]  # noqa: E731
-    assert sizes(exp(*TABLES, "scheme.kind=fused_emb_a2a")) == [8, 32]  # 2, 5, 8; 17 would make 32 tables: whole
-    base = exp(*TABLES, "scheme.kind=emb_a2a")  # per-table kernels: period 1
-    assert sizes(base) == [16, 32]  # 1, 2, 4, 8, 16 (31 tables in all), then 32 is the layer: whole
-    per_table = ("scheme.kind=emb_a2a",)
-    assert sizes(exp(*TABLES, *per_table, "simulation.sampling.max_detail_tables=4")) == [4]
-    assert sizes(exp(*TABLES, *per_table, "simulation.sampling.max_detail_tables=8")) == [8]
-    assert sizes(exp("simulation.sampling.mode=tables", *per_table)) == [16, 32]  # 4, 8, 16, then the layer
-    assert sizes(exp("simulation.sampling.mode=tables", *per_table, "workload.embedding_bag.tables_per_gpu=16")) == [16]
+    assert sizes(exp(*TABLES)) == [16, 32]  # 1, 2, 4, 8, 16 (31 tables in all), then 32 is the layer: whole
+    assert sizes(exp(*TABLES, "simulation.sampling.max_detail_tables=4")) == [4]
+    assert sizes(exp(*TABLES, "simulation.sampling.max_detail_tables=8")) == [8]
+    assert sizes(exp("simulation.sampling.mode=tables")) == [16, 32]  # 4, 8, 16, then the layer
+    assert sizes(exp("simulation.sampling.mode=tables", "workload.embedding_bag.tables_per_gpu=16")) == [16]
 
 
-def test_bad_table_sampling_settings_are_one_line_errors(run_cli):
+def test_bad_table_sampling_settings_are_one_line_errors(run_cli, tmp_path):
     with pytest.raises(InputError, match="simulation.sampling.mode"):
         T.tables_of(load_experiment(str(REPO / "configs/experiments/default.yaml"), ["simulation.sampling.mode=tables"]))
     with pytest.raises(InputError, match="timeline"):
         T.simulate_tables([exp(*TABLES)], timeline=True)
-    with pytest.raises(InputError, match="simulation.sampling.mode"):
-        T.plan(load_experiment(str(REPO / "configs/experiments/default.yaml"), ["simulation.sampling.mode=tables"]))
+    with pytest.raises(InputError, match="not steady"):  # the fused kernel's link backlog grows with the layer
+        T.simulate_tables([exp(*TABLES, "scheme.kind=fused_emb_a2a")])
     for bad, frag in (("simulation.sampling.detail_tables=8", "mode=tables"),
                       ("simulation.sampling={mode: waves, detail_tables: 8}", "mode=tables"),
                       ("simulation.sampling={mode: tables, detail_waves: 16}", "mode=waves"),
@@ -98,28 +77,30 @@ def test_bad_table_sampling_settings_are_one_line_errors(run_cli):
                        "max_detail_tables")):
         rc, _out, err = run_cli("config", "show", FUSED_A2A, "--set", bad)
         assert_one_line_error(rc, err, frag)
-    rc, _out, err = run_cli("config", "check", str(REPO / "configs/experiments/default.yaml"), "--set",
-                            "simulation.sampling.mode=tables")
-    assert rc == 2 and "simulation.sampling.mode" in err and "Traceback" not in err
+    rc, _out, err = run_cli("run", str(REPO / "configs/experiments/default.yaml"), "--set",
+                            "simulation.sampling.mode=tables", "--out", str(tmp_path))
+    assert_one_line_error(rc, err, "simulation.sampling.mode", "model workload, which has no tables")
+    rc, _out, err = run_cli("run", FUSED_A2A, "--set", "simulation.sampling.mode=tables", "--out", str(tmp_path))
+    assert_one_line_error(rc, err, "simulation.sampling.mode", "fused_emb_a2a", "mode=off")
+    assert not any(tmp_path.rglob("stats.json"))
 
 
 # ---------------------------------------------------------------- integration
 
-@pytest.mark.parametrize("scheme", ["emb_a2a", "fused_emb_a2a"])
-def test_sampled_layer_matches_the_whole_layer(scheme):
-    """32 tables extrapolated from runs of 2 and 4 (1, 2, 4 checked; the fused kernel: 5 and 8, from 2, 5, 8, which
-    end their last round like 32 tables): total within 2 % of the whole run's, DRAM bytes within 2 %; every
-    statistic keeps its unit and says it was sampled; a kernel that starts after the pooling starts where the
+@pytest.mark.parametrize("library_kernels", ["per_table", "one"])
+def test_sampled_layer_matches_the_whole_layer(library_kernels):
+    """32 tables extrapolated from runs of 2 and 4 (1, 2, 4 checked): total within 2 % of the whole run's, DRAM
+    bytes within 2 %; every statistic keeps its unit and says it was sampled; the all-to-all starts where the
     extrapolated pooling ends."""
     from t3sim.system.run import simulate
 
-    full = simulate(exp(f"scheme.kind={scheme}"))
-    smp = simulate(exp(f"scheme.kind={scheme}", *TABLES, "simulation.sampling.tolerance_pct=100"))
+    lk = f"workload.embedding_bag.library_kernels={library_kernels}"
+    full = simulate(exp(lk))
+    smp = simulate(exp(lk, *TABLES, "simulation.sampling.tolerance_pct=100"))
     st = smp.stats
     assert st.value("sampling.sampled") is True and st.value("sampling.criterion_met") is True
-    last = 4 if scheme == "emb_a2a" else 8
-    assert (st.value("sampling.tables"), st.value("sampling.tables_detailed")) == (32, last)
-    assert st.value("sampling.tables_extrapolated") == 32 - last and st.value("sampling.detailed.run2.tables") == last
+    assert (st.value("sampling.tables"), st.value("sampling.tables_detailed")) == (32, 4)
+    assert st.value("sampling.tables_extrapolated") == 28 and st.value("sampling.detailed.run2.tables") == 4
     tot = full.summary["total_us"]
     assert abs(smp.summary["total_us"] - tot) <= 0.02 * tot
     assert smp.summary["total_us"] == pytest.approx(st.value("time.total_us"), abs=1e-6)
@@ -131,9 +112,9 @@ def test_sampled_layer_matches_the_whole_layer(scheme):
         assert not additive(name, full.stats[name].unit, full.stats.value(name)), name
     for name in set(full.stats.names()) & set(st.names()):
         assert st[name].unit == full.stats[name].unit and "[sampled:" in st[name].description
-    if scheme == "emb_a2a":
-        assert st.value("kernels.alltoall.start_us") == pytest.approx(st.value("time.gemm_us"), rel=1e-6)
+    assert st.value("kernels.alltoall.start_us") == pytest.approx(st.value("time.gemm_us"), rel=1e-6)
     assert st.value("sampling.rate.total_us_per_table") > 0
+    assert "in tables" in st["time.total_us"].description
 
 
 def test_small_layer_is_simulated_whole_and_says_so():
@@ -149,15 +130,11 @@ def test_small_layer_is_simulated_whole_and_says_so():
 def test_failed_criterion_doubles_then_simulates_whole_or_stops_at_the_cap():
     from t3sim.system.run import simulate
 
-    # the fused kernel: 2, 5, 8 tables; the next (17) would make 32 detailed tables, the layer's: simulated whole
+    # 1, 2, 4, then 8 and 16 (31 tables), then the layer's 32: simulated whole
     st = simulate(exp(*TABLES, "simulation.sampling.tolerance_pct=0.001")).stats
     assert st.value("sampling.sampled") is False and "did not agree" in st.value("sampling.note")
-    assert st.value("sampling.detailed.run2.tables") == 8 and "sampling.detailed.run3.tables" not in st
+    assert st.value("sampling.detailed.run4.tables") == 16 and "sampling.detailed.run5.tables" not in st
     capped = simulate(exp(*TABLES, "simulation.sampling.tolerance_pct=0.001",
-                          "simulation.sampling.max_detail_tables=8")).stats
+                          "simulation.sampling.max_detail_tables=4")).stats
     assert capped.value("sampling.sampled") is True and capped.value("sampling.criterion_met") is False
     assert "criterion failed" in capped.value("sampling.note")
-    # per-table kernels: 1, 2, 4, then 8 and 16 (31 tables), then whole
-    st = simulate(exp(*TABLES, "scheme.kind=emb_a2a", "simulation.sampling.tolerance_pct=0.001")).stats
-    assert st.value("sampling.sampled") is False
-    assert st.value("sampling.detailed.run4.tables") == 16 and "sampling.detailed.run5.tables" not in st
