@@ -111,7 +111,8 @@ class Scheme:
     #: only the schemes built on the GEMV kernel)
     workloads: Tuple[str, ...] = ("model", "gemm")
     #: for a scheme that runs an embedding-bag layer: "" if its work repeats table by table, so a sampled run by
-    #: tables (t3sim/system/sampled_tables.py) may extrapolate it; otherwise why not (the refusal's reason)
+    #: tables (t3sim/system/sampled_tables.py) may extrapolate it; otherwise why not (such a layer is simulated
+    #: whole, and its ``sampling.note`` says why)
     table_sampling: str = "its time per table was not shown to be steady as the layer grows"
 
     @property

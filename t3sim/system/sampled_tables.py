@@ -10,7 +10,8 @@ the rest at that rate; TBPoint: simulate one representative of a homogeneous gro
 whole tables, and a detailed run is the layer cut to its first tables, which is what the full layer runs first.
 
 Which schemes: each declares it (:attr:`t3sim.schemes.base.Scheme.table_sampling`: "" or why not); the others are
-refused with that reason. The fused kernel is refused: it orders its remote slices destination by destination, so
+simulated whole, and ``sampling.note`` gives the reason (so one sweep may mix schemes, as a too-small layer is
+simulated whole too). The fused kernel is declined: it orders its remote slices destination by destination, so
 during each destination's share one link carries all of its stores, the link's backlog (and the fences that wait
 on it) grows with the layer, and its time per table keeps changing (batch 256: the same per-table rate, 3.59-3.60
 us, from runs of 9, 22 and 35 tables, whose last rounds of the 832-WG grid end alike, yet 3.77 us from 35 to 256
@@ -83,17 +84,11 @@ def with_tables(exp: ExperimentConfig, tables: int) -> ExperimentConfig:
     return ExperimentConfig.model_validate(d)
 
 
-def plan_tables(exp: ExperimentConfig) -> int:
-    """Tables per GPU of the full layer, after checking that its scheme may be sampled by tables (InputError)."""
+def unsteady(exp: ExperimentConfig) -> str:
+    """Why ``exp``'s scheme cannot be sampled by tables ("" if it can: its work repeats table by table)."""
     from t3sim.schemes import scheme_for
 
-    full = tables_of(exp)
-    why = scheme_for(exp.scheme.kind).table_sampling
-    if why:
-        raise InputError(FIELD, f"tables with scheme.kind={exp.scheme.kind}: {why}",
-                         "simulation.sampling.mode=off for this scheme (sampling by tables: a scheme whose work "
-                         "repeats table by table, e.g. emb_a2a)")
-    return full
+    return scheme_for(exp.scheme.kind).table_sampling
 
 
 def ladder(detail_tables: int) -> List[int]:
@@ -123,9 +118,9 @@ def detailed_configs(exp: ExperimentConfig) -> List[ExperimentConfig]:
     """The largest runs a sampled ``exp`` may simulate (for :mod:`t3sim.system.checks`): the doubling's largest
     detailed run, and the whole layer when the doubling may end in a full simulation."""
     s = exp.simulation.sampling
-    full = plan_tables(exp)
+    full = tables_of(exp)
     runs = ladder(s.detail_tables)
-    if runs[-1] >= full:
+    if runs[-1] >= full or unsteady(exp):
         return [with_tables(exp, full)]
     while 2 * runs[-1] <= s.max_detail_tables:
         if _whole_next(runs, full):
@@ -153,7 +148,10 @@ def simulate_tables(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
     t0 = time.perf_counter()
     exp = exps[0]
     s = exp.simulation.sampling
-    full = plan_tables(exp)
+    full = tables_of(exp)
+    why = unsteady(exp)
+    if why:
+        return _whole(exps, full, [], f"sampling by tables declined for scheme.kind={exp.scheme.kind}: {why}", t0)
     tables = ladder(s.detail_tables)
     if tables[-1] >= full:
         return _whole(exps, full, [], f"the layer has {full} tables per GPU, not more than the {tables[-1]} of the "

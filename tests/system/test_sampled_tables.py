@@ -67,8 +67,6 @@ def test_bad_table_sampling_settings_are_one_line_errors(run_cli, tmp_path):
         T.tables_of(load_experiment(str(REPO / "configs/experiments/default.yaml"), ["simulation.sampling.mode=tables"]))
     with pytest.raises(InputError, match="timeline"):
         T.simulate_tables([exp(*TABLES)], timeline=True)
-    with pytest.raises(InputError, match="not steady"):  # the fused kernel's link backlog grows with the layer
-        T.simulate_tables([exp(*TABLES, "scheme.kind=fused_emb_a2a")])
     for bad, frag in (("simulation.sampling.detail_tables=8", "mode=tables"),
                       ("simulation.sampling={mode: waves, detail_tables: 8}", "mode=tables"),
                       ("simulation.sampling={mode: tables, detail_waves: 16}", "mode=waves"),
@@ -80,8 +78,6 @@ def test_bad_table_sampling_settings_are_one_line_errors(run_cli, tmp_path):
     rc, _out, err = run_cli("run", str(REPO / "configs/experiments/default.yaml"), "--set",
                             "simulation.sampling.mode=tables", "--out", str(tmp_path))
     assert_one_line_error(rc, err, "simulation.sampling.mode", "model workload, which has no tables")
-    rc, _out, err = run_cli("run", FUSED_A2A, "--set", "simulation.sampling.mode=tables", "--out", str(tmp_path))
-    assert_one_line_error(rc, err, "simulation.sampling.mode", "fused_emb_a2a", "mode=off")
     assert not any(tmp_path.rglob("stats.json"))
 
 
@@ -115,6 +111,19 @@ def test_sampled_layer_matches_the_whole_layer(library_kernels):
     assert st.value("kernels.alltoall.start_us") == pytest.approx(st.value("time.gemm_us"), rel=1e-6)
     assert st.value("sampling.rate.total_us_per_table") > 0
     assert "in tables" in st["time.total_us"].description
+
+
+def test_fused_kernel_is_simulated_whole_and_says_why():
+    """Its link backlog grows with the layer (module doc): sampling declined, the result is the whole layer's."""
+    from t3sim.system.run import simulate
+
+    fused = ("scheme.kind=fused_emb_a2a", "workload.embedding_bag.tables_per_gpu=8")
+    full = simulate(exp(*fused))
+    r = simulate(exp(*fused, *TABLES))
+    assert r.stats.value("sampling.sampled") is False and "not steady" in r.stats.value("sampling.note")
+    assert "sampling.detailed.run0.tables" not in r.stats
+    assert r.summary["total_us"] == full.summary["total_us"]
+    assert [c.workload.embedding_bag.tables_per_gpu for c in T.detailed_configs(exp(*fused, *TABLES))] == [8]
 
 
 def test_small_layer_is_simulated_whole_and_says_so():
