@@ -26,9 +26,11 @@ READINGS = (
     "fused-a2a and fused-scale READMEs).",
     "GEMV + AllReduce: the decode GEMVs of the T3 paper's Table 2 models (OP and FC-2 at TP = 4) and M = 64k "
     "(group `model`); the M sweep at K = 4096 (group `msweep`) is shown in the figure but not averaged.",
-    "Embedding + All-to-All (intra- and inter-node): dim 256, pooling 10, global batch 256-2048 at 16 tables per GPU "
-    "(the paper: 256; reduced for simulation time), baseline with one pooling kernel per table as the DLRM code "
-    "(`library_kernels: per_table`).",
+    "Embedding + All-to-All (intra- and inter-node): dim 256, pooling 10, global batch 256-2048 at the paper's 256 "
+    "tables per GPU, baseline with one pooling kernel per table as the DLRM code (`library_kernels: per_table`), "
+    "sampled by tables (`simulation.sampling.mode: tables`: detailed runs of 4, 8 and 16 tables, the rest at the "
+    "measured per-table rates; error against whole runs in experiments/fused-a2a/README.md); the fused kernel "
+    "simulated whole.",
     "GEMM + All-to-All: the MoE combine at Tutel's helloworld sizes (batch 2-16, N = K = 2048, top-2, fp16).",
     "Occupancy: `fused.occupancy_reduction` of the fused embedding kernel (1 - its WGs per CU / the pooling kernel's), "
     "from the registers stated in the config (assumptions). The Fig. 13 sweep (25 %, 75 %, 87.5 % occupancy) runs the "

@@ -81,7 +81,11 @@ def with_tables(exp: ExperimentConfig, tables: int) -> ExperimentConfig:
     d.setdefault("simulation", {})["sampling"] = {"mode": "off"}
     d["workload"].setdefault("embedding_bag", exp.workload.embedding_bag.model_dump(mode="json"))
     d["workload"]["embedding_bag"]["tables_per_gpu"] = tables
-    return ExperimentConfig.model_validate(d)
+    try:
+        return ExperimentConfig.model_validate(d)
+    except ValueError as exc:
+        raise InputError(FIELD, f"tables, but the layer cut to {tables} tables per GPU is invalid "
+                                f"({' '.join(str(exc).split())[:300]})", "simulation.sampling.mode=off") from None
 
 
 def unsteady(exp: ExperimentConfig) -> str:
