@@ -21,10 +21,10 @@ meaningless result minutes later:
 * a scheme that sets the memory-controller arbitration (T3: round_robin, T3-MCA: t3_mca) is not given
   another one explicitly (it would be replaced, so the setting would do nothing).
 
-A sampled point (``simulation.sampling.mode: waves`` or ``tables``) is checked as the detailed runs it may simulate
-(:func:`t3sim.system.sampling.detailed_configs`, :func:`t3sim.system.sampled_tables.detailed_configs`): the full
-workload is never simulated, so its size and
-footprint are not limits (``sampling.full_footprint_B`` in its results says whether it would fit HBM).
+A sampled point (``simulation.sampling.mode: waves`` or ``tables``) is checked as the detailed runs it may
+simulate (:func:`t3sim.system.sampling.detailed_configs`, :func:`t3sim.system.sampled_tables.detailed_configs`):
+the full workload is never simulated, so its size and footprint are not limits (``sampling.full_footprint_B`` in a
+waves run's results says whether it would fit HBM).
 """
 
 from __future__ import annotations

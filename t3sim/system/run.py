@@ -71,8 +71,8 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False, pr
 
     With ``simulation.sampling.mode`` other than ``off`` the points run as a sampled simulation
     (:func:`t3sim.system.sampled_run.simulate_sampled` by GEMM waves,
-    :func:`t3sim.system.sampled_tables.simulate_tables` by embedding tables). ``probe(model)``: called with the built model before
-    it runs (the sampling's detailed runs record their GEMM waves through it).
+    :func:`t3sim.system.sampled_tables.simulate_tables` by embedding tables). ``probe(model)``: called with the
+    built model before it runs (the sampling's detailed runs record their GEMM waves through it).
     """
     exps = list(exps)
     if not exps:
