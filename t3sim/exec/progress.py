@@ -133,7 +133,7 @@ class Progress:
                    f"run the same command again to resume")
         else:
             msg = f"{how} after {took}: {saved} of {self.total} {self.unit} simulated ({counts})"
-        self._line(msg, bar=False, wait_s=1.0)
+        self._line(msg, bar=False)
 
     # -- numbers --------------------------------------------------------------
     def elapsed(self) -> float:
@@ -190,12 +190,8 @@ class Progress:
     def _unit(self, n: int) -> str:
         return self.unit if n != 1 else self.unit.rstrip("s")
 
-    def _line(self, text: str, bar: bool = True, wait_s: float = -1) -> None:
-        """Write a line (under the lock; ``wait_s`` >= 0: wait at most that long for it, then write anyway -- the
-        last line of an interrupted run: a Ctrl-C that lands between a ``with self._lock`` acquiring the lock and
-        entering its block leaves the lock held, and the run must still say where it got to and exit)."""
-        got = self._lock.acquire(timeout=wait_s)
-        try:
+    def _line(self, text: str, bar: bool = True) -> None:
+        with self._lock:
             if self._bar_shown:
                 self.stream.write("\r\033[K")
                 self._bar_shown = False
@@ -205,9 +201,6 @@ class Progress:
                 self.stream.write(self.bar())
                 self._bar_shown = True
             self._flush()
-        finally:
-            if got:
-                self._lock.release()
 
     def _flush(self) -> None:
         flush = getattr(self.stream, "flush", None)

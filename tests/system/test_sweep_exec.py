@@ -155,8 +155,11 @@ def test_killed_sweep_resumes(tmp_path, sig, jobs, reference):
     psutil = pytest.importorskip("psutil")
     path = tiny_experiment(tmp_path)
     out = tmp_path / "results"
+    # as a user's foreground run: Ctrl-C not ignored (a shell script's background job, e.g. this suite started with
+    # `(cmd &)`, passes SIGINT on ignored, and a Python started that way keeps ignoring it)
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(path), str(out), str(jobs)], cwd=REPO,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     children = []
     try:
         deadline = time.monotonic() + 120
