@@ -162,14 +162,9 @@ def _criterion(s) -> str:
 def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str, steady: Optional[Steady] = None,
                     agree: bool = False, worst: float = float("inf")) -> Stats:
     s = exp.simulation.sampling
-    out = Stats()
-    out.add("mode", s.mode, "text", "simulation.sampling.mode of this run")
-    out.add("sampled", sampled, "bool", "true: the result is extrapolated from detailed runs of the first rows; "
-                                        "false: the workload was simulated whole")
-    out.add("note", note, "text", "why the run was or was not extrapolated")
-    out.add("kernels", "every GEMM kernel of the workload (its waves) with the communication that overlaps it and "
-                       "the kernels after it" if sampled else "none", "text", "what was sampled")
-    out.add("criterion", _criterion(s), "text", "the steady-state criterion (t3sim/system/sampling.py)")
+    out = sampling_header(s.mode, sampled, note, "rows", "every GEMM kernel of the workload (its waves) with the "
+                          "communication that overlaps it and the kernels after it",
+                          _criterion(s), "t3sim/system/sampling.py")
     out.add("rows", p.rows, "count", "rows of the full workload (tokens, or the simulated M of a GEMM shape)")
     out.add("waves", float(p.waves(p.rows)), "waves", "GEMM waves (WGs / stage_wgs) of the full workload")
     out.add("stage_wgs", p.stage_wgs, "count", "WGs per wave: the GEMM's WG slots on the GPU")
@@ -226,7 +221,23 @@ def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str
     return out
 
 
-def _result(exp, res, stats: Stats, summary: dict, meta: dict):
+def sampling_header(mode: str, sampled: bool, note: str, unit: str, kernels: str, criterion: str,
+                    module: str) -> Stats:
+    """The ``sampling.*`` statistics every sampled mode records first: the mode, whether the result was
+    extrapolated (from detailed runs of the first ``unit``) and why, what was sampled and the criterion."""
+    out = Stats()
+    out.add("mode", mode, "text", "simulation.sampling.mode of this run")
+    out.add("sampled", sampled, "bool", f"true: the result is extrapolated from detailed runs of the first {unit}; "
+                                        "false: the workload was simulated whole")
+    out.add("note", note, "text", "why the run was or was not extrapolated")
+    out.add("kernels", kernels if sampled else "none", "text", "what was sampled")
+    out.add("criterion", criterion, "text", f"the steady-state criterion ({module})")
+    return out
+
+
+def result(exp, res, stats: Stats, summary: dict, meta: dict):
+    """A sampled point's :class:`~t3sim.results.store.RunResult`: ``stats`` and ``summary`` with ``res``'s meta
+    updated by ``meta``."""
     from t3sim.results.store import RunResult
 
     return RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed,
@@ -243,7 +254,7 @@ def _whole(exps, p: Plan, runs: List[Detailed], note: str, t0: float) -> list:
         st = Stats()
         st.merge("", res.stats)
         st.merge("sampling", _sampling_stats(exp, p, runs, False, note))
-        out.append(_result(exp, res, st, dict(res.summary),
+        out.append(result(exp, res, st, dict(res.summary),
                            {"wall_s": round(time.perf_counter() - t0, 3), "sampled": False}))
     return out
 
@@ -278,6 +289,6 @@ def _extrapolated(exps, p: Plan, runs: List[Detailed], steady: Steady, agree: bo
             st.add(name, v.value, v.unit, v.description)
         st.merge("sampling", _sampling_stats(exp, p, runs, True, note, steady, agree, worst))
         summary = {**c.results[i].summary, **phases.summary(), **traffic_summary(st)}
-        out.append(_result(exp, c.results[i], st, summary,
+        out.append(result(exp, c.results[i], st, summary,
                            {"wall_s": round(time.perf_counter() - t0, 3), "sampled": True}))
     return out

@@ -49,6 +49,7 @@ from t3sim.config.experiment import ExperimentConfig
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_US
+from t3sim.system.sampled_run import result, sampling_header
 from t3sim.system.sampling import FIELD, extrapolate, extrapolate_stats
 
 PHASES = ("gemm", "rs", "ag")
@@ -176,16 +177,10 @@ def simulate_tables(exps: Sequence[ExperimentConfig], timeline: bool = False) ->
 
 def _sampling_stats(exp, full: int, runs: List[TableRun], sampled: bool, note: str) -> Stats:
     s = exp.simulation.sampling
-    out = Stats()
-    out.add("mode", s.mode, "text", "simulation.sampling.mode of this run")
-    out.add("sampled", sampled, "bool", "true: the result is extrapolated from detailed runs of the first tables; "
-                                        "false: the layer was simulated whole")
-    out.add("note", note, "text", "why the run was or was not extrapolated")
-    out.add("kernels", "the embedding-bag layer's pooling and all-to-all, by tables" if sampled else "none", "text",
-            "what was sampled")
-    out.add("criterion", f"every phase and the total extrapolated to the full table count from the two smaller and "
-                         f"from the two larger of the last three detailed runs within {s.tolerance_pct:g} % of the "
-                         "second total (t3sim/system/sampled_tables.py)", "text", "the steady-state criterion")
+    out = sampling_header(s.mode, sampled, note, "tables", "the embedding-bag layer's pooling and all-to-all, by tables",
+                          f"every phase and the total extrapolated to the full table count from the two smaller and "
+                          f"from the two larger of the last three detailed runs within {s.tolerance_pct:g} % of the "
+                          "second total", "t3sim/system/sampled_tables.py")
     out.add("tables", full, "count", "tables per GPU of the full layer")
     for i, r in enumerate(runs):
         out.add(f"detailed.run{i}.tables", r.tables, "count", f"tables per GPU of detailed run {i}")
@@ -212,13 +207,6 @@ def _sampling_stats(exp, full: int, runs: List[TableRun], sampled: bool, note: s
     return out
 
 
-def _result(exp, res, stats: Stats, summary: dict, meta: dict):
-    from t3sim.results.store import RunResult
-
-    return RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed,
-                     {**res.meta, **meta}, None)
-
-
 def _whole(exps, full: int, runs: List[TableRun], note: str, t0: float) -> list:
     """Simulate the layer whole (sampling declined), recording why."""
     from t3sim.system.run import simulate_shared
@@ -228,7 +216,7 @@ def _whole(exps, full: int, runs: List[TableRun], note: str, t0: float) -> list:
         st = Stats()
         st.merge("", res.stats)
         st.merge("sampling", _sampling_stats(exp, full, runs, False, note))
-        out.append(_result(exp, res, st, dict(res.summary),
+        out.append(result(exp, res, st, dict(res.summary),
                            {"wall_s": round(time.perf_counter() - t0, 3), "sampled": False}))
     return out
 
@@ -257,6 +245,6 @@ def _extrapolated(exps, full: int, runs: List[TableRun], t0: float) -> list:
         st.merge("sampling", _sampling_stats(exp, full, runs, True, note))
         summary = {**c.results[i].summary, **{f"{p}_us": round(st.value(f"time.{p}_us"), 6)
                                                for p in PHASES + ("total",)}, **traffic_summary(st)}
-        out.append(_result(exp, c.results[i], st, summary,
+        out.append(result(exp, c.results[i], st, summary,
                            {"wall_s": round(time.perf_counter() - t0, 3), "sampled": True}))
     return out
