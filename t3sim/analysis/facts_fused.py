@@ -98,6 +98,10 @@ def _emb(rows: Rows, p: str) -> Dict[str, object]:
 def _gemm(rows: Rows) -> Dict[str, object]:
     out: Dict[str, object] = {}
     out["gemm_comm_share_lo"], out["gemm_comm_share_hi"] = lo_hi(r["base_comm_share_pct"] for r in rows)
+    # a whole MoE layer has a dispatch all-to-all too; with top-2 routing and N = K it moves the combine's bytes, so
+    # a dispatch as long as the combine (share c of the baseline) makes the communication 2c / (1 + c) of the layer
+    c = out["gemm_comm_share_hi"] / 100
+    out["gemm_share_with_dispatch_hi"] = 100 * 2 * c / (1 + c) if fin(c) else NAN
     out["gemm_slowdown_lo"], out["gemm_slowdown_hi"] = lo_hi(100 * (_ratio(r["fused_compute_us"], r["base_compute_us"])
                                                                     - 1) for r in rows)
     out["gemm_tail_max_us"] = lo_hi(r["fused_tail_us"] for r in rows)[1]

@@ -5,7 +5,8 @@ number's t3sim value and difference) and ``figures/<stem>.csv`` (the rows each f
 committed, so :func:`load` takes t3sim's values back from ``reproduction.csv`` (:func:`value_of` inverts the
 difference the report computed, exact to the CSV's six significant digits) and the explanations' facts from the
 figure CSVs (:func:`t3sim.analysis.facts.read_tables`): re-checking every explanation against the snapshot's
-results without simulating. The hand-written header (the leading ``>`` lines), the figure list and the notes of
+results without simulating. A section whose values are a function of its figure tables alone (:data:`FROM_TABLES`)
+takes them from the figure CSVs instead, so that a study re-run and re-plotted into ``figures/`` updates its numbers. The hand-written header (the leading ``>`` lines), the figure list and the notes of
 the old ``REPRODUCTION.md`` are kept.
 """
 
@@ -25,6 +26,10 @@ from t3sim.analysis.paper_numbers import NUMBERS, PaperNumber
 from t3sim.errors import InputError
 
 SETS = {"t3": NUMBERS, "flux": flux_numbers.NUMBERS, "ficco": ficco_numbers.NUMBERS, "fused": fused_numbers.NUMBERS}
+#: sections whose t3sim values are a function of their figure tables alone: re-computed from ``figures/*.csv``
+#: (the same function ``t3sim reproduce`` uses), so a study re-run and re-plotted into ``figures/`` updates its
+#: values, and a stated number added since the snapshot was made gets one
+FROM_TABLES = {"fused": fused_numbers.metrics_from_tables}
 
 
 def _invert(n: PaperNumber, t3sim: str, d: float) -> float:
@@ -132,4 +137,7 @@ def load(folder: str | Path) -> Snapshot:
             break
         header.append(ln)
     figures = [f.strip("`") for f in _section(lines, "Figures")]
-    return Snapshot(values, read_tables(folder / "figures"), header, figures, _section(lines, "Notes"))
+    tables = read_tables(folder / "figures")
+    for sec, from_tables in FROM_TABLES.items():
+        values[sec] = from_tables(tables)
+    return Snapshot(values, tables, header, figures, _section(lines, "Notes"))
