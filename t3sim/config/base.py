@@ -19,7 +19,7 @@ Rules (enforced here and by ``tests/config/test_params.py``):
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any, Iterable, List, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -94,6 +94,14 @@ class Model(BaseModel):
         populate_by_name=False,
         allow_inf_nan=False,
     )
+
+    def given(self, names: Iterable[str]) -> List[str]:
+        """Of ``names``, the fields this config sets to a value other than their default (sorted): what a rule
+        "field X only with Y" checks. A field written out at its default changes nothing, so a resolved config (every
+        field written, as ``results/<experiment>/<hash>/config.yaml``) validates again and re-runs."""
+        fields = type(self).model_fields
+        return sorted(n for n in names if n in self.model_fields_set
+                      and getattr(self, n) != fields[n].get_default(call_default_factory=True))
 
     @field_validator("*", mode="before")
     @classmethod

@@ -208,7 +208,7 @@ class ArbitrationConfig(Model):
             raise ValueError(f"occupancy_threshold={self.occupancy_threshold} with threshold_mode=dynamic, which sets the "
                              "threshold from dynamic_occupancy_levels/dynamic_thresholds; allowed: occupancy_threshold "
                              "only with threshold_mode=static")
-        given = sorted({"dynamic_occupancy_levels", "dynamic_thresholds"} & self.model_fields_set)
+        given = self.given(("dynamic_occupancy_levels", "dynamic_thresholds"))
         if self.threshold_mode == "static" and given:
             raise ValueError(f"{' and '.join(given)} with threshold_mode=static, which uses occupancy_threshold; allowed: "
                              "the dynamic mapping only with threshold_mode=dynamic")
@@ -268,7 +268,7 @@ class MemoryControllerConfig(Model):
         from t3sim import registry
 
         reads = registry.get("write_drain", self.write_drain, "memory_controller.write_drain").reads
-        ignored = sorted({"write_high_watermark", "write_low_watermark"} & self.model_fields_set - set(reads))
+        ignored = [n for n in self.given(("write_high_watermark", "write_low_watermark")) if n not in reads]
         if ignored:
             raise ValueError(f"{' and '.join(ignored)} with write_drain={self.write_drain!r}, which does not read "
                              f"{'it' if len(ignored) == 1 else 'them'}; allowed: the watermarks only with a write-drain "

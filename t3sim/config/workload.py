@@ -249,9 +249,8 @@ class WorkloadConfig(Model):
 
     def _check_gemv(self) -> None:
         g, tp = self.gemv, self.tp
-        for name in ("sublayer", "tokens", "trace"):
-            if name in self.model_fields_set:
-                raise ValueError(f"{name} with workload.gemv, whose shape is given; allowed: {name} only with workload.model")
+        for name in self.given(("sublayer", "tokens", "trace")):
+            raise ValueError(f"{name} with workload.gemv, whose shape is given; allowed: {name} only with workload.model")
         if self.direction != "gemm_rs" or self.collective != "all_reduce":
             raise ValueError(f"direction={self.direction}, collective={self.collective} with workload.gemv; allowed: "
                              "direction gemm_rs with collective all_reduce (the GEMV's partial outputs are all-reduced)")
@@ -260,19 +259,17 @@ class WorkloadConfig(Model):
 
     def _check_embedding_bag(self) -> None:
         e, tp = self.embedding_bag, self.tp
-        for name in ("sublayer", "tokens", "trace", "direction", "collective"):
-            if name in self.model_fields_set:
-                raise ValueError(f"{name} with workload.embedding_bag, whose collective is the all-to-all of its "
-                                 f"pooled vectors; allowed: {name} only with workload.model or workload.gemm")
+        for name in self.given(("sublayer", "tokens", "trace", "direction", "collective")):
+            raise ValueError(f"{name} with workload.embedding_bag, whose collective is the all-to-all of its "
+                             f"pooled vectors; allowed: {name} only with workload.model or workload.gemm")
         if e.global_batch % tp:
             raise ValueError(f"embedding_bag.global_batch={e.global_batch} with tp={tp} (each GPU keeps global_batch/tp "
                              f"samples); allowed: a multiple of {tp}")
 
     def _check_gemm(self) -> None:
         g, tp = self.gemm, self.tp
-        for name in ("sublayer", "tokens", "trace"):
-            if name in self.model_fields_set:
-                raise ValueError(f"{name} with workload.gemm, whose shape is given; allowed: {name} only with workload.model")
+        for name in self.given(("sublayer", "tokens", "trace")):
+            raise ValueError(f"{name} with workload.gemm, whose shape is given; allowed: {name} only with workload.model")
         if self.direction == "gemm_rs":
             raise ValueError("direction=gemm_rs with workload.gemm; allowed: ag_gemm (all-gather, then the GEMM), "
                              "a2a_gemm (all-to-all, then the expert GEMM) or gemm_a2a (the expert GEMM, then the "
