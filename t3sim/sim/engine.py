@@ -178,7 +178,7 @@ class Engine:
         self.events_processed = 0
         #: the workload meter: () -> (fraction of the workload retired, 0..1; a short description), set by
         #: the model that knows the workload (t3sim.system.workmeter); None: progress shows simulated time only
-        self.work: Optional[Callable[[], Tuple[float, str]]] = None
+        self.work: Optional[Callable[[], Tuple[Optional[float], str]]] = None  # (fraction or None, detail)
 
     # ------------------------------------------------------------------ run
 
@@ -224,7 +224,7 @@ class Engine:
         fraction = None
         if self.work is not None:
             fraction, detail = self.work()
-            fraction = min(1.0, max(0.0, fraction))
+            fraction = None if fraction is None else min(1.0, max(0.0, fraction))
             if detail:
                 text += f"; {detail}"
         return report.RunStatus(now, fraction, text, wall_s)

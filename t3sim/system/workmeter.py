@@ -13,14 +13,19 @@ The workload of a sub-layer run is the GEMM and its collectives, each weighted b
   bytes over its ``n`` GPUs: done is the fraction of its plan's receive slices and steps retired
   (the runner's progress counter against the count its plan implies).
 
-The fraction is bytes retired over the total. The meter only reads counters the simulation keeps
+The fraction is bytes retired over the total. It is only given (else None: no percent and no ETA, rather than a
+wrong one) where this model of the work holds: a GEMM *followed* by its collectives (``workload.direction``
+``gemm_rs`` or ``gemm_a2a``: the Transformer sub-layers, GEMV + all-reduce, embedding and MoE-combine workloads). Where the
+collective feeds the GEMM (``ag_gemm``, ``a2a_gemm``: FiCCO, FLUX's AllGather, chunked DMA all-gathers) its copies
+are DMA or CU kernels that no collective runner counts, and the meter read 0.04-0.17 at half the run's wall time
+(session 13, ``t3sim bench --schemes`` cases). The meter only reads counters the simulation keeps
 anyway, so it never changes a result. It estimates *progress*, not wall time: the ETA that
 :mod:`t3sim.sim.report` derives from it assumes the rest goes at the rate so far.
 """
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from t3sim.cache.common import C_READ_HIT, C_READ_MISS, C_READ_SMISS
 from t3sim.collectives.plan import split_ranges
@@ -62,6 +67,8 @@ class WorkMeter:
         self.coll_B = coll_B
         self.total_B = self.load_B + self.store_B + self.fused_B + self.collectives * coll_B
         self._expected: Dict[int, int] = {}
+        # module doc: the model holds for a GEMM followed by its collectives only
+        self.modelled = getattr(model.exp.workload, "direction", "gemm_rs") in ("gemm_rs", "gemm_a2a")
 
     def loaded_B(self) -> int:
         """Bytes the GEMM has requested through the L2 so far (every simulated GPU)."""
@@ -81,7 +88,7 @@ class WorkMeter:
             self._expected[key] = slices + p.n * p.num_steps
         return self._expected[key]
 
-    def __call__(self) -> Tuple[float, str]:
+    def __call__(self) -> Tuple[Optional[float], str]:
         m = self.model
         wgs = min(self.wgs, sum(g.progress for g in m.gemm_kernels))
         f_wgs = wgs / self.wgs if self.wgs else 1.0
@@ -89,7 +96,7 @@ class WorkMeter:
         runners = [c for c in m.engine.components if isinstance(c, CollectiveRunner)]
         colls = sum(min(1.0, r.progress / max(1, self.expected(r))) for r in runners[: self.collectives])
         done = loads + f_wgs * (self.store_B + self.fused_B) + colls * self.coll_B
-        fraction = done / self.total_B if self.total_B else 1.0
+        fraction = (done / self.total_B if self.total_B else 1.0) if self.modelled else None
         return fraction, f"GEMM {wgs}/{self.wgs} WGs" + (f", collectives {colls:.2f}/{self.collectives}"
                                                           if self.collectives else "")
 
