@@ -103,9 +103,13 @@ class Progress:
         with self._lock:
             self.running.pop(task, None)
 
-    def point_done(self, label: str, text: str, failed: bool = False, weight: float = 1.0) -> None:
-        """One item finished (simulated or failed); ``text`` says how."""
+    def point_done(self, label: str, text: str, failed: bool = False, weight: float = 1.0,
+                   task: object = None) -> None:
+        """One item finished (simulated or failed); ``text`` says how. ``task``: the simulation it came from, whose
+        partial progress is dropped in the same step, so the percent never dips between the two."""
         with self._lock:
+            if task is not None:
+                self.running.pop(task, None)
             self.done += 1
             self.weight_done += weight
             self.weight_run += weight

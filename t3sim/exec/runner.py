@@ -246,7 +246,6 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
     try:
         with _sigterm_raises_interrupt():
             for j, value in backend:
-                progress.task_done(j)
                 members = tasks[j]
                 values = value if isinstance(value, list) else [value] * len(members)
                 failed = False
@@ -255,7 +254,7 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
                     if isinstance(v, PointError):
                         outcomes[i] = PointOutcome(p, None, False, None, v)
                         progress.point_done(p.label, f"FAILED ({v.kind}): {_first_line(v.message)}", failed=True,
-                                            weight=weights[i])
+                                            weight=weights[i], task=j)
                         failed = True
                         continue
                     d = store.write(v, replace=force)
@@ -263,7 +262,8 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
                     others = [points[k].config.scheme.kind for k in members if k != i]
                     shared = f" (shared with {', '.join(others)})" if others else ""
                     progress.point_done(p.label, f"done in {v.meta.get('wall_s', 0):.1f} s{shared} -> {d}",
-                                        weight=weights[i])
+                                        weight=weights[i], task=j)
+                progress.task_done(j)  # a task whose points were all written is gone (idempotent)
                 if failed and fail_fast:
                     break
         how = "done"
