@@ -4,7 +4,8 @@ The workload of a sub-layer run is the GEMM and its collectives, each weighted b
 
 * the GEMM, ``tiles_n x M x K + tiles_m x K x N`` elements loaded (each WG loads its rows of A and
   its columns of B over the whole K loop) plus ``M x N`` stored: done are the bytes its WGs have
-  requested through the L2 (64 B reads of the ``gemm`` category, counted as they are issued) plus the
+  requested through the L2 (64 B reads of the ``gemm`` category, counted as they are issued; at least the
+  retired WGs' share, as the L2 counters of a compiled GEMM window are written back only when it ends) plus the
   C tiles of retired WGs (the GEMM kernels' progress counters, one kernel per simulated GPU); the
   GEMM counts as complete once every WG retired, whatever the load estimate said;
 * each collective kernel (the reduce-scatter and the all-gather; only the all-gather when the scheme
@@ -94,7 +95,9 @@ class WorkMeter:
         m = self.model
         wgs = min(self.wgs, sum(g.progress for g in m.gemm_kernels))
         f_wgs = wgs / self.wgs if self.wgs else 1.0
-        loads = self.load_B if wgs == self.wgs else min(self.load_B, self.loaded_B())
+        # the L2's counters lag inside a compiled GEMM window (they are written back when it ends), while its
+        # retired WGs are credited every window: never count fewer loads than the retired WGs imply
+        loads = self.load_B if wgs == self.wgs else min(self.load_B, max(self.loaded_B(), f_wgs * self.load_B))
         runners = [c for c in m.engine.components if isinstance(c, CollectiveRunner)]
         colls = sum(min(1.0, r.progress / max(1, self.expected(r))) for r in runners[: self.collectives])
         done = loads + f_wgs * (self.store_B + self.fused_B) + colls * self.coll_B
