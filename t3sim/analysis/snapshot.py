@@ -6,7 +6,8 @@ committed, so :func:`load` takes t3sim's values back from ``reproduction.csv`` (
 difference the report computed, exact to the CSV's six significant digits) and the explanations' facts from the
 figure CSVs (:func:`t3sim.analysis.facts.read_tables`): re-checking every explanation against the snapshot's
 results without simulating. A section whose values are a function of its figure tables alone (:data:`FROM_TABLES`)
-takes them from the figure CSVs instead, so that a study re-run and re-plotted into ``figures/`` updates its numbers. The hand-written header (the leading ``>`` lines), the figure list and the notes of
+takes them from the figure CSVs instead, so that a study re-run and re-plotted into ``figures/`` updates its numbers.
+The hand-written header (the leading ``>`` lines), the figure list and the notes of
 the old ``REPRODUCTION.md`` are kept.
 """
 
