@@ -109,9 +109,9 @@ class WorkMeter:
 def workload_bytes(exp) -> float:
     """The total a :class:`WorkMeter` measures for the resolved point ``exp``, without building its model:
     a sweep's weight for the point (:mod:`t3sim.exec.progress`)."""
-    from t3sim.workload import workload_kernel
+    from t3sim.workload.generate import system_kernel
 
-    k = workload_kernel(exp.workload)
+    k = system_kernel(exp.workload, exp.system)  # the kernel the model builds (the system's tile, if it names one)
     eb = DTYPE_BYTES[k.dtype]
     n = exp.system.interconnect.num_gpus
     gpus = n if exp.simulation.mode == "explicit" else 1

@@ -107,6 +107,16 @@ def test_sweep_percent_weighs_points_and_running_fractions():
     p.end()
 
 
+def test_workload_bytes_uses_the_systems_tile():
+    """A sweep's weight is the meter's total also where the system names its own GEMM tile (the H200 presets: 96
+    WGs for FC-1 at 1024 tokens where the default tile gives 192)."""
+    from t3sim.commands.bench_cmd import CASES
+
+    c = CASES["concurrent-op-h200-2k"]
+    cfg = expand(c["config"], c["overrides"])[0].config
+    assert workload_bytes(cfg) == pytest.approx(SystemModel(cfg).engine.work.total_B)
+
+
 def test_a_finished_points_percent_never_dips():
     """The finished task's partial progress is dropped in the step that counts its point (``point_done(task=)``):
     before, ``task_done`` came first and a status line between the two showed the percent falling (seen: 38.5 ->
