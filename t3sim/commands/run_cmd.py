@@ -123,8 +123,7 @@ def simulate_with_progress(simulate, cfg, label: str = "base", **kwargs):
     try:
         with report.reporting(lambda status: progress.update(0, status)):
             result = simulate(cfg, **kwargs)
-        progress.task_done(0)
-        progress.point_done(label, f"done in {result.meta.get('wall_s', 0):.1f} s")
+        progress.point_done(label, f"done in {result.meta.get('wall_s', 0):.1f} s", task=0)
         how = "done"
     except KeyboardInterrupt:
         how = "interrupted"

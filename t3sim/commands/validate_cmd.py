@@ -153,10 +153,9 @@ def simulate_with_progress(system, kind: str, rows, jobs: int, title: str) -> li
         for j, o in backend:
             i = order[j]
             out[i] = o
-            progress.task_done(j)
             r = rows[i]
             progress.point_done(r.label(), f"simulated {o.sim_us:,.1f} us vs measured {r.measured_us:,.1f} us "
-                                           f"in {o.wall_s:.1f} s", weight=cost[i])
+                                           f"in {o.wall_s:.1f} s", weight=cost[i], task=j)
         how = "done"
     except KeyboardInterrupt:
         how = "interrupted"

@@ -247,10 +247,14 @@ class WorkloadConfig(Model):
                              "ag_gemm and a2a_gemm, reduce_scatter only with direction=gemm_rs")
         return self
 
+    def _only_with(self, names, where: str, allowed: str) -> None:
+        """Refuse the first of ``names`` given away from its default (:meth:`Model.given`) beside ``where``."""
+        for name in self.given(names)[:1]:
+            raise ValueError(f"{name} with {where}; allowed: {name} only with {allowed}")
+
     def _check_gemv(self) -> None:
         g, tp = self.gemv, self.tp
-        for name in self.given(("sublayer", "tokens", "trace")):
-            raise ValueError(f"{name} with workload.gemv, whose shape is given; allowed: {name} only with workload.model")
+        self._only_with(("sublayer", "tokens", "trace"), "workload.gemv, whose shape is given", "workload.model")
         if self.direction != "gemm_rs" or self.collective != "all_reduce":
             raise ValueError(f"direction={self.direction}, collective={self.collective} with workload.gemv; allowed: "
                              "direction gemm_rs with collective all_reduce (the GEMV's partial outputs are all-reduced)")
@@ -259,17 +263,15 @@ class WorkloadConfig(Model):
 
     def _check_embedding_bag(self) -> None:
         e, tp = self.embedding_bag, self.tp
-        for name in self.given(("sublayer", "tokens", "trace", "direction", "collective")):
-            raise ValueError(f"{name} with workload.embedding_bag, whose collective is the all-to-all of its "
-                             f"pooled vectors; allowed: {name} only with workload.model or workload.gemm")
+        self._only_with(("sublayer", "tokens", "trace", "direction", "collective"), "workload.embedding_bag, whose "
+                        "collective is the all-to-all of its pooled vectors", "workload.model or workload.gemm")
         if e.global_batch % tp:
             raise ValueError(f"embedding_bag.global_batch={e.global_batch} with tp={tp} (each GPU keeps global_batch/tp "
                              f"samples); allowed: a multiple of {tp}")
 
     def _check_gemm(self) -> None:
         g, tp = self.gemm, self.tp
-        for name in self.given(("sublayer", "tokens", "trace")):
-            raise ValueError(f"{name} with workload.gemm, whose shape is given; allowed: {name} only with workload.model")
+        self._only_with(("sublayer", "tokens", "trace"), "workload.gemm, whose shape is given", "workload.model")
         if self.direction == "gemm_rs":
             raise ValueError("direction=gemm_rs with workload.gemm; allowed: ag_gemm (all-gather, then the GEMM), "
                              "a2a_gemm (all-to-all, then the expert GEMM) or gemm_a2a (the expert GEMM, then the "

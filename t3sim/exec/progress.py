@@ -98,11 +98,6 @@ class Progress:
         with self._lock:
             self.running[task] = (weight, status, label)
 
-    def task_done(self, task: object) -> None:
-        """A simulation finished: its points are reported by :meth:`point_done`; forget its partial progress."""
-        with self._lock:
-            self.running.pop(task, None)
-
     def point_done(self, label: str, text: str, failed: bool = False, weight: float = 1.0,
                    task: object = None) -> None:
         """One item finished (simulated or failed); ``text`` says how. ``task``: the simulation it came from, whose

@@ -263,7 +263,6 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
                     shared = f" (shared with {', '.join(others)})" if others else ""
                     progress.point_done(p.label, f"done in {v.meta.get('wall_s', 0):.1f} s{shared} -> {d}",
                                         weight=weights[i], task=j)
-                progress.task_done(j)  # a task whose points were all written is gone (idempotent)
                 if failed and fail_fast:
                     break
         how = "done"

@@ -99,8 +99,7 @@ def test_sweep_percent_weighs_points_and_running_fractions():
     assert p.percent() == pytest.approx(50.0) and p.eta() is None  # reused work is free: no rate yet
     p.update(0, RunStatus(0, 0.5, "half", wall_s=1.0), weight=1.0)
     assert p.percent() == pytest.approx(62.5)
-    p.task_done(0)
-    p.point_done("a", "done", weight=1.0)
+    p.point_done("a", "done", weight=1.0, task=0)
     assert p.percent() == pytest.approx(75.0)
     eta = p.eta()
     assert eta == pytest.approx(p.elapsed(), rel=0.05)  # one point's weight retired, one left
@@ -119,7 +118,7 @@ def test_workload_bytes_uses_the_systems_tile():
 
 def test_a_finished_points_percent_never_dips():
     """The finished task's partial progress is dropped in the step that counts its point (``point_done(task=)``):
-    before, ``task_done`` came first and a status line between the two showed the percent falling (seen: 38.5 ->
+    before, a separate ``task_done`` came first and a status line between the two showed the percent falling (seen: 38.5 ->
     30.2 % in a -j 2 sweep)."""
     p = Progress(io.StringIO(), tty=False)
     p.begin("x", 2, 0, "2 workers", weights=[1.0, 1.0])
@@ -127,8 +126,6 @@ def test_a_finished_points_percent_never_dips():
     before = p.percent()
     p.point_done("a", "done", weight=1.0, task=0)
     assert before == pytest.approx(45.0) and p.percent() == pytest.approx(50.0) and 0 not in p.running
-    p.task_done(0)  # idempotent
-    assert p.percent() == pytest.approx(50.0)
     p.end()
 
 
