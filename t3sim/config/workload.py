@@ -249,8 +249,9 @@ class WorkloadConfig(Model):
 
     def _only_with(self, names, where: str, allowed: str) -> None:
         """Refuse the first of ``names`` given away from its default (:meth:`Model.given`) beside ``where``."""
-        for name in self.given(names)[:1]:
-            raise ValueError(f"{name} with {where}; allowed: {name} only with {allowed}")
+        given = self.given(names)
+        if given:
+            raise ValueError(f"{given[0]} with {where}; allowed: {given[0]} only with {allowed}")
 
     def _check_gemv(self) -> None:
         g, tp = self.gemv, self.tp
