@@ -236,6 +236,26 @@ def b_requests(g: GemmGeometry, tn: int, s: int, req_B: int = 64) -> np.ndarray:
                          base_B=g.b_base_B, req_B=req_B)[0]
 
 
+def slice_requests(g: GemmGeometry, operand: str, t: int, s0: int, s1: int,
+                   req_B: int = 64) -> Tuple[np.ndarray, np.ndarray]:
+    """K-slices of A's tile row ``t`` (``operand`` ``"a"``) or B's tile column ``t`` (``"b"``) at k-steps
+    ``[s0, s1)`` in one vectorised call.
+
+    Returns ``(addr, step)``: the concatenation over ``s`` of :func:`a_requests` / :func:`b_requests`
+    ``(g, t, s)`` (each unique and ascending; the same address may recur in different steps) and the
+    k-step of each request, in that order (equal to the per-step calls: tests/compute/test_addresses.py)."""
+    if operand not in ("a", "b"):
+        raise ValueError(f"operand {operand!r}; allowed: a, b")
+    steps = np.arange(s0, s1, dtype=np.int64)
+    _check_tiles(g, t if operand == "a" else 0, 0 if operand == "a" else t, steps)
+    rect = a_slice_rect(g, np.full(steps.size, t), steps) if operand == "a" else \
+        b_slice_rect(g, np.full(steps.size, t), steps)
+    col_major, ld = g.a_view() if operand == "a" else g.b_view()
+    addr, r = rect_requests(*rect, col_major=col_major, ld=ld, elem_B=g.elem_B,
+                            base_B=g.a_base_B if operand == "a" else g.b_base_B, req_B=req_B)
+    return addr, r + s0
+
+
 class LoadRequests(NamedTuple):
     """Load requests of a batch of WGs at one k-step (parallel arrays).
 

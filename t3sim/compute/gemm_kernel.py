@@ -49,7 +49,7 @@ from typing import Callable, List, Optional, Protocol, Sequence
 import numpy as np
 import simpy
 
-from t3sim.compute.addresses import GemmGeometry, StoreRequests, a_requests, b_requests, wg_store_requests
+from t3sim.compute.addresses import GemmGeometry, StoreRequests, slice_requests, wg_store_requests
 from t3sim.compute.dispatcher import CuDispatcher, Footprint
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.compute.occupancy import cu_flops_per_cycle, k_step_compute_cycles, occupancy
@@ -241,9 +241,7 @@ class GemmKernel(Component):
         key = (operand, t, s0)
         got = self._addr_cache.get(key)
         if got is None:
-            fn = a_requests if operand == "a" else b_requests
-            got = np.concatenate([fn(self.geom, t, s) for s in range(s0, s1)])
-            self._addr_cache[key] = got
+            got = self._addr_cache[key] = slice_requests(self.geom, operand, t, s0, s1)[0]
         return got
 
     def _loads(self, seq: int, tm: int, tn: int, s0: int, s1: int) -> simpy.Event:

@@ -37,7 +37,7 @@ from t3sim.cache.common import cycles_to_ticks
 from t3sim.compute import memhier
 from t3sim.compute import window_heap as WH
 from t3sim.compute import window_kernel as WK
-from t3sim.compute.addresses import a_requests, b_requests, wg_store_requests
+from t3sim.compute.addresses import slice_requests, wg_store_requests
 from t3sim.compute.memhier import CATEGORY_SOURCE, REQ_B
 from t3sim.compute.occupancy import k_step_compute_cycles
 from t3sim.memory import accum, bookkeeping, fast_kernel, step_kernel
@@ -99,8 +99,8 @@ class GemmWindow:
         ng = -(-steps // G)
         self.fn = kernel(type(mem.policy), type(mem.drain))
         # the kernel's addresses: A slices per (tile row, k-group), B per (tile column, k-group), stores per tile
-        self.a_addr, self.a_off = _slices(lambda t, s: a_requests(g, t, s), k.tiles_m, ng, G, steps)
-        self.b_addr, self.b_off = _slices(lambda t, s: b_requests(g, t, s), k.tiles_n, ng, G, steps)
+        self.a_addr, self.a_off = _slices(g, "a", k.tiles_m, ng, G, steps)
+        self.b_addr, self.b_off = _slices(g, "b", k.tiles_n, ng, G, steps)
         st = [np.unique(wg_store_requests(g, *divmod(t, k.tiles_n)).addr) for t in range(k.num_wgs)]
         self.st_off = np.concatenate(([0], np.cumsum([len(x) for x in st]))).astype(np.int64)
         self.st_addr = np.concatenate(st).astype(np.int64)
@@ -331,12 +331,17 @@ class GemmWindow:
         gk.done.succeed(gk.run)
 
 
-def _slices(fn, tiles: int, ng: int, G: int, steps: int):
-    """Flat requests of ``fn(tile, k-step)`` grouped per (tile, k-group), and offsets ``[tiles * ng + 1]``."""
-    parts = [np.concatenate([fn(t, s) for s in range(gi * G, min(gi * G + G, steps))]).astype(np.int64)
-             for t in range(tiles) for gi in range(ng)]
-    off = np.concatenate(([0], np.cumsum([len(p) for p in parts]))).astype(np.int64)
-    return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), off
+def _slices(g, operand: str, tiles: int, ng: int, G: int, steps: int):
+    """Flat requests of ``operand``'s K-slices (:func:`~t3sim.compute.addresses.slice_requests`) per tile and
+    k-step, grouped per (tile, k-group of ``G`` steps; tile-major), and offsets ``[tiles * ng + 1]`` (group
+    ``t * ng + gi`` is ``addr[off[t * ng + gi]:off[t * ng + gi + 1]]``)."""
+    parts, counts = [], np.zeros((tiles, ng), dtype=np.int64)
+    for t in range(tiles):
+        addr, step = slice_requests(g, operand, t, 0, steps)
+        parts.append(addr)
+        counts[t] = np.bincount(step // G, minlength=ng)
+    off = np.concatenate(([0], np.cumsum(counts.ravel()))).astype(np.int64)
+    return (np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)), off
 
 
 def _doubled(a: np.ndarray, need: int = 0) -> np.ndarray:

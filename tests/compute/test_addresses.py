@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from t3sim.compute.addresses import (
-    GemmGeometry, a_requests, b_requests, default_wf_grid, wg_load_requests, wg_store_requests,
+    GemmGeometry, a_requests, b_requests, default_wf_grid, slice_requests, wg_load_requests, wg_store_requests,
 )
 
 
@@ -66,6 +66,26 @@ def test_loads_cover_exactly_the_k_slice(g, data, req_B):
     for w in (0, 1):
         np.testing.assert_array_equal(r.addr[(r.wg == w) & (r.operand == 0)], exp_a)
         np.testing.assert_array_equal(r.addr[(r.wg == w) & (r.operand == 1)], exp_b)
+
+
+@settings(max_examples=100, deadline=None)
+@given(g=geometries(), data=st.data(), req_B=st.sampled_from([32, 64, 128]))
+def test_slice_requests_are_the_per_step_requests_in_step_order(g, data, req_B):
+    """The vectorised k-step range (what the GEMM kernel and its compiled window load) equals the per-step
+    functions concatenated in step order, with each request's step."""
+    t_a = data.draw(st.integers(0, g.tiles_m - 1))
+    t_b = data.draw(st.integers(0, g.tiles_n - 1))
+    s0 = data.draw(st.integers(0, g.k_steps - 1))
+    s1 = data.draw(st.integers(s0 + 1, g.k_steps))
+    for op, t, fn in (("a", t_a, a_requests), ("b", t_b, b_requests)):
+        per = [fn(g, t, s, req_B) for s in range(s0, s1)]
+        addr, step = slice_requests(g, op, t, s0, s1, req_B)
+        np.testing.assert_array_equal(addr, np.concatenate(per))
+        np.testing.assert_array_equal(step, np.repeat(np.arange(s0, s1), [len(p) for p in per]))
+    with pytest.raises(IndexError):
+        slice_requests(g, "a", g.tiles_m, 0, 1)
+    with pytest.raises(ValueError):
+        slice_requests(g, "c", 0, 0, 1)
 
 
 @settings(max_examples=120, deadline=None)
