@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Mapping, Sequence
 
 from t3sim.analysis.figs_study import geomean
 from t3sim.analysis.plotting import pyplot, save
@@ -115,7 +115,11 @@ def char_rows(runs: Sequence[Run]) -> List[Dict]:
 
 def metrics(runs: Sequence[Run]) -> Dict[str, float]:
     """The characterization's stated-number values (t3sim.analysis.ficco_numbers; module doc for the readings)."""
-    rows = char_rows(runs)
+    return metrics_from_rows(char_rows(runs))
+
+
+def metrics_from_rows(rows: Sequence[Mapping]) -> Dict[str, float]:
+    """:func:`metrics` from the characterization's rows (:func:`char_rows`, or ``ficco-char.csv`` read back)."""
     col = lambda c: [r[c] for r in rows]  # noqa: E731
     if not rows:
         return {}

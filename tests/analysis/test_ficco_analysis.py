@@ -66,3 +66,48 @@ def test_metrics_and_figure(tmp_path):
     assert 0 <= v["heuristic_synthetic"] <= 100
     paths = ficco.figure(runs, tmp_path)
     assert any(p.suffix == ".png" for p in paths) and any(p.suffix == ".csv" for p in paths)
+
+
+def test_metrics_from_the_figure_table_equal_those_from_the_runs(tmp_path):
+    """``ficco.csv`` read back (what a snapshot's ``figures/`` holds) gives the runs' values (snapshot.FROM_TABLES)."""
+    from t3sim.analysis.facts import read_table
+    from t3sim.analysis.snapshot import FROM_TABLES
+
+    runs = _runs(lambda n: "hetero_fused_1d" if n.endswith(("1", "3", "5")) else "uniform_fused_2d")
+    csv_path = next(p for p in ficco.figure(runs, tmp_path) if p.suffix == ".csv")
+    got = ficco_numbers.metrics_from_tables({"ficco": read_table(csv_path)})
+    want = ficco_numbers.metrics(runs)
+    assert set(got) == set(want)
+    for k in want:
+        assert (math.isnan(got[k]) and math.isnan(want[k])) or got[k] == pytest.approx(want[k], rel=1e-5), k
+    assert 0 < want["heuristic_synthetic"] < 100  # the runs' winners differ from the picks in some scenarios
+    assert FROM_TABLES["ficco"] is ficco_numbers.metrics_from_tables
+
+
+def test_a_snapshot_takes_the_ficco_values_from_its_figure_tables(tmp_path):
+    """A FiCCO study re-run and re-plotted into a snapshot's figures/ updates its numbers; on the committed
+    snapshot the table-derived values print as its report does."""
+    import csv
+    import shutil
+
+    from t3sim.analysis import snapshot
+    from t3sim.commands.reproduce_cmd import from_snapshot
+
+    snap = tmp_path / "snap"
+    shutil.copytree(REPO / "experiments" / "reproduction", snap)
+    from_snapshot(snap, tmp_path / "same")
+    assert (tmp_path / "same" / "REPRODUCTION.md").read_text() == (snap / "REPRODUCTION.md").read_text()
+    f = snap / "figures" / "ficco.csv"
+    rows = list(csv.DictReader(f.open()))
+    for r in rows:
+        if r["experiment"] == "ficco-sp":  # every row carries its scenario's ideal
+            r["ideal_speedup"] = "1.65"
+    with f.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    ideal_ep = max(float(r["ideal_speedup"]) for r in rows if r["experiment"] == "ficco-ep")
+    assert snapshot.load(snap).values["ficco"]["ideal_max"] == pytest.approx(max(1.65, ideal_ep))
+    from_snapshot(snap, tmp_path / "out")
+    row = next(r for r in csv.DictReader((tmp_path / "out" / "reproduction.csv").open()) if r["key"] == "ideal_max")
+    assert row["t3sim"] == f"{max(1.65, ideal_ep):.2f}x"
