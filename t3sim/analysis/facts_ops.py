@@ -12,8 +12,11 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 from t3sim.analysis.facts import NAN, Rows, fin, lo_hi
 from t3sim.analysis.figs_study import geomean
+from t3sim.analysis.ficco_numbers import NUMBERS as FICCO_NUMBERS
 from t3sim.analysis.flux_op import LARGE_M, SMALL_M, best_rows
 
+#: FiCCO's communication DIL (Sec. IV-C2, percent): the fixed part per collective it implies (comm_need_fixed_*)
+_COMM_DIL_PAPER_PCT = float(next(n.value for n in FICCO_NUMBERS if n.key == "comm_dil_geomean"))
 PCIE, NVL, H800 = "a100-pcie-8gpu", "a100-sxm4-8gpu", "h800-8gpu"
 NODES = {"pcie": PCIE, "nvlink": NVL, "h800": H800}
 MS = {"large": LARGE_M, "small": SMALL_M}
@@ -199,6 +202,12 @@ def ficco_facts(rows: Rows, char: Rows) -> Dict[str, object]:
         def col(c):
             return [r[c] for r in char if fin(r.get(c))]
         out["comm_dil_rccl_pct"] = 100 * (geomean(col("dil_comm_rccl")) - 1) if col("dil_comm_rccl") else NAN
+        # communication DIL (8 x the 1/8-size collective over the whole): the fixed part of one collective's time,
+        # and the fixed part the paper's geomean would need at these whole times (8 t1 / T - 1 = 7 a / T)
+        out["comm_fixed_dma_lo"], out["comm_fixed_dma_hi"] = lo_hi(col("comm_fixed_us_dma"))
+        need = [_COMM_DIL_PAPER_PCT / 100 * T / 7 for T in col("comm_whole_us_dma")]
+        out["comm_need_fixed_lo"], out["comm_need_fixed_hi"] = lo_hi(need)
+        out["comm_steps_dma_lo"], out["comm_steps_dma_hi"] = lo_hi(col("steps_comm_dma"))
         mk = [r["dil_gemm_8M"] for r in char if r["M"] < r["K"] and fin(r["dil_gemm_8M"])]
         other = [r["dil_gemm_8M"] for r in char if r["M"] >= r["K"] and fin(r["dil_gemm_8M"])]
         out["mk_dil_lo"], out["mk_dil_hi"] = lo_hi(mk)
