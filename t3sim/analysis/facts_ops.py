@@ -208,6 +208,9 @@ def ficco_facts(rows: Rows, char: Rows) -> Dict[str, object]:
         need = [_COMM_DIL_PAPER_PCT / 100 * T / 7 for T in col("comm_whole_us_dma")]
         out["comm_need_fixed_lo"], out["comm_need_fixed_hi"] = lo_hi(need)
         out["comm_steps_dma_lo"], out["comm_steps_dma_hi"] = lo_hi(col("steps_comm_dma"))
+        over = [r["comm_whole_us_dma"] / r["comm_bound_us_dma"] for r in char
+                if fin(r.get("comm_whole_us_dma")) and fin(r.get("comm_bound_us_dma")) and r["comm_bound_us_dma"] > 0]
+        out["comm_over_bound_lo"], out["comm_over_bound_hi"] = lo_hi(over)
         mk = [r["dil_gemm_8M"] for r in char if r["M"] < r["K"] and fin(r["dil_gemm_8M"])]
         other = [r["dil_gemm_8M"] for r in char if r["M"] >= r["K"] and fin(r["dil_gemm_8M"])]
         out["mk_dil_lo"], out["mk_dil_hi"] = lo_hi(mk)

@@ -38,7 +38,7 @@ STEPS = 8
 
 COLUMNS = ("scenario", "M", "N", "K", "sim_M", "sim_K", "otb_FLOP_per_B", "mt_GB", "a_MB", "dil_gemm_8M", "dil_gemm_64M",
            "dil_gemm_8K", "dil_gemm_64K", "dil_comm_dma", "dil_comm_rccl", "steps_comm_dma", "steps_comm_rccl",
-           "comm_whole_us_dma", "comm_fixed_us_dma", "comm_fixed_us_rccl", "p2p_over_rccl_whole", "cil_gemm_dma",
+           "comm_whole_us_dma", "comm_bound_us_dma", "comm_fixed_us_dma", "comm_fixed_us_rccl", "p2p_over_rccl_whole", "cil_gemm_dma",
            "cil_gemm_rccl", "cil_gemm_p2p", "cil_comm_dma", "cil_comm_rccl", "cil_comm_p2p")
 
 
@@ -50,6 +50,17 @@ def _key(r: Run) -> tuple:
     pat = c("char_comm_pattern", "a2a")
     comm = "p2p" if pat == "p2p" else c("ficco_comm", "dma")
     return (part, comm, 1 if pat == "p2p" else c("char_comm_steps", 1), c("char_pieces", "all"))
+
+
+def _two_round_bound_us(run: Run | None, a_MB: float) -> float:
+    """The copy-engine all-gather's link bound (us): each GPU's shard of A (``a_MB``, simulated) to each of its
+    N - 1 peers at the link's payload rate, ``ceil((N - 1) / engines)`` copies after one another per engine."""
+    if run is None:
+        return math.nan
+    n = int(run.cfg("workload.tp"))
+    engines = int(run.cfg("system.copy_engine.engines"))
+    rate_GBps = float(run.cfg("system.interconnect.link_bandwidth_GBps"))
+    return -(-(n - 1) // engines) * (a_MB * 1e6 / n) / (rate_GBps * 1e3)
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
@@ -116,6 +127,7 @@ def char_rows(runs: Sequence[Run]) -> List[Dict]:
             row[f"comm_fixed_us_{comm}"] = (STEPS * one - whole) / (STEPS - 1)
             if comm == "dma":
                 row["comm_whole_us_dma"] = whole
+                row["comm_bound_us_dma"] = _two_round_bound_us(rr.get(("comm", "dma", 1, "all")), row["a_MB"])
         row["p2p_over_rccl_whole"] = ratio(t(rr, ("comm", "p2p", 1, "all"), "comm"), t(rr, ("comm", "rccl", 1, "all"), "comm"))
         g_alone = t(rr, ("gemm", 8, "M", "first"), "gemm")
         for comm, steps in (("dma", 8), ("rccl", 8), ("p2p", 1)):

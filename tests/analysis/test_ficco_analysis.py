@@ -111,3 +111,46 @@ def test_a_snapshot_takes_the_ficco_values_from_its_figure_tables(tmp_path):
     from_snapshot(snap, tmp_path / "out")
     row = next(r for r in csv.DictReader((tmp_path / "out" / "reproduction.csv").open()) if r["key"] == "ideal_max")
     assert row["t3sim"] == f"{max(1.65, ideal_ep):.2f}x"
+
+
+def _char_runs(comm_us, gemm_us=100.0):
+    """Runs of every ficco-char point with made-up times: ``comm_us(key)`` per communication point."""
+    from t3sim.analysis.ficco_char import _key
+
+    out = []
+    for p in expand(REPO / "configs/experiments/ficco-char.yaml"):
+        cfg = p.config.model_dump(mode="json")
+        r = Run(Path(f"/x/{p.label}"), "ficco-char", cfg, {"scheme": "ficco_char"})
+        k = _key(r)
+        r._stats = {"ficco_char": {"comm_us": {"value": comm_us(k, cfg) if k[0] != "gemm" else float("nan")},
+                                   "gemm_us": {"value": gemm_us}}}
+        out.append(r)
+    return out
+
+
+def test_communication_dil_is_the_scaled_down_collective_eight_times():
+    """Sec. IV-C2 ("we scale down collective size 8-way ... and study resultant slowdown"): DIL = 8 t(A/8) / t(A)
+    from the one-step-alone point, not the 8 pipelined steps; the fixed part and the copy engines' link bound."""
+    from t3sim.analysis import ficco_char
+
+    def comm(k, cfg):
+        a_B = 2 * (cfg["workload"]["gemm"]["M"] // cfg["workload"]["gemm"].get("scale_M", 1)) * \
+            (cfg["workload"]["gemm"]["K"] // cfg["workload"]["gemm"].get("scale_K", 1))
+        whole = 3.0 + a_B / 1e6  # us: 3 us fixed, 1 us per MB
+        part, how, steps, pieces = k
+        if part != "comm":
+            return 50.0
+        if steps == 1:
+            return whole
+        return 3.0 + a_B / 8e6 if pieces == "first" else 0.7 * whole
+    rows = ficco_char.char_rows(_char_runs(comm))
+    assert len(rows) == 16
+    for r in rows:
+        whole = 3.0 + r["a_MB"]
+        assert r["dil_comm_dma"] == pytest.approx(8 * (3.0 + r["a_MB"] / 8) / whole)
+        assert r["comm_fixed_us_dma"] == pytest.approx(3.0)  # (8 t(A/8) - t(A)) / 7
+        assert r["steps_comm_dma"] == pytest.approx(0.7)
+        # 7 peers on the preset's 6 engines: two rounds of a shard (A/8) at 48 GB/s
+        assert r["comm_bound_us_dma"] == pytest.approx(2 * r["a_MB"] * 1e6 / 8 / 48e3)
+    v = ficco_char.metrics_from_rows(rows)
+    assert v["comm_dil_geomean"] > 0 and v["comm_dil_vs_size"] < 0  # a fixed part weighs less on larger collectives
