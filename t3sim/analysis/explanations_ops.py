@@ -176,10 +176,12 @@ FICCO_EXPLANATIONS: Dict[str, Claim] = {
         "t3sim's copy-engine all-gather is bandwidth-bound at these sizes: a whole one takes "
         "{comm_over_bound_lo:.3f}-{comm_over_bound_hi:.3f}x the time of its peer copies at the link rate (each GPU's "
         "shard to every peer, in as many rounds as the peers outnumber the copy engines), so a collective of 1/8 the "
-        "bytes takes 1/8 of the time plus {comm_fixed_dma_lo:.1f}-{comm_fixed_dma_hi:.1f} us, and eight of them take "
+        "bytes takes 1/8 of the time plus a fixed {comm_fixed_dma_lo:.1f}-{comm_fixed_dma_hi:.1f} us (two copy "
+        "start-ups per collective, one per engine round, copy_engine.launch_latency_ns, an assumption, less the part "
+        "of the second round that overlaps the first round's requests in flight), and eight of them take "
         "{value:+.1f} % over the whole (CU-driven RCCL: {comm_dil_rccl_pct:+.1f} %); the paper's 10 % would need "
-        "{comm_need_fixed_lo:.0f}-{comm_need_fixed_hi:.0f} us of fixed cost per collective at these times (t3sim's "
-        "copy start-up cost is an assumption, copy_engine.launch_latency_ns). Issued as FiCCO's schedules issue them "
+        "{comm_need_fixed_lo:.0f}-{comm_need_fixed_hi:.0f} us per collective at these times "
+        "(experiments/ficco/README.md finding 5: the DIL against the start-up cost). Issued as FiCCO's schedules issue them "
         "(per-peer streams), 8 steps take {comm_steps_dma_lo:.2f}-{comm_steps_dma_hi:.2f}x the whole: they fill the "
         "rounds' idle engines",
         (BELOW, C("the whole DMA all-gather runs at its link bound", "comm_over_bound_hi", "<", 1.05),
