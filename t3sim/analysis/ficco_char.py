@@ -52,7 +52,7 @@ def _key(r: Run) -> tuple:
     return (part, comm, 1 if pat == "p2p" else c("char_comm_steps", 1), c("char_pieces", "all"))
 
 
-def _two_round_bound_us(run: Run | None, a_MB: float) -> float:
+def _link_bound_us(run: Run | None, a_MB: float) -> float:
     """The copy-engine all-gather's link bound (us): each GPU's shard of A (``a_MB``, simulated) to each of its
     N - 1 peers at the link's payload rate, ``ceil((N - 1) / engines)`` copies after one another per engine."""
     if run is None:
@@ -127,7 +127,7 @@ def char_rows(runs: Sequence[Run]) -> List[Dict]:
             row[f"comm_fixed_us_{comm}"] = (STEPS * one - whole) / (STEPS - 1)
             if comm == "dma":
                 row["comm_whole_us_dma"] = whole
-                row["comm_bound_us_dma"] = _two_round_bound_us(rr.get(("comm", "dma", 1, "all")), row["a_MB"])
+                row["comm_bound_us_dma"] = _link_bound_us(rr.get(("comm", "dma", 1, "all")), row["a_MB"])
         row["p2p_over_rccl_whole"] = ratio(t(rr, ("comm", "p2p", 1, "all"), "comm"), t(rr, ("comm", "rccl", 1, "all"), "comm"))
         g_alone = t(rr, ("gemm", 8, "M", "first"), "gemm")
         for comm, steps in (("dma", 8), ("rccl", 8), ("p2p", 1)):

@@ -341,7 +341,7 @@ def _slices(g, operand: str, tiles: int, ng: int, G: int, steps: int):
         parts.append(addr)
         counts[t] = np.bincount(step // G, minlength=ng)
     off = np.concatenate(([0], np.cumsum(counts.ravel()))).astype(np.int64)
-    return (np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)), off
+    return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), off
 
 
 def _doubled(a: np.ndarray, need: int = 0) -> np.ndarray:

@@ -205,6 +205,12 @@ class WorkloadConfig(Model):
         return self.tokens if self.tokens is not None else self.model.tokens
 
     @property
+    def collective_feeds_gemm(self) -> bool:
+        """Whether the collective runs before the GEMM and delivers its input (``direction`` ``ag_gemm``, ``a2a_gemm``)
+        rather than consuming its output (``gemm_rs``, ``gemm_a2a``)."""
+        return self.direction in ("ag_gemm", "a2a_gemm")
+
+    @property
     def kind(self) -> str:
         """Which workload this is: ``model`` (a Transformer sub-layer's GEMM), ``gemm`` or ``gemv`` (given by shape)."""
         if self.embedding_bag is not None:

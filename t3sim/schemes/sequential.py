@@ -63,7 +63,7 @@ def ag_gemm_program(model) -> Program:
 
 def run_sequential(model, rs_variant: str = "baseline") -> ProgramRun:
     """Run GEMM -> RS -> AG back to back on ``model`` (``workload.direction=ag_gemm``: AG of A -> GEMM)."""
-    if model.exp.workload.direction in ("ag_gemm", "a2a_gemm"):
+    if model.exp.workload.collective_feeds_gemm:
         return run_program(model, ag_gemm_program(model), phase_order=("ag", "rs", "gemm"))
     return run_program(model, sequential_program(model, rs_variant))
 

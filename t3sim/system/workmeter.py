@@ -71,7 +71,7 @@ class WorkMeter:
         self.total_B = self.load_B + self.store_B + self.fused_B + self.collectives * coll_B
         self._expected: Dict[int, int] = {}
         # module doc: the model holds for a GEMM followed by its collectives only
-        self.modelled = getattr(model.exp.workload, "direction", "gemm_rs") in ("gemm_rs", "gemm_a2a")
+        self.modelled = not model.exp.workload.collective_feeds_gemm
 
     def loaded_B(self) -> int:
         """Bytes the GEMM has requested through the L2 so far (every simulated GPU)."""
