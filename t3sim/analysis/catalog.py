@@ -137,8 +137,39 @@ def tables(inp: Inputs) -> Dict[str, List[Dict]]:
 
 
 def draw_all(inp: Inputs, out: str | Path, formats: Sequence[str] = ("png",),
-             figures: Sequence[str] = FIGURES) -> Dict[str, List[Path]]:
+             figures: Sequence[str] = FIGURES, jobs: int = 1) -> Dict[str, List[Path]]:
+    """Draw ``figures`` (:func:`draw`); their files by figure, in ``figures``' order.
+
+    ``jobs > 1``: on that many processes forked from this one (they inherit ``inp``; each figure is drawn by
+    one process and writes only its own files, so the files are the same as drawn here), where the platform
+    forks and this process runs no other thread (forking a threaded process is unsafe); else here, in order.
+    """
+    import multiprocessing
+    import threading
+
+    if jobs > 1 and len(figures) > 1 and "fork" in multiprocessing.get_all_start_methods() \
+            and threading.active_count() == 1:
+        global _FORKED
+        from t3sim.analysis.plotting import pyplot
+
+        pyplot()  # matplotlib imported (Agg) before the fork: the workers inherit it
+        _FORKED = (inp, out, tuple(formats))
+        try:
+            with multiprocessing.get_context("fork").Pool(min(jobs, len(figures))) as pool:
+                done = dict(pool.imap_unordered(_draw_forked, figures))
+        finally:
+            _FORKED = None
+        return {fig: done[fig] for fig in figures}
     return {fig: draw(fig, inp, out, formats) for fig in figures}
+
+
+#: what :func:`draw_all`'s forked workers draw from: (inputs, output folder, formats), set while they run
+_FORKED: Optional[tuple] = None
+
+
+def _draw_forked(fig: str):
+    inp, out, formats = _FORKED
+    return fig, draw(fig, inp, out, formats)
 
 
 def plot_main(fig: str, description: str) -> None:

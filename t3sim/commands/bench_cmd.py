@@ -304,7 +304,8 @@ def _run_sweep(case: dict) -> Dict[str, object]:
             points += 1
             # points that shared a simulation (meta "shared_simulation") count it once: at its first scheme
             shared = json.loads((f.parent / "meta.json").read_text()).get("shared_simulation")
-            if shared and next(csv.DictReader((f.parent / "summary.csv").open()))["scheme"] != shared[0]:
+            me = next(csv.DictReader((f.parent / "summary.csv").open()))["scheme"]
+            if shared and (me if ":" not in shared[0] else f"{f.parent.parent.name}:{me}") != shared[0]:
                 continue
             sims += 1
             flat = _flatten(json.loads(f.read_text()))

@@ -240,6 +240,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     Points that failed are listed in the report's notes and appended to ``failures`` if given."""
     from t3sim.analysis import catalog
     from t3sim.analysis.comparison import write_csv_atomic
+    from t3sim.exec import executors
     from t3sim.analysis import ficco_numbers, flux_numbers, fused, fused_numbers
     from t3sim.analysis.report import all_rows, metrics, render, section_facts
     from t3sim.analysis.plotting import rows_csv
@@ -259,7 +260,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     if run and (not only or "fig14" in only):
         infos.append(_run_validation(out, quick, jobs, log))
     inp = catalog.load_inputs(out, hashes)
-    figs = catalog.draw_all(inp, out / "figures", formats)
+    figs = catalog.draw_all(inp, out / "figures", formats, jobs=executors.default_jobs() if jobs == 0 else jobs)
     values = metrics(inp)
     flux_values = flux_numbers.metrics(catalog.flux_runs(inp))
     ficco_values = ficco_numbers.metrics(catalog.ficco_runs(inp))

@@ -103,15 +103,16 @@ def _tagged(fn: Callable, index: int, item: Any) -> Any:
 
 
 def local_pool(fn: Callable, items: Sequence[Any], jobs: int,
-               on_progress: Optional[OnProgress] = None) -> Iterator[Tuple[int, Any]]:
+               on_progress: Optional[OnProgress] = None, order: Optional[Sequence[int]] = None) -> Iterator[Tuple[int, Any]]:
     """Run the items on ``jobs`` local worker processes; their simulations' progress comes back to
-    ``on_progress(index, status)`` (polled every :data:`~t3sim.sim.report.POLL_S` seconds)."""
+    ``on_progress(index, status)`` (polled every :data:`~t3sim.sim.report.POLL_S` seconds). ``order``: the
+    indices in the order to hand them to the workers (default: as given); results keep their item index."""
     ctx = _pool_context()
     queue = ctx.Queue() if on_progress is not None else None
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(queue,))
     clean = False
     try:
-        futures = {pool.submit(_tagged, fn, i, item): i for i, item in enumerate(items)}
+        futures = {pool.submit(_tagged, fn, i, items[i]): i for i in (range(len(items)) if order is None else order)}
         pending = set(futures)
         ended: set = set()  # tasks whose end marker arrived: all their reports were handed on
         while pending:

@@ -9,10 +9,12 @@
 3. the rest are grouped by the simulation they need
    (:func:`t3sim.system.run.shared_groups`: points whose schemes share a
    simulation key and whose configs differ only in ``scheme.kind``, e.g.
-   Sequential and Ideal-GEMM-RS-Overlap of one sub-layer), and each group
-   runs as one task -- one simulation -- on the chosen executor: in this
-   process (``jobs=1``), on ``jobs`` local worker processes, or on a Dask
-   cluster; this process writes each result atomically the moment it
+   Sequential and Ideal-GEMM-RS-Overlap of one sub-layer, or one point that
+   two experiment files both contain), and each group runs as one task -- one
+   simulation -- on the chosen executor: in this process (``jobs=1``), on
+   ``jobs`` local worker processes (the largest simulations first, by the
+   bytes their workloads move, so that no long one starts last), or on a
+   Dask cluster; this process writes each result atomically the moment it
    arrives, so an interruption (Ctrl-C, SIGTERM, a killed process) loses only
    the points still running and a re-run resumes from there;
 4. outcomes come back in point order, whatever order points finished in.
@@ -229,8 +231,9 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
     client = executors.dask_client(scheduler) if executor == "dask" and tasks else None
     if client is not None:
         backend = executors.dask(fn, items, client)
-    elif workers > 1:
-        backend = executors.local_pool(fn, items, workers, on_progress=on_progress)
+    elif workers > 1:  # the largest simulations first, so that none starts last and runs alone (LPT order)
+        largest_first = sorted(range(len(tasks)), key=lambda j: -task_weight[j])
+        backend = executors.local_pool(fn, items, workers, on_progress=on_progress, order=largest_first)
     else:
         backend = executors.serial(fn, items, on_progress=on_progress)
     names = list(dict.fromkeys(p.config.name for p in points))  # experiments in point order
@@ -259,7 +262,8 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
                         continue
                     d = store.write(v, replace=force)
                     outcomes[i] = PointOutcome(p, v, False, d)
-                    others = [points[k].config.scheme.kind for k in members if k != i]
+                    others = [(points[k].config.scheme.kind if points[k].config.name == p.config.name
+                               else f"{points[k].config.name}:{points[k].config.scheme.kind}") for k in members if k != i]
                     shared = f" (shared with {', '.join(others)})" if others else ""
                     progress.point_done(p.label, f"done in {v.meta.get('wall_s', 0):.1f} s{shared} -> {d}",
                                         weight=weights[i], task=j)

@@ -28,13 +28,22 @@ from t3sim.schemes import scheme_for
 from t3sim.system.model import SystemModel
 
 
+#: top-level fields that name or describe a point and decide nothing simulated (both ``descriptive`` in
+#: :class:`~t3sim.config.experiment.ExperimentConfig`): points differing only in these share a simulation
+#: (``t3sim reproduce``: Fig. 19's points are also ``sweep-mca``'s and ``sweep-tracker``'s)
+NOT_SIMULATED = ("name", "description")
+
+
 def simulation_key(exp: ExperimentConfig) -> Tuple[str, str]:
     """What decides the simulation a resolved point needs: its scheme's ``simulation`` key and its config
-    apart from ``scheme.kind`` (canonical JSON). Points with equal keys run the identical simulation
-    (:mod:`t3sim.schemes.base`); a scheme that cannot run keys on its own name, so it shares nothing."""
+    apart from ``scheme.kind`` and the :data:`NOT_SIMULATED` fields (canonical JSON). Points with equal keys
+    run the identical simulation (:mod:`t3sim.schemes.base`); a scheme that cannot run keys on its own name,
+    so it shares nothing."""
     scheme = scheme_for(exp.scheme.kind)
     cfg = exp.model_dump(mode="json")
     cfg["scheme"].pop("kind")
+    for field in NOT_SIMULATED:
+        cfg.pop(field)
     return (scheme.simulation if scheme.runnable else f"(cannot run) {scheme.name}", canonical_json(cfg))
 
 
@@ -62,8 +71,9 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False, pr
     """Simulate resolved points that share one simulation once; one :class:`RunResult` per point, in order.
 
     The points must have the same :func:`simulation_key` (the same scheme ``simulation`` key and the same
-    config apart from ``scheme.kind``), e.g. a ``sequential`` and an ``ideal_gemm_rs_overlap`` point of
-    one sub-layer; otherwise ValueError. One :class:`SystemModel` is built and simulated once; each point's
+    config apart from ``scheme.kind``, ``name`` and ``description``), e.g. a ``sequential`` and an
+    ``ideal_gemm_rs_overlap`` point of one sub-layer, or one point in two experiment files; otherwise
+    ValueError. One :class:`SystemModel` is built and simulated once; each point's
     scheme then composes the phase times (:attr:`Scheme.compose`), so every result -- ``stats.json``,
     ``summary.csv`` -- is exactly what :func:`simulate` of that point alone produces (the simulation is
     deterministic). Only ``meta`` tells: ``wall_s`` is the shared run's, and with more than one point
@@ -94,7 +104,7 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False, pr
     if any(k != keys[0] for k in keys[1:]):
         bad = next(i for i, k in enumerate(keys) if k != keys[0])
         why = (f"simulation {keys[bad][0]!r} vs {keys[0][0]!r}" if keys[bad][0] != keys[0][0]
-               else "configs that differ apart from scheme.kind")
+               else "configs that differ apart from scheme.kind, name and description")
         raise ValueError(f"points do not share one simulation: {exps[0].scheme.kind} and {exps[bad].scheme.kind} "
                          f"need different ones ({why})")
     t0 = time.perf_counter()
@@ -129,8 +139,9 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False, pr
                    "model": w.name, "sublayer": w.label, "tp": w.tp,
                    "mode": exp.simulation.mode, **phases.summary(), **traffic_summary(stats)}
         meta = {"wall_s": wall_s, "host": platform.node(), "python": sys.version.split()[0]}
-        if len(exps) > 1:
-            meta["shared_simulation"] = [s.name for s in schemes]
+        if len(exps) > 1:  # the points that shared it: schemes, named with their experiment where those differ
+            meta["shared_simulation"] = [s.name if len({e.name for e in exps}) == 1 else f"{e.name}:{s.name}"
+                                         for e, s in zip(exps, schemes)]
         trace = tl.build(model, stats, samples) if timeline else None
         results.append(RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed, meta,
                                  trace))

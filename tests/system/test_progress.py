@@ -161,6 +161,24 @@ def test_worker_processes_send_their_progress_back():
                                                               (1, 0.25, "item 2"), (1, 0.75, "item 2")]
 
 
+def _pid_of(item):
+    import os
+    import time
+
+    time.sleep(0.05)
+    return item, os.getpid()
+
+
+def test_local_pool_hands_out_items_in_the_given_order():
+    """``order`` (run_points: the largest simulations first) decides which items start first; each result still
+    comes back under its item's index."""
+    items = list(range(6))
+    results = dict(executors.local_pool(_pid_of, items, 1, order=[5, 4, 3, 2, 1, 0]))
+    assert {j: v[0] for j, v in results.items()} == {j: j for j in items}
+    started = list(executors.local_pool(_pid_of, items, 1, order=[5, 4, 3, 2, 1, 0]))
+    assert [j for j, _ in started] == [5, 4, 3, 2, 1, 0]  # one worker: they end in the order they were handed out
+
+
 # ------------------------------------------------------------------------------- the CLI
 
 

@@ -153,3 +153,41 @@ def test_failed_shared_simulation_fails_every_member(tiny, tmp_path, monkeypatch
     assert [o.status for o in outcomes] == ["failed", "failed"]
     assert outcomes[0].error == outcomes[1].error and outcomes[0].error.kind == "simulation"
     assert not stats_bytes(tmp_path)
+
+
+def test_points_of_two_experiment_files_share_a_simulation(tmp_path, monkeypatch):
+    """``t3sim reproduce`` runs every experiment file as one sweep: a point that two files both contain (Fig. 19's
+    Sequential and T3-MCA points are also ``sweep-mca``'s) differs only in ``name`` and ``description``, which
+    decide nothing simulated, so it is simulated once and each file gets its own, byte-identical result."""
+    a, b = tmp_path / "exp-a.yaml", tmp_path / "exp-b.yaml"
+    a.write_text(tiny_sweep("exp-a", ["sequential", "t3"]))
+    b.write_text(tiny_sweep("exp-b", ["t3"]).replace("name: exp-b\n", "name: exp-b\ndescription: another question\n"))
+    pa, pb = expand(a), expand(b)
+    assert pb[0].config.description == "another question" != pa[0].config.description
+    built = []
+    real = run_mod.SystemModel
+
+    def counting(exp):
+        built.append((exp.name, exp.scheme.kind))
+        return real(exp)
+
+    monkeypatch.setattr(run_mod, "SystemModel", counting)
+    log = io.StringIO()
+    points = pa + pb
+    outcomes = run_points(points, out=tmp_path / "res", progress=Progress(log, tty=False))
+    assert [o.status for o in outcomes] == ["simulated"] * len(points)
+    # exp-a: sequential and t3 at 128 and 256 tokens; exp-b's two t3 points are exp-a's: 4 simulations for 6 points
+    assert sorted(built) == [("exp-a", "sequential"), ("exp-a", "sequential"), ("exp-a", "t3"), ("exp-a", "t3")]
+    assert "6 points to simulate in 4 simulations" in log.getvalue()
+    assert "(shared with exp-a:t3) ->" in log.getvalue()
+    store = ResultStore(tmp_path / "res")
+    for o in outcomes:
+        assert o.path.parent.name == o.point.config.name  # each file's result in its own directory
+        assert json.loads((o.path / "meta.json").read_text()).get("shared_simulation", []) in (
+            [], ["exp-a:t3", "exp-b:t3"])
+    monkeypatch.setattr(run_mod, "SystemModel", real)
+    for o in outcomes:
+        alone = simulate(o.point.config)
+        assert stats_text(alone) == (o.path / "stats.json").read_text()
+        assert o.result.config == alone.config  # the point's own name and description
+    assert len(list(store.iter_runs("exp-b"))) == 2
