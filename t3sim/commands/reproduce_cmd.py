@@ -17,7 +17,6 @@ Each difference over 5 points carries a cause only while the cause's claim holds
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import io
 import json
@@ -193,45 +192,72 @@ def _run_specs(specs: Sequence[Spec], out: Path, quick: bool, jobs: int, log) ->
     return infos
 
 
-def _run_validation(out: Path, quick: bool, jobs: int, log) -> Dict[str, object]:
-    """``t3sim validate`` into ``<out>/validation/<system>/`` unless its CSV already covers the measured rows."""
-    from t3sim.analysis.catalog import VALIDATION_STEM, VALIDATION_SYSTEM, validation_csv
-    from t3sim.analysis.comparison import write_csv_atomic
-    from t3sim.cli import main as cli_main
+class _Validation:
+    """``t3sim validate`` into ``<out>/validation/<system>/`` unless its CSV already covers the measured rows,
+    run as a separate process beside the sweep (:meth:`start`), so its serial simulation does not wait for the
+    sweep's last point; :meth:`finish` waits for it, copies its output to the log and returns the info dict."""
 
-    vin = _validation_inputs()
-    measured = REPO / vin["measured"]
-    with measured.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    if quick:
-        rows = rows[:1]
-    target = validation_csv(out)
-    info = {"name": "fig14", "results_name": "validation", "answers": "Fig. 14 (RS validation, H200 4-GPU; Sec. 5.1.1)",
-            "points": len(rows), "new": 0, "failed": 0, "errors": [], "tokens": "-", "results": str(target.parent)}
-    if target.is_file():
-        with target.open(newline="") as fh:
-            done = {float(r["size_mb"]) for r in csv.DictReader(fh) if r.get("size_mb")}
-        if {float(r["size_mb"]) for r in rows} <= done:  # "6" measured, "6.0" written
-            log.write(f"validation: reusing {target}\n")
-            return info
-    src = measured
-    if quick:
-        src = out / "validation" / "quick-input" / f"{VALIDATION_STEM}.csv"
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-        src.parent.mkdir(parents=True, exist_ok=True)
-        write_csv_atomic(src, buf.getvalue())  # an interrupt leaves no half-written input
-    args = ["validate", "--system", str(REPO / vin["system"]), "--measured", str(src),
-            "--out", str(out / "validation" / VALIDATION_SYSTEM), "--jobs", str(max(jobs, 1))]
-    with contextlib.redirect_stdout(log):
-        rc = cli_main(args)
-    info["new"] = len(rows)
-    if rc:
-        info["failed"] = len(rows)
-        info["errors"] = [f"t3sim validate exited {rc}"]
-    return info
+    def __init__(self, out: Path, quick: bool, jobs: int, log) -> None:
+        self.out, self.quick, self.jobs, self.log = out, quick, jobs, log
+        self.proc = None
+        self.info: Dict[str, object] = {}
+
+    def start(self) -> "_Validation":
+        import subprocess
+
+        from t3sim.analysis.catalog import VALIDATION_STEM, VALIDATION_SYSTEM, validation_csv
+        from t3sim.analysis.comparison import write_csv_atomic
+
+        out, quick = self.out, self.quick
+        vin = _validation_inputs()
+        measured = REPO / vin["measured"]
+        with measured.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        if quick:
+            rows = rows[:1]
+        target = validation_csv(out)
+        self.info = {"name": "fig14", "results_name": "validation",
+                     "answers": "Fig. 14 (RS validation, H200 4-GPU; Sec. 5.1.1)", "points": len(rows), "new": 0,
+                     "failed": 0, "errors": [], "tokens": "-", "results": str(target.parent)}
+        if target.is_file():
+            with target.open(newline="") as fh:
+                done = {float(r["size_mb"]) for r in csv.DictReader(fh) if r.get("size_mb")}
+            if {float(r["size_mb"]) for r in rows} <= done:  # "6" measured, "6.0" written
+                self.log.write(f"validation: reusing {target}\n")
+                return self
+        src = measured
+        if quick:
+            src = out / "validation" / "quick-input" / f"{VALIDATION_STEM}.csv"
+            buf = io.StringIO()
+            w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows)
+            src.parent.mkdir(parents=True, exist_ok=True)
+            write_csv_atomic(src, buf.getvalue())  # an interrupt leaves no half-written input
+        args = ["validate", "--system", str(REPO / vin["system"]), "--measured", str(src),
+                "--out", str(out / "validation" / VALIDATION_SYSTEM), "--jobs", str(max(self.jobs, 1))]
+        self.info["new"] = len(rows)
+        self.proc = subprocess.Popen([sys.executable, "-c", "import sys; from t3sim.cli import main; "
+                                      "sys.exit(main(sys.argv[1:]))", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return self
+
+    def finish(self) -> Dict[str, object]:
+        if self.proc is not None:
+            text, _ = self.proc.communicate()
+            self.log.write(text)
+            if self.proc.returncode:
+                self.info["failed"] = self.info["new"]
+                self.info["errors"] = [f"t3sim validate exited {self.proc.returncode}"]
+            self.proc = None
+        return self.info
+
+    def stop(self) -> None:
+        """Interrupted: end the process (its output is written atomically, so nothing is left half-written)."""
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+            self.proc = None
 
 
 def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[str] = ("png",),
@@ -253,12 +279,17 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     infos: List[Dict[str, object]] = []
     hashes: Dict[str, List[str]] = {}
     specs = [spec for spec in SPECS if not ((only and spec.folder not in only) or (quick and spec.quick is None))]
-    if run and specs:
-        for info in _run_specs(specs, out, quick, jobs, log):
-            hashes.setdefault(info["results_name"], []).extend(info.pop("hashes"))  # several files may feed one folder
-            infos.append(info)
-    if run and (not only or "fig14" in only):
-        infos.append(_run_validation(out, quick, jobs, log))
+    validation = _Validation(out, quick, jobs, log).start() if run and (not only or "fig14" in only) else None
+    try:
+        if run and specs:
+            for info in _run_specs(specs, out, quick, jobs, log):
+                hashes.setdefault(info["results_name"], []).extend(info.pop("hashes"))  # several files may feed one folder
+                infos.append(info)
+        if validation is not None:
+            infos.append(validation.finish())
+    finally:
+        if validation is not None:
+            validation.stop()
     inp = catalog.load_inputs(out, hashes)
     figs = catalog.draw_all(inp, out / "figures", formats, jobs=executors.default_jobs() if jobs == 0 else jobs)
     values = metrics(inp)

@@ -88,7 +88,11 @@ def test_reproduce_quick_end_to_end(tmp_path, run_cli):
     rc, out, err = run_cli("reproduce", "--quick", "--out", str(tmp_path))
     assert rc == 0
     text2 = (tmp_path / "REPRODUCTION.md").read_text()
-    assert "| 0 |" in text2 and text2.count("| 0 |") >= len(catalog.RESULT_EXPERIMENTS)
+    table = text2.split("## Experiments", 1)[1].split("\n\n", 2)[1].splitlines()
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table[2:] if line.startswith("|")]
+    assert len(rows) >= 17 and "fig14" in {r[0] for r in rows}  # every quick experiment file and the validation
+    assert all(r[head.index("new")] == "0" for r in rows), rows  # nothing simulated anew
 
 
 def test_reproduce_only_typo_is_a_one_line_error(tmp_path, run_cli):
