@@ -116,14 +116,6 @@ class CollectiveRun:
         return self.duration_ticks / TICKS_PER_NS
 
 
-def _scaled(t: Traffic, part: int, whole: int) -> Traffic:
-    """``t * part / whole`` field by field (exact: every field is a multiple of ``whole``/elem)."""
-    if whole == 0:
-        return Traffic()
-    d = t.as_dict()
-    return Traffic(**{k: v * part // whole for k, v in d.items()})
-
-
 class CollectiveRunner(Component):
     """Runs ``plan`` on ``network``; :attr:`done` fires with a :class:`CollectiveRun`.
 
@@ -183,7 +175,7 @@ class CollectiveRunner(Component):
                         continue
                     lo, hi = sl[j]
                     nb = (hi - lo) * eb
-                    ev = self.hook.on_send(g, si, x, j, nb, _scaled(self.traffic.send[si][k], hi - lo, x.count))
+                    ev = self.hook.on_send(g, si, x, j, nb, self.traffic.send[si][k].scaled(hi - lo, x.count))
                     if isinstance(ev, StreamedSend):
                         waits.append(ev.done)
                         self._stream(si, k, x, j, lo, hi, ev)
@@ -251,7 +243,7 @@ class CollectiveRunner(Component):
                 ev.callbacks.append(inject)
 
     def _arrived(self, si: int, k: int, x: Xfer, j: int, lo: int, hi: int) -> None:
-        tr = _scaled(self.traffic.recv[si][k], hi - lo, x.count)
+        tr = self.traffic.recv[si][k].scaled(hi - lo, x.count)
         ev = self.hook.on_receive(x.dst, si, x, j, (hi - lo) * self.plan.elem_bytes, tr)
         if ev is None:
             self._recv_one(x.dst, si)

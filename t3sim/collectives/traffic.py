@@ -53,8 +53,8 @@ class Traffic:
     cu_reduce_B: int = 0          #: bytes of received data added into the local copy on CUs
 
     def __iadd__(self, o: "Traffic") -> "Traffic":
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(o, f.name))
+        for name in _FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(o, name))
         return self
 
     def __add__(self, o: "Traffic") -> "Traffic":
@@ -63,7 +63,14 @@ class Traffic:
         return t
 
     def as_dict(self) -> Dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    def scaled(self, part: int, whole: int) -> "Traffic":
+        """``self * part / whole`` field by field, rounded down (exact where every field is a multiple of
+        ``whole``); all zero if ``whole`` is 0. A slice's share of a transfer's traffic, once per slice."""
+        if whole == 0:
+            return Traffic()
+        return Traffic(*[getattr(self, name) * part // whole for name in _FIELDS])
 
     @property
     def reads_B(self) -> int:
@@ -73,6 +80,10 @@ class Traffic:
     def writes_B(self) -> int:
         """Plain writes plus NMC updates (an update is a write-type DRAM access)."""
         return self.rs_write_B + self.rs_update_B + self.ag_write_B
+
+
+#: Traffic's field names, in declaration order (dataclasses.fields() costs ~3 us a call; scaled() runs per slice)
+_FIELDS = tuple(f.name for f in fields(Traffic))
 
 
 @dataclass

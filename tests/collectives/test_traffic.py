@@ -83,3 +83,18 @@ def test_all_to_all_local_copy_counted():
 def test_bad_variant():
     with pytest.raises(ValueError):
         account(build_plan("reduce_scatter", "ring", 4, 40), "pim")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 1 << 40), min_size=7, max_size=7), st.integers(0, 1 << 20), st.integers(0, 1 << 20))
+def test_slice_share_is_each_field_scaled(vals, part, whole):
+    """A slice's share of its transfer's traffic (``Traffic.scaled``, once per slice in the runner): every field
+    ``* part // whole``, all zero for ``whole == 0``; sums and dict views see the same fields."""
+    from dataclasses import fields
+
+    t = Traffic(*vals)
+    names = [f.name for f in fields(Traffic)]
+    got = t.scaled(part, whole)
+    want = {n: (getattr(t, n) * part // whole if whole else 0) for n in names}
+    assert got.as_dict() == want
+    assert list(t.as_dict()) == names and (t + got).as_dict() == {n: getattr(t, n) + want[n] for n in names}
