@@ -11,7 +11,7 @@ end-to-end model covers the T3 paper's Transformers, not pipeline-parallel train
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Sequence
+from typing import Dict, List, Mapping, Sequence
 
 from t3sim.analysis.flux_op import LARGE_M, SMALL_M, flux_rows, select, speedups_over
 from t3sim.analysis.paper_numbers import PaperNumber, lo_hi
@@ -90,7 +90,19 @@ def _mean(vals: Sequence[float]) -> float:
 def metrics(runs: Sequence[Run]) -> Dict[str, float]:
     """``{key: t3sim value}`` from the flux-op runs of every node present (NaN where a node has no results).
     Efficiencies are in percent, speedups as ratios (module doc for the readings)."""
-    rows = flux_rows(runs)
+    return metrics_from_rows(flux_rows(runs))
+
+
+def metrics_from_tables(tabs: Mapping[str, Sequence[Mapping]]) -> Dict[str, float]:
+    """:func:`metrics` from the table ``flux-op`` (``flux-op.csv``: :func:`~t3sim.analysis.flux_op.flux_rows`, one
+    row per run, as ``t3sim reproduce`` writes it into ``figures/``; NaN where it is missing): the same values to
+    the table's six significant digits."""
+    return metrics_from_rows(tabs.get("flux-op", []))
+
+
+def metrics_from_rows(rows: Sequence[Mapping]) -> Dict[str, float]:
+    """:func:`metrics` from :func:`~t3sim.analysis.flux_op.flux_rows`' rows (or the same rows read back from
+    ``flux-op.csv``)."""
     out: Dict[str, float] = {}
     e_all = []
     for sysname, t in _TAG.items():

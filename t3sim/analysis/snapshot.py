@@ -30,7 +30,8 @@ SETS = {"t3": NUMBERS, "flux": flux_numbers.NUMBERS, "ficco": ficco_numbers.NUMB
 #: sections whose t3sim values are a function of their figure tables alone: re-computed from ``figures/*.csv``
 #: (the same function ``t3sim reproduce`` uses), so a study re-run and re-plotted into ``figures/`` updates its
 #: values, and a stated number added since the snapshot was made gets one
-FROM_TABLES = {"ficco": ficco_numbers.metrics_from_tables, "fused": fused_numbers.metrics_from_tables}
+FROM_TABLES = {"flux": flux_numbers.metrics_from_tables, "ficco": ficco_numbers.metrics_from_tables,
+               "fused": fused_numbers.metrics_from_tables}
 
 
 def _invert(n: PaperNumber, t3sim: str, d: float) -> float:

@@ -192,6 +192,34 @@ def test_flux_metrics_follow_the_runs():
     assert one["overlap_efficiency"] == pytest.approx(1 - (one["total_us"] - seq["gemm_us"]) / (seq["total_us"] - seq["gemm_us"]))
 
 
+def test_flux_metrics_from_the_figure_table_equal_those_from_the_runs(tmp_path):
+    """``flux-op.csv`` read back (what a snapshot's ``figures/`` holds) gives the runs' values, so a FLUX re-run
+    re-plotted into the snapshot updates its section (snapshot.FROM_TABLES); on the committed snapshot the values
+    from its table are those its report printed."""
+    from t3sim.analysis import catalog, flux_numbers, flux_op, snapshot
+    from t3sim.analysis.facts import read_table, read_tables
+
+    inp = fake_inputs(quick=False)
+    runs = catalog.flux_runs(inp)
+    csv_path = next(p for p in flux_op.figure(runs, tmp_path) if p.suffix == ".csv")
+    got = flux_numbers.metrics_from_tables({"flux-op": read_table(csv_path)})
+    want = flux_numbers.metrics(runs)
+    assert set(got) == set(want)
+    for k in want:
+        assert (math.isnan(got[k]) and math.isnan(want[k])) or got[k] == pytest.approx(want[k], rel=1e-5), k
+    assert snapshot.FROM_TABLES["flux"] is flux_numbers.metrics_from_tables
+    snap = REPO / "experiments" / "reproduction"
+    printed = {}
+    with (snap / "reproduction.csv").open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            printed[row["key"]] = row
+    tab = flux_numbers.metrics_from_tables(read_tables(snap / "figures"))
+    by_key = {n.key: n for n in flux_numbers.NUMBERS}
+    for k, v in tab.items():
+        assert snapshot.value_of(by_key[k], printed[k]["t3sim"], printed[k]["diff_pts"], printed[k].get("diff")) \
+            == pytest.approx(v, rel=1e-4, abs=1e-6), k
+
+
 @pytest.mark.parametrize("kind,paper,value,diff", [
     ("pct", 20, 27.0, 7.0), ("speedup_x", 1.67, 1.60, -7.0), ("reduction_x", 2.0, 4.0, 25.0),
     ("range_pct", 40, 47.0, 2.0), ("range_pct", 40, 42.0, 0.0), ("range_pct", 40, 30.0, -10.0)])
