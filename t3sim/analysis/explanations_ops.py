@@ -14,7 +14,7 @@ from t3sim.analysis.claims import ABOVE, BELOW, DISAGREES, Claim, Cond
 
 C = Cond
 _M = {"large": "1024-8192", "small": "64-512"}
-_NODE = {"nvlink": "A100 NVLink", "h800": "H800"}
+_NODE = {"pcie": "A100 PCIe", "nvlink": "A100 NVLink", "h800": "H800"}
 
 
 def _pcie(tag: str, direction: Cond) -> Claim:
@@ -110,9 +110,34 @@ _ORDER = Claim(
     "{h8_ag_big_flux_over_te_hi:.2f}x of TE's (experiments/flux-op/README.md, finding 7)",
     (BELOW, C("FLUX slower than TE at every such point", "h8_ag_big_flux_over_te_hi", "<", 1.0)))
 
+def _pcie_rs(direction: Cond) -> Claim:
+    return Claim(
+        "on a100-pcie-8gpu the GEMM+RS at m = 512-1024 is communication-bound at every point (E cannot exceed GEMM / "
+        "communication, {pcie_rs_mid_cap_lo:.0f}-{pcie_rs_mid_cap_hi:.0f} %) and Transformer Engine's fastest "
+        "configuration there is copy-engine chunks (chunked_dma), whose all-to-all gets the full per-GPU PCIe rate "
+        "through the preset's single switch: TE's E {pcie_rs_mid_te_e_lo:.0f}-{pcie_rs_mid_te_e_hi:.0f} %, FLUX "
+        "{pcie_rs_mid_flux_over_te_lo:.2f}-{pcie_rs_mid_flux_over_te_hi:.2f}x of it; on the real two-socket node half "
+        "of each GPU's peers sit behind the other CPU socket, a P2P path the preset does not model "
+        "(configs/systems/a100-pcie-8gpu.yaml; experiments/flux-op/README.md, finding 2)",
+        (direction, C("every A100 PCIe GEMM+RS point at m = 512-1024 communication-bound (the collective alone longer "
+                      "than the GEMM alone)", "pcie_rs_mid_not_comm_bound_n", "<", 1),
+         C("TE's fastest A100 PCIe GEMM+RS at m = 512-1024 uses copy-engine chunks", "pcie_rs_mid_te_not_dma_n", "<",
+           1)))
+
+
+_STREAMS = Claim(
+    "t3sim's Transformer Engine runs its AllGather steps on up to three compute streams (TE's "
+    "NVTE_COMM_OVERLAP_MAX_STREAMS), where the steps' GEMMs fill each other's partial waves: on H800 at m = 1024-8192 "
+    "its best AG+GEMM E is {h8_te_ag_s3_e_lo:.0f}..{h8_te_ag_s3_e_hi:.0f} % on three streams against "
+    "{h8_te_ag_s1_e_lo:.0f}..{h8_te_ag_s1_e_hi:.0f} % on one; the paper does not say how many streams its TE used "
+    "(experiments/flux-op/README.md, finding 3)",
+    (ABOVE, C("three streams faster than one at every H800 AG+GEMM point at m = 1024-8192", "h8_te_ag_s3_not_better_n",
+              "<", 1)))
+
 FLUX_EXPLANATIONS: Dict[str, Claim] = {
     "flux_over_te_nvlink_hi": _step(ABOVE),
-    **{k: _step(BELOW) for k in ("te_e_h800_lo", "te_e_nvlink_lo")},
+    "te_e_nvlink_lo": _step(BELOW),
+    **{k: _STREAMS for k in ("te_e_h800_lo", "te_e_h800_hi")},
     **{k: _TE_RS for k in ("avg_te_e_nvlink", "avg_te_e_h800")},
     "flux_e_nvlink_lo": _nocost("nvlink", "large"),
     "flux_e_h800_lo": _nocost("h800", "large"),
@@ -123,12 +148,14 @@ FLUX_EXPLANATIONS: Dict[str, Claim] = {
     "small_flux_over_te_nvlink_lo": _nostart(BELOW),
     **{k: _pcie("large", ABOVE) for k in ("te_e_pcie_lo", "te_e_pcie_hi", "avg_te_e_pcie", "avg_flux_e_pcie")},
     **{k: _pcie("large", BELOW) for k in ("flux_over_te_pcie_lo", "flux_over_te_pcie_hi")},
-    **{k: _pcie("small", ABOVE) for k in ("small_te_e_pcie_hi", "small_flux_e_pcie_lo")},
-    **{k: _pcie("small", BELOW) for k in ("small_flux_over_te_pcie_lo", "small_flux_over_te_pcie_hi")},
+    "small_te_e_pcie_hi": _pcie_rs(ABOVE),
+    **{k: _pcie_rs(BELOW) for k in ("small_flux_over_te_pcie_lo", "small_flux_over_te_min")},
+    "small_flux_e_pcie_lo": _nocost("pcie", "small"),
+    "small_flux_over_te_pcie_hi": _TILE_X,
     **{k: _TILE for k in ("small_te_e_pcie_lo", "small_te_e_nvlink_lo", "small_te_e_h800_lo")},
     **{k: _TILE_X for k in ("small_flux_over_te_nvlink_hi", "small_flux_over_te_max")},
     **{k: _TMA for k in ("small_flux_e_h800_lo", "small_flux_e_h800_hi", "h800_rs64_flux_over_te",
-                         "small_flux_over_te_h800_lo", "small_flux_over_te_h800_hi", "small_flux_over_te_min")},
+                         "small_flux_over_te_h800_lo", "small_flux_over_te_h800_hi")},
     **{k: _FAST for k in ("flux_e_max", "te_e_nvlink_hi")},
 }
 

@@ -75,6 +75,49 @@ def _lowest_flux(br: Rows, system: str, tag: str) -> Dict[str, object]:
             f"flux_lo_is_ag_{node}_{tag}": float(r["direction"] == "ag_gemm")}
 
 
+def _pcie_rs_mid(br: Rows) -> Dict[str, object]:
+    """A100 PCIe GEMM+RS at m = 512-1024: communication-bound?, E's cap there, Transformer Engine's configuration,
+    E and FLUX's speed-up over it."""
+    caps, es, xs, bound_n, dma_n, n = [], [], [], 0, 0, 0
+    for m in (512, 1024):
+        seq, te, fl = (_best(br, PCIE, "gemm_rs", m, k) for k in ("non-overlap", "TE", "FLUX"))
+        if seq is None or te is None or fl is None:
+            continue
+        n += 1
+        bound_n += seq["ect_us"] > seq["gemm_alone_us"]
+        dma_n += str(te["variant"]).startswith("chunked_dma")
+        caps.append(100 * seq["gemm_alone_us"] / seq["ect_us"] if seq["ect_us"] > 0 else NAN)
+        es.append(100 * te["overlap_efficiency"])
+        xs.append(te["total_us"] / fl["total_us"] if fl["total_us"] > 0 else NAN)
+    out: Dict[str, object] = {"pcie_rs_mid_not_comm_bound_n": n - bound_n if n == 2 else NAN,
+                              "pcie_rs_mid_te_not_dma_n": n - dma_n if n == 2 else NAN}
+    out["pcie_rs_mid_cap_lo"], out["pcie_rs_mid_cap_hi"] = lo_hi(caps)
+    out["pcie_rs_mid_te_e_lo"], out["pcie_rs_mid_te_e_hi"] = lo_hi(es)
+    out["pcie_rs_mid_flux_over_te_lo"], out["pcie_rs_mid_flux_over_te_hi"] = lo_hi(xs)
+    return out
+
+
+def _h800_ag_streams(rows: Rows, br: Rows) -> Dict[str, object]:
+    """H800 AllGather+GEMM at m = 1024-8192: Transformer Engine's best E with its steps on one compute stream and on
+    up to three, and at how many points three streams are not better."""
+    one, three, worse = [], [], 0
+    for m in LARGE_M:
+        seq = _best(br, H800, "ag_gemm", m, "non-overlap")
+        te = [r for r in rows if (r["system"], r["direction"], r["m"], r["method"]) == (H800, "ag_gemm", m, "TE")
+              and fin(r["overlap_efficiency"])]
+        s1 = [100 * r["overlap_efficiency"] for r in te if not str(r["variant"]).endswith(" s3")]
+        s3 = [100 * r["overlap_efficiency"] for r in te if str(r["variant"]).endswith(" s3")]
+        if seq is None or not s1 or not s3:
+            return {}
+        one.append(max(s1))
+        three.append(max(s3))
+        worse += max(s3) <= max(s1)
+    out: Dict[str, object] = {"h8_te_ag_s3_not_better_n": worse}
+    out["h8_te_ag_s1_e_lo"], out["h8_te_ag_s1_e_hi"] = lo_hi(one)
+    out["h8_te_ag_s3_e_lo"], out["h8_te_ag_s3_e_hi"] = lo_hi(three)
+    return out
+
+
 def flux_facts(rows: Rows) -> Dict[str, object]:
     """FLUX's facts from the ``flux-op`` rows (every variant; each method's best per point is marked)."""
     br = best_rows(rows)
@@ -142,9 +185,11 @@ def flux_facts(rows: Rows) -> Dict[str, object]:
     out["te_ag2048_e_lo"], out["te_ag2048_e_hi"] = lo_hi(100 * r["overlap_efficiency"] for r in br if r["method"] == "TE"
                                                          and r["system"] in (NVL, H800) and r["direction"] == "ag_gemm"
                                                          and r["m"] >= 2048 and r["m"] in LARGE_M)
-    for sysname in (NVL, H800):
+    for sysname in (PCIE, NVL, H800):
         for tag in MS:
             out.update(_lowest_flux(br, sysname, tag))
+    out.update(_pcie_rs_mid(br))
+    out.update(_h800_ag_streams(rows, br))
     # H800 AllGather+GEMM at m = 4096-8192: FLUX over Transformer Engine
     r = []
     for m in big:

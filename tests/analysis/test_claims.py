@@ -190,6 +190,32 @@ def test_flux_claim_checks_its_own_measured_ratio(r4, r8, below):
         assert f"{min(r4, r8):.2f}-{max(r4, r8):.2f}x of TE's" in row["explanation"]
 
 
+@settings(max_examples=40, deadline=None)
+@given(s1=st.lists(st.floats(-3.0, 0.9), min_size=4, max_size=4), gain=st.lists(st.floats(-0.3, 0.6), min_size=4,
+                                                                                   max_size=4), above=st.booleans())
+def test_te_stream_claim_needs_three_streams_faster_at_every_point(s1, gain, above):
+    """te_e_h800_lo/hi (Transformer Engine's AllGather steps on three streams): explained only where t3sim is above
+    the paper and three streams beat one at every H800 AG+GEMM point of m = 1024-8192."""
+    rows = []
+    for m, e1, g in zip((1024, 2048, 4096, 8192), s1, gain):
+        e3 = e1 + g
+        base = {"system": "h800-8gpu", "direction": "ag_gemm", "m": m, "gemm_us": 0.0, "gemm_alone_us": 100.0,
+                "speedup_over_non_overlap": 1.0}
+        rows += [dict(base, method="non-overlap", variant="sequential", total_us=200.0, ect_us=100.0,
+                      overlap_efficiency=0.0, best=True),
+                 dict(base, method="TE", variant="chunked_dma x8", total_us=200 - 100 * e1, ect_us=100 - 100 * e1,
+                      overlap_efficiency=e1, best=e1 >= e3),
+                 dict(base, method="TE", variant="chunked_dma x8 s3", total_us=200 - 100 * e3, ect_us=100 - 100 * e3,
+                      overlap_efficiency=e3, best=e3 > e1)]
+    facts = section_facts({"flux-op": rows}, {})["flux"]
+    n = next(n for n in flux_numbers.NUMBERS if n.key == "te_e_h800_hi")
+    v = float(n.value) + (10.0 if above else -10.0)
+    row = next(r for r in table_rows({n.key: v}, flux_numbers.NUMBERS, FLUX_EXPLANATIONS, facts) if r["key"] == n.key)
+    assert row["explained"] is (above and all(g > 0 for g in gain))
+    if row["explained"]:
+        assert f"{100 * min(e + g for e, g in zip(s1, gain)):.0f}.." in row["explanation"]
+
+
 def test_ficco_claim_checks_where_the_contention_lands():
     """gemm_cil_dma_vs_rccl: the RCCL collective (not the GEMM) is slowed; with the GEMM slowed it is refused."""
     n = next(n for n in ficco_numbers.NUMBERS if n.key == "gemm_cil_dma_vs_rccl")
