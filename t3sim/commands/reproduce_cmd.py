@@ -200,10 +200,12 @@ class _Validation:
     def __init__(self, out: Path, quick: bool, jobs: int, log) -> None:
         self.out, self.quick, self.jobs, self.log = out, quick, jobs, log
         self.proc = None
+        self.output = None  # the process's stdout and stderr (a temporary file)
         self.info: Dict[str, object] = {}
 
     def start(self) -> "_Validation":
         import subprocess
+        import tempfile
 
         from t3sim.analysis.catalog import VALIDATION_STEM, VALIDATION_SYSTEM, validation_csv
         from t3sim.analysis.comparison import write_csv_atomic
@@ -237,15 +239,19 @@ class _Validation:
         args = ["validate", "--system", str(REPO / vin["system"]), "--measured", str(src),
                 "--out", str(out / "validation" / VALIDATION_SYSTEM), "--jobs", str(max(self.jobs, 1))]
         self.info["new"] = len(rows)
+        # its output goes to a file, not a pipe: nothing reads it until the sweep ends, and a full pipe would stall it
+        self.output = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen([sys.executable, "-c", "import sys; from t3sim.cli import main; "
                                       "sys.exit(main(sys.argv[1:]))", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                     stdout=self.output, stderr=subprocess.STDOUT, text=True)
         return self
 
     def finish(self) -> Dict[str, object]:
         if self.proc is not None:
-            text, _ = self.proc.communicate()
-            self.log.write(text)
+            self.proc.wait()
+            self.output.seek(0)
+            self.log.write(self.output.read())
+            self.output.close()
             if self.proc.returncode:
                 self.info["failed"] = self.info["new"]
                 self.info["errors"] = [f"t3sim validate exited {self.proc.returncode}"]
@@ -258,6 +264,7 @@ class _Validation:
             self.proc.terminate()
             self.proc.wait()
             self.proc = None
+            self.output.close()
 
 
 def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[str] = ("png",),
