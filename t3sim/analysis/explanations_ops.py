@@ -17,19 +17,19 @@ _M = {"large": "1024-8192", "small": "64-512"}
 _NODE = {"pcie": "A100 PCIe", "nvlink": "A100 NVLink", "h800": "H800"}
 
 
-def _pcie(tag: str, direction: Cond) -> Claim:
+def _pcie(direction: Cond) -> Claim:
     return Claim(
-        f"on a100-pcie-8gpu every point at m = {_M[tag]} is communication-bound (at m = 1024: GEMM "
+        "on a100-pcie-8gpu every point at m = 1024-8192 is communication-bound (at m = 1024: GEMM "
         "{pcie_rs1024_gemm_us:.0f} us, non-overlapped RS {pcie_rs1024_rs_us:.0f} us), so E cannot exceed GEMM / "
-        "communication (" f"{{pcie_{tag}_cap_lo:.0f}}-{{pcie_{tag}_cap_hi:.0f}}" " %); t3sim's Transformer Engine "
-        f"comes within {{pcie_{tag}_te_gap_mean:.1f}} points of that cap on average because its copy-engine "
-        "all-to-all gets the full per-GPU PCIe rate through the preset's single switch; the paper's TE, "
-        "{P_flux_over_te_pcie_lo:.2f}-{P_flux_over_te_pcie_hi:.2f}x slower than FLUX, must have moved its chunks far "
-        "below NCCL's rate on the real two-socket node, whose cross-socket P2P path the preset does not model "
-        "(configs/systems/a100-pcie-8gpu.yaml; experiments/flux-op/README.md, finding 2)",
-        (direction, C(f"every A100 PCIe point at m = {_M[tag]} communication-bound (the collective alone longer than "
-                      "the GEMM alone)", f"pcie_{tag}_not_comm_bound_n", "<", 1),
-         C("Transformer Engine within 10 points of that cap on average", f"pcie_{tag}_te_gap_mean", "<=", 10.0)))
+        "communication ({pcie_large_cap_lo:.0f}-{pcie_large_cap_hi:.0f} %); t3sim's Transformer Engine comes within "
+        "{pcie_large_te_gap_mean:.1f} points of that cap on average because its copy-engine all-to-all gets the full "
+        "per-GPU PCIe rate through the preset's single switch; the paper's TE, {P_flux_over_te_pcie_lo:.2f}-"
+        "{P_flux_over_te_pcie_hi:.2f}x slower than FLUX, must have moved its chunks far below NCCL's rate on the real "
+        "two-socket node, whose cross-socket P2P path the preset does not model (configs/systems/a100-pcie-8gpu.yaml; "
+        "experiments/flux-op/README.md, finding 2)",
+        (direction, C("every A100 PCIe point at m = 1024-8192 communication-bound (the collective alone longer than "
+                      "the GEMM alone)", "pcie_large_not_comm_bound_n", "<", 1),
+         C("Transformer Engine within 10 points of that cap on average", "pcie_large_te_gap_mean", "<=", 10.0)))
 
 
 _TILE_TEXT = (
@@ -146,8 +146,8 @@ FLUX_EXPLANATIONS: Dict[str, Claim] = {
     "flux_over_te_h800_lo": _ORDER,
     **{k: _nostart(ABOVE) for k in ("small_te_e_nvlink_hi", "small_te_e_h800_hi")},
     "small_flux_over_te_nvlink_lo": _nostart(BELOW),
-    **{k: _pcie("large", ABOVE) for k in ("te_e_pcie_lo", "te_e_pcie_hi", "avg_te_e_pcie", "avg_flux_e_pcie")},
-    **{k: _pcie("large", BELOW) for k in ("flux_over_te_pcie_lo", "flux_over_te_pcie_hi")},
+    **{k: _pcie(ABOVE) for k in ("te_e_pcie_lo", "te_e_pcie_hi", "avg_te_e_pcie", "avg_flux_e_pcie")},
+    **{k: _pcie(BELOW) for k in ("flux_over_te_pcie_lo", "flux_over_te_pcie_hi")},
     "small_te_e_pcie_hi": _pcie_rs(ABOVE),
     **{k: _pcie_rs(BELOW) for k in ("small_flux_over_te_pcie_lo", "small_flux_over_te_min")},
     "small_flux_e_pcie_lo": _nocost("pcie", "small"),

@@ -32,25 +32,34 @@ def _seq_ect(br: Rows, system: str, direction: str, m: int) -> float:
     return float(r["ect_us"]) if r else NAN
 
 
-def _pcie(br: Rows, tag: str) -> Dict[str, object]:
-    """A100 PCIe: is every point communication-bound (the collective alone longer than the GEMM alone), E's cap
-    there (GEMM / communication) and Transformer Engine's mean distance to it."""
-    caps, gaps, bound_n, n = [], [], 0, 0
-    for d in ("gemm_rs", "ag_gemm"):
-        for m in MS[tag]:
-            seq, te = _best(br, PCIE, d, m, "non-overlap"), _best(br, PCIE, d, m, "TE")
-            if seq is None:
+def _pcie(br: Rows, pre: str, ms: Sequence[int], directions: Sequence[str]) -> Dict[str, object]:
+    """A100 PCIe at ``ms`` x ``directions`` (facts ``<pre>_*``): how many points are not communication-bound (the
+    collective alone no longer than the GEMM alone) and at how many Transformer Engine's fastest configuration is
+    not copy-engine chunks (NaN where a point is missing), E's cap at the bound ones (GEMM / communication), TE's
+    mean distance to it, TE's E and FLUX's speed-up over TE."""
+    caps, gaps, es, xs, bound_n, dma_n, n = [], [], [], [], 0, 0, 0
+    for d in directions:
+        for m in ms:
+            seq, te, fl = (_best(br, PCIE, d, m, k) for k in ("non-overlap", "TE", "FLUX"))
+            if seq is None or te is None:
                 continue
             n += 1
+            dma_n += str(te["variant"]).startswith("chunked_dma")
+            es.append(100 * te["overlap_efficiency"])
+            if fl is not None and fl["total_us"] > 0:
+                xs.append(te["total_us"] / fl["total_us"])
             if seq["ect_us"] > seq["gemm_alone_us"]:
                 bound_n += 1
                 cap = 100 * seq["gemm_alone_us"] / seq["ect_us"]
                 caps.append(cap)
-                if te is not None:
-                    gaps.append(cap - 100 * te["overlap_efficiency"])
-    out: Dict[str, object] = {f"pcie_{tag}_points_n": n, f"pcie_{tag}_not_comm_bound_n": n - bound_n if n else NAN}
-    out[f"pcie_{tag}_cap_lo"], out[f"pcie_{tag}_cap_hi"] = lo_hi(caps)
-    out[f"pcie_{tag}_te_gap_mean"] = sum(gaps) / len(gaps) if gaps else NAN
+                gaps.append(cap - 100 * te["overlap_efficiency"])
+    every = n == len(ms) * len(directions)
+    out: Dict[str, object] = {f"{pre}_points_n": n, f"{pre}_not_comm_bound_n": n - bound_n if every else NAN,
+                              f"{pre}_te_not_dma_n": n - dma_n if every else NAN}
+    out[f"{pre}_cap_lo"], out[f"{pre}_cap_hi"] = lo_hi(caps)
+    out[f"{pre}_te_gap_mean"] = sum(gaps) / len(gaps) if gaps else NAN
+    out[f"{pre}_te_e_lo"], out[f"{pre}_te_e_hi"] = lo_hi(es)
+    out[f"{pre}_flux_over_te_lo"], out[f"{pre}_flux_over_te_hi"] = lo_hi(xs)
     return out
 
 
@@ -73,28 +82,6 @@ def _lowest_flux(br: Rows, system: str, tag: str) -> Dict[str, object]:
     node = next(k for k, v in NODES.items() if v == system)
     return {f"flux_lo_e_{node}_{tag}": 100 * r["overlap_efficiency"], f"flux_lo_m_{node}_{tag}": r["m"],
             f"flux_lo_is_ag_{node}_{tag}": float(r["direction"] == "ag_gemm")}
-
-
-def _pcie_rs_mid(br: Rows) -> Dict[str, object]:
-    """A100 PCIe GEMM+RS at m = 512-1024: communication-bound?, E's cap there, Transformer Engine's configuration,
-    E and FLUX's speed-up over it."""
-    caps, es, xs, bound_n, dma_n, n = [], [], [], 0, 0, 0
-    for m in (512, 1024):
-        seq, te, fl = (_best(br, PCIE, "gemm_rs", m, k) for k in ("non-overlap", "TE", "FLUX"))
-        if seq is None or te is None or fl is None:
-            continue
-        n += 1
-        bound_n += seq["ect_us"] > seq["gemm_alone_us"]
-        dma_n += str(te["variant"]).startswith("chunked_dma")
-        caps.append(100 * seq["gemm_alone_us"] / seq["ect_us"] if seq["ect_us"] > 0 else NAN)
-        es.append(100 * te["overlap_efficiency"])
-        xs.append(te["total_us"] / fl["total_us"] if fl["total_us"] > 0 else NAN)
-    out: Dict[str, object] = {"pcie_rs_mid_not_comm_bound_n": n - bound_n if n == 2 else NAN,
-                              "pcie_rs_mid_te_not_dma_n": n - dma_n if n == 2 else NAN}
-    out["pcie_rs_mid_cap_lo"], out["pcie_rs_mid_cap_hi"] = lo_hi(caps)
-    out["pcie_rs_mid_te_e_lo"], out["pcie_rs_mid_te_e_hi"] = lo_hi(es)
-    out["pcie_rs_mid_flux_over_te_lo"], out["pcie_rs_mid_flux_over_te_hi"] = lo_hi(xs)
-    return out
 
 
 def _h800_ag_streams(rows: Rows, br: Rows) -> Dict[str, object]:
@@ -124,8 +111,8 @@ def flux_facts(rows: Rows) -> Dict[str, object]:
     out: Dict[str, object] = {}
     if not br:
         return out
-    for tag in MS:
-        out.update(_pcie(br, tag))
+    out.update(_pcie(br, "pcie_large", LARGE_M, ("gemm_rs", "ag_gemm")))  # every point at m = 1024-8192
+    out.update(_pcie(br, "pcie_rs_mid", (512, 1024), ("gemm_rs",)))  # the GEMM+RS at m = 512-1024
     seq = _best(br, PCIE, "gemm_rs", 1024, "non-overlap")
     if seq is not None:
         out["pcie_rs1024_gemm_us"], out["pcie_rs1024_rs_us"] = seq["gemm_alone_us"], seq["ect_us"]
@@ -188,7 +175,6 @@ def flux_facts(rows: Rows) -> Dict[str, object]:
     for sysname in (PCIE, NVL, H800):
         for tag in MS:
             out.update(_lowest_flux(br, sysname, tag))
-    out.update(_pcie_rs_mid(br))
     out.update(_h800_ag_streams(rows, br))
     # H800 AllGather+GEMM at m = 4096-8192: FLUX over Transformer Engine
     r = []

@@ -91,6 +91,13 @@ class PointOutcome:
         return "failed" if self.error else ("reused" if self.reused else "simulated")
 
 
+def sharer_labels(configs: Sequence) -> List[str]:
+    """How the points of one shared simulation are named (``meta.shared_simulation``, the progress log): their
+    scheme kinds, each as ``experiment:kind`` where the points come from more than one experiment file."""
+    one = len({c.name for c in configs}) == 1
+    return [c.scheme.kind if one else f"{c.name}:{c.scheme.kind}" for c in configs]
+
+
 def simulate_point(point: Point) -> Union[RunResult, PointError]:
     """Simulate one point; errors come back as a :class:`PointError` value (picklable, no traceback to unpickle)."""
     from t3sim.system.run import simulate  # lazy: t3sim.system.run imports this module
@@ -262,8 +269,8 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
                         continue
                     d = store.write(v, replace=force)
                     outcomes[i] = PointOutcome(p, v, False, d)
-                    others = [(points[k].config.scheme.kind if points[k].config.name == p.config.name
-                               else f"{points[k].config.name}:{points[k].config.scheme.kind}") for k in members if k != i]
+                    labels = sharer_labels([points[k].config for k in members])
+                    others = [lab for k, lab in zip(members, labels) if k != i]
                     shared = f" (shared with {', '.join(others)})" if others else ""
                     progress.point_done(p.label, f"done in {v.meta.get('wall_s', 0):.1f} s{shared} -> {d}",
                                         weight=weights[i], task=j)

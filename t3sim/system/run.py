@@ -22,7 +22,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from t3sim.config.experiment import ExperimentConfig
 from t3sim.config.sweep import expand
 from t3sim.exec.progress import Progress
-from t3sim.exec.runner import PointOutcome, run_points  # noqa: F401  (PointOutcome: re-exported)
+from t3sim.exec.runner import PointOutcome, run_points, sharer_labels  # noqa: F401  (PointOutcome: re-exported)
 from t3sim.results.store import RunResult, canonical_json
 from t3sim.schemes import scheme_for
 from t3sim.system.model import SystemModel
@@ -139,9 +139,8 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False, pr
                    "model": w.name, "sublayer": w.label, "tp": w.tp,
                    "mode": exp.simulation.mode, **phases.summary(), **traffic_summary(stats)}
         meta = {"wall_s": wall_s, "host": platform.node(), "python": sys.version.split()[0]}
-        if len(exps) > 1:  # the points that shared it: schemes, named with their experiment where those differ
-            meta["shared_simulation"] = [s.name if len({e.name for e in exps}) == 1 else f"{e.name}:{s.name}"
-                                         for e, s in zip(exps, schemes)]
+        if len(exps) > 1:
+            meta["shared_simulation"] = sharer_labels(exps)
         trace = tl.build(model, stats, samples) if timeline else None
         results.append(RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed, meta,
                                  trace))

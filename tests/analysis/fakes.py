@@ -200,3 +200,16 @@ def write_fake_results(root: Path, quick: bool = True, only=None) -> Path:
         for mb, meas, sim in ((6, 50.6, 52.9), (12, 60.1, 65.6), (24, 93.4, 91.2)):
             w.writerow(["reduce_scatter", 4, mb, "bf16", meas, meas, sim, round(sim / meas - 1, 5)])
     return root
+
+
+def assert_same_metrics(got: dict, want: dict, rel: float = 1e-5) -> None:
+    """A section's values from its figure table (``metrics_from_tables``) against those from the runs: the same
+    keys, each equal to the table's six significant digits or NaN in both."""
+    import math
+
+    import pytest
+
+    assert set(got) == set(want)
+    for k in want:
+        assert (math.isnan(got[k]) and math.isnan(want[k])) or got[k] == pytest.approx(want[k], rel=rel), k
+

@@ -13,6 +13,7 @@ from t3sim.analysis.runs import Run
 from t3sim.config.sweep import expand
 from t3sim.config.ficco import SCHEDULES
 
+from tests.analysis.fakes import assert_same_metrics
 from tests.conftest import REPO
 
 #: made-up times per method: the baseline's comm 100, GEMM 200; FiCCO schedules get per-scenario orders
@@ -77,9 +78,7 @@ def test_metrics_from_the_figure_table_equal_those_from_the_runs(tmp_path):
     csv_path = next(p for p in ficco.figure(runs, tmp_path) if p.suffix == ".csv")
     got = ficco_numbers.metrics_from_tables({"ficco": read_table(csv_path)})
     want = ficco_numbers.metrics(runs)
-    assert set(got) == set(want)
-    for k in want:
-        assert (math.isnan(got[k]) and math.isnan(want[k])) or got[k] == pytest.approx(want[k], rel=1e-5), k
+    assert_same_metrics(got, want)
     assert 0 < want["heuristic_synthetic"] < 100  # the runs' winners differ from the picks in some scenarios
     assert FROM_TABLES["ficco"] is ficco_numbers.metrics_from_tables
 
