@@ -5,7 +5,9 @@
     t3sim bench [--quick | --schemes] [--json] [--case NAME ...] [--list]
 
 For each case, in a fresh Python process (so peak memory is the case's own): wall-clock
-seconds of the simulation (after a numba warm-up, which is excluded), simulated time,
+seconds of the simulation (after a numba warm-up, which is excluded) and the CPU seconds it took (user and
+system, from ``getrusage``: system time is the kernel's, mostly page faults on first-touched arrays, and on a VM it
+swings with the host's memory state; a wall time far above user + system is CPU contention), simulated time,
 slowdown (wall / simulated), DRAM requests per wall-clock second (column accesses of hbm.access_size_B of
 every simulated GPU's HBM), simpy events per wall-clock second, and peak resident memory
 of the process (``ru_maxrss``, which includes the interpreter and imports, ~0.2 GB).
@@ -224,7 +226,10 @@ def _peak_rss_MB() -> float:
 
 
 def run_case(name: str) -> Dict[str, object]:
-    """Run one case in this process and measure it."""
+    """Run one case in this process and measure it (CPU seconds: this process's, or its children's for a
+    sweep; the warm-up excluded)."""
+    import resource
+
     from t3sim.config import SystemConfig
     from t3sim.memory.memtest import warm_up
 
@@ -232,6 +237,8 @@ def run_case(name: str) -> Dict[str, object]:
     if case["kind"] != "sweep":  # a sweep simulates in its own processes
         warm_up(SystemConfig())  # numba compile/cache load, outside the timing
     out: Dict[str, object] = {"case": name, "what": case["what"]}
+    who = resource.RUSAGE_CHILDREN if case["kind"] == "sweep" else resource.RUSAGE_SELF
+    r0 = resource.getrusage(who)
     if case["kind"] == "sweep":
         out.update(_run_sweep(case))
     elif case["kind"] == "memtest":
@@ -269,6 +276,8 @@ def run_case(name: str) -> Dict[str, object]:
         sim_us = float(st.value("sim.end_us")) if "sim.end_us" in st else float(r.summary.get("total_us", 0.0))
         out.update(wall_s=wall, simulated_us=sim_us, dram_requests=reqs, simpy_events=counted["events"],
                    summary={k: v for k, v in r.summary.items() if k.endswith("_us")})
+    r1 = resource.getrusage(who)
+    out["cpu_user_s"], out["cpu_sys_s"] = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
     sim_s = out["simulated_us"] * 1e-6
     out["slowdown"] = out["wall_s"] / sim_s if sim_s > 0 else None
     out["dram_requests_per_s"] = out["dram_requests"] / out["wall_s"]
@@ -340,7 +349,7 @@ def _in_child(name: str) -> Dict[str, object]:
 def _fmt(r: Dict[str, object]) -> str:
     if "error" in r:
         return f"{r['case']:<18} ERROR {r['error']}"
-    return (f"{r['case']:<18} wall {r['wall_s']:8.2f} s  simulated {r['simulated_us']:9.2f} us  "
+    return (f"{r['case']:<18} wall {r['wall_s']:8.2f} s  cpu {r['cpu_user_s']:.2f}+{r['cpu_sys_s']:.2f} s  simulated {r['simulated_us']:9.2f} us  "
             f"slowdown {r['slowdown']:10.3g}  DRAM req/s {r['dram_requests_per_s']:10.3g}  "
             f"events/s {_g(r['simpy_events_per_s'])}  peak {r['peak_rss_MB']:7.0f} MB")
 

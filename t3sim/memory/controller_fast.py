@@ -132,12 +132,39 @@ class FastController:
 
     #: with a command log, simulate at most this many cycles per kernel call (bounds the log buffer)
     LOG_CHUNK = 1 << 20
+    #: requests whose issue records one call may return at most (9 int64 each: 9.4 MiB) when more are
+    #: outstanding; :meth:`piece_cycles` then cuts the run into pieces (``MemorySystem._run``). Without it a
+    #: run of 2M requests submitted at once (``hbm-stream``) wrote its records to a 137 MiB buffer.
+    OUT_CAP = 1 << 17
+
+    def piece_cycles(self) -> int:
+        """Cycles per kernel call for the caller to simulate in, 0 for one call: with more than
+        :data:`OUT_CAP` requests outstanding (and no command log, whose runs :meth:`run` cuts itself),
+        ``OUT_CAP // (units x admissions per cycle)``, so that a call issues and admits at most ``OUT_CAP``
+        (a unit issues one column command per cycle). The same simulation: a unit's run does not depend on
+        where it is cut (:func:`~t3sim.memory.fast_kernel.run_kernel`)."""
+        ms = self.ms
+        if ms.record_commands or ms.outstanding <= self.OUT_CAP:
+            return 0
+        return max(1, self.OUT_CAP // (self.US.shape[0] * max(1, int(self.P[P_ADM]))))
+
+    def min_cycle(self) -> int:
+        """The cycle of the unit furthest behind."""
+        return int(self.US[:, CYC].min())
+
+    def reached(self, cycle: int) -> bool:
+        """Whether some unit has been simulated up to ``cycle`` (after a run that stops idle units: one
+        has not stopped before it)."""
+        return bool((self.US[:, CYC] >= cycle).any())
 
     def run(self, until: int, stop_when_idle: bool):
         """Simulate every unit up to cycle ``until`` (exclusive); return (issued, admitted) request indices."""
         ms = self.ms
         left = ms.outstanding
         if not ms.record_commands:
+            if left > self.OUT_CAP:  # a piece (piece_cycles): at most one issue and P_ADM admissions per unit-cycle
+                # (Python integers: ``until`` may be near the int64 limit)
+                left = min(left, sum(max(0, until - c) for c in self.US[:, CYC].tolist()) * max(1, int(self.P[P_ADM])))
             res = self._run(until, stop_when_idle, left)
             self.records = self._out
             return res

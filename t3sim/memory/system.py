@@ -386,6 +386,21 @@ class MemorySystem:
             else:
                 self.batches.known(done, ticks)
             return
+        span = eng.piece_cycles() if self.mode == "fast" else 0
+        if not span:
+            self._run_piece(until, stop_when_idle)
+            return
+        lim = eng.min_cycle()
+        while lim < until:  # in pieces (FastController.piece_cycles): the same simulation
+            lim = min(until, lim + span)
+            self._run_piece(lim, stop_when_idle)
+            if stop_when_idle and not eng.reached(lim):
+                break  # every unit stopped idle
+
+    def _run_piece(self, until: int, stop_when_idle: bool) -> None:
+        """The controllers' run up to ``until`` (not fused): issued and admitted requests reported and retired."""
+        eng = self.engine
+        hook = self._enqueue_hook
         issued, admitted = eng.run(until, stop_when_idle)
         if not stop_when_idle:
             self._kernel_at = until

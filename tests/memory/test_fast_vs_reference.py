@@ -96,3 +96,40 @@ def test_advance_in_steps_equals_one_run():
 @given(traces())
 def test_fast_equals_reference_many(trace):
     test_fast_equals_reference_on_random_traces.hypothesis.inner_test(trace)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(traces(), st.sampled_from([1, 5, 64]))
+def test_run_in_pieces_equals_one_call(trace, cap):
+    """With more requests outstanding than FastController.OUT_CAP, MemorySystem._run simulates in pieces of
+    ``OUT_CAP // (units x admissions per cycle)`` cycles (the path hbm-stream takes without a command log):
+    the same completions, occupancy and statistics as one call."""
+    from t3sim.memory.controller_fast import FastController
+
+    cfg, batches = trace
+    whole = run(cfg, batches, "fast", record=False)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(FastController, "OUT_CAP", cap)
+        cut = run(cfg, batches, "fast", record=False)
+        assert cut.engine.piece_cycles() == 0  # nothing outstanding any more
+    n = whole.n
+    assert np.array_equal(cut.r_done[:n], whole.r_done[:n])
+    assert np.array_equal(cut.occ_hist, whole.occ_hist)
+    assert cut.now_tick == whole.now_tick
+    assert cut.stats().to_dict() == whole.stats().to_dict()
+
+
+def test_hbm_stream_runs_in_pieces():
+    """A stream of 300k reads submitted at once (more than OUT_CAP) is cut into pieces, and its output buffer
+    stays at OUT_CAP records."""
+    from t3sim.memory import MemorySystem
+    from t3sim.memory.controller_fast import FastController
+
+    cfg = system(4)
+    ms = MemorySystem(cfg, mode="fast")
+    n = FastController.OUT_CAP + 5000
+    ms.submit(0, np.arange(n, dtype=np.int64) * 32, "read", "compute", "gemm")
+    assert ms.engine.piece_cycles() == FastController.OUT_CAP // (4 * cfg.memory_controller.admissions_per_cycle)
+    ms.run_until_idle()
+    assert ms.outstanding == 0 and int(ms.batches.remaining[0]) == 0
+    assert ms.engine._out.shape[1] <= FastController.OUT_CAP
