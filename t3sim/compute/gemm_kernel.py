@@ -236,13 +236,18 @@ class GemmKernel(Component):
         return self.clock.cycle_to_tick(now_c + cycles) - self.env.now
 
     def _slice_addrs(self, operand: str, t: int, s0: int, s1: int) -> np.ndarray:
-        """Requests of A's tile row ``t`` (or B's tile column) over k-steps ``[s0, s1)``, memoised:
-        every WG of a tile row (column) loads the same A (B) slices."""
-        key = (operand, t, s0)
+        """Requests of A's tile row ``t`` (or B's tile column) over k-steps ``[s0, s1)``: a view of the tile's
+        requests over all k-steps, computed in one vectorised call on first use and memoised (every WG of a
+        tile row (column) loads the same A (B) slices; equal to ``slice_requests(geom, operand, t, s0, s1)``,
+        which lists the steps' requests in step order)."""
+        key = (operand, t)
         got = self._addr_cache.get(key)
         if got is None:
-            got = self._addr_cache[key] = slice_requests(self.geom, operand, t, s0, s1)[0]
-        return got
+            steps = self.geom.k_steps
+            addr, step = slice_requests(self.geom, operand, t, 0, steps)
+            got = self._addr_cache[key] = (addr, np.searchsorted(step, np.arange(steps + 1)))
+        addr, at = got
+        return addr[at[s0]:at[s1]]
 
     def _loads(self, seq: int, tm: int, tn: int, s0: int, s1: int) -> simpy.Event:
         """Issue the A and B slices of k-steps ``[s0, s1)`` of tile ``(tm, tn)``; the event fires when they are in
