@@ -283,6 +283,8 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
     unknown = [x for x in only if x not in known]
     if unknown:
         raise InputError("--only", repr(unknown[0]), ", ".join(sorted(known)))
+    if run and jobs != 1:
+        executors.prestart()
     infos: List[Dict[str, object]] = []
     hashes: Dict[str, List[str]] = {}
     specs = [spec for spec in SPECS if not ((only and spec.folder not in only) or (quick and spec.quick is None))]

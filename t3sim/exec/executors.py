@@ -65,6 +65,17 @@ def _pool_context():
     return multiprocessing.get_context("spawn")  # pragma: no cover - not POSIX
 
 
+def prestart() -> None:
+    """Start the worker pools' fork server now: it imports the simulator in its own process while the caller
+    goes on (loading configs, expanding sweeps), so the first :func:`local_pool` forks its workers at once
+    instead of waiting about a second for that import. Optional; idempotent."""
+    ctx = _pool_context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
 #: in a worker process: where the progress of its simulations goes (set by _worker_init)
 _progress_queue = None
 _task = -1

@@ -156,3 +156,17 @@ def test_source_revision_outside_git_hashes_the_sources(tmp_path):
     (pkg / "a.py").write_text("x = 3\n")
     assert source_revision(tmp_path) != first  # any source change is a new revision
     assert source_revision(tmp_path / "empty") == ""
+
+
+def test_config_yaml_is_the_safe_dumpers_text():
+    """config.yaml goes through LibYAML's emitter where PyYAML has it; its text is the pure-Python SafeDumper's
+    (on a full resolved config: nested sections, None, floats, lists, long strings)."""
+    import yaml
+
+    from t3sim.config import load_experiment
+    from t3sim.results.store import config_yaml
+
+    cfg = load_experiment("configs/experiments/default.yaml").model_dump(mode="json")
+    cfg["description"] = "a long description " * 12 + "with: colons, 'quotes' and # hashes"
+    assert config_yaml(cfg) == yaml.safe_dump(cfg, sort_keys=False)
+    assert yaml.safe_load(config_yaml(cfg)) == cfg

@@ -179,6 +179,22 @@ def test_local_pool_hands_out_items_in_the_given_order():
     assert [j for j, _ in started] == [5, 4, 3, 2, 1, 0]  # one worker: they end in the order they were handed out
 
 
+def test_prestarted_fork_server_serves_the_pools():
+    """``prestart`` (reproduce: the fork server imports the simulator while the configs load) is idempotent, and
+    pools made after it fork their workers from that server."""
+    import multiprocessing
+
+    executors.prestart()
+    executors.prestart()
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        from multiprocessing import forkserver
+
+        assert forkserver._forkserver._forkserver_pid is not None  # running
+    results = dict(executors.local_pool(_pid_of, [0, 1, 2], 2))
+    assert {j: v[0] for j, v in results.items()} == {0: 0, 1: 1, 2: 2}
+    assert all(v[1] != __import__("os").getpid() for v in results.values())
+
+
 # ------------------------------------------------------------------------------- the CLI
 
 
