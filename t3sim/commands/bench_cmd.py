@@ -66,6 +66,9 @@ CASES: Dict[str, dict] = {
     "tp16-256-explicit": dict(kind="experiment", config=_DEFAULT,
                               overrides=_TP16 + ["workload.tokens=256", "simulation.mode=explicit"],
                               what="T-NLG FC-2 TP=16 on 16 GPUs, 256 tokens, explicit (every GPU simulated)"),
+    "gemm-1m-sampled": dict(kind="experiment", config="configs/experiments/sampled-1m-gemm.yaml", overrides=[],
+                            what="FiCCO Table I g12: a 1M x 57K x 8K all-gather + GEMM (TP 8) on the Table 1 system, "
+                                 "sampled (simulation.sampling.mode waves)"),
     "fig16-1k": dict(kind="sweep", config="configs/experiments/t3-sublayers.yaml", overrides=["workload.tokens=1024"],
                      jobs=2, what="the 80 Fig. 16 points (16 sub-layers x 5 schemes) at 1024 tokens, t3sim run -j 2"),
     "fig16": dict(kind="sweep", config="configs/experiments/t3-sublayers.yaml", overrides=[], jobs=2,
