@@ -90,6 +90,28 @@ class CachedLocalOutput:
         return Stored(written=self.hier.write(np.unique(reqs.addr), self.category))
 
 
+class AccumulatingOutput:
+    """C += the tile (beta = 1; FiCCO's K-sharded GEMMs): read the tile's C lines, retire the WG when they are
+    back (its epilogue needs them), then write them (cached, as :class:`CachedLocalOutput`); the kernel's end
+    waits for the write. A subclass may count the reads (:meth:`count_reads`); the windowed GEMM runs this
+    sink only where :meth:`store` is this one (:func:`t3sim.compute.gemm_window.eligible`)."""
+
+    def __init__(self, hier: MemoryHierarchy, category: str = "gemm"):
+        self.hier, self.category = hier, category
+
+    def count_reads(self, lines: int) -> None:
+        """``lines`` request lines of C were read (called per tile, or once with the total by a window)."""
+
+    def store(self, seq: int, tile: int, reqs: StoreRequests) -> Stored:
+        h, cat = self.hier, self.category
+        addrs = np.unique(reqs.addr)
+        self.count_reads(len(addrs))
+        read = h.read(addrs, cat)
+        written = h.env.event()
+        read.callbacks.append(lambda _e: h.write(addrs, cat).callbacks.append(lambda _e2: written.succeed()))
+        return Stored(retire=read, written=written)
+
+
 @dataclass
 class GemmRun:
     """What a finished GEMM kernel reports (ticks)."""

@@ -15,7 +15,8 @@ counts simpy events.
 When. A kernel runs windowed (:func:`eligible`) only where the mirrored events are all that
 happens on its GPU while it runs: the caller marks it ``exclusive`` (nothing else uses the GPU's
 memory or CUs meanwhile: a program with one stream, :func:`t3sim.schemes.program.run_program`),
-the output goes through :class:`~t3sim.compute.gemm_kernel.CachedLocalOutput`, no cluster, prologue,
+the output goes through :class:`~t3sim.compute.gemm_kernel.CachedLocalOutput` or
+:class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` (:func:`sink_kind`), no cluster, prologue,
 stage callback, WG trace, CU mask, enqueue hook, functional data or command log, the memory is idle
 and has the environment's only port, and the CUs are free. Otherwise the kernel takes the reference
 path. While the window owns the GPU, the hierarchy, port and CU dispatcher refuse other users
@@ -65,16 +66,27 @@ def kernel(policy_cls, drain_cls):
                                *RUN_DEPENDS, policy_cls.choose, drain_cls.decide))
 
 
+def sink_kind(sink):
+    """How the window runs output sink ``sink``: ``"cached"`` (:class:`~t3sim.compute.gemm_kernel.CachedLocalOutput`),
+    ``"accumulate"`` (an :class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` whose ``store`` is that class's;
+    a subclass may count the reads), or None (another sink: the reference path)."""
+    from t3sim.compute.gemm_kernel import AccumulatingOutput, CachedLocalOutput
+
+    if type(sink) is CachedLocalOutput:
+        return "cached"
+    if isinstance(sink, AccumulatingOutput) and type(sink).store is AccumulatingOutput.store:
+        return "accumulate"
+    return None
+
+
 def eligible(gk) -> bool:
     """Whether kernel ``gk`` (just registered with its dispatcher) may run windowed (module doc)."""
     from t3sim.compute.dispatcher import CuDispatcher
-    from t3sim.compute.gemm_kernel import CachedLocalOutput
-
     h = gk.hier
     mem = h.mem
     sink = gk.sink
     disp = gk.dispatcher
-    if not (getattr(gk, "exclusive", False) and type(sink) is CachedLocalOutput and sink.hier is h
+    if not (getattr(gk, "exclusive", False) and sink_kind(sink) is not None and sink.hier is h
             and gk.cluster == (1, 1) and gk.prologue is None and gk.on_stage_done is None and gk.wg_spans is None
             and gk.num_cus == gk.gpu.num_cus and type(disp) is CuDispatcher):
         return False
@@ -119,6 +131,7 @@ class GemmWindow:
         self.cat_src = np.array([int(CATEGORY_SOURCE.get(c, Source.OTHER)) for c in h.categories], dtype=np.int64)
         self.TR = np.zeros((ncat, 3), dtype=np.int64)
         C = self.C = np.zeros(WK.NC, dtype=np.int64)
+        acc = sink_kind(gk.sink) == "accumulate"  # a store also reads C's lines, and writes them when back
         am = mem.amap
         stmax = int(np.diff(self.st_off).max(initial=0))
         line_B, sector_B, access_B = h._geo
@@ -132,8 +145,9 @@ class GemmWindow:
                      (WK.C_FLMASK, h.fills.mask), (WK.C_SLOTS, gk.slots), (WK.C_BID0, len(mem.batches.first)),
                      (WK.C_TAG0, h.fills._next), (WK.C_BPG, am.bpg), (WK.C_XOR, int(am.xor)),
                      (WK.C_PCH, mem.geom.pseudo_channels), (WK.C_READ, int(Kind.READ)), (WK.C_WRITE, int(Kind.WRITE)),
-                     (WK.C_COMPUTE, int(Stream.COMPUTE)), (WK.C_MARGIN_REQ, 8 * (stmax + (P + 1) * (la + lb)) + 64),
-                     (WK.C_MARGIN_B, (P + 2) * (ncat + 2) + 8), (WK.C_STCAT, h._cat(gk.sink.category)),
+                     (WK.C_COMPUTE, int(Stream.COMPUTE)),
+                     (WK.C_MARGIN_REQ, 8 * ((1 + acc) * stmax + (P + 1) * (la + lb)) + 64),
+                     (WK.C_MARGIN_B, (P + 2 + acc) * (ncat + 2) + 8), (WK.C_ACC, int(acc)), (WK.C_STCAT, h._cat(gk.sink.category)),
                      (WK.C_STSRC, int(CATEGORY_SOURCE.get(gk.sink.category, Source.OTHER))), (WK.C_R, P + 1)):
             C[i] = int(v)
         W = self.W = np.zeros(WK.NW, dtype=np.int64)
@@ -301,6 +315,8 @@ class GemmWindow:
         port = h.port
         port.pump_steps += int(W[WK.W_PUMPS])
         gk.run.load_requests += int(W[WK.W_LOADREQ])
+        if self.C[WK.C_ACC]:
+            gk.sink.count_reads(int(W[WK.W_ACCLINES]))
         gk.run.stage_end_ticks = self.stage_end.tolist()
         gk._stage_left = self.stage_left.tolist()
         gk._live = gk._held = gk._writes_left = 0

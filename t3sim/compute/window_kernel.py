@@ -15,7 +15,9 @@ run, in their order:
 * ``EV_INIT``: a slot process's ``Initialize`` (URGENT): it yields the launch timeout;
 * ``EV_TIMEOUT``: a slot's launch or k-group math timeout: the slot resumes;
 * ``EV_JOIN``: a ``MemoryHierarchy._join`` output event: the WG waiting on a load resumes, or the
-  kernel counts a completed store;
+  kernel counts a completed store; with an ``AccumulatingOutput`` sink (``C[C_ACC]``), a WG's read of its C
+  lines fires its write, then the WG resumes, and the write's event succeeds the kernel's ``written`` event,
+  which fires one event later (both as ``AccumulatingOutput.store``'s callbacks do);
 * ``EV_DISPATCH``: the :class:`~t3sim.sim.engine.Dispatcher` entry of a completion tick
   (URGENT): the batches due then fire in batch-id order (fill-table entry dropped, tracked
   write counted, then the joins waiting on it, in attachment order).
@@ -39,7 +41,7 @@ from t3sim.compute.window_heap import (  # noqa: F401 (state indices: also this 
     EV_DISPATCH, EV_INIT, EV_JOIN, EV_TIMEOUT, NORMAL, URGENT, _ch_pop, next_cycle, pop, push, register_done,
     W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
     W_NB, W_NFILL, W_TAG, W_TRACKED, W_LIVEB, W_N, W_OUT, W_OUTW, W_FRONTIER, W_KAT, W_LASTSUB, W_NEXTLB, W_PUMPS,
-    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, NW)
+    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, NW)
 from t3sim.memory.accum import SC_A0
 from t3sim.memory.bookkeeping import fill_requests
 from t3sim.memory.step_kernel import pump_step  # rebound per arbitration policy (gemm_window.kernel)
@@ -49,13 +51,15 @@ from t3sim.sim.clock import cycle_start_tick
 (C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
  C_READ_DONE, C_LAZY, C_L2_LAT, C_CAT, C_SCAT, C_ACCESS_B, C_LINE_B, C_SECTOR_B, C_REQ_B, C_FLMASK, C_SLOTS,
  C_BID0, C_TAG0, C_BPG, C_XOR, C_PCH, C_READ, C_WRITE, C_COMPUTE, C_MARGIN_REQ, C_MARGIN_B, C_STCAT, C_STSRC, C_R,
- NC) = range(38)
+ C_ACC, NC) = range(39)
 # slot fields SL[j]; the ring of its loads' join ids follows
 SL_CU, SL_SEQ, SL_TM, SL_TN, SL_GI, SL_PC, SL_WAIT, SL_RING = range(8)
-PC_START, PC_AFTER_LOAD, PC_AFTER_MATH = range(3)
+PC_START, PC_AFTER_LOAD, PC_AFTER_MATH, PC_AFTER_ACC = range(4)
 # join fields J[k]
 J_STATE, J_WAITER, J_N, J_T, J_KIND, J_EXTRA, NJ = range(7)
-JOIN_LOAD, JOIN_STORE = 0, 1
+# a load's; a store's write (the kernel waits for it); an accumulating store's read of C (the WG waits for it,
+# then writes); that write, whose firing succeeds the kernel's ``written`` event one event later
+JOIN_LOAD, JOIN_STORE, JOIN_ACC, JOIN_ACCW = 0, 1, 2, 3
 # batch fields BI[bid - bid0]
 B_FILL, B_TRACK, B_FIRED, B_CBH, B_CBT, B_FIRST, B_COUNT, NB = range(8)
 # return reasons
@@ -161,15 +165,16 @@ def _writebacks(E, W, C, BI, TR, cat_src, SA):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _read(addrs, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):  # pragma: no cover - compiled
-    """``MemoryHierarchy.read`` of a load batch now; returns the join id of its done event."""
+def _read(addrs, jkind, cat, scat, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):  # pragma: no cover - compiled
+    """``MemoryHierarchy.read`` of batch ``addrs`` (L2 category ``cat``, DRAM source ``scat``) now; returns the
+    id of its done event's join (of kind ``jkind``)."""
     S, G, V, occ, cnt, fl_line, fl_tag = LS
     RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid = SA
     now = W[W_NOW]
-    ready, tags, req, E = _l2_read(addrs, False, C[C_CAT], next_cycle(now, C[C_L2_F]), S, G, V, occ, cnt, fl_line,
+    ready, tags, req, E = _l2_read(addrs, False, cat, next_cycle(now, C[C_L2_F]), S, G, V, occ, cnt, fl_line,
                                    fl_tag, C[C_FLMASK], W[W_NFILL] > 0, C[C_LINE_B], C[C_SECTOR_B], C[C_ACCESS_B])
     _writebacks(E, W, C, BI, TR, cat_src, SA)
-    k = _new_join(J, W, JOIN_LOAD, ready if ready >= 0 else now, C[C_L2_LAT])
+    k = _new_join(J, W, jkind, ready if ready >= 0 else now, C[C_L2_LAT])
     for t in tags:
         ti = t - C[C_TAG0]
         if ti >= 0:
@@ -177,9 +182,9 @@ def _read(addrs, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):  # pragma: no cov
             if BI[bid - C[C_BID0], B_FIRED] == 0:
                 _attach(BI, CB, W, C, bid, k, J)
     if req.shape[0]:
-        bid = _submit(req, C[C_READ], C[C_SCAT], W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail,
+        bid = _submit(req, C[C_READ], scat, W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail,
                       unit_next, noid)
-        TR[C[C_CAT], 0] += C[C_ACCESS_B] * req.shape[0]
+        TR[cat, 0] += C[C_ACCESS_B] * req.shape[0]
         tag = W[W_TAG]
         W[W_TAG] = tag + 1
         TB[tag - C[C_TAG0]] = bid
@@ -194,9 +199,11 @@ def _read(addrs, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):  # pragma: no cov
 
 
 @numba.njit(cache=True)
-def _store(a, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cover - compiled
-    """``CachedLocalOutput.store``: ``MemoryHierarchy.write`` of the tile's requests ``a`` now (cached); the
-    kernel then waits for the write's done event (``GemmKernel._track_own_write``)."""
+def _store(a, jkind, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cover - compiled
+    """``MemoryHierarchy.write`` of the tile's requests ``a`` now (cached), its done event a join of kind
+    ``jkind``: ``CachedLocalOutput.store`` (``JOIN_STORE``: the kernel then waits for it,
+    ``GemmKernel._track_own_write``) or an ``AccumulatingOutput``'s write once its read is back (``JOIN_ACCW``;
+    the kernel counted the write when the WG stored)."""
     S, G, V, occ, cnt, fl_line, fl_tag = LS
     RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid = SA
     now = W[W_NOW]
@@ -210,7 +217,7 @@ def _store(a, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cover - co
             t = R[L2K.R_DONE_TICK, i]
         if R[L2K.R_DW, i] != 0:
             nd += 1
-    k = _new_join(J, W, JOIN_STORE, t, 0)
+    k = _new_join(J, W, jkind, t, 0)
     if nd:
         per = C[C_REQ_B] // C[C_ACCESS_B]
         sp = np.empty(nd * per, dtype=np.int64)
@@ -234,7 +241,8 @@ def _store(a, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cover - co
     if J[k, J_N] == 0:
         J[k, J_STATE] = 1
         push(H, W, max(t, now), NORMAL, EV_JOIN, k)
-    W[W_WLEFT] += 1
+    if jkind == JOIN_STORE:
+        W[W_WLEFT] += 1
 
 
 @numba.njit(cache=True)
@@ -256,7 +264,7 @@ def _load(j, g, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragma:
     buf[:na] = a_addr[a_off[ia]: a_off[ia + 1]]
     buf[na:] = b_addr[b_off[ib]: b_off[ib + 1]]
     W[W_LOADREQ] += na + nb
-    return _read(buf, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS)
+    return _read(buf, JOIN_LOAD, C[C_CAT], C[C_SCAT], W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS)
 
 
 @numba.njit(cache=True)
@@ -268,6 +276,11 @@ def resume(j, pc, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragm
     R = C[C_R]
     cu = SL[j, SL_CU]
     while True:
+        if pc == PC_AFTER_ACC:  # an accumulating store's read of C is back: the WG retires
+            _free_join(J, W, SL[j, SL_WAIT])
+            SL[j, SL_WAIT] = -1
+            _retire_wg(SL[j, SL_SEQ], cu, W, C, cu_active, stage_left, stage_end)
+            pc = PC_START
         if pc == PC_START:  # a new WG (the slot's first after its launch, or the next one after a store)
             if W[W_NEXT] >= C[C_NWGS]:
                 W[W_LIVE] -= 1  # the slot retires
@@ -317,14 +330,29 @@ def resume(j, pc, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragm
             pc = PC_AFTER_LOAD
             continue
         tile = SL[j, SL_TM] * C[C_TILES_N] + SL[j, SL_TN]
-        _store(st_addr[st_off[tile]: st_off[tile + 1]], W, C, H, BI, CB, J, TR, cat_src, SA, LS)
-        cu_active[cu] -= 1
-        W[W_PROGRESS] += 1
-        s = SL[j, SL_SEQ] // C[C_SLOTS]
-        stage_left[s] -= 1
-        if stage_left[s] == 0:
-            stage_end[s] = W[W_NOW]
+        if C[C_ACC]:  # AccumulatingOutput.store: read C's lines; the kernel tracks the write to come; wait
+            a = st_addr[st_off[tile]: st_off[tile + 1]]
+            W[W_ACCLINES] += a.shape[0]
+            W[W_WLEFT] += 1
+            k = _read(a, JOIN_ACC, C[C_STCAT], C[C_STSRC], W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS)
+            J[k, J_WAITER] = j
+            SL[j, SL_PC], SL[j, SL_WAIT] = PC_AFTER_ACC, k
+            return
+        _store(st_addr[st_off[tile]: st_off[tile + 1]], JOIN_STORE, W, C, H, BI, CB, J, TR, cat_src, SA, LS)
+        _retire_wg(SL[j, SL_SEQ], cu, W, C, cu_active, stage_left, stage_end)
         pc = PC_START
+
+
+@numba.njit(cache=True)
+def _retire_wg(seq, cu, W, C, cu_active, stage_left, stage_end):  # pragma: no cover - compiled
+    """After its store (``GemmKernel._slot``): WG ``seq`` leaves its CU's share, counts as progress and in its
+    stage."""
+    cu_active[cu] -= 1
+    W[W_PROGRESS] += 1
+    s = seq // C[C_SLOTS]
+    stage_left[s] -= 1
+    if stage_left[s] == 0:
+        stage_end[s] = W[W_NOW]
 
 
 @numba.njit(cache=True)
@@ -423,10 +451,20 @@ def run_window(lim_t, lim_p, lim_e, budget, W, C, H, CH, SL, BI, CB, J, TB, TR, 
             fire_tick(t, W, C, H, CH, BI, CB, J)
         elif kind == EV_JOIN:
             J[arg, J_STATE] = 2
-            if J[arg, J_KIND] == JOIN_STORE:
+            jk = J[arg, J_KIND]
+            if jk == JOIN_STORE:
                 _free_join(J, W, arg)
                 W[W_WLEFT] -= 1
                 _maybe_end(W)
+            elif jk == JOIN_ACCW:  # the write's event succeeds the kernel's ``written`` event: one event later
+                J[arg, J_KIND], J[arg, J_STATE] = JOIN_STORE, 1
+                push(H, W, t, NORMAL, EV_JOIN, arg)
+            elif jk == JOIN_ACC:  # the read's callbacks: AccumulatingOutput's write, then the WG resumes
+                j = J[arg, J_WAITER]
+                st_addr, st_off = KD[5], KD[6]
+                tile = SL[j, SL_TM] * C[C_TILES_N] + SL[j, SL_TN]
+                _store(st_addr[st_off[tile]: st_off[tile + 1]], JOIN_ACCW, W, C, H, BI, CB, J, TR, cat_src, SA, LS)
+                resume(j, PC_AFTER_ACC, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD)
             elif J[arg, J_WAITER] >= 0:
                 resume(J[arg, J_WAITER], PC_AFTER_LOAD, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD)
         elif kind == EV_TIMEOUT:

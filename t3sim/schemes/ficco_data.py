@@ -1,7 +1,7 @@
 """``ficco``'s GEMM outputs and functional-data checks (:mod:`t3sim.schemes.ficco`).
 
 Outputs. A GEMM of ``uniform_fused_2d``'s steps ``s > 0`` accumulates into C (beta = 1):
-:class:`AccumulatingOutput` reads each output tile's C lines, and the WG retires when they are back (its
+:class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` reads each output tile's C lines, and the WG retires when they are back (its
 epilogue needs them), then writes them. Every other FiCCO GEMM stores as the plain GEMM does.
 
 Functional data (``simulation.functional_data``, explicit mode only: the homogeneous mode's mirrored
@@ -34,28 +34,13 @@ from typing import Optional
 
 import numpy as np
 
-from t3sim.compute.gemm_kernel import Stored
+from t3sim.compute.gemm_kernel import AccumulatingOutput, Stored
 from t3sim.compute.memhier import REQ_B
 from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
 from t3sim.schemes.ag_gemm import WORD_B, GatheredA, compare_lines
 from t3sim.schemes.functional_data import word_mask
-
-
-class AccumulatingOutput:
-    """C += the tile (module doc): read the tile's C lines, retire the WG when they are back, then write them."""
-
-    def __init__(self, hier):
-        self.hier = hier
-
-    def store(self, seq: int, tile: int, reqs) -> Stored:
-        h = self.hier
-        addrs = np.unique(reqs.addr)
-        read = h.read(addrs, "gemm")
-        written = h.env.event()
-        read.callbacks.append(lambda _e: h.write(addrs, "gemm").callbacks.append(lambda _e2: written.succeed()))
-        return Stored(retire=read, written=written)
 
 
 class FunctionalC:

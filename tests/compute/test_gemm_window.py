@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from t3sim.compute import gemm_window
-from t3sim.compute.gemm_kernel import CachedLocalOutput, GemmKernel
+from t3sim.compute.gemm_kernel import AccumulatingOutput, CachedLocalOutput, GemmKernel
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config import load_experiment, load_system
 from t3sim.memory.system import MemorySystem
@@ -38,9 +38,10 @@ def windows(monkeypatch):
     return seen
 
 
-def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch_at=None, first_wg=0):
+def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch_at=None, first_wg=0, acc=False):
     """One GEMM alone on a GPU (exclusive), optionally with a simpy process beside it that wakes every
-    ``noise_ps`` and records what it sees (time, WGs done, beats, kernel's next WG)."""
+    ``noise_ps`` and records what it sees (time, WGs done, beats, kernel's next WG). ``acc``: C += the tile
+    (:class:`_CountingAcc`, whose count of C lines read is returned too)."""
     if system.gemm_kernel is not None:  # H200: no clusters (a clustered kernel takes the reference path)
         upd = {"cluster_m": 1, "cluster_n": 1, **({"lds_stages": stages} if stages else {})}
         system = system.model_copy(update={"gemm_kernel": system.gemm_kernel.model_copy(update=upd)})
@@ -51,7 +52,7 @@ def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch
     eng = Engine(seed=0, watchdog_idle_ticks=8_000_000)  # 8 us: longer than a launch, far shorter than these kernels
     hier = MemoryHierarchy(eng.env, system)
     gk = GemmKernel(eng, "gpu0.gemm", hier, system.gpu, k, row_major(k.tiles_m, k.tiles_n), 0, 1 << 30, 1 << 31,
-                    CachedLocalOutput(hier), k_group=k_group)
+                    _CountingAcc(hier) if acc else CachedLocalOutput(hier), k_group=k_group)
     gk.window, gk.exclusive = window, True
     seen = []
     env = eng.env
@@ -75,7 +76,16 @@ def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch
     run = done.value
     # the controllers' statistics up to the end (MemoryHierarchy.stats advances to now)
     return (run.start_tick, run.end_tick, run.stage_end_ticks, run.load_requests, hier.stats().to_dict(),
-            dict(hier.traffic), gk.progress, gk.beats, seen, eng.events_processed)
+            dict(hier.traffic), gk.progress, gk.beats, getattr(gk.sink, "lines", None), seen, eng.events_processed)
+
+
+class _CountingAcc(AccumulatingOutput):
+    """An accumulating sink that counts the C lines it reads (as ficco_char's does)."""
+
+    lines = 0
+
+    def count_reads(self, lines: int) -> None:
+        self.lines += lines
 
 
 @pytest.fixture(scope="module", params=["h200", "table1"])
@@ -95,6 +105,20 @@ def test_kernel_alone_matches_reference(system, windows, shape, k_group, stages)
     assert windows == ["gpu0.gemm"]
     assert win[:-1] == ref[:-1]
     assert win[-1] < ref[-1] / 10  # simpy events: a handful instead of ~10 per k-group
+
+
+@pytest.mark.parametrize("shape,k_group", [((256, 1024, 512), 1), ((128, 1280, 640), 2)])
+def test_accumulating_output_matches_reference(system, windows, shape, k_group):
+    """C += the tile (FiCCO's K-sharded GEMMs, AccumulatingOutput): each WG reads its C lines, retires when they
+    are back, then writes them; windowed as on the reference path, with a process beside it (every 1499 ps) seeing
+    the same progress, and the same count of C lines read."""
+    ref = _run_gemm(system, *shape, window=False, k_group=k_group, noise_ps=1499, acc=True)
+    assert not windows
+    win = _run_gemm(system, *shape, window=True, k_group=k_group, noise_ps=1499, acc=True)
+    assert windows == ["gpu0.gemm"]
+    assert ref[8] > 0 and win[:-1] == ref[:-1]
+    plain = _run_gemm(system, *shape, window=True, k_group=k_group)
+    assert plain[1] < ref[1]  # the reads of C cost time
 
 
 def test_simpy_processes_beside_the_window_see_the_reference_order(system, windows):
