@@ -352,7 +352,8 @@ def _in_child(name: str) -> Dict[str, object]:
 def _fmt(r: Dict[str, object]) -> str:
     if "error" in r:
         return f"{r['case']:<18} ERROR {r['error']}"
-    return (f"{r['case']:<18} wall {r['wall_s']:8.2f} s  cpu {r['cpu_user_s']:.2f}+{r['cpu_sys_s']:.2f} s  simulated {r['simulated_us']:9.2f} us  "
+    return (f"{r['case']:<18} wall {r['wall_s']:8.2f} s  cpu {r['cpu_user_s']:.2f}+{r['cpu_sys_s']:.2f} s  "
+            f"simulated {r['simulated_us']:9.2f} us  "
             f"slowdown {r['slowdown']:10.3g}  DRAM req/s {r['dram_requests_per_s']:10.3g}  "
             f"events/s {_g(r['simpy_events_per_s'])}  peak {r['peak_rss_MB']:7.0f} MB")
 

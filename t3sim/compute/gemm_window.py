@@ -147,7 +147,8 @@ class GemmWindow:
                      (WK.C_PCH, mem.geom.pseudo_channels), (WK.C_READ, int(Kind.READ)), (WK.C_WRITE, int(Kind.WRITE)),
                      (WK.C_COMPUTE, int(Stream.COMPUTE)),
                      (WK.C_MARGIN_REQ, 8 * ((1 + acc) * stmax + (P + 1) * (la + lb)) + 64),
-                     (WK.C_MARGIN_B, (P + 2 + acc) * (ncat + 2) + 8), (WK.C_ACC, int(acc)), (WK.C_STCAT, h._cat(gk.sink.category)),
+                     (WK.C_MARGIN_B, (P + 2 + acc) * (ncat + 2) + 8), (WK.C_ACC, int(acc)),
+                     (WK.C_STCAT, h._cat(gk.sink.category)),
                      (WK.C_STSRC, int(CATEGORY_SOURCE.get(gk.sink.category, Source.OTHER))), (WK.C_R, P + 1)):
             C[i] = int(v)
         W = self.W = np.zeros(WK.NW, dtype=np.int64)

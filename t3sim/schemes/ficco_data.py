@@ -1,8 +1,9 @@
 """``ficco``'s GEMM outputs and functional-data checks (:mod:`t3sim.schemes.ficco`).
 
 Outputs. A GEMM of ``uniform_fused_2d``'s steps ``s > 0`` accumulates into C (beta = 1):
-:class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` reads each output tile's C lines, and the WG retires when they are back (its
-epilogue needs them), then writes them. Every other FiCCO GEMM stores as the plain GEMM does.
+:class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` reads each output tile's C lines, and the WG
+retires when they are back (its epilogue needs them), then writes them. Every other FiCCO GEMM stores as
+the plain GEMM does.
 
 Functional data (``simulation.functional_data``, explicit mode only: the homogeneous mode's mirrored
 copies carry no values). A's shards hold :func:`~t3sim.schemes.ag_gemm.a_values` (each GPU's own pieces
