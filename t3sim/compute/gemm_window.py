@@ -67,8 +67,8 @@ def kernel(policy_cls, drain_cls):
 
 
 def sink_kind(sink):
-    """How the window runs output sink ``sink``: ``"cached"`` (:class:`~t3sim.compute.gemm_kernel.CachedLocalOutput`),
-    ``"accumulate"`` (an :class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` whose ``store`` is that class's;
+    """How the window runs output sink ``sink``: ``"cached"``
+    (:class:`~t3sim.compute.gemm_kernel.CachedLocalOutput`), ``"accumulate"`` (an :class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` whose ``store`` is that class's;
     a subclass may count the reads), or None (another sink: the reference path)."""
     from t3sim.compute.gemm_kernel import AccumulatingOutput, CachedLocalOutput
 
@@ -82,6 +82,7 @@ def sink_kind(sink):
 def eligible(gk) -> bool:
     """Whether kernel ``gk`` (just registered with its dispatcher) may run windowed (module doc)."""
     from t3sim.compute.dispatcher import CuDispatcher
+
     h = gk.hier
     mem = h.mem
     sink = gk.sink
