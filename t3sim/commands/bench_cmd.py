@@ -7,7 +7,8 @@
 For each case, in a fresh Python process (so peak memory is the case's own): wall-clock
 seconds of the simulation (after a numba warm-up, which is excluded) and the CPU seconds it took (user and
 system, from ``getrusage``: system time is the kernel's, mostly page faults on first-touched arrays, and on a VM it
-swings with the host's memory state; a wall time far above user + system is CPU contention), simulated time,
+swings with the host's memory state; a wall time far above user + system is CPU contention; not given for a
+sweep, whose workers the fork server starts), simulated time,
 slowdown (wall / simulated), DRAM requests per wall-clock second (column accesses of hbm.access_size_B of
 every simulated GPU's HBM), simpy events per wall-clock second, and peak resident memory
 of the process (``ru_maxrss``, which includes the interpreter and imports, ~0.2 GB).
@@ -229,8 +230,8 @@ def _peak_rss_MB() -> float:
 
 
 def run_case(name: str) -> Dict[str, object]:
-    """Run one case in this process and measure it (CPU seconds: this process's, or its children's for a
-    sweep; the warm-up excluded)."""
+    """Run one case in this process and measure it (CPU seconds: this process's, the warm-up excluded; None
+    for a sweep)."""
     import resource
 
     from t3sim.config import SystemConfig
@@ -240,8 +241,7 @@ def run_case(name: str) -> Dict[str, object]:
     if case["kind"] != "sweep":  # a sweep simulates in its own processes
         warm_up(SystemConfig())  # numba compile/cache load, outside the timing
     out: Dict[str, object] = {"case": name, "what": case["what"]}
-    who = resource.RUSAGE_CHILDREN if case["kind"] == "sweep" else resource.RUSAGE_SELF
-    r0 = resource.getrusage(who)
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     if case["kind"] == "sweep":
         out.update(_run_sweep(case))
     elif case["kind"] == "memtest":
@@ -279,8 +279,10 @@ def run_case(name: str) -> Dict[str, object]:
         sim_us = float(st.value("sim.end_us")) if "sim.end_us" in st else float(r.summary.get("total_us", 0.0))
         out.update(wall_s=wall, simulated_us=sim_us, dram_requests=reqs, simpy_events=counted["events"],
                    summary={k: v for k, v in r.summary.items() if k.endswith("_us")})
-    r1 = resource.getrusage(who)
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
     out["cpu_user_s"], out["cpu_sys_s"] = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
+    if case["kind"] == "sweep":  # its workers are the fork server's children, which getrusage does not reach
+        out["cpu_user_s"] = out["cpu_sys_s"] = None
     sim_s = out["simulated_us"] * 1e-6
     out["slowdown"] = out["wall_s"] / sim_s if sim_s > 0 else None
     out["dram_requests_per_s"] = out["dram_requests"] / out["wall_s"]
@@ -352,7 +354,8 @@ def _in_child(name: str) -> Dict[str, object]:
 def _fmt(r: Dict[str, object]) -> str:
     if "error" in r:
         return f"{r['case']:<18} ERROR {r['error']}"
-    return (f"{r['case']:<18} wall {r['wall_s']:8.2f} s  cpu {r['cpu_user_s']:.2f}+{r['cpu_sys_s']:.2f} s  "
+    cpu = f"{r['cpu_user_s']:.2f}+{r['cpu_sys_s']:.2f} s" if r.get("cpu_user_s") is not None else "-"
+    return (f"{r['case']:<18} wall {r['wall_s']:8.2f} s  cpu {cpu}  "
             f"simulated {r['simulated_us']:9.2f} us  "
             f"slowdown {r['slowdown']:10.3g}  DRAM req/s {r['dram_requests_per_s']:10.3g}  "
             f"events/s {_g(r['simpy_events_per_s'])}  peak {r['peak_rss_MB']:7.0f} MB")
