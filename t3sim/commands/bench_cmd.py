@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+from t3sim.commands import cli_argv
+
 _DEFAULT = "configs/experiments/default.yaml"
 _TP16 = ["workload.tp=16", "system.interconnect.num_gpus=16"]
 SCHEMES = ("sequential", "t3", "t3_mca", "ideal_gemm_rs_overlap", "ideal_rs_nmc")
@@ -304,8 +306,7 @@ def _run_sweep(case: dict) -> Dict[str, object]:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-c", "import sys; from t3sim.cli import main; sys.exit(main(sys.argv[1:]))", "run",
-               str(_repo_path(case["config"])), "--out", tmp, "--force", "-j", str(case.get("jobs", 2))]
+        cmd = cli_argv("run", str(_repo_path(case["config"])), "--out", tmp, "--force", "-j", str(case.get("jobs", 2)))
         for o in case["overrides"]:
             cmd += ["--set", o]
         t0 = time.perf_counter()
@@ -343,8 +344,7 @@ def _flatten(d, prefix: str = "") -> Dict[str, object]:
 
 
 def _in_child(name: str) -> Dict[str, object]:
-    cmd = [sys.executable, "-c", "import sys; from t3sim.cli import main; sys.exit(main(sys.argv[1:]))",
-           "bench", "--_child", name]
+    cmd = cli_argv("bench", "--_child", name)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return {"case": name, "error": (p.stderr or p.stdout).strip().splitlines()[-1:]}

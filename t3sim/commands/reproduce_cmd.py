@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from t3sim.commands import cli_argv
 from t3sim.errors import InputError, check_writable_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -242,9 +243,7 @@ class _Validation:
         self.info["new"] = len(rows)
         # its output goes to a file, not a pipe: nothing reads it until the sweep ends, and a full pipe would stall it
         self.output = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([sys.executable, "-c", "import sys; from t3sim.cli import main; "
-                                      "sys.exit(main(sys.argv[1:]))", *args],
-                                     stdout=self.output, stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(cli_argv(*args), stdout=self.output, stderr=subprocess.STDOUT, text=True)
         return self
 
     def finish(self) -> Dict[str, object]:

@@ -240,7 +240,7 @@ class Tracker:
 
     # ---------------------------------------------------------------- observing
     def on_enqueue(self, info) -> None:
-        """Enqueue hook: ``info`` is a :class:`~t3sim.memory.system.EnqueueInfo`."""
+        """Enqueue hook: ``info`` is a :class:`~t3sim.memory.interface.EnqueueInfo`."""
         self._count(info.tick, info.kind, info.wg_id, info.wf_id, info.stream)
 
     def observe(self, ticks, wg_ids, wf_ids, comm=None) -> None:

@@ -127,6 +127,11 @@ class ReferenceController:
         self.ms.count_command(u, c, cmd, bank, row)
 
     # ------------------------------------------------------------ run
+    def piece_cycles(self) -> int:
+        """0: one call per run (its results are Python lists, with no buffer to bound; cf.
+        :meth:`FastController.piece_cycles <t3sim.memory.controller_fast.FastController.piece_cycles>`)."""
+        return 0
+
     def run(self, until: int, stop_when_idle: bool):
         """Simulate every unit up to cycle ``until`` (exclusive); return (issued, admitted) request indices.
 

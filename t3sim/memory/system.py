@@ -31,8 +31,7 @@ controllers (``mode="fast"``: numba, skips idle and blocked cycles;
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, List, NamedTuple, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -45,6 +44,7 @@ from t3sim.memory.accum import SC_A0, SC_LAST_DONE, Accum, retire, retire_record
 from t3sim.memory.batches import Batches
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
+from t3sim.memory.interface import EnqueueInfo, Geometry
 from t3sim.memory.policies import build as build_policy
 from t3sim.memory.write_drain import build as build_drain
 from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, THRESHOLD, ArbState
@@ -74,40 +74,6 @@ def _ids(x, n: int) -> np.ndarray:
     if a.shape != (n,) and a.shape != (1,):
         raise ValueError(f"wg_id/wf_id: {a.shape[0]} values for {n} requests")
     return np.ascontiguousarray(a)
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """Organisation of the device as the controllers see it."""
-
-    channels: int
-    pseudo_channels: int
-    bank_groups: int
-    banks_per_group: int
-
-    @property
-    def units(self) -> int:
-        """Independently scheduled channels (channels x pseudo-channels)."""
-        return self.channels * self.pseudo_channels
-
-    @property
-    def banks(self) -> int:
-        return self.bank_groups * self.banks_per_group
-
-
-class EnqueueInfo(NamedTuple):
-    """Requests that entered controller queues (arrays of equal length), for T3's tracker.
-    (A NamedTuple, not a frozen dataclass: one is built per pump step that admitted writes.)"""
-
-    tick: np.ndarray
-    channel: np.ndarray
-    kind: np.ndarray
-    stream: np.ndarray
-    source: np.ndarray
-    wg_id: np.ndarray
-    wf_id: np.ndarray
-    batch: np.ndarray
-    bytes: int
 
 
 class MemorySystem:
@@ -386,7 +352,7 @@ class MemorySystem:
             else:
                 self.batches.known(done, ticks)
             return
-        span = eng.piece_cycles() if self.mode == "fast" else 0
+        span = eng.piece_cycles()
         if not span:
             self._run_piece(until, stop_when_idle)
             return

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from t3sim.config.system import TrackerConfig
 from t3sim.dma.tracker import Tracker
-from t3sim.memory.system import EnqueueInfo
+from t3sim.memory.interface import EnqueueInfo
 
 MODES = ("compiled", "python", "general")
 
