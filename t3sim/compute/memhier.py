@@ -412,6 +412,5 @@ class MemoryHierarchy:
         s.merge("l2", self.l2.stats())
         # the controllers' statistics cover the cycles up to now, not up to the last pump step
         # (whose time depends on the pump cadence): queue occupancy and utilisation count idle cycles
-        self.mem.advance(self.env.now)
-        s.merge("hbm", self.mem.stats())
+        s.merge("hbm", self.mem.stats(at_tick=self.env.now))
         return s

@@ -264,6 +264,11 @@ class SimulationConfig(Model):
         desc="run a GEMM kernel that has its GPU to itself (a one-stream program: Sequential, the ideal schemes) in compiled windows: its WGs, L2, fill table and memory controllers advance in one compiled event loop that mirrors the simpy events of the reference path (t3sim.compute.gemm_window); false: the simpy WG processes everywhere (the reference)",
         source="issue 17",
         descriptive="two implementations of one model: they give identical statistics except sim.events (tests/compute/test_gemm_window.py); the choice changes only the wall time")
+    memory_lookahead: bool = F(
+        True, unit="bool",
+        desc="let each memory pump step simulate the controllers up to one frontend latency (memory_controller.frontend_latency_gpu_cycles) ahead of now, the span no later request can reach (t3sim.memory.system, 'Lookahead'), where no enqueue hook and no producer-kernel arbitration hook could observe it; false: pump to now only (the reference cadence)",
+        source="issue 17",
+        descriptive="two cadences of one model: they give identical statistics except sim.events (tests/memory/test_lookahead.py); the choice changes only the wall time")
     watchdog_idle_ns: float = F(
         1.0e6, unit="ns", desc="report a deadlock when no component makes progress for this long while work remains",
         source="assumption: far longer than any legitimate idle gap (link latency 500 ns)", gt=0)

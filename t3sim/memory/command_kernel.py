@@ -22,6 +22,10 @@ CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLO
 # parameters (P[NP:NP + P[P_NPP]]: the arbitration policy's; after them the write-drain policy's)
 (P_NB, P_BPG, P_RQ, P_WQ, P_NPP, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
  P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, NP) = range(19)
+#: ``P[P_STOP_IDLE]``: 0 runs every unit to the call's end; STOP_IDLE stops a unit at its first cycle without work
+#: (no queued or pending request, no row to close: ``run_until_idle``); STOP_NO_REQUESTS at its first cycle without
+#: requests, a row still to close waiting for its resumption (a lookahead: ``MemorySystem.advance``)
+STOP_IDLE, STOP_NO_REQUESTS = 1, 2
 ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
 BIG = np.int64(NEVER)
 @nb.njit(cache=True, _nrt=False, inline="always")

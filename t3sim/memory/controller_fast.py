@@ -33,7 +33,8 @@ from t3sim.memory import fast_kernel as K
 from t3sim.memory import timing as T
 from t3sim.memory.command_kernel import (
     CYC, LAST_DIR, NEXT, NP, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_LOG, P_NB, P_NPP,
-    P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, RQN, WQN)
+    P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, RQN, WQN,
+    STOP_NO_REQUESTS)
 from t3sim.memory.queue_lists import QF_REQ
 from t3sim.memory.bookkeeping import NOUT
 from t3sim.memory.specialise import specialise
@@ -184,8 +185,9 @@ class FastController:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(parts_i), np.concatenate(parts_a)
 
-    def _prepare(self, stop_when_idle: bool, pending: int) -> np.ndarray:
-        """Set the per-call parameters and size the output buffer for ``pending`` requests; return it."""
+    def _prepare(self, stop_when_idle: int, pending: int) -> np.ndarray:
+        """Set the per-call parameters (``stop_when_idle``: ``P[P_STOP_IDLE]``, 0, 1 = ``STOP_IDLE`` or
+        ``STOP_NO_REQUESTS``) and size the output buffer for ``pending`` requests; return it."""
         ms = self.ms
         P = self.P
         P[P_OBSERVING] = int(ms.observing)
@@ -197,12 +199,13 @@ class FastController:
         self.counts[0] = self.counts[1] = self.counts[2] = 0
         return self._out
 
-    def step(self, until: int, hook: bool, writes_only: bool):
+    def step(self, until: int, hook: bool, writes_only: bool, ahead: bool = False):
         """One fused pump step (:func:`~t3sim.memory.step_kernel.pump_step`): simulate up to ``until``
-        and retire; only without functional data or a command log. Returns ``pump_step``'s tuple
-        and the number of requests issued."""
+        (``ahead``: a lookahead, ``MemorySystem.advance``: a unit stops at its first cycle without requests,
+        ``STOP_NO_REQUESTS``) and retire; only without functional data or a command log. Returns
+        ``pump_step``'s tuple and the number of requests issued."""
         ms = self.ms
-        out = self._prepare(False, ms.outstanding)
+        out = self._prepare(STOP_NO_REQUESTS if ahead else 0, ms.outstanding)
         acc = ms.acc
         counts = self.counts
         res = self._pump_step(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US,

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numba as nb
 
 from t3sim.memory.command_kernel import (ACT, BIG, CYC, DRAIN_LEFT, DRAINING, LAST_DIR, NCLOSING, NEXT, NP,
-                                         P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_NB, P_NPP,
+                                         STOP_NO_REQUESTS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_NB, P_NPP,
                                          P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM,
                                          P_WQ, PRE, RD, REF, REF_DUE, REF_PENDING, RQN, SEQ, UPD, WQN, WR)
 from t3sim.memory.command_kernel import issue as _issue
@@ -148,7 +148,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                 rqn = US[u, RQN]
                 wqn = US[u, WQN]
                 empty = rqn == 0 and wqn == 0
-                if P[P_STOP_IDLE] != 0 and empty and f_head[u, 0] < 0 and f_head[u, 1] < 0 and US[u, NCLOSING] == 0:
+                if (P[P_STOP_IDLE] != 0 and empty and f_head[u, 0] < 0 and f_head[u, 1] < 0
+                        and (US[u, NCLOSING] == 0 or P[P_STOP_IDLE] == STOP_NO_REQUESTS)):
                     na = c
                     stopped = True
                     break

@@ -133,6 +133,9 @@ class MemoryPort:
         self._step: Optional[simpy.Event] = None  # the scheduled pump step
         self._step_at = -1  # its tick
         self.pump_steps = 0
+        #: let each pump step run the memory one frontend latency ahead of now where it may
+        #: (MemorySystem.advance; simulation.memory_lookahead): fewer pump steps, the same results
+        self.lookahead = True
 
     def access(self, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None,
                request_B: Optional[int] = None) -> simpy.Event:
@@ -166,7 +169,7 @@ class MemoryPort:
         if self.window is not None:
             self.window_conflict()
         self.mem.advance(self.env.now)  # the boundary applies from now on
-        self.mem.kernel_boundary()
+        self.mem.kernel_boundary(self.env.now)
         self._service()
 
     def begin_isolated_stage(self) -> None:
@@ -174,14 +177,23 @@ class MemoryPort:
         if self.window is not None:
             self.window_conflict()
         self.mem.advance(self.env.now)
-        self.mem.begin_isolated_stage()
+        self.mem.begin_isolated_stage(self.env.now)
 
     def end_isolated_stage(self) -> None:
         """The producer's first, isolated stage ended now (``Policy.first_stage_end``)."""
         if self.window is not None:
             self.window_conflict()
         self.mem.advance(self.env.now)
-        self.mem.end_isolated_stage()
+        self.mem.end_isolated_stage(self.env.now)
+
+    def set_enqueue_hook(self, fn, writes_only: bool = False) -> None:
+        """:meth:`MemorySystem.set_enqueue_hook` now; refused while the memory runs ahead of now (a lookahead
+        admitted requests the hook would not see)."""
+        mem = self.mem
+        if fn is not None and mem.frontier > mem.clock.next_cycle_at_or_after(self.env.now):
+            raise RuntimeError(f"enqueue hook set at t={self.env.now} ps while the memory has run ahead to cycle "
+                               f"{mem.frontier} (set it before the run, or simulation.memory_lookahead: false)")
+        mem.set_enqueue_hook(fn, writes_only)
 
     def _fire(self, bid: int, done: int) -> None:
         ev = self._events.pop(bid, None)
@@ -199,7 +211,10 @@ class MemoryPort:
         """Advance the memory to now, fire what completed, and arm the next pump step."""
         env = self.env
         mem = self.mem
-        mem.advance(env.now)
+        if self.lookahead and mem.may_run_ahead():
+            mem.advance(env.now, env.now + mem.frontend_ticks)
+        else:
+            mem.advance(env.now)
         for bid, done in mem.pop_completed():
             self._fire(bid, done)
         nxt = mem.next_event_tick()

@@ -10,7 +10,7 @@ time-weighted over every simulated cycle of every channel.
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 
@@ -26,9 +26,18 @@ def _ns(ms, cycles) -> float:
     return float(cycles) / ms.clock.GHz
 
 
-def summary(ms) -> Dict[str, float]:
-    """Headline numbers (plain floats) for reports and the memtest command."""
-    ms.sync()
+def summary(ms, at_tick: Optional[int] = None) -> Dict[str, float]:
+    """Headline numbers (plain floats) for reports and the memtest command, at tick ``at_tick`` (None: the
+    frontier's: the memory is advanced to it, ``MemorySystem.sync``)."""
+    if at_tick is not None:
+        ms.advance(at_tick)
+        ms.sync(at_tick)
+        c = ms.clock.next_cycle_at_or_after(int(at_tick))
+        if any(ms.engine.unit_cycle(u) > c for u in range(ms.geom.units)):
+            raise RuntimeError(f"memory statistics asked for t={at_tick} ps, but a lookahead simulated requests "
+                               "past it (simulation.memory_lookahead: false gives them)")
+    else:
+        ms.sync()
     acc = ms.acc
     nreq = acc.requests
     if nreq == 0:
@@ -58,11 +67,11 @@ def _mean_ns(ms, hist: np.ndarray) -> float:
     return int((hist * np.arange(hist.size, dtype=np.int64)).sum()) / n / ms.clock.GHz
 
 
-def collect(ms, prefix: str = "") -> Stats:
+def collect(ms, prefix: str = "", at_tick: Optional[int] = None) -> Stats:
     """All memory statistics under ``prefix`` (e.g. ``gpu0.hbm``), from ``ms.acc`` (:mod:`t3sim.memory.accum`)."""
     st = Stats()
     p = (prefix + ".") if prefix else ""
-    s = summary(ms)
+    s = summary(ms, at_tick)
     st.add(p + "requests", s.get("requests", 0), "count", "DRAM accesses (hbm.access_size_B each) completed")
     if not s.get("requests"):
         return st

@@ -8,8 +8,16 @@ of the GPU clock, in ticks: the controller pipeline before its queues; 0 in the
 memory tests that count cycles).
 ``advance(until_tick)`` simulates every cycle that *starts before*
 ``until_tick``; the memory's *frontier* is the first unsimulated cycle, and
-submissions must not be earlier than the frontier (no request can change the
-past) nor earlier than the previous submission.
+a submission's arrival must not be earlier than the frontier (no request can
+change the past), nor its tick earlier than the previous submission's.
+
+Lookahead. A request submitted at tick ``t`` or later arrives at or after the
+cycle starting at ``t + frontend``, so at ``t`` the cycles before it are
+determined: ``advance(t, t + frontend)`` simulates them, saving pump steps
+where ``frontend`` exceeds the pump cadence. Completions are learned earlier
+and fire at their own ticks; ``sync`` and ``stats`` take the tick they
+describe. Exact while the memory is idle at that tick (``stats`` refuses
+otherwise; tests/memory/test_lookahead.py).
 
 Requests. Every request is one column access of ``hbm.access_size_B`` bytes
 (bus width x burst length: 32 B on Table 1); its address names the access-sized,
@@ -47,7 +55,7 @@ from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.interface import EnqueueInfo, Geometry
 from t3sim.memory.policies import build as build_policy
 from t3sim.memory.write_drain import build as build_drain
-from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, THRESHOLD, ArbState
+from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, THRESHOLD, ArbState, Policy
 from t3sim.memory.request import Kind, Source, Stream, parse_enum
 from t3sim.sim.clock import Clock
 
@@ -130,6 +138,9 @@ class MemorySystem:
         #: what the policy's hooks may change (views of arb and obs, and whether to observe)
         self.arb_state = ArbState(self.arb, self.obs)
         self.policy.init(self.arb_state)
+        #: the producer-kernel hooks do nothing (they would apply from the frontier, which a lookahead moves)
+        self._static_policy = all(getattr(type(self.policy), h) is getattr(Policy, h)
+                                  for h in ("producer_start", "first_stage_end", "producer_end"))
         # statistics accumulated by the controllers
         self.occ_hist = np.zeros((U, mc.read_queue_entries + mc.write_queue_entries + 1), dtype=np.int64)
         self.bus_busy = np.zeros(U, dtype=np.int64)
@@ -236,10 +247,11 @@ class MemorySystem:
         source = parse_enum(Source, source, "memory request source")
         tick = int(tick)
         now = self.clock.next_cycle_at_or_after(tick)
-        if now < self.frontier or tick < self._last_submit_tick:
-            raise ValueError(f"submit at tick {tick} is in the past (memory frontier {self.now_tick}, last submit {self._last_submit_tick})")
-        self._last_submit_tick = tick
         arrive = self.clock.next_cycle_at_or_after(tick + self.frontend_ticks)
+        if arrive < self.frontier or tick < self._last_submit_tick:
+            raise ValueError(f"submit at tick {tick} arrives in the past (memory frontier {self.now_tick}, last submit "
+                             f"{self._last_submit_tick})")
+        self._last_submit_tick = tick
         if type(addrs) is not np.ndarray or addrs.dtype != np.int64 or addrs.ndim != 1:
             addrs = np.atleast_1d(np.asarray(addrs, dtype=np.int64))
         a = addrs
@@ -269,8 +281,18 @@ class MemorySystem:
         return bid
 
     # ---------------------------------------------------------------- run
-    def advance(self, until_tick: int) -> None:
+    def may_run_ahead(self) -> bool:
+        """Whether :meth:`advance` may look ahead (module doc): the fused fast path, a frontend latency, no
+        enqueue hook (its reports would come before the admissions happen) and a policy whose producer hooks do
+        nothing (they apply from the frontier on)."""
+        return self._fused and self.frontend_ticks > 0 and self._enqueue_hook is None and self._static_policy
+
+    def advance(self, until_tick: int, ahead_tick: Optional[int] = None) -> None:
         """Simulate every memory cycle that starts before ``until_tick``.
+
+        ``ahead_tick`` (at most ``until_tick`` + the frontend latency; where :meth:`may_run_ahead`): a lookahead
+        (module doc) to the cycle starting at or after it; a unit stops at its first cycle without requests (a row
+        to close waits) and resumes there later, so no idle cycle past ``until_tick`` is counted yet.
 
         Lazily: with the fast controllers, no enqueue hook and no unit able to
         act before ``until`` (a lower bound the controllers keep; a submission lowers
@@ -280,18 +302,23 @@ class MemorySystem:
         Results are identical: the controllers are a function of the
         submissions, which never arrive before the frontier.
         """
-        until = self.clock.next_cycle_at_or_after(int(until_tick))
+        until = self.clock.next_cycle_at_or_after(int(until_tick if ahead_tick is None else ahead_tick))
         if until <= self.frontier:
             return
         self.frontier = until
         if self.lazy and self._enqueue_hook is None and getattr(self.engine, "next_lb", 0) >= until:
             return
-        self._run(until, False)
+        self._run(until, False, ahead=ahead_tick is not None)
 
-    def sync(self) -> None:
-        """Bring the controllers up to the frontier (before reading their state or changing arbitration)."""
-        if self._kernel_at < self.frontier:
-            self._run(self.frontier, False)
+    def sync(self, until_tick: Optional[int] = None) -> None:
+        """Bring the controllers up to the frontier (before reading their state or changing arbitration); with
+        ``until_tick``, only up to the cycle starting at or after it, if the frontier is further (it ran ahead:
+        :meth:`advance`), so that idle cycles are counted up to that tick and no further."""
+        c = self.frontier
+        if until_tick is not None:
+            c = min(c, self.clock.next_cycle_at_or_after(int(until_tick)))
+        if self._kernel_at < c:
+            self._run(c, False)
 
     def _invalidate(self) -> None:
         inv = getattr(self.engine, "invalidate_next", None)
@@ -334,13 +361,16 @@ class MemorySystem:
                 return done
             acc.grow(need_b, need_l)
 
-    def _run(self, until: int, stop_when_idle: bool) -> None:
+    def _run(self, until: int, stop_when_idle: bool, ahead: bool = False) -> None:
+        """Run the controllers up to cycle ``until``; ``ahead``: a lookahead (:meth:`advance`; fused path only)."""
         eng = self.engine
         hook = self._enqueue_hook
         if not stop_when_idle and self._fused:
             # one compiled call (step_kernel.pump_step): controllers, hook rows, retire, ticks
-            (done, ticks, rows, need_b, need_l, nw), ni = eng.step(until, hook is not None, self._hook_writes_only)
-            self._kernel_at = until
+            (done, ticks, rows, need_b, need_l, nw), ni = eng.step(until, hook is not None, self._hook_writes_only,
+                                                                   ahead=ahead)
+            if not ahead:  # after a lookahead, idle units are behind ``until``
+                self._kernel_at = until
             if hook is not None:
                 self._report(rows)
             if not ni:
@@ -422,20 +452,21 @@ class MemorySystem:
 
     # The producer kernel's events, for the arbitration policy (its hooks decide what they change;
     # see t3sim.memory.policies.base): each applies from the frontier on.
-    def kernel_boundary(self) -> None:
+    # ``at_tick``: when the event happens (None: at the frontier), for :meth:`sync`.
+    def kernel_boundary(self, at_tick: Optional[int] = None) -> None:
         """The producer kernel ended (:meth:`Policy.producer_end <t3sim.memory.policies.base.Policy.producer_end>`)."""
-        self._policy_event(self.policy.producer_end)
+        self._policy_event(self.policy.producer_end, at_tick)
 
-    def begin_isolated_stage(self) -> None:
+    def begin_isolated_stage(self, at_tick: Optional[int] = None) -> None:
         """A producer kernel starts; its first stage runs alone (``Policy.producer_start``)."""
-        self._policy_event(self.policy.producer_start)
+        self._policy_event(self.policy.producer_start, at_tick)
 
-    def end_isolated_stage(self) -> None:
+    def end_isolated_stage(self, at_tick: Optional[int] = None) -> None:
         """The producer's first, isolated stage ended (``Policy.first_stage_end``)."""
-        self._policy_event(self.policy.first_stage_end)
+        self._policy_event(self.policy.first_stage_end, at_tick)
 
-    def _policy_event(self, hook: Callable[[ArbState], None]) -> None:
-        self.sync()
+    def _policy_event(self, hook: Callable[[ArbState], None], at_tick: Optional[int]) -> None:
+        self.sync(at_tick)
         hook(self.arb_state)
         self._invalidate()
 
@@ -471,9 +502,9 @@ class MemorySystem:
         log = np.concatenate(parts)
         return log[np.lexsort((np.arange(len(log)), log[:, 0], log[:, 1]))]
 
-    def stats(self, prefix: str = ""):
-        """All statistics as a :class:`~t3sim.results.stats.Stats`."""
+    def stats(self, prefix: str = "", at_tick: Optional[int] = None):
+        """All statistics as a :class:`~t3sim.results.stats.Stats`, at tick ``at_tick`` (the memory advanced to
+        it; None: at the frontier)."""
         from t3sim.memory.stats import collect
 
-        self.sync()
-        return collect(self, prefix)
+        return collect(self, prefix, at_tick)

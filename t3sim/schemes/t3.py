@@ -295,7 +295,7 @@ class T3Context:
             addrs += [int(blk.addrs[0])] * len(keys)
             peer_input += [n > 0 for n in peers]
         tr.program_many(regions, thresholds, callbacks, addrs, peer_input)
-        h.mem.set_enqueue_hook(tr.on_enqueue, writes_only=True)
+        h.port.set_enqueue_hook(tr.on_enqueue, writes_only=True)
 
     def _setup_shadows(self) -> None:
         """Homogeneous mode: the shadows' DMA blocks aimed at GPU 0, keyed by (seq, wf) of their first region."""
@@ -429,7 +429,7 @@ def t3_program(model, ctx: T3Context) -> Program:
     def rs_end():
         for g, tr in ctx.trackers.items():
             tr.check_done()
-            model.hiers[g].mem.set_enqueue_hook(None)
+            model.hiers[g].port.set_enqueue_hook(None)
         if ctx.functional:  # check the reduced chunks now: a functional run stops after the reduce-scatter
             ctx.words_checked = final_chunk_check(model)
 

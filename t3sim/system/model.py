@@ -74,6 +74,8 @@ class SystemModel:
         self.hiers: Dict[int, MemoryHierarchy] = {
             g: MemoryHierarchy(self.env, exp.system, mode=sim.memory_model, functional=sim.functional_data)
             for g in self.sim_gpus}
+        for h in self.hiers.values():
+            h.port.lookahead = sim.memory_lookahead
         #: each simulated GPU's WG dispatcher, shared by every kernel launched on it (CUs of concurrent kernels)
         self.dispatchers: Dict[int, CuDispatcher] = {g: CuDispatcher(exp.system.gpu, f"gpu{g}") for g in self.sim_gpus}
         self.kernel = kernel if kernel is not None else system_kernel(exp.workload, exp.system)

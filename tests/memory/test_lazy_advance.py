@@ -51,10 +51,10 @@ def test_lazy_advance_skips_and_agrees_with_eager():
         runs = 0
         orig = ms._run
 
-        def counting(until, stop, orig=orig):
+        def counting(until, stop, orig=orig, **kw):
             nonlocal runs
             runs += 1
-            orig(until, stop)
+            orig(until, stop, **kw)
 
         ms._run = counting
         done = []

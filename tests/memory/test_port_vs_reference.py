@@ -103,10 +103,10 @@ def workloads(draw):
     return cfg, procs, events, hook
 
 
-def _run(cfg, procs, events, hook, mode, capacity=None):
+def _run(cfg, procs, events, hook, mode, capacity=None, lookahead=True):
     """Run the workload on a port over a ``mode`` memory; return everything observable. ``capacity``:
     start the request arrays that small and compact them from there on (as full-size runs do once
-    ``MemorySystem.compact_min`` requests are held)."""
+    ``MemorySystem.compact_min`` requests are held); ``lookahead``: ``MemoryPort.lookahead``."""
     env = simpy.Environment()
     ms = MemorySystem(cfg, mode=mode)
     if capacity is not None:
@@ -115,6 +115,7 @@ def _run(cfg, procs, events, hook, mode, capacity=None):
         ms._grow(capacity)
         ms.compact_min = capacity
     port = MemoryPort(env, ms)
+    port.lookahead = lookahead
     reports = []
     if hook is not None:
         def on_enqueue(info):
@@ -154,7 +155,9 @@ def _run(cfg, procs, events, hook, mode, capacity=None):
     per_request = None
     if not ms.compactions:
         per_request = [ms.request_done_ticks(b[3]).tolist() for b in sorted(batches, key=lambda x: x[3])]
-    stats = json.dumps(ms.stats("m").to_dict(), sort_keys=True, default=str)
+    # at a tick the pump cadence does not move (env.now is the last pump step's: cadence-dependent)
+    end = max([b[4] for b in batches] + [t for t, _ in events] + [0])
+    stats = json.dumps(ms.stats("m", at_tick=end).to_dict(), sort_keys=True, default=str)
     return dict(batches=sorted(batches), reports=reports, per_request=per_request, stats=stats,
                 cycles=ms.r_done[: ms.n].copy() if not ms.compactions else None, env_now=env.now), port
 

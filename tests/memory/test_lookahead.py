@@ -1,0 +1,127 @@
+"""The pump's lookahead (issue 17): the memory runs up to one frontend latency ahead of now, with the same results.
+
+A request submitted at tick ``t`` or later reaches the controllers at the first memory cycle starting at or after
+``t + frontend`` (``memory_controller.frontend_latency_gpu_cycles``), so at ``t`` the cycles before it are already
+determined. ``MemoryPort`` lets each pump step simulate them (``MemorySystem.advance(now, now + frontend)``, units
+with requests only, each stopping when it runs out: ``STOP_NO_REQUESTS``) wherever nothing could observe the
+difference: no enqueue hook (T3's tracker reacts to each report at its tick) and an arbitration policy whose
+producer-kernel hooks do nothing. With Table 1's 100-cycle (71 ns) frontend and a pump cadence of 4 cycles
+while a write is outstanding, most pump steps go. Held here: the port's workloads of ``test_port_vs_reference``
+with and without it (every batch, request, hook report and statistic equal, fewer pump steps), whole runs of
+several schemes (``stats.json`` equal but for ``sim.events``), and the refusals that keep it exact.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import simpy
+from hypothesis import HealthCheck, given, settings
+
+from t3sim.memory import MemorySystem
+from t3sim.memory.port import MemoryPort
+
+from .helpers import system
+from .test_port_vs_reference import _assert_same, _run, workloads
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads())
+def test_lookahead_equals_pumping_to_now(w):
+    """The fast model's port with and without the lookahead: everything observable equal, never more pump steps."""
+    cfg, procs, events, hook = w
+    ahead, p1 = _run(cfg, procs, events, hook, "fast", lookahead=True)
+    now, p0 = _run(cfg, procs, events, hook, "fast", lookahead=False)
+    _assert_same(ahead, now)
+    assert p1.pump_steps <= p0.pump_steps
+
+
+def _writes(lookahead: bool, frontend: int = 100):
+    """Bursts of writes, each submitted once the previous one completed (a WG storing tiles)."""
+    cfg = system(2, memory_controller={"frontend_latency_gpu_cycles": frontend})
+    env = simpy.Environment()
+    ms = MemorySystem(cfg)
+    port = MemoryPort(env, ms)
+    port.lookahead = lookahead
+    done = []
+
+    def proc():
+        for i in range(20):
+            ev = port.access(np.arange(64, dtype=np.int64) * 32 + i * 4096, "write", "compute", "gemm")
+            yield ev
+            done.append(ev.value.done_tick)
+
+    env.process(proc())
+    env.run()
+    stats = json.dumps(ms.stats("m", at_tick=done[-1]).to_dict(), sort_keys=True)
+    return done, stats, port.pump_steps, ms
+
+
+def test_lookahead_saves_pump_steps_and_changes_nothing():
+    d1, s1, n1, ms = _writes(True)
+    d0, s0, n0, _ = _writes(False)
+    assert ms.may_run_ahead()
+    assert (d1, s1) == (d0, s0)
+    assert n1 * 3 < n0, (n1, n0)  # 71 ns of lookahead against a 4-cycle cadence while writes are outstanding
+    # without a frontend latency there is nothing to look ahead over
+    d1, s1, n1, ms = _writes(True, frontend=0)
+    d0, s0, n0, _ = _writes(False, frontend=0)
+    assert not ms.may_run_ahead() and (d1, s1, n1) == (d0, s0, n0)
+
+
+def test_lookahead_is_off_where_it_could_be_observed():
+    assert MemorySystem(system(1, memory_controller={"frontend_latency_gpu_cycles": 100})).may_run_ahead()
+    # producer-kernel hooks apply from the frontier (t3_mca: drain, thresholds, occupancy observation)
+    mca = MemorySystem(system(1, memory_controller={"arbitration": {"kind": "t3_mca"}}))
+    assert not mca.may_run_ahead()
+    ms = MemorySystem(system(1))
+    ms.set_enqueue_hook(lambda info: None)  # the tracker reacts to each admission at its tick
+    assert not ms.may_run_ahead()
+    assert not MemorySystem(system(1), mode="reference").may_run_ahead()
+
+
+def test_hook_set_while_ahead_and_stats_past_lookahead_are_refused():
+    cfg = system(1, memory_controller={"frontend_latency_gpu_cycles": 100, "write_queue_entries": 4})
+    env = simpy.Environment()
+    ms = MemorySystem(cfg)
+    port = MemoryPort(env, ms)
+    port.access(np.arange(512, dtype=np.int64) * 32, "write", "compute", "gemm")  # a backlog: work past any pump step
+    env.run(until=300_000)  # some pump steps (the first at the arrival), each running ahead of its now
+    assert ms.outstanding and ms.frontier > ms.clock.next_cycle_at_or_after(env.now)
+    with pytest.raises(RuntimeError, match="run ahead"):
+        port.set_enqueue_hook(lambda info: None)
+    port.set_enqueue_hook(None)  # removing one is always fine
+    with pytest.raises(RuntimeError, match="lookahead simulated requests past it"):
+        ms.stats("m", at_tick=env.now)
+
+
+TINY = ("workload.tokens=64", "workload.model.hidden_size=256", "workload.tp=2", "system.interconnect.num_gpus=2",
+        "system.gpu.num_cus=4")
+
+
+@pytest.mark.parametrize("extra", [
+    ("workload.sublayer=OP", "scheme.kind=sequential"),
+    ("workload.sublayer=OP", "scheme.kind=sequential", "simulation.mode=explicit"),
+    ("workload.sublayer=OP", "scheme.kind=sequential", "system.memory_controller.page_policy=closed"),
+    ("workload.sublayer=OP", "scheme.kind=t3"),  # the tracker's hook: no lookahead until the RS ends
+    ("workload.sublayer=OP", "scheme.kind=t3_mca"),  # producer hooks: never
+    ("workload.sublayer=OP", "scheme.kind=chunked_dma"),
+    ("workload.sublayer=OP", "scheme.kind=flux_rs"),
+    ("workload.sublayer=FC-1", "workload.direction=ag_gemm", "scheme.kind=ficco",
+     "scheme.ficco_schedule=uniform_fused_2d"),
+], ids=lambda x: "-".join(v.split("=")[1] for v in x[1:]))
+def test_whole_runs_identical_with_lookahead(extra):
+    """Whole (tiny) runs with ``simulation.memory_lookahead`` on and off: ``stats.json`` equal but for the
+    count of simpy events (fewer pump steps)."""
+    from t3sim.system import simulate as simulate_run
+    from tests.system.helpers import exp
+
+    out, events = [], []
+    for la in ("true", "false"):
+        st = simulate_run(exp(*TINY, *extra, f"simulation.memory_lookahead={la}")).stats.to_dict()
+        events.append(st["sim"].pop("events")["value"])
+        out.append(json.dumps(st, sort_keys=True, default=str))
+    assert out[0] == out[1]
+    assert events[0] <= events[1]
