@@ -100,9 +100,9 @@ class MemorySystem:
     """
 
     lazy = True
-    #: with the fast controller and no functional data, when the request arrays are full and at
-    #: most half of them are still live, reuse the slots of issued requests instead of growing
-    #: (compaction) once the capacity reaches this many requests; 0 disables it
+    #: with the fast controller and no functional data, once the capacity reaches this many requests, full
+    #: request arrays are compacted (the live requests moved to the front, the issued ones' slots reused)
+    #: before they grow, and grow (doubling) only if the live ones then fill more than 3/4 of them; 0: never
     compact_min = 1 << 18
 
     def __init__(self, system, mode: str = "fast", functional: bool = False, dtype=np.float32,
@@ -189,12 +189,16 @@ class MemorySystem:
         self._cap = cap
 
     def _compact_or_grow(self, batch: int) -> None:
-        """Make room for ``batch`` more requests: compact (see ``compact_min``) or grow."""
+        """Make room for ``batch`` more requests: compact, then grow if still 3/4 full (see ``compact_min``).
+        (A grow then copies only the live requests; after a compaction without one, a quarter of the capacity
+        is free, so each request is moved O(1) times.)"""
         eng = self.engine
-        if (self.compact_min and self._cap >= self.compact_min and 2 * (self.outstanding + batch) <= self._cap
-                and self.functional is None and hasattr(eng, "rq")):
+        if (self.compact_min and self._cap >= self.compact_min and self.functional is None and hasattr(eng, "rq")
+                and self.n > self.outstanding):
             self.n = BK.compact(self.RQ, self.n, self.f_head, self.f_tail, eng.rq, eng.wq)
             self.compactions += 1
+            if 4 * (self.n + batch) > 3 * self._cap:
+                self._grow(max(self.n + batch, 2 * self._cap))
         self._grow(self.n + batch)
 
     def first_refresh(self, u: int) -> int:

@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 
+from t3sim.memory import bookkeeping as BK
 from t3sim.memory.accum import percentile_from_hist
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.memory.system import MemorySystem
@@ -90,3 +91,40 @@ def test_compaction_changes_nothing(monkeypatch):
     assert packed.compactions > 0 and packed._cap < plain._cap
     assert a == b
     assert _stats(plain) == _stats(packed)
+
+
+def test_full_arrays_compact_before_they_grow(monkeypatch):
+    """``MemorySystem._compact_or_grow``: full arrays are compacted first; they grow (doubling) only if the live
+    requests then fill more than 3/4 of them, and a grow copies only the live ones."""
+    monkeypatch.setattr(MemorySystem, "compact_min", 256)
+    ms = MemorySystem(system(channels=1))
+    ms._cap, ms.RQ = 0, np.zeros((0, BK.NF), dtype=np.int64).T
+    ms._grow(256)
+    ms.submit(0, np.arange(200, dtype=np.int64) * 32, "read", "compute", "gemm")
+    ms.run_until_idle()
+    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(56, dtype=np.int64) * 32, "read", "compute", "gemm")
+    assert (ms.n, ms.outstanding, ms._cap) == (256, 56, 256)
+    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(100, dtype=np.int64) * 32, "write", "compute", "gemm")
+    # 56 live + 100 new fit in 3/4 of 256: compacted, not grown
+    assert (ms.compactions, ms._cap, ms.n, ms.outstanding) == (1, 256, 156, 156)
+    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(101, dtype=np.int64) * 32 + (1 << 20), "read", "compute",
+              "gemm")
+    # 156 live (none issued yet) + 101 > 256: nothing to compact, the arrays double
+    assert (ms.compactions, ms._cap, ms.n) == (1, 512, 257)
+    ms.run_until_idle()
+    assert ms.outstanding == 0 and ms.acc.requests == 457
+
+
+def test_compaction_that_frees_too_little_also_grows(monkeypatch):
+    monkeypatch.setattr(MemorySystem, "compact_min", 256)
+    ms = MemorySystem(system(channels=1))
+    ms._cap, ms.RQ = 0, np.zeros((0, BK.NF), dtype=np.int64).T
+    ms._grow(256)
+    ms.submit(0, np.arange(200, dtype=np.int64) * 32, "read", "compute", "gemm")
+    ms.run_until_idle()
+    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(56, dtype=np.int64) * 32, "read", "compute", "gemm")
+    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(150, dtype=np.int64) * 32, "write", "compute", "gemm")
+    # compacted to the 56 live ones, but 56 + 150 > 3/4 of 256: doubled too (copying the 56)
+    assert (ms.compactions, ms._cap, ms.n, ms.outstanding) == (1, 512, 206, 206)
+    ms.run_until_idle()
+    assert ms.outstanding == 0 and ms.acc.requests == 406
