@@ -38,7 +38,11 @@ while a write or update is outstanding, ``tCL + tBL`` = 16 while only reads are:
 :meth:`MemorySystem.next_event_tick`), so every completion becomes known
 strictly before it happens and the batch's event fires at exactly its
 completion tick. While nothing is outstanding the pump sleeps until the next
-``access``.
+``access``. Lookahead (``lookahead``, ``simulation.memory_lookahead``): where
+:meth:`MemorySystem.may_run_ahead` (no enqueue hook, no producer-kernel policy
+hook, a frontend latency), a pump step at ``now`` advances the memory to
+``now + frontend`` instead, the cycles no later submission can reach
+(:mod:`t3sim.memory.system`, "Lookahead"); results are the same with fewer steps.
 
 Order. Completions are fired through the environment's
 :class:`~t3sim.sim.engine.Dispatcher`: all completions due at one tick fire
