@@ -289,7 +289,19 @@ class MemoryHierarchy:
                 sel = wb.src == src
                 addrs = mask_accesses(lines[sel], masks[sel], sector_B, line_B // sector_B, access_B)
                 if len(addrs):
-                    self._track_write(self._dram(addrs, Kind.WRITE, Stream.COMPUTE, self.categories[int(src)]))
+                    self.track_writeback(self._dram(addrs, Kind.WRITE, Stream.COMPUTE, self.categories[int(src)]))
+
+    def track_writeback(self, ev: simpy.Event) -> None:
+        """A write-back batch's event: a tracked write that no requester waits for, so a run may end before it
+        does; while one is in flight the port does not look ahead (``MemoryPort.unawaited``)."""
+        port = self.port
+        self._track_write(ev)
+        port.unawaited += 1
+
+        def done(_e):
+            port.unawaited -= 1
+
+        ev.callbacks.append(done)
 
     def _track_write(self, ev: simpy.Event) -> simpy.Event:
         self.outstanding_writes += 1

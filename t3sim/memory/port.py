@@ -140,6 +140,9 @@ class MemoryPort:
         #: let each pump step run the memory one frontend latency ahead of now where it may
         #: (MemorySystem.advance; simulation.memory_lookahead): fewer pump steps, the same results
         self.lookahead = True
+        #: batches in flight that no requester waits for (the L2's write-backs: MemoryHierarchy.track_writeback):
+        #: a run may end while they are, so the pump does not look ahead meanwhile (stats at the end stay exact)
+        self.unawaited = 0
 
     def access(self, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None,
                request_B: Optional[int] = None) -> simpy.Event:
@@ -215,7 +218,7 @@ class MemoryPort:
         """Advance the memory to now, fire what completed, and arm the next pump step."""
         env = self.env
         mem = self.mem
-        if self.lookahead and mem.may_run_ahead():
+        if self.lookahead and not self.unawaited and mem.may_run_ahead():
             mem.advance(env.now, env.now + mem.frontend_ticks)
         else:
             mem.advance(env.now)

@@ -36,6 +36,31 @@ from t3sim.sim.clock import TICKS_PER_US
 
 #: the cyclic GC's young-generation threshold while a run's event loop runs (Python's default: 700)
 GC_YOUNG_THRESHOLD = 100_000
+#: a run first collects the garbage of earlier runs in this process (their models: cycles of events, processes
+#: and closures) once the process's peak RSS has grown by this many MiB since the last such collection; else
+#: ``gc.freeze`` would freeze that garbage with the new model, and a process that simulates point after point
+#: (a sweep's worker, ``-j 1``) grew by ~80 MB a point (its full collections never came: ``gc.unfreeze`` does not
+#: count the unfrozen objects towards the next one)
+GC_COLLECT_GROWTH_MiB = 256
+_peak_at_collect = [0]
+
+
+def _peak_rss_MiB() -> int:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return r // (1 << 20) if sys.platform == "darwin" else r // 1024  # bytes on macOS, KiB elsewhere
+
+
+def collect_earlier_garbage() -> bool:
+    """Collect earlier runs' garbage if the peak RSS grew by :data:`GC_COLLECT_GROWTH_MiB` since the last
+    collection (called before a run freezes the heap); returns whether it collected."""
+    peak = _peak_rss_MiB()
+    if peak - _peak_at_collect[0] < GC_COLLECT_GROWTH_MiB:
+        return False
+    gc.collect()
+    _peak_at_collect[0] = peak
+    return True
 
 #: simpy versions whose internals the engine uses (``Environment._queue``/``_now``/``schedule``, ``Event._ok``/
 #: ``_value``/``_defused``, the 4-tuple heap entries): pyproject.toml pins ``simpy>=4.0,<4.2`` and
@@ -207,6 +232,7 @@ class Engine:
         # long-lived model: freeze the model out of the cyclic GC's scans and collect the young
         # generation less often (the GC took ~7 % of a T3 run's CPU time; results are unaffected).
         gc_threshold = gc.get_threshold()
+        collect_earlier_garbage()
         gc.freeze()
         gc.set_threshold(max(gc_threshold[0], GC_YOUNG_THRESHOLD), *gc_threshold[1:])
         try:

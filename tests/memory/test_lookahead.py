@@ -125,3 +125,42 @@ def test_whole_runs_identical_with_lookahead(extra):
         out.append(json.dumps(st, sort_keys=True, default=str))
     assert out[0] == out[1]
     assert events[0] <= events[1]
+
+
+# A GEMM alone on a small L2 ends with thousands of its write-backs in flight (the kernel waits for its own stores,
+# not for evicted lines).
+WB = ("workload.tokens=256", "workload.model.hidden_size=1024", "workload.tp=2", "system.interconnect.num_gpus=2",
+      "system.gpu.num_cus=4", "workload.sublayer=FC-1", "workload.direction=ag_gemm", "scheme.kind=ficco_char",
+      "scheme.char_part=gemm", "scheme.chunks=1", "system.l2.size_MiB=0.125")
+
+
+def _wb_run(lookahead: str):
+    from t3sim.system import simulate as simulate_run
+    from tests.system.helpers import exp
+
+    r = simulate_run(exp(*WB, f"simulation.memory_lookahead={lookahead}"))
+    st = r.stats.to_dict()
+    st["sim"].pop("events")
+    return json.dumps(st, sort_keys=True, default=str), r.meta
+
+
+def test_no_lookahead_while_write_backs_are_in_flight():
+    """A run may end with write-backs in flight, which a lookahead would have simulated past its end: the port
+    does not look ahead while any is (``MemoryPort.unawaited``), so the run needs no re-run and its statistics
+    are the reference cadence's."""
+    on, meta = _wb_run("true")
+    off, _ = _wb_run("false")
+    assert on == off and "memory_lookahead" not in meta
+    assert json.loads(on)["gpu0"]["hbm"]["requests"]["value"] > 0
+
+
+def test_stats_past_a_lookahead_rerun_the_point_without_it(monkeypatch):
+    """Without that guard the same run ends with requests a lookahead simulated past its end: the statistics
+    refuse (LookaheadPastEnd) and ``simulate`` re-runs the point at the reference cadence, saying so in ``meta``."""
+    from t3sim.compute.memhier import MemoryHierarchy
+
+    off, _ = _wb_run("false")
+    monkeypatch.setattr(MemoryHierarchy, "track_writeback", lambda self, ev: self._track_write(ev))
+    on, meta = _wb_run("true")
+    assert on == off
+    assert meta["memory_lookahead"].startswith("re-run without: memory statistics asked for t=")

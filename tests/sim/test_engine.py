@@ -114,3 +114,38 @@ def test_a_wg_longer_than_the_watchdog_window_completes():
     run, m = gemm_only(e)
     wgs = m.kernel.num_wgs
     assert m.engine.env.now / wgs > 2 * 10_000 * 1000  # each WG (one at a time on the one CU) outlasts the 10 us window
+
+
+def _run_once():
+    """A finished run whose engine is garbage with a reference cycle (as every model is); a weakref to it."""
+    import weakref
+
+    e = Engine(seed=1)
+    s = simpy.Store(e.env)
+    Worker(e, "w", s, 1)
+    s.put(0)
+    e.run()
+    e.cycle = e  # what a model's events, processes and closures are full of
+    return weakref.ref(e)
+
+
+def test_a_run_collects_earlier_runs_garbage_before_freezing_the_heap(monkeypatch):
+    """``Engine.run`` freezes the heap (``gc.freeze``) so that the young collections skip the model; without a
+    collection first it froze the garbage of earlier runs with it, run after run, and a sweep worker grew by
+    ~80 MB a point (engine.collect_earlier_garbage)."""
+    import gc
+
+    from t3sim.sim import engine as E
+
+    gc.collect()
+    gc.disable()  # no automatic collection in between: only what the engine does
+    try:
+        monkeypatch.setattr(E, "GC_COLLECT_GROWTH_MiB", 1 << 30)  # never: the garbage survives the next run
+        old = _run_once()
+        _run_once()
+        assert old() is not None
+        monkeypatch.setattr(E, "GC_COLLECT_GROWTH_MiB", 0)  # a run collects first
+        _run_once()
+        assert old() is None
+    finally:
+        gc.enable()
