@@ -16,8 +16,9 @@ cycle starting at ``t + frontend``, so at ``t`` the cycles before it are
 determined: ``advance(t, t + frontend)`` simulates them, saving pump steps
 where ``frontend`` exceeds the pump cadence. Completions are learned earlier
 and fire at their own ticks; ``sync`` and ``stats`` take the tick they
-describe. Exact while the memory is idle at that tick (``stats`` refuses
-otherwise; tests/memory/test_lookahead.py).
+describe. Exact unless a lookahead ran requests past that tick (``stats``
+then refuses, and ``t3sim.system.run`` re-runs the point without it;
+tests/memory/test_lookahead.py).
 
 Requests. Every request is one column access of ``hbm.access_size_B`` bytes
 (bus width x burst length: 32 B on Table 1); its address names the access-sized,
@@ -286,9 +287,9 @@ class MemorySystem:
 
     # ---------------------------------------------------------------- run
     def may_run_ahead(self) -> bool:
-        """Whether :meth:`advance` may look ahead (module doc): the fused fast path, a frontend latency, no
-        enqueue hook (its reports would come before the admissions happen) and a policy whose producer hooks do
-        nothing (they apply from the frontier on)."""
+        """Whether :meth:`advance` may look ahead (module doc): fused fast path, a frontend latency, no enqueue
+        hook (it would report admissions early), a policy whose producer hooks do nothing (they apply from the
+        frontier)."""
         return self._fused and self.frontend_ticks > 0 and self._enqueue_hook is None and self._static_policy
 
     def advance(self, until_tick: int, ahead_tick: Optional[int] = None) -> None:
@@ -298,14 +299,14 @@ class MemorySystem:
         (module doc) to the cycle starting at or after it; a unit stops at its first cycle without requests (a row
         to close waits) and resumes there later, so no idle cycle past ``until_tick`` is counted yet.
 
-        Lazily: with the fast controllers, no enqueue hook and no unit able to
-        act before ``until`` (a lower bound the controllers keep; a submission lowers
-        it to its arrival cycle, an arbitration-state change clears it), nothing could issue, so there
-        is nothing to report and the controllers are left behind the frontier;
-        the next advance that may issue (or :meth:`sync`) simulates the gap.
-        Results are identical: the controllers are a function of the
-        submissions, which never arrive before the frontier.
-        """
+        Lazily: with the fast controllers, no enqueue hook and no unit able to act before ``until`` (a lower bound
+        the controllers keep; a submission lowers it to its arrival cycle, an arbitration-state change clears it),
+        the controllers are left behind the frontier; the next advance that may issue (or :meth:`sync`) simulates
+        the gap. Results are identical: the controllers are a function of the submissions, which never arrive
+        before the frontier."""
+        if ahead_tick is not None and (not self.may_run_ahead() or ahead_tick > until_tick + self.frontend_ticks):
+            raise ValueError(f"advance({until_tick}, ahead_tick={ahead_tick}): a lookahead needs may_run_ahead() and "
+                             f"at most the frontend latency ({self.frontend_ticks} ticks)")
         until = self.clock.next_cycle_at_or_after(int(until_tick if ahead_tick is None else ahead_tick))
         if until <= self.frontier:
             return

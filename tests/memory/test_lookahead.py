@@ -164,3 +164,13 @@ def test_stats_past_a_lookahead_rerun_the_point_without_it(monkeypatch):
     on, meta = _wb_run("true")
     assert on == off
     assert meta["memory_lookahead"].startswith("re-run without: memory statistics asked for t=")
+
+
+def test_advance_refuses_a_lookahead_it_cannot_keep_exact():
+    ms = MemorySystem(system(1, memory_controller={"frontend_latency_gpu_cycles": 100}))
+    with pytest.raises(ValueError, match="at most the frontend latency"):
+        ms.advance(0, ms.frontend_ticks + 1)
+    ms.advance(0, ms.frontend_ticks)
+    mca = MemorySystem(system(1, memory_controller={"arbitration": {"kind": "t3_mca"}}))
+    with pytest.raises(ValueError, match="needs may_run_ahead"):
+        mca.advance(0, 1)
