@@ -224,13 +224,6 @@ def machine() -> Dict[str, object]:
     return info
 
 
-def _peak_rss_MB() -> float:
-    import resource
-
-    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    return kb / 1024.0
-
-
 def run_case(name: str) -> Dict[str, object]:
     """Run one case in this process and measure it (CPU seconds: this process's, the warm-up excluded; None
     for a sweep)."""
@@ -238,6 +231,7 @@ def run_case(name: str) -> Dict[str, object]:
 
     from t3sim.config import SystemConfig
     from t3sim.memory.memtest import warm_up
+    from t3sim.sim.engine import peak_rss_MiB
 
     case = CASES[name]
     if case["kind"] != "sweep":  # a sweep simulates in its own processes
@@ -289,7 +283,7 @@ def run_case(name: str) -> Dict[str, object]:
     out["slowdown"] = out["wall_s"] / sim_s if sim_s > 0 else None
     out["dram_requests_per_s"] = out["dram_requests"] / out["wall_s"]
     out["simpy_events_per_s"] = out["simpy_events"] / out["wall_s"] if out["simpy_events"] is not None else None
-    out["peak_rss_MB"] = _peak_rss_MB()
+    out["peak_rss_MB"] = peak_rss_MiB()
     return out
 
 

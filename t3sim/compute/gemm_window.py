@@ -67,9 +67,9 @@ def kernel(policy_cls, drain_cls):
 
 
 def sink_kind(sink):
-    """How the window runs output sink ``sink``: ``"cached"``
-    (:class:`~t3sim.compute.gemm_kernel.CachedLocalOutput`), ``"accumulate"`` (an :class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` whose ``store`` is that class's;
-    a subclass may count the reads), or None (another sink: the reference path)."""
+    """How the window runs output sink ``sink``: ``"cached"`` (:class:`~t3sim.compute.gemm_kernel.CachedLocalOutput`),
+    ``"accumulate"`` (an :class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` whose ``store`` is that class's; a
+    subclass may count the reads), or None (another sink: the reference path)."""
     from t3sim.compute.gemm_kernel import AccumulatingOutput, CachedLocalOutput
 
     if type(sink) is CachedLocalOutput:

@@ -26,21 +26,11 @@ def _ns(ms, cycles) -> float:
     return float(cycles) / ms.clock.GHz
 
 
-class LookaheadPastEnd(RuntimeError):
-    """The statistics were asked for a tick that a lookahead (``MemorySystem.advance``) simulated requests past:
-    those of the reference cadence cannot be given (``t3sim.system.run`` re-runs such a point without it)."""
-
-
 def summary(ms, at_tick: Optional[int] = None) -> Dict[str, float]:
     """Headline numbers (plain floats) for reports and the memtest command, at tick ``at_tick`` (None: the
-    frontier's: the memory is advanced to it, ``MemorySystem.sync``)."""
+    frontier's; ``MemorySystem.settle``)."""
     if at_tick is not None:
-        ms.advance(at_tick)
-        ms.sync(at_tick)
-        c = ms.clock.next_cycle_at_or_after(int(at_tick))
-        if any(ms.engine.unit_cycle(u) > c for u in range(ms.geom.units)):
-            raise LookaheadPastEnd(f"memory statistics asked for t={at_tick} ps, but a lookahead simulated requests "
-                                   "past it (simulation.memory_lookahead: false gives them)")
+        ms.settle(at_tick)
     else:
         ms.sync()
     acc = ms.acc

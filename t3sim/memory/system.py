@@ -58,34 +58,19 @@ from t3sim.memory.policies import build as build_policy
 from t3sim.memory.write_drain import build as build_drain
 from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, THRESHOLD, ArbState, Policy
 from t3sim.memory.request import Kind, Source, Stream, parse_enum
+from t3sim.memory.request_store import RequestStore, ids
 from t3sim.sim.clock import Clock
 
-#: per-request fields: ``r_<name>`` is row ``F_<NAME>`` of the int64 matrix ``RQ`` (a view). ``RQ`` is the
-#: transpose of a C-ordered ``[capacity, NF]`` array: indexed field-first, stored request-major, so the
-#: fields of one request share a cache line or two (the controllers touch ~10 fields of each request
-#: they admit or issue; field-major storage cost a cache miss per field: pump step 46 -> 37 us)
-_REQ_FIELDS = ("r_unit", "r_bank", "r_row", "r_line", "r_kind", "r_stream", "r_source", "r_batch", "r_wg", "r_wf",
-               "r_arrive", "r_admit", "r_issue", "r_done", "r_class", "r_next", "r_seq", "r_ndeps")
-assert len(_REQ_FIELDS) == BK.NF
-
-
 _NO_UNITS = np.zeros(0, dtype=np.int64)
-_NO_ID = np.array([-1], dtype=np.int64)  # wg/wf id of requests that carry none (read-only use)
 
 
-def _ids(x, n: int) -> np.ndarray:
-    """wg/wf ids for a batch of ``n``: one value (length-1 array) or one per request."""
-    if x is None:
-        return np.array([-1], dtype=np.int64)
-    a = np.asarray(x, dtype=np.int64)
-    if a.ndim == 0:
-        return a.reshape(1)
-    if a.shape != (n,) and a.shape != (1,):
-        raise ValueError(f"wg_id/wf_id: {a.shape[0]} values for {n} requests")
-    return np.ascontiguousarray(a)
+class LookaheadPastEnd(RuntimeError):
+    """The memory was asked for its state at a tick that a lookahead (:meth:`MemorySystem.advance`) simulated
+    requests past: that of the reference cadence cannot be given (``t3sim.system.run`` re-runs such a point
+    without the lookahead)."""
 
 
-class MemorySystem:
+class MemorySystem(RequestStore):
     """All channels of one GPU's HBM. See the module docstring for the time model.
 
     ``lazy`` (class attribute, default True): let :meth:`advance` skip controller runs that
@@ -101,10 +86,6 @@ class MemorySystem:
     """
 
     lazy = True
-    #: with the fast controller and no functional data, once the capacity reaches this many requests, full
-    #: request arrays are compacted (the live requests moved to the front, the issued ones' slots reused)
-    #: before they grow, and grow (doubling) only if the live ones then fill more than 3/4 of them; 0: never
-    compact_min = 1 << 18
 
     def __init__(self, system, mode: str = "fast", functional: bool = False, dtype=np.float32,
                  record_commands: bool = False) -> None:
@@ -126,12 +107,7 @@ class MemorySystem:
         if self.clock.cycle_to_tick(1) < 2:
             raise InputError("hbm.clock_GHz", f"{hbm.clock_GHz} (a cycle shorter than 2 ps)", "at most 500 GHz")
         U = self.geom.units
-        self._cap = 0
-        self.n = 0
-        self.RQ = np.zeros((0, BK.NF), dtype=np.int64).T
-        self._grow(1024)
-        self.f_head = np.full((U, 2), -1, dtype=np.int64)
-        self.f_tail = np.full((U, 2), -1, dtype=np.int64)
+        self._init_requests(U)  # the request rows and pending FIFOs (RequestStore)
         # arbitration state (columns LAST_STREAM, LAST_COMM, DRAIN, THRESHOLD of policies.base)
         self.arb = np.zeros((U, NARB), dtype=np.int64)
         self.arb[:, [LAST_STREAM, LAST_COMM, THRESHOLD]] = -1
@@ -157,7 +133,6 @@ class MemorySystem:
         self._last_submit_tick = 0
         self.outstanding = 0
         self.outstanding_writes = 0  # of them, writes and updates (they set the pump cadence)
-        self.compactions = 0  # times the request arrays were compacted (batch ranges no longer valid)
         self._enqueue_hook: Optional[Callable[[EnqueueInfo], None]] = None
         self._hook_writes_only = False
         self.functional = FunctionalStore(self.access_B, dtype, REQUEST_B) if functional else None
@@ -178,30 +153,6 @@ class MemorySystem:
         self._has_lb = hasattr(self.engine, "next_lb")
 
     # ---------------------------------------------------------------- setup
-    def _grow(self, need: int) -> None:
-        if need <= self._cap:
-            return
-        cap = max(need, 2 * self._cap)
-        old = self.RQ
-        self.RQ = np.zeros((cap, BK.NF), dtype=np.int64).T  # request-major storage (_REQ_FIELDS)
-        self.RQ[:, : self.n] = old[:, : self.n]
-        for f, name in enumerate(_REQ_FIELDS):
-            setattr(self, name, self.RQ[f])
-        self._cap = cap
-
-    def _compact_or_grow(self, batch: int) -> None:
-        """Make room for ``batch`` more requests: compact, then grow if still 3/4 full (see ``compact_min``).
-        (A grow then copies only the live requests; after a compaction without one, a quarter of the capacity
-        is free, so each request is moved O(1) times.)"""
-        eng = self.engine
-        if (self.compact_min and self._cap >= self.compact_min and self.functional is None and hasattr(eng, "rq")
-                and self.n > self.outstanding):
-            self.n = BK.compact(self.RQ, self.n, self.f_head, self.f_tail, eng.rq, eng.wq)
-            self.compactions += 1
-            if 4 * (self.n + batch) > 3 * self._cap:
-                self._grow(max(self.n + batch, 2 * self._cap))
-        self._grow(self.n + batch)
-
     def first_refresh(self, u: int) -> int:
         """Cycle of unit ``u``'s first refresh (staggered over the units)."""
         t = self.timing.values["tREFI"]
@@ -274,7 +225,7 @@ class MemorySystem:
         am = self.amap
         eng = self.engine
         BK.fill_requests(self.RQ, s0, a, self.access_B, int(kind), int(stream), int(source), bid,
-                         _NO_ID if wg_id is None else _ids(wg_id, n), _NO_ID if wf_id is None else _ids(wf_id, n),
+                         ids(wg_id, n), ids(wf_id, n),
                          arrive, am.radix_arr, am.pos_arr, am.bpg, am.xor, am.chash, self.f_head, self.f_tail,
                          self._unit_next)
         self.n = s1
@@ -324,6 +275,16 @@ class MemorySystem:
             c = min(c, self.clock.next_cycle_at_or_after(int(until_tick)))
         if self._kernel_at < c:
             self._run(c, False)
+
+    def settle(self, at_tick: int) -> None:
+        """The controllers as they are at tick ``at_tick`` (for its statistics): advanced to it, idle units brought
+        up to it and none further; LookaheadPastEnd if a lookahead simulated requests past it."""
+        self.advance(at_tick)
+        self.sync(at_tick)
+        c = self.clock.next_cycle_at_or_after(int(at_tick))
+        if any(self.engine.unit_cycle(u) > c for u in range(self.geom.units)):
+            raise LookaheadPastEnd(f"memory statistics asked for t={at_tick} ps, but a lookahead simulated requests "
+                                   "past it (simulation.memory_lookahead: false gives them)")
 
     def _invalidate(self) -> None:
         inv = getattr(self.engine, "invalidate_next", None)
@@ -508,8 +469,8 @@ class MemorySystem:
         return log[np.lexsort((np.arange(len(log)), log[:, 0], log[:, 1]))]
 
     def stats(self, prefix: str = "", at_tick: Optional[int] = None):
-        """All statistics as a :class:`~t3sim.results.stats.Stats`, at tick ``at_tick`` (the memory advanced to
-        it; None: at the frontier)."""
+        """All statistics as a :class:`~t3sim.results.stats.Stats`, at tick ``at_tick`` (:meth:`settle`; None: at
+        the frontier)."""
         from t3sim.memory.stats import collect
 
         return collect(self, prefix, at_tick)

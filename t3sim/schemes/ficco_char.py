@@ -61,14 +61,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional
 
-
+from t3sim.compute.gemm_kernel import AccumulatingOutput
 from t3sim.compute.memhier import REQ_B
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.schemes.ag_gemm import check_row_sharded
 from t3sim.schemes.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.chunked_dma_ag import ChunkAgContext
-from t3sim.compute.gemm_kernel import AccumulatingOutput
 from t3sim.schemes.program import Kernel, Program, ProgramRun, run_program
 from t3sim.schemes.sequential import boundary
 from t3sim.sim.clock import TICKS_PER_US

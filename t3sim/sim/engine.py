@@ -45,17 +45,18 @@ GC_COLLECT_GROWTH_MiB = 256
 _peak_at_collect = [0]
 
 
-def _peak_rss_MiB() -> int:
+def peak_rss_MiB() -> float:
+    """This process's peak resident memory so far, MiB (``ru_maxrss``: bytes on macOS, KiB elsewhere)."""
     import resource
 
     r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return r // (1 << 20) if sys.platform == "darwin" else r // 1024  # bytes on macOS, KiB elsewhere
+    return r / (1 << 20) if sys.platform == "darwin" else r / 1024
 
 
 def collect_earlier_garbage() -> bool:
     """Collect earlier runs' garbage if the peak RSS grew by :data:`GC_COLLECT_GROWTH_MiB` since the last
     collection (called before a run freezes the heap); returns whether it collected."""
-    peak = _peak_rss_MiB()
+    peak = peak_rss_MiB()
     if peak - _peak_at_collect[0] < GC_COLLECT_GROWTH_MiB:
         return False
     gc.collect()

@@ -23,7 +23,7 @@ from t3sim.config.experiment import ExperimentConfig
 from t3sim.config.sweep import expand
 from t3sim.exec.progress import Progress
 from t3sim.exec.runner import PointOutcome, run_points, sharer_labels  # noqa: F401  (PointOutcome: re-exported)
-from t3sim.memory.stats import LookaheadPastEnd
+from t3sim.memory.system import LookaheadPastEnd
 from t3sim.results.store import RunResult, canonical_json
 from t3sim.schemes import scheme_for
 from t3sim.system.model import SystemModel

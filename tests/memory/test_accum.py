@@ -93,22 +93,31 @@ def test_compaction_changes_nothing(monkeypatch):
     assert _stats(plain) == _stats(packed)
 
 
-def test_full_arrays_compact_before_they_grow(monkeypatch):
-    """``MemorySystem._compact_or_grow``: full arrays are compacted first; they grow (doubling) only if the live
-    requests then fill more than 3/4 of them, and a grow copies only the live ones."""
+def _full_store(monkeypatch):
+    """A memory whose request arrays (256 rows, ``compact_min`` 256) are full: 200 requests issued, 56 not."""
     monkeypatch.setattr(MemorySystem, "compact_min", 256)
     ms = MemorySystem(system(channels=1))
     ms._cap, ms.RQ = 0, np.zeros((0, BK.NF), dtype=np.int64).T
     ms._grow(256)
-    ms.submit(0, np.arange(200, dtype=np.int64) * 32, "read", "compute", "gemm")
+    _submit(ms, 200, "read")
     ms.run_until_idle()
-    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(56, dtype=np.int64) * 32, "read", "compute", "gemm")
+    _submit(ms, 56, "read")
+    return ms
+
+
+def _submit(ms, n: int, kind: str, base: int = 0) -> None:
+    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(n, dtype=np.int64) * 32 + base, kind, "compute", "gemm")
+
+
+def test_full_arrays_compact_before_they_grow(monkeypatch):
+    """``MemorySystem._compact_or_grow``: full arrays are compacted first; they grow (doubling) only if the live
+    requests then fill more than 3/4 of them, and a grow copies only the live ones."""
+    ms = _full_store(monkeypatch)
     assert (ms.n, ms.outstanding, ms._cap) == (256, 56, 256)
-    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(100, dtype=np.int64) * 32, "write", "compute", "gemm")
+    _submit(ms, 100, "write")
     # 56 live + 100 new fit in 3/4 of 256: compacted, not grown
     assert (ms.compactions, ms._cap, ms.n, ms.outstanding) == (1, 256, 156, 156)
-    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(101, dtype=np.int64) * 32 + (1 << 20), "read", "compute",
-              "gemm")
+    _submit(ms, 101, "read", base=1 << 20)
     # 156 live (none issued yet) + 101 > 256: nothing to compact, the arrays double
     assert (ms.compactions, ms._cap, ms.n) == (1, 512, 257)
     ms.run_until_idle()
@@ -116,14 +125,8 @@ def test_full_arrays_compact_before_they_grow(monkeypatch):
 
 
 def test_compaction_that_frees_too_little_also_grows(monkeypatch):
-    monkeypatch.setattr(MemorySystem, "compact_min", 256)
-    ms = MemorySystem(system(channels=1))
-    ms._cap, ms.RQ = 0, np.zeros((0, BK.NF), dtype=np.int64).T
-    ms._grow(256)
-    ms.submit(0, np.arange(200, dtype=np.int64) * 32, "read", "compute", "gemm")
-    ms.run_until_idle()
-    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(56, dtype=np.int64) * 32, "read", "compute", "gemm")
-    ms.submit(ms.clock.cycle_to_tick(ms.frontier), np.arange(150, dtype=np.int64) * 32, "write", "compute", "gemm")
+    ms = _full_store(monkeypatch)
+    _submit(ms, 150, "write")
     # compacted to the 56 live ones, but 56 + 150 > 3/4 of 256: doubled too (copying the 56)
     assert (ms.compactions, ms._cap, ms.n, ms.outstanding) == (1, 512, 206, 206)
     ms.run_until_idle()
