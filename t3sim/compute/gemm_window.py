@@ -237,7 +237,7 @@ class GemmWindow:
         mem, h, gk = self.mem, self.hier, self.gk
         eng, acc, b, am = mem.engine, mem.acc, mem.batches, mem.amap
         SA = (mem.RQ, b.done, b.remaining, acc.sc, am.radix_arr, am.pos_arr, bool(am.chash), mem.f_head, mem.f_tail,
-              mem._unit_next, _NO_ID)
+              mem._unit_next, _NO_ID, mem._unit_awaited)
         LS = (*h.l2.kernel_state, h.fills.line, h.fills.tag)
         KD = (gk.order, self.a_addr, self.a_off, self.b_addr, self.b_off, self.st_addr, self.st_off, self.mcyc,
               self.stage_left, self.stage_end, gk.cu_active, self.scratch)

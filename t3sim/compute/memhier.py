@@ -228,11 +228,11 @@ class MemoryHierarchy:
             raise ValueError(f"unknown traffic category {category!r}; known: {self.categories}") from None
 
     def _dram(self, addrs: np.ndarray, kind: Kind, stream: Stream, category: str, wg_id=None, wf_id=None,
-              data=None, request_B: Optional[int] = None) -> simpy.Event:
+              data=None, request_B: Optional[int] = None, awaited: bool = True) -> simpy.Event:
         """DRAM accesses at ``addrs`` (or, with ``request_B``, requests of that size: MemoryPort.access)."""
         self.traffic[category][kind.name.lower()] += (request_B or self.access_B) * len(addrs)
         return self.port.access(addrs, kind, stream, CATEGORY_SOURCE.get(category, Source.OTHER),
-                                wg_id=wg_id, wf_id=wf_id, data=data, request_B=request_B)
+                                wg_id=wg_id, wf_id=wf_id, data=data, request_B=request_B, awaited=awaited)
 
     def direct_read(self, addrs, category: str, stream: Stream, source: Source) -> simpy.Event:
         """Read 64 B requests straight from DRAM, bypassing the L2 (a DMA engine's or a pull kernel's
@@ -289,19 +289,14 @@ class MemoryHierarchy:
                 sel = wb.src == src
                 addrs = mask_accesses(lines[sel], masks[sel], sector_B, line_B // sector_B, access_B)
                 if len(addrs):
-                    self.track_writeback(self._dram(addrs, Kind.WRITE, Stream.COMPUTE, self.categories[int(src)]))
+                    # no requester waits for a write-back (a run may end with it in flight): unawaited, which the
+                    # memory's lookahead does not run past now (MemorySystem.advance)
+                    self.track_writeback(self._dram(addrs, Kind.WRITE, Stream.COMPUTE, self.categories[int(src)],
+                                                    awaited=False))
 
     def track_writeback(self, ev: simpy.Event) -> None:
-        """A write-back batch's event: a tracked write that no requester waits for, so a run may end before it
-        does; while one is in flight the port does not look ahead (``MemoryPort.unawaited``)."""
-        port = self.port
+        """A write-back batch's event (its DRAM batch submitted unawaited): one of the outstanding writes."""
         self._track_write(ev)
-        port.unawaited += 1
-
-        def done(_e):
-            port.unawaited -= 1
-
-        ev.callbacks.append(done)
 
     def _track_write(self, ev: simpy.Event) -> simpy.Event:
         self.outstanding_writes += 1

@@ -106,8 +106,9 @@ def _attach(BI, CB, W, C, bid, k, J):  # pragma: no cover - compiled
 
 @numba.njit(cache=True)
 def _submit(addrs, kind, source, W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next,
-            noid):  # pragma: no cover - compiled
-    """``MemorySystem.submit`` of a non-empty batch at ``W[W_NOW]`` (the caller checked capacity)."""
+            noid, awaited, unit_awaited):  # pragma: no cover - compiled
+    """``MemorySystem.submit`` of a non-empty batch at ``W[W_NOW]`` (the caller checked capacity; ``awaited``: 0 for
+    a write-back)."""
     tick = W[W_NOW]
     W[W_LASTSUB] = tick
     arrive = next_cycle(tick + C[C_FRONTEND], C[C_MEM_F])
@@ -122,7 +123,7 @@ def _submit(addrs, kind, source, W, C, BI, RQ, b_done, b_rem, sc, radix, pos, ch
     if sc[SC_A0] < 0:
         sc[SC_A0] = arrive
     fill_requests(RQ, W[W_N], addrs, C[C_ACCESS_B], kind, C[C_COMPUTE], source, bid, noid, noid, arrive, radix, pos,
-                  C[C_BPG], C[C_XOR] != 0, chash, f_head, f_tail, unit_next)
+                  C[C_BPG], C[C_XOR] != 0, chash, f_head, f_tail, unit_next, awaited, unit_awaited)
     W[W_N] += n
     W[W_OUT] += n
     if kind != C[C_READ]:
@@ -140,7 +141,7 @@ def _writebacks(E, W, C, BI, TR, cat_src, SA):  # pragma: no cover - compiled
     n = E.shape[1]
     if n == 0:
         return
-    RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid = SA
+    RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
     srcs = np.unique(E[L2K.E_SRC])
     for s in srcs:
         m = 0
@@ -158,7 +159,7 @@ def _writebacks(E, W, C, BI, TR, cat_src, SA):  # pragma: no cover - compiled
         addrs = mask_accesses(lines, masks, C[C_SECTOR_B], C[C_LINE_B] // C[C_SECTOR_B], C[C_ACCESS_B])
         if addrs.shape[0]:
             bid = _submit(addrs, C[C_WRITE], cat_src[s], W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head,
-                          f_tail, unit_next, noid)
+                          f_tail, unit_next, noid, 0, unit_awaited)
             BI[bid - C[C_BID0], B_TRACK] = 1
             W[W_TRACKED] += 1
             TR[s, 1] += C[C_ACCESS_B] * addrs.shape[0]
@@ -169,7 +170,7 @@ def _read(addrs, jkind, cat, scat, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):
     """``MemoryHierarchy.read`` of batch ``addrs`` (L2 category ``cat``, DRAM source ``scat``) now; returns the
     id of its done event's join (of kind ``jkind``)."""
     S, G, V, occ, cnt, fl_line, fl_tag = LS
-    RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid = SA
+    RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
     now = W[W_NOW]
     ready, tags, req, E = _l2_read(addrs, False, cat, next_cycle(now, C[C_L2_F]), S, G, V, occ, cnt, fl_line,
                                    fl_tag, C[C_FLMASK], W[W_NFILL] > 0, C[C_LINE_B], C[C_SECTOR_B], C[C_ACCESS_B])
@@ -183,7 +184,7 @@ def _read(addrs, jkind, cat, scat, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):
                 _attach(BI, CB, W, C, bid, k, J)
     if req.shape[0]:
         bid = _submit(req, C[C_READ], scat, W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail,
-                      unit_next, noid)
+                      unit_next, noid, 1, unit_awaited)
         TR[cat, 0] += C[C_ACCESS_B] * req.shape[0]
         tag = W[W_TAG]
         W[W_TAG] = tag + 1
@@ -205,7 +206,7 @@ def _store(a, jkind, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cov
     ``GemmKernel._track_own_write``) or an ``AccumulatingOutput``'s write once its read is back (``JOIN_ACCW``;
     the kernel counted the write when the WG stored)."""
     S, G, V, occ, cnt, fl_line, fl_tag = LS
-    RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid = SA
+    RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
     now = W[W_NOW]
     R, E, _cyc = L2K.access_uniform(a, True, False, C[C_STCAT], C[C_REQ_B], next_cycle(now, C[C_L2_F]), S, G, V,
                                     occ, cnt)
@@ -233,7 +234,7 @@ def _store(a, jkind, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cov
                         sp[m] = base + q * C[C_ACCESS_B]
                         m += 1
         bid = _submit(sp, C[C_WRITE], C[C_STSRC], W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail,
-                      unit_next, noid)
+                      unit_next, noid, 1, unit_awaited)
         TR[C[C_STCAT], 1] += C[C_REQ_B] * nd
         BI[bid - C[C_BID0], B_TRACK] = 1
         W[W_TRACKED] += 1

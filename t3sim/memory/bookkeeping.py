@@ -16,19 +16,23 @@ from t3sim.sim.clock import cycle_start_tick
 
 
 # rows of MemorySystem.RQ (one int64 row per request field; stored request-major, see MemorySystem._grow)
+# (F_AWAITED: 1 if a requester waits for the request's batch, 0 for the L2's write-backs: MemorySystem.submit)
 (F_UNIT, F_BANK, F_ROW, F_LINE, F_KIND, F_STREAM, F_SOURCE, F_BATCH, F_WG, F_WF, F_ARRIVE, F_ADMIT, F_ISSUE, F_DONE,
- F_CLASS, F_NEXT, F_SEQ, F_NDEPS, NF) = range(19)
+ F_CLASS, F_NEXT, F_SEQ, F_NDEPS, F_AWAITED, NF) = range(20)
 
 
 @nb.njit(cache=True)
 def fill_requests(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive, radix, pos, bpg, xor, chash,
-                  f_head, f_tail, unit_next):  # pragma: no cover - compiled
+                  f_head, f_tail, unit_next, awaited, unit_awaited):  # pragma: no cover - compiled
     """Write requests ``s0..s0+len(a)-1`` of one batch (addresses ``a``) and link them into the
     per-(unit, stream) pending FIFOs in submission order.
 
     ``wg``/``wf``: length 1 (one value for the batch) or one per request. ``unit_next``: per-unit
     lower bound of the next action (lowered to ``arrive`` for every unit that got a request;
-    empty to skip). Raises ValueError on a negative address (before writing anything).
+    empty to skip). ``awaited``: 1 if a requester waits for the batch (0: a write-back); ``unit_awaited``: per-unit
+    count of awaited requests not yet issued, raised for every request of an awaited batch (empty to skip; the
+    fast controller's lookahead stops a unit that has none, :func:`~t3sim.memory.fast_kernel.run_kernel`).
+    Raises ValueError on a negative address (before writing anything).
     """
     n = a.shape[0]
     for i in range(n):
@@ -40,6 +44,7 @@ def fill_requests(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive
     per_wg = wg.shape[0] != 1
     per_wf = wf.shape[0] != 1
     has_next = unit_next.shape[0] > 0
+    count_awaited = awaited != 0 and unit_awaited.shape[0] > 0
     for i in range(n):
         r = s0 + i
         ln = a[i] // access_B
@@ -65,6 +70,9 @@ def fill_requests(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive
         RQ[F_NEXT, r] = -1
         RQ[F_SEQ, r] = 0
         RQ[F_NDEPS, r] = 0
+        RQ[F_AWAITED, r] = awaited
+        if count_awaited:
+            unit_awaited[u] += 1
         t = f_tail[u, stream]
         if t >= 0:
             RQ[F_NEXT, t] = r

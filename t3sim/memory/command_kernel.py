@@ -18,13 +18,17 @@ from t3sim.memory.policies.base import NEVER
 from t3sim.memory.queue_lists import QF_BN, QF_ROW
 
 # unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
-CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, DRAIN_LEFT, NUS = range(13)
+# (AWAITED: the unit's requests not yet issued that a requester waits for, fill_requests' ``unit_awaited``)
+CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, DRAIN_LEFT, AWAITED, NUS = range(14)
 # parameters (P[NP:NP + P[P_NPP]]: the arbitration policy's; after them the write-drain policy's)
 (P_NB, P_BPG, P_RQ, P_WQ, P_NPP, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
- P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, NP) = range(19)
+ P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, P_HARD, NP) = range(20)
 #: ``P[P_STOP_IDLE]``: 0 runs every unit to the call's end; STOP_IDLE stops a unit at its first cycle without work
 #: (no queued or pending request, no row to close: ``run_until_idle``); STOP_NO_REQUESTS at its first cycle without
-#: requests, a row still to close waiting for its resumption (a lookahead: ``MemorySystem.advance``)
+#: requests, a row still to close waiting for its resumption, or at its first cycle from ``P[P_HARD]`` on without
+#: an awaited request (``US[u, AWAITED]`` 0: only write-backs left; the kernel's ``counts[4]`` is then the earliest
+#: such stop): a lookahead (``MemorySystem.advance``) runs every unit to the tick it is called at (``P_HARD``) and
+#: past it only while a requester waits for one of the unit's requests
 STOP_IDLE, STOP_NO_REQUESTS = 1, 2
 ACT, PRE, RD, WR, UPD, REF = T.ACT, T.PRE, T.RD, T.WR, T.UPD, T.REF
 BIG = np.int64(NEVER)

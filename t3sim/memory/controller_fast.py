@@ -32,7 +32,7 @@ from t3sim.memory import accum, bookkeeping, command_kernel, page_policy, queue_
 from t3sim.memory import fast_kernel as K
 from t3sim.memory import timing as T
 from t3sim.memory.command_kernel import (
-    CYC, LAST_DIR, NEXT, NP, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_LOG, P_NB, P_NPP,
+    AWAITED, BIG, CYC, LAST_DIR, NEXT, NP, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_HARD, P_LOG, P_NB, P_NPP,
     P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, RQN, WQN,
     STOP_NO_REQUESTS)
 from t3sim.memory.queue_lists import QF_REQ
@@ -110,7 +110,7 @@ class FastController:
         P[P_FAW], P[P_FAWN] = tm.faw, tm.faw_count
         P[P_REFRESH_ON] = int(ms.refresh_on)
         P[P_PAGE] = page_policy.code(mc.page_policy)
-        self.counts = np.zeros(4, dtype=np.int64)  # issued, admitted, log rows, min NEXT
+        self.counts = np.zeros(5, dtype=np.int64)  # issued, admitted, log rows, min NEXT, first stop for no awaited
         self._out = np.empty((NOUT, 1024), dtype=np.int64)  # issued, admitted request indices, issue records
         self._no_log = np.empty((1, 5), dtype=np.int64)
         #: lower bound on the cycle of any unit's next action (hence column command), valid until
@@ -119,6 +119,11 @@ class FastController:
         #: per-unit lower bound on the next action (a view of US[:, NEXT]); a submission lowers it
         #: to its arrival cycle for every unit it reaches (MemorySystem.submit), and next_lb with it
         self.unit_next = self.US[:, NEXT]
+        #: per-unit count of awaited requests not yet issued (a view of US[:, AWAITED]; bookkeeping.fill_requests)
+        self.unit_awaited = self.US[:, AWAITED]
+        #: after a lookahead step: the earliest cycle at which a unit with only unawaited requests left (write-backs)
+        #: stopped, BIG if none (MemorySystem.next_event_tick)
+        self.lag = int(BIG)
 
     def invalidate_next(self) -> None:
         """Arbitration state changed outside the kernel: no lower bound until the next run."""
@@ -199,13 +204,15 @@ class FastController:
         self.counts[0] = self.counts[1] = self.counts[2] = 0
         return self._out
 
-    def step(self, until: int, hook: bool, writes_only: bool, ahead: bool = False):
+    def step(self, until: int, hook: bool, writes_only: bool, ahead: bool = False, hard: int = 0):
         """One fused pump step (:func:`~t3sim.memory.step_kernel.pump_step`): simulate up to ``until``
-        (``ahead``: a lookahead, ``MemorySystem.advance``: a unit stops at its first cycle without requests,
-        ``STOP_NO_REQUESTS``) and retire; only without functional data or a command log. Returns
-        ``pump_step``'s tuple and the number of requests issued."""
+        (``ahead``: a lookahead, ``MemorySystem.advance``: a unit stops at its first cycle without requests, or from
+        cycle ``hard`` on at its first without awaited requests, ``STOP_NO_REQUESTS``; :attr:`lag` then says where)
+        and retire; only without functional data or a command log. Returns ``pump_step``'s tuple and the number of
+        requests issued."""
         ms = self.ms
         out = self._prepare(STOP_NO_REQUESTS if ahead else 0, ms.outstanding)
+        self.P[P_HARD] = hard
         acc = ms.acc
         counts = self.counts
         res = self._pump_step(until, self.P, ms.timing.lat, ms.RQ, ms.f_head, ms.f_tail, ms.arb, ms.obs, self.US,
@@ -214,6 +221,8 @@ class FastController:
                         ms.batches.remaining, acc.cnt, acc.rowcls, acc.sc, acc.bw, acc.lat, acc.bin_cycles, hook,
                         writes_only, ms.clock.freq_kHz, ms.geom.pseudo_channels)
         self.next_lb = int(counts[3])
+        if ahead:
+            self.lag = int(counts[4])
         return res, int(counts[0])
 
     #: after :meth:`run`: the output buffer whose issue records (``bookkeeping.O_*``) cover every request
@@ -242,7 +251,7 @@ class FastController:
                    self.open_row, self.act_hist, self.Q, self.hits, self.qcnt, self.closing, ms.occ_hist, ms.bus_busy,
                    ms.turnarounds,
                    ms.cmd_count, out, log, counts)
-        ni, na, nl, self.next_lb = counts.tolist()
+        ni, na, nl, self.next_lb = counts[:4].tolist()
         if ms.record_commands:
             ms.add_command_log(log[:nl].copy())
         return out[0, :ni].copy(), out[1, :na].copy()

@@ -38,13 +38,13 @@ from __future__ import annotations
 
 import numba as nb
 
-from t3sim.memory.command_kernel import (ACT, BIG, CYC, DRAIN_LEFT, DRAINING, LAST_DIR, NCLOSING, NEXT, NP,
-                                         STOP_NO_REQUESTS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_NB, P_NPP,
+from t3sim.memory.command_kernel import (ACT, AWAITED, BIG, CYC, DRAIN_LEFT, DRAINING, LAST_DIR, NCLOSING, NEXT, NP,
+                                         STOP_NO_REQUESTS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_HARD, P_NB, P_NPP,
                                          P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM,
                                          P_WQ, PRE, RD, REF, REF_DUE, REF_PENDING, RQN, SEQ, UPD, WQN, WR)
 from t3sim.memory.command_kernel import issue as _issue
 from t3sim.memory.command_kernel import ready as _ready
-from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_BANK, F_BATCH, F_CLASS, F_DONE, F_ISSUE, F_KIND, F_LINE,
+from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_AWAITED, F_BANK, F_BATCH, F_CLASS, F_DONE, F_ISSUE, F_KIND, F_LINE,
                                       F_NDEPS, F_NEXT, F_ROW, F_SEQ, F_SOURCE, F_STREAM, O_ARRIVE, O_BATCH, O_CLASS,
                                       O_DONE, O_KIND, O_SOURCE, O_STREAM)
 from t3sim.memory.page_policy import OPEN, closes_row
@@ -100,8 +100,9 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
 
     Writes the indices of the requests issued to ``out[0, :counts[0]]`` and their issue records
     to ``out[O_BATCH:O_CLASS + 1, :counts[0]]`` (``bookkeeping.O_*``), the indices of those admitted to
-    ``out[1, :counts[1]]``, the command log (with ``P[P_LOG]``) to ``out_log[:counts[2]]`` and the
-    minimum over units of ``US[u, NEXT]`` to ``counts[3]``.
+    ``out[1, :counts[1]]``, the command log (with ``P[P_LOG]``) to ``out_log[:counts[2]]``, the
+    minimum over units of ``US[u, NEXT]`` to ``counts[3]`` and, with ``STOP_NO_REQUESTS``, the earliest cycle at
+    which a unit with requests left stopped for want of an awaited one to ``counts[4]`` (``BIG``: none).
     """
     r_arrive = RQ[F_ARRIVE]
     r_admit = RQ[F_ADMIT]
@@ -125,6 +126,9 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
     # a unit's simulation does not depend on where its runs are cut (as for pump steps), so this is the
     # same simulation as one run per unit; it touches the request rows of all units in one time window
     # together (for a stream, neighbouring rows) instead of sweeping them unit by unit.
+    hard = P[P_HARD]  # with STOP_NO_REQUESTS: from this cycle on a unit without awaited requests stops
+    no_requests_mode = P[P_STOP_IDLE] == STOP_NO_REQUESTS
+    counts[4] = BIG
     lim_next = BIG
     for u in range(U):
         if US[u, CYC] < lim_next:
@@ -149,9 +153,15 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                 wqn = US[u, WQN]
                 empty = rqn == 0 and wqn == 0
                 if (P[P_STOP_IDLE] != 0 and empty and f_head[u, 0] < 0 and f_head[u, 1] < 0
-                        and (US[u, NCLOSING] == 0 or P[P_STOP_IDLE] == STOP_NO_REQUESTS)):
+                        and (US[u, NCLOSING] == 0 or no_requests_mode)):
                     na = c
                     stopped = True
+                    break
+                if no_requests_mode and c >= hard and US[u, AWAITED] == 0:  # only write-backs left
+                    na = c
+                    stopped = True
+                    if c < counts[4]:
+                        counts[4] = c
                     break
                 h0 = f_head[u, 0]
                 h1 = f_head[u, 1]
@@ -287,6 +297,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                                cmd_count, out_log, counts, hits, Q, closing)
                         RQ[F_ISSUE, r] = c
                         RQ[F_DONE, r] = c + (P[P_DONE_RD] if cmd == RD else P[P_DONE_WR])
+                        if RQ[F_AWAITED, r] != 0:
+                            US[u, AWAITED] -= 1
                         bus_busy[u] += tBL
                         if qi == 1:  # draining: the write-drain policy's counter
                             US[u, DRAIN_LEFT] -= 1

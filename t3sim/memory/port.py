@@ -140,23 +140,22 @@ class MemoryPort:
         #: let each pump step run the memory one frontend latency ahead of now where it may
         #: (MemorySystem.advance; simulation.memory_lookahead): fewer pump steps, the same results
         self.lookahead = True
-        #: batches in flight that no requester waits for (the L2's write-backs: MemoryHierarchy.track_writeback):
-        #: a run may end while they are, so the pump does not look ahead meanwhile (stats at the end stay exact)
-        self.unawaited = 0
 
     def access(self, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None,
-               request_B: Optional[int] = None) -> simpy.Event:
+               request_B: Optional[int] = None, awaited: bool = True) -> simpy.Event:
         """Submit a batch now; the returned event fires with a :class:`BatchResult` when it completes.
 
         ``request_B``: each address names an aligned request of that many bytes, issued as
-        ``request_B / access_size_B`` accesses (module docstring); None: each address is one access."""
+        ``request_B / access_size_B`` accesses (module docstring); None: each address is one access.
+        ``awaited``: False for a batch that no requester waits for (the L2's write-backs), which the lookahead
+        does not run past now (:meth:`MemorySystem.advance`): a run may end with it in flight."""
         env, mem = self.env, self.mem
         if self.window is not None:
             self.window_conflict()
         k = 1
         if request_B is not None and request_B != mem.access_B:
             addrs, wg_id, wf_id, data, k = split_requests(addrs, wg_id, wf_id, data, int(request_B), mem.access_B)
-        bid = mem.submit(env.now, addrs, kind, stream, source, wg_id=wg_id, wf_id=wf_id, data=data)
+        bid = mem.submit(env.now, addrs, kind, stream, source, wg_id=wg_id, wf_id=wf_id, data=data, awaited=awaited)
         ev = env.event()
         self._events[bid] = ev
         if mem.functional is not None and data is None:
@@ -218,7 +217,7 @@ class MemoryPort:
         """Advance the memory to now, fire what completed, and arm the next pump step."""
         env = self.env
         mem = self.mem
-        if self.lookahead and not self.unawaited and mem.may_run_ahead():
+        if self.lookahead and mem.may_run_ahead():
             mem.advance(env.now, env.now + mem.frontend_ticks)
         else:
             mem.advance(env.now)

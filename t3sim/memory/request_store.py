@@ -23,7 +23,7 @@ from t3sim.memory import bookkeeping as BK
 
 #: the ``r_<name>`` views, in field order (``F_*`` of :mod:`t3sim.memory.bookkeeping`)
 _REQ_FIELDS = ("r_unit", "r_bank", "r_row", "r_line", "r_kind", "r_stream", "r_source", "r_batch", "r_wg", "r_wf",
-               "r_arrive", "r_admit", "r_issue", "r_done", "r_class", "r_next", "r_seq", "r_ndeps")
+               "r_arrive", "r_admit", "r_issue", "r_done", "r_class", "r_next", "r_seq", "r_ndeps", "r_awaited")
 assert len(_REQ_FIELDS) == BK.NF
 
 _NO_ID = np.array([-1], dtype=np.int64)  # wg/wf id of requests that carry none (read-only use)

@@ -56,7 +56,7 @@ from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.interface import EnqueueInfo, Geometry
 from t3sim.memory.policies import build as build_policy
 from t3sim.memory.write_drain import build as build_drain
-from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, THRESHOLD, ArbState, Policy
+from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, NEVER, THRESHOLD, ArbState, Policy
 from t3sim.memory.request import Kind, Source, Stream, parse_enum
 from t3sim.memory.request_store import RequestStore, ids
 from t3sim.sim.clock import Clock
@@ -150,6 +150,7 @@ class MemorySystem(RequestStore):
         else:
             raise InputError("memory mode", repr(mode), "fast, reference")
         self._unit_next = getattr(self.engine, "unit_next", _NO_UNITS)  # per-unit lower bounds (fast only)
+        self._unit_awaited = getattr(self.engine, "unit_awaited", _NO_UNITS)  # per-unit awaited requests (fast only)
         self._has_lb = hasattr(self.engine, "next_lb")
 
     # ---------------------------------------------------------------- setup
@@ -167,7 +168,8 @@ class MemorySystem(RequestStore):
     def next_event_tick(self) -> Optional[int]:
         """The latest tick at which :meth:`advance` still learns every completion strictly before it happens.
 
-        None when nothing is outstanding. Otherwise one tick before the frontier plus the shortest
+        None when nothing is outstanding. Otherwise one tick before the frontier (or the cycle a lookahead left a
+        unit with write-backs at, if earlier) plus the shortest
         command-to-completion latency of the outstanding kinds (``tWL + tBL`` while a write or
         update is outstanding, else ``tCL + tBL``): a request that issues at or after the frontier
         cannot complete earlier. A later submission of a write can need an earlier advance:
@@ -175,7 +177,9 @@ class MemorySystem(RequestStore):
         """
         if self.outstanding == 0:
             return None
-        return self._last_tick_before_done(self.frontier, self.outstanding_writes > 0)
+        # a unit that a lookahead stopped with only write-backs left resumes from where it stopped
+        return self._last_tick_before_done(min(self.frontier, getattr(self.engine, "lag", self.frontier)),
+                                           self.outstanding_writes > 0)
 
     def discovery_tick(self, tick: int, write: bool) -> int:
         """The latest tick at which :meth:`advance` learns, strictly before it happens, the completion of a
@@ -188,7 +192,8 @@ class MemorySystem(RequestStore):
         return self.clock.cycle_to_tick(cycle + (self._min_done if write else self._read_done)) - 1
 
     # ---------------------------------------------------------------- submit
-    def submit(self, tick: int, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None) -> int:
+    def submit(self, tick: int, addrs, kind, stream, source, wg_id=None, wf_id=None, data=None,
+               awaited: bool = True) -> int:
         """Submit a batch of DRAM accesses at ``tick`` (they reach the controller ``frontend_ticks`` later);
         return its batch id.
 
@@ -196,7 +201,9 @@ class MemorySystem(RequestStore):
         ``access_size_B`` block containing it). ``kind``/``stream``/``source``: :class:`Kind`,
         :class:`Stream`, :class:`Source` (member, code or name). ``wg_id`` /
         ``wf_id``: scalars or per-request arrays, passed to the enqueue hook.
-        ``data``: functional mode, writes and updates: array ``(n, elems)``.
+        ``data``: functional mode, writes and updates: array ``(n, elems)``. ``awaited``: False for a batch no
+        requester waits for (the L2's write-backs: a run may end with them in flight), which a lookahead does not
+        run past the tick it is called at (:meth:`advance`).
         """
         kind = parse_enum(Kind, kind, "memory request kind")
         stream = parse_enum(Stream, stream, "memory request stream")
@@ -227,7 +234,7 @@ class MemorySystem(RequestStore):
         BK.fill_requests(self.RQ, s0, a, self.access_B, int(kind), int(stream), int(source), bid,
                          ids(wg_id, n), ids(wf_id, n),
                          arrive, am.radix_arr, am.pos_arr, am.bpg, am.xor, am.chash, self.f_head, self.f_tail,
-                         self._unit_next)
+                         self._unit_next, int(bool(awaited)), self._unit_awaited)
         self.n = s1
         self.outstanding += n
         if kind is not Kind.READ:
@@ -248,7 +255,9 @@ class MemorySystem(RequestStore):
 
         ``ahead_tick`` (at most ``until_tick`` + the frontend latency; where :meth:`may_run_ahead`): a lookahead
         (module doc) to the cycle starting at or after it; a unit stops at its first cycle without requests (a row
-        to close waits) and resumes there later, so no idle cycle past ``until_tick`` is counted yet.
+        to close waits), or past ``until_tick`` at its first without awaited ones (only write-backs left: a run may
+        end before they issue), and resumes there later, so no idle cycle and no write-back past ``until_tick`` is
+        simulated yet.
 
         Lazily: with the fast controllers, no enqueue hook and no unit able to act before ``until`` (a lower bound
         the controllers keep; a submission lowers it to its arrival cycle, an arbitration-state change clears it),
@@ -264,7 +273,10 @@ class MemorySystem(RequestStore):
         self.frontier = until
         if self.lazy and self._enqueue_hook is None and getattr(self.engine, "next_lb", 0) >= until:
             return
-        self._run(until, False, ahead=ahead_tick is not None)
+        if ahead_tick is None:
+            self._run(until, False)
+        else:
+            self._run(until, False, ahead=True, hard=self.clock.next_cycle_at_or_after(int(until_tick)))
 
     def sync(self, until_tick: Optional[int] = None) -> None:
         """Bring the controllers up to the frontier (before reading their state or changing arbitration); with
@@ -327,16 +339,19 @@ class MemorySystem(RequestStore):
                 return done
             acc.grow(need_b, need_l)
 
-    def _run(self, until: int, stop_when_idle: bool, ahead: bool = False) -> None:
-        """Run the controllers up to cycle ``until``; ``ahead``: a lookahead (:meth:`advance`; fused path only)."""
+    def _run(self, until: int, stop_when_idle: bool, ahead: bool = False, hard: int = 0) -> None:
+        """Run the controllers up to cycle ``until``; ``ahead``: a lookahead from cycle ``hard`` (:meth:`advance`;
+        fused path only)."""
         eng = self.engine
         hook = self._enqueue_hook
         if not stop_when_idle and self._fused:
             # one compiled call (step_kernel.pump_step): controllers, hook rows, retire, ticks
             (done, ticks, rows, need_b, need_l, nw), ni = eng.step(until, hook is not None, self._hook_writes_only,
-                                                                   ahead=ahead)
-            if not ahead:  # after a lookahead, idle units are behind ``until``
+                                                                   ahead=ahead, hard=hard)
+            if not ahead:  # after a lookahead, idle units (and those with only write-backs) are behind ``until``
                 self._kernel_at = until
+                if eng.lag < until:  # what a lookahead left behind is now at ``until`` or later
+                    eng.lag = until if until < self.frontier else NEVER
             if hook is not None:
                 self._report(rows)
             if not ni:

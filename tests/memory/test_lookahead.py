@@ -144,10 +144,11 @@ def _wb_run(lookahead: str):
     return json.dumps(st, sort_keys=True, default=str), r.meta
 
 
-def test_no_lookahead_while_write_backs_are_in_flight():
-    """A run may end with write-backs in flight, which a lookahead would have simulated past its end: the port
-    does not look ahead while any is (``MemoryPort.unawaited``), so the run needs no re-run and its statistics
-    are the reference cadence's."""
+def test_write_backs_in_flight_at_the_end_need_no_rerun():
+    """A run may end with write-backs in flight, which a lookahead would have simulated past its end: they are
+    submitted unawaited and a lookahead stops a unit that has no awaited request left at the tick it is called
+    at (``STOP_NO_REQUESTS`` from ``P_HARD``), so the run needs no re-run and its statistics are the reference
+    cadence's."""
     on, meta = _wb_run("true")
     off, _ = _wb_run("false")
     assert on == off and "memory_lookahead" not in meta
@@ -155,12 +156,15 @@ def test_no_lookahead_while_write_backs_are_in_flight():
 
 
 def test_stats_past_a_lookahead_rerun_the_point_without_it(monkeypatch):
-    """Without that guard the same run ends with requests a lookahead simulated past its end: the statistics
-    refuse (LookaheadPastEnd) and ``simulate`` re-runs the point at the reference cadence, saying so in ``meta``."""
-    from t3sim.compute.memhier import MemoryHierarchy
+    """With no unit stopped for want of awaited requests (``P_HARD`` never reached) the same run ends with
+    write-backs a lookahead simulated past its end: the statistics refuse (LookaheadPastEnd) and ``simulate``
+    re-runs the point at the reference cadence, saying so in ``meta``."""
+    from t3sim.memory.controller_fast import FastController
+    from t3sim.memory.policies.base import NEVER
 
     off, _ = _wb_run("false")
-    monkeypatch.setattr(MemoryHierarchy, "track_writeback", lambda self, ev: self._track_write(ev))
+    step = FastController.step
+    monkeypatch.setattr(FastController, "step", lambda self, *a, hard=0, **k: step(self, *a, hard=NEVER, **k))
     on, meta = _wb_run("true")
     assert on == off
     assert meta["memory_lookahead"].startswith("re-run without: memory statistics asked for t=")
