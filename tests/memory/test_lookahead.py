@@ -71,6 +71,46 @@ def test_lookahead_saves_pump_steps_and_changes_nothing():
     assert not ms.may_run_ahead() and (d1, s1, n1) == (d0, s0, n0)
 
 
+def _with_write_backs(lookahead: bool):
+    """Bursts of awaited writes, each with a batch of write-backs beside it that nobody waits for (an L2 evicting
+    dirty lines while a WG stores): the awaited ones' and the write-backs' completion ticks, the statistics at the
+    last awaited completion (write-backs still in flight then), and the pump steps."""
+    cfg = system(2, memory_controller={"frontend_latency_gpu_cycles": 100})
+    env = simpy.Environment()
+    ms = MemorySystem(cfg)
+    port = MemoryPort(env, ms)
+    port.lookahead = lookahead
+    done, wb = [], []
+
+    def proc():
+        for i in range(12):
+            ev = port.access(np.arange(32, dtype=np.int64) * 32 + i * 4096, "write", "compute", "gemm")
+            back = port.access(np.arange(512, dtype=np.int64) * 32 + (i + 64) * 32768, "write", "compute", "gemm",
+                               awaited=False)
+            back.callbacks.append(lambda e: wb.append(e.value.done_tick))
+            yield ev
+            done.append(ev.value.done_tick)
+        # a run ends here, with write-backs in flight: its statistics now (as MemoryHierarchy.stats takes them)
+        end.append(json.dumps(ms.stats("m", at_tick=env.now).to_dict(), sort_keys=True))
+
+    end = []
+    env.process(proc())
+    env.run()
+    assert max(wb) > done[-1]  # the write-backs outlive the last awaited write
+    return done, sorted(wb), end[0], port.pump_steps
+
+
+def test_write_backs_do_not_hold_the_lookahead_back():
+    """Requests submitted unawaited (write-backs) stop no lookahead: a unit left with only them stops at the tick
+    the lookahead is called at, so the statistics at the last awaited completion are the reference cadence's (no
+    LookaheadPastEnd), every completion -- the write-backs' too -- fires at the same tick, and the pump takes
+    fewer steps."""
+    d1, w1, s1, n1 = _with_write_backs(True)
+    d0, w0, s0, n0 = _with_write_backs(False)
+    assert (d1, w1, s1) == (d0, w0, s0)
+    assert n1 * 2 < n0, (n1, n0)
+
+
 def test_lookahead_is_off_where_it_could_be_observed():
     assert MemorySystem(system(1, memory_controller={"frontend_latency_gpu_cycles": 100})).may_run_ahead()
     # producer-kernel hooks apply from the frontier (t3_mca: drain, thresholds, occupancy observation)
