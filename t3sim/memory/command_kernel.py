@@ -19,7 +19,8 @@ from t3sim.memory.queue_lists import QF_BN, QF_ROW
 
 # unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
 # (AWAITED: the unit's requests not yet issued that a requester waits for, fill_requests' ``unit_awaited``)
-CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, DRAIN_LEFT, AWAITED, NUS = range(14)
+(CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, DRAIN_LEFT, AWAITED,
+ NUS) = range(14)
 # parameters (P[NP:NP + P[P_NPP]]: the arbitration policy's; after them the write-drain policy's)
 (P_NB, P_BPG, P_RQ, P_WQ, P_NPP, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
  P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, P_HARD, NP) = range(20)

@@ -16,9 +16,12 @@ cycle starting at ``t + frontend``, so at ``t`` the cycles before it are
 determined: ``advance(t, t + frontend)`` simulates them, saving pump steps
 where ``frontend`` exceeds the pump cadence. Completions are learned earlier
 and fire at their own ticks; ``sync`` and ``stats`` take the tick they
-describe. Exact unless a lookahead ran requests past that tick (``stats``
-then refuses, and ``t3sim.system.run`` re-runs the point without it;
-tests/memory/test_lookahead.py).
+describe. A run may end with requests in flight that nobody waits for (the
+L2's write-backs, submitted with ``awaited=False``): a unit whose only
+requests left are such is not run past ``t`` (it resumes there), so the
+statistics at a run's end are exact. Exact unless a lookahead ran awaited
+requests past that tick (``stats`` then refuses, and ``t3sim.system.run``
+re-runs the point without it; tests/memory/test_lookahead.py).
 
 Requests. Every request is one column access of ``hbm.access_size_B`` bytes
 (bus width x burst length: 32 B on Table 1); its address names the access-sized,
