@@ -157,12 +157,17 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                     na = c
                     stopped = True
                     break
-                if no_requests_mode and c >= hard and US[u, AWAITED] == 0:  # only write-backs left
-                    na = c
-                    stopped = True
-                    if c < counts[4]:
-                        counts[4] = c
-                    break
+                # only write-backs left (or none): stop from ``hard`` on, and skip no idle or blocked cycles past it
+                cap = lim
+                if no_requests_mode and US[u, AWAITED] == 0:
+                    if c >= hard:
+                        na = c
+                        stopped = True
+                        if c < counts[4]:
+                            counts[4] = c
+                        break
+                    if hard < lim:
+                        cap = hard
                 h0 = f_head[u, 0]
                 h1 = f_head[u, 1]
                 a0 = h0 >= 0 and r_arrive[h0] <= c
@@ -176,7 +181,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         na = r_arrive[h1]
                     if refresh_on and US[u, REF_DUE] < na:
                         na = US[u, REF_DUE]
-                    nxt = min(lim, na)
+                    nxt = min(cap, na)
                     occ_hist[u, 0] += nxt - c
                     if observing:
                         obs[u, 1] += nxt - c
@@ -424,8 +429,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                     if step < 1:
                         step = 1
                     na = c + step  # before clipping to lim: nothing can happen earlier
-                    if c + step > lim:
-                        step = lim - c
+                    if c + step > cap:
+                        step = cap - c
                 occ_hist[u, occ] += step
                 if observing:
                     obs[u, 0] += occ * step

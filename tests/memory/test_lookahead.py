@@ -80,21 +80,31 @@ def _with_write_backs(lookahead: bool):
     ms = MemorySystem(cfg)
     port = MemoryPort(env, ms)
     port.lookahead = lookahead
-    done, wb = [], []
+    done, wb, end = [], [], []
+
+    def write_back(i, n):
+        back = port.access(np.arange(n, dtype=np.int64) * 32 + (i + 64) * 32768, "write", "compute", "gemm",
+                           awaited=False)
+        back.callbacks.append(lambda e: wb.append(e.value.done_tick))
 
     def proc():
         for i in range(12):
             ev = port.access(np.arange(32, dtype=np.int64) * 32 + i * 4096, "write", "compute", "gemm")
-            back = port.access(np.arange(512, dtype=np.int64) * 32 + (i + 64) * 32768, "write", "compute", "gemm",
-                               awaited=False)
-            back.callbacks.append(lambda e: wb.append(e.value.done_tick))
+            write_back(i, 512)
             yield ev
             done.append(ev.value.done_tick)
         # a run ends here, with write-backs in flight: its statistics now (as MemoryHierarchy.stats takes them)
         end.append(json.dumps(ms.stats("m", at_tick=env.now).to_dict(), sort_keys=True))
 
-    end = []
+    def evictions():  # small write-backs every 20 ns until the end: some still on their way to the controllers then
+        i = 100
+        while not end:
+            write_back(i, 4)
+            i += 1
+            yield env.timeout(20_000)
+
     env.process(proc())
+    env.process(evictions())
     env.run()
     assert max(wb) > done[-1]  # the write-backs outlive the last awaited write
     return done, sorted(wb), end[0], port.pump_steps
@@ -109,6 +119,29 @@ def test_write_backs_do_not_hold_the_lookahead_back():
     d0, w0, s0, n0 = _with_write_backs(False)
     assert (d1, w1, s1) == (d0, w0, s0)
     assert n1 * 2 < n0, (n1, n0)
+
+
+def test_a_unit_with_only_write_backs_skips_no_idle_cycles_past_now():
+    """The end of a run at ``T``: a lookahead called at ``t < T`` must not carry a unit that is behind ``t`` and
+    whose only request is a write-back still on its way (arriving after ``T``) through its idle cycles to that
+    arrival: the statistics at ``T`` would count idle cycles past it (``LookaheadPastEnd``; 13 of 56 FiCCO study
+    points met it on a lent host before the fix). It stops at ``t`` instead."""
+    cfg = system(2, memory_controller={"frontend_latency_gpu_cycles": 100})
+    probe = MemorySystem(cfg)
+    probe.submit(0, [0], "write", "compute", "gemm")
+    end = probe.run_until_idle()  # T: the awaited write's completion
+    units = MemorySystem(cfg)
+    units.submit(0, np.arange(4096, dtype=np.int64) * 32, "read", "compute", "gemm")
+    other = 32 * int(np.argmax(units.r_unit[:4096] != units.r_unit[0]))  # an address on another unit than 0's
+    assert other
+    for lookahead in (True, False):
+        ms = MemorySystem(cfg)
+        ms.submit(0, [0], "write", "compute", "gemm")
+        t = end - ms.frontend_ticks // 2  # (the other unit is behind t: idle, never advanced)
+        ms.submit(t, [other], "write", "compute", "gemm", awaited=False)  # arrives after T
+        if lookahead:
+            ms.advance(t, t + ms.frontend_ticks)
+        ms.settle(end)  # refuses if any unit was simulated past T
 
 
 def test_lookahead_is_off_where_it_could_be_observed():
