@@ -335,8 +335,8 @@ class GemmWindow:
             if self.BI[b, WK.B_CBH] >= 0:
                 raise RuntimeError(f"{gk.name}: windowed GEMM ended with a batch that still has waiters")
             ev = env.event()
-            if self.BI[b, WK.B_TRACK]:  # the kernel's own stores are written: a write-back
-                h.track_writeback(ev)
+            if self.BI[b, WK.B_TRACK]:
+                h._track_write(ev)
             if bid in known:
                 port._dispatch.at(known[bid], (port._id, bid), ev, BatchResult(bid, known[bid]))
             else:

@@ -291,12 +291,8 @@ class MemoryHierarchy:
                 if len(addrs):
                     # no requester waits for a write-back (a run may end with it in flight): unawaited, which the
                     # memory's lookahead does not run past now (MemorySystem.advance)
-                    self.track_writeback(self._dram(addrs, Kind.WRITE, Stream.COMPUTE, self.categories[int(src)],
-                                                    awaited=False))
-
-    def track_writeback(self, ev: simpy.Event) -> None:
-        """A write-back batch's event (its DRAM batch submitted unawaited): one of the outstanding writes."""
-        self._track_write(ev)
+                    self._track_write(self._dram(addrs, Kind.WRITE, Stream.COMPUTE, self.categories[int(src)],
+                                                 awaited=False))
 
     def _track_write(self, ev: simpy.Event) -> simpy.Event:
         self.outstanding_writes += 1

@@ -121,8 +121,8 @@ class FastController:
         self.unit_next = self.US[:, NEXT]
         #: per-unit count of awaited requests not yet issued (a view of US[:, AWAITED]; bookkeeping.fill_requests)
         self.unit_awaited = self.US[:, AWAITED]
-        #: after a lookahead step: the earliest cycle at which a unit with only unawaited requests left (write-backs)
-        #: stopped, BIG if none (MemorySystem.next_event_tick)
+        #: the earliest cycle at which a lookahead step left a unit with only unawaited requests (write-backs),
+        #: raised to where a later run to an earlier tick brought it, BIG if none (MemorySystem.next_event_tick)
         self.lag = int(BIG)
 
     def invalidate_next(self) -> None:
@@ -223,6 +223,8 @@ class FastController:
         self.next_lb = int(counts[3])
         if ahead:
             self.lag = int(counts[4])
+        elif self.lag < until:  # a run to ``until``: what a lookahead left behind is there now (or at the frontier)
+            self.lag = until if until < ms.frontier else int(BIG)
         return res, int(counts[0])
 
     #: after :meth:`run`: the output buffer whose issue records (``bookkeeping.O_*``) cover every request

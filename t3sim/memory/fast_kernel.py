@@ -166,8 +166,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         if c < counts[4]:
                             counts[4] = c
                         break
-                    if hard < lim:
-                        cap = hard
+                    cap = min(lim, hard)
                 h0 = f_head[u, 0]
                 h1 = f_head[u, 1]
                 a0 = h0 >= 0 and r_arrive[h0] <= c

@@ -59,7 +59,7 @@ from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.interface import EnqueueInfo, Geometry
 from t3sim.memory.policies import build as build_policy
 from t3sim.memory.write_drain import build as build_drain
-from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, NEVER, THRESHOLD, ArbState, Policy
+from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, THRESHOLD, ArbState, Policy
 from t3sim.memory.request import Kind, Source, Stream, parse_enum
 from t3sim.memory.request_store import RequestStore, ids
 from t3sim.sim.clock import Clock
@@ -353,8 +353,6 @@ class MemorySystem(RequestStore):
                                                                    ahead=ahead, hard=hard)
             if not ahead:  # after a lookahead, idle units (and those with only write-backs) are behind ``until``
                 self._kernel_at = until
-                if eng.lag < until:  # what a lookahead left behind is now at ``until`` or later
-                    eng.lag = until if until < self.frontier else NEVER
             if hook is not None:
                 self._report(rows)
             if not ni:
