@@ -150,7 +150,8 @@ class GemmWindow:
                      (WK.C_MARGIN_REQ, 8 * ((1 + acc) * stmax + (P + 1) * (la + lb)) + 64),
                      (WK.C_MARGIN_B, (P + 2 + acc) * (ncat + 2) + 8), (WK.C_ACC, int(acc)),
                      (WK.C_STCAT, h._cat(gk.sink.category)),
-                     (WK.C_STSRC, int(CATEGORY_SOURCE.get(gk.sink.category, Source.OTHER))), (WK.C_R, P + 1)):
+                     (WK.C_STSRC, int(CATEGORY_SOURCE.get(gk.sink.category, Source.OTHER))), (WK.C_R, P + 1),
+                     (WK.C_AHEAD, int(h.port.lookahead and mem.may_run_ahead()))):
             C[i] = int(v)
         W = self.W = np.zeros(WK.NW, dtype=np.int64)
         eng = mem.engine
@@ -158,7 +159,7 @@ class GemmWindow:
                      (WK.W_NB, C[WK.C_BID0]), (WK.W_TAG, C[WK.C_TAG0]), (WK.W_N, mem.n), (WK.W_OUT, mem.outstanding),
                      (WK.W_OUTW, mem.outstanding_writes), (WK.W_FRONTIER, mem.frontier), (WK.W_KAT, mem._kernel_at),
                      (WK.W_LASTSUB, mem._last_submit_tick), (WK.W_NEXTLB, eng.next_lb), (WK.W_JFREE, -1),
-                     (WK.W_CBFREE, -1)):
+                     (WK.W_CBFREE, -1), (WK.W_LAG, eng.lag)):
             W[i] = int(v)
         n0 = max(1024, 8 * slots * (P + 3))
         self.H = np.zeros((n0, 5), dtype=np.int64)
@@ -305,7 +306,7 @@ class GemmWindow:
         env._now = int(W[WK.W_END])
         mem.n, mem.outstanding, mem.outstanding_writes = int(W[WK.W_N]), int(W[WK.W_OUT]), int(W[WK.W_OUTW])
         mem.frontier, mem._kernel_at, mem._last_submit_tick = int(W[WK.W_FRONTIER]), int(W[WK.W_KAT]), int(W[WK.W_LASTSUB])
-        mem.engine.next_lb = int(W[WK.W_NEXTLB])
+        mem.engine.next_lb, mem.engine.lag = int(W[WK.W_NEXTLB]), int(W[WK.W_LAG])
         nb = int(W[WK.W_NB] - C[WK.C_BID0])
         mem.batches.first.extend(self.BI[:nb, WK.B_FIRST].tolist())
         mem.batches.count.extend(self.BI[:nb, WK.B_COUNT].tolist())

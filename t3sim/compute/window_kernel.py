@@ -41,9 +41,10 @@ from t3sim.compute.window_heap import (  # noqa: F401 (state indices: also this 
     EV_DISPATCH, EV_INIT, EV_JOIN, EV_TIMEOUT, NORMAL, URGENT, _ch_pop, next_cycle, pop, push, register_done,
     W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
     W_NB, W_NFILL, W_TAG, W_TRACKED, W_LIVEB, W_N, W_OUT, W_OUTW, W_FRONTIER, W_KAT, W_LASTSUB, W_NEXTLB, W_PUMPS,
-    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, NW)
+    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, W_LAG, NW)
 from t3sim.memory.accum import SC_A0
 from t3sim.memory.bookkeeping import fill_requests
+from t3sim.memory.command_kernel import P_HARD, P_STOP_IDLE, STOP_NO_REQUESTS
 from t3sim.memory.step_kernel import pump_step  # rebound per arbitration policy (gemm_window.kernel)
 from t3sim.sim.clock import cycle_start_tick
 
@@ -51,7 +52,7 @@ from t3sim.sim.clock import cycle_start_tick
 (C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
  C_READ_DONE, C_LAZY, C_L2_LAT, C_CAT, C_SCAT, C_ACCESS_B, C_LINE_B, C_SECTOR_B, C_REQ_B, C_FLMASK, C_SLOTS,
  C_BID0, C_TAG0, C_BPG, C_XOR, C_PCH, C_READ, C_WRITE, C_COMPUTE, C_MARGIN_REQ, C_MARGIN_B, C_STCAT, C_STSRC, C_R,
- C_ACC, NC) = range(39)
+ C_ACC, C_AHEAD, NC) = range(40)
 # slot fields SL[j]; the ring of its loads' join ids follows
 SL_CU, SL_SEQ, SL_TM, SL_TN, SL_GI, SL_PC, SL_WAIT, SL_RING = range(8)
 PC_START, PC_AFTER_LOAD, PC_AFTER_MATH, PC_AFTER_ACC = range(4)
@@ -401,29 +402,45 @@ def run_window(lim_t, lim_p, lim_e, budget, W, C, H, CH, SL, BI, CB, J, TB, TR, 
         if W[W_DONE]:
             return R_DONE
         # the pump: learn every completion up to the next event's tick (MemoryPort, module doc)
+        ahead = C[C_AHEAD] != 0
         while W[W_OUT] > 0:
-            nxt = cycle_start_tick(W[W_FRONTIER] + (C[C_MIN_DONE] if W[W_OUTW] > 0 else C[C_READ_DONE]), f) - 1
+            # MemorySystem.next_event_tick: from the frontier, or from where a lookahead left a unit with only
+            # write-backs, if earlier
+            base = min(W[W_FRONTIER], W[W_LAG]) if ahead else W[W_FRONTIER]
+            nxt = cycle_start_tick(base + (C[C_MIN_DONE] if W[W_OUTW] > 0 else C[C_READ_DONE]), f) - 1
             if W[W_HN] > 0 and nxt >= H[0, 0]:
                 break
             if W[W_HN] + W[W_LIVEB] + 64 > caps[2] or W[W_CHN] + W[W_LIVEB] + 64 > caps[3]:
                 return R_GROW
             if out.shape[1] < W[W_OUT]:
                 return R_GROW
-            until = next_cycle(nxt, f)
-            if until <= W[W_FRONTIER]:
-                break  # cannot happen: nxt lies past the frontier
+            if ahead:
+                # the port's lookahead (MemoryPort._service at tick nxt: every event before nxt has run, so no
+                # submission arrives before nxt + frontend); a lagging unit runs at least to cycle nxt
+                until = max(next_cycle(nxt + C[C_FRONTEND], f), W[W_FRONTIER])
+            else:
+                until = next_cycle(nxt, f)
+                if until <= W[W_FRONTIER]:
+                    break  # cannot happen: nxt lies past the frontier
+            lazy = C[C_LAZY] and W[W_NEXTLB] >= until and until > W[W_FRONTIER]
             W[W_FRONTIER] = until
-            if C[C_LAZY] and W[W_NEXTLB] >= until:
+            if lazy:
                 continue
             counts[0] = 0
             counts[1] = 0
             counts[2] = 0
+            if ahead:
+                P[P_STOP_IDLE] = STOP_NO_REQUESTS
+                P[P_HARD] = next_cycle(nxt, f)
             done, ticks, _rows, need_b, need_l, nw = pump_step(
                 until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, closing,
                 occ_hist, bus_busy, turnarounds, cmd_count, out, no_log, counts, b_done, b_rem, cnt, rowcls, sc, bw,
                 lat, bin_cycles, False, False, f, C[C_PCH])
             W[W_NEXTLB] = counts[3]
-            W[W_KAT] = until
+            if ahead:  # idle units, and those with only write-backs, are behind ``until`` (FastController.step)
+                W[W_LAG] = counts[4]
+            else:
+                W[W_KAT] = until
             W[W_PUMPS] += 1
             ni = counts[0]
             if ni == 0:

@@ -38,10 +38,12 @@ def windows(monkeypatch):
     return seen
 
 
-def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch_at=None, first_wg=0, acc=False):
+def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch_at=None, first_wg=0, acc=False,
+             lookahead=True, pumps=None):
     """One GEMM alone on a GPU (exclusive), optionally with a simpy process beside it that wakes every
     ``noise_ps`` and records what it sees (time, WGs done, beats, kernel's next WG). ``acc``: C += the tile
-    (:class:`_CountingAcc`, whose count of C lines read is returned too)."""
+    (:class:`_CountingAcc`, whose count of C lines read is returned too). ``lookahead``: the memory pump's
+    (``simulation.memory_lookahead``); ``pumps``: a list that gets the run's count of pump steps."""
     if system.gemm_kernel is not None:  # H200: no clusters (a clustered kernel takes the reference path)
         upd = {"cluster_m": 1, "cluster_n": 1, **({"lds_stages": stages} if stages else {})}
         system = system.model_copy(update={"gemm_kernel": system.gemm_kernel.model_copy(update=upd)})
@@ -51,6 +53,7 @@ def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch
         k = system_kernel(exp.workload, exp.system)
     eng = Engine(seed=0, watchdog_idle_ticks=8_000_000)  # 8 us: longer than a launch, far shorter than these kernels
     hier = MemoryHierarchy(eng.env, system)
+    hier.port.lookahead = lookahead
     gk = GemmKernel(eng, "gpu0.gemm", hier, system.gpu, k, row_major(k.tiles_m, k.tiles_n), 0, 1 << 30, 1 << 31,
                     _CountingAcc(hier) if acc else CachedLocalOutput(hier), k_group=k_group)
     gk.window, gk.exclusive = window, True
@@ -74,6 +77,8 @@ def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch
     done.callbacks.append(lambda _e: eng.finish())
     eng.run()
     run = done.value
+    if pumps is not None:
+        pumps.append(hier.port.pump_steps)
     # the controllers' statistics up to the end (MemoryHierarchy.stats advances to now)
     return (run.start_tick, run.end_tick, run.stage_end_ticks, run.load_requests, hier.stats().to_dict(),
             dict(hier.traffic), gk.progress, gk.beats, getattr(gk.sink, "lines", None), seen, eng.events_processed)
@@ -105,6 +110,20 @@ def test_kernel_alone_matches_reference(system, windows, shape, k_group, stages)
     assert windows == ["gpu0.gemm"]
     assert win[:-1] == ref[:-1]
     assert win[-1] < ref[-1] / 10  # simpy events: a handful instead of ~10 per k-group
+
+
+@pytest.mark.parametrize("acc", [False, True], ids=["cached", "accumulate"])
+def test_window_lookahead_equals_the_reference_cadence(system, windows, acc):
+    """The window's pump looks ahead as the port's does (``MemorySystem.advance(now, now + frontend)``, a unit
+    with only write-backs left stopping at ``now``): the same results as the reference path at the reference
+    cadence (no lookahead), in far fewer pump steps than the window without it."""
+    shape, pumps = (256, 1024, 512), []
+    ref = _run_gemm(system, *shape, window=False, acc=acc, lookahead=False)
+    off = _run_gemm(system, *shape, window=True, acc=acc, lookahead=False, pumps=pumps)
+    on = _run_gemm(system, *shape, window=True, acc=acc, pumps=pumps)
+    assert windows == ["gpu0.gemm"] * 2
+    assert on[:-1] == off[:-1] == ref[:-1]
+    assert pumps[1] < pumps[0] / 2, pumps
 
 
 @pytest.mark.parametrize("shape,k_group", [((256, 1024, 512), 1), ((128, 1280, 640), 2)])
