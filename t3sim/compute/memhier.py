@@ -119,7 +119,7 @@ def _read_plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any
             if any_fills:
                 ln = addrs[i] & ~np.int64(127)
                 s = _fill_slot(ln, mask)
-                if fl_line[s] == ln:
+                if fl_line[s] == ln | 1:
                     tags[nt] = fl_tag[s]
                     nt += 1
         if fill_mask[i] != 0:
@@ -157,7 +157,7 @@ def _record_fills(req, fl_line, fl_tag, mask, tag):  # pragma: no cover - compil
     for i in range(req.shape[0]):
         ln = req[i] & ~np.int64(127)
         s = _fill_slot(ln, mask)
-        fl_line[s] = ln
+        fl_line[s] = ln | 1
         fl_tag[s] = tag
 
 
@@ -165,15 +165,17 @@ class FillTable:
     """Fills in flight, for merging later hits with an outstanding miss (MSHR behaviour).
 
     A direct-mapped table of ``2**bits`` slots keyed by 128 B L2 line address: a
-    miss records ``(line, fill event)``; a later access that hits that line in
-    the L2 while the event is pending waits for it. A slot collision forgets
+    miss records ``(line | 1, fill event)``; a later access that hits that line in
+    the L2 while the event is pending waits for it. 0 marks an empty slot, so the
+    table starts as lazily zeroed memory (16 MB per GPU, touched only where fills
+    are recorded). A slot collision forgets
     the older fill (its later hitters then see an ordinary hit): rare with the
     default 2**20 slots, and only ever optimistic by one L2-to-DRAM latency.
     """
 
     def __init__(self, bits: int = 20):
         self.mask = (1 << bits) - 1
-        self.line = np.full(1 << bits, -1, dtype=np.int64)
+        self.line = np.zeros(1 << bits, dtype=np.int64)
         self.tag = np.zeros(1 << bits, dtype=np.int64)
         self.events: Dict[int, simpy.Event] = {}
         self._next = 0
