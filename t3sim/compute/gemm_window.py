@@ -18,9 +18,11 @@ memory or CUs meanwhile: a program with one stream, :func:`t3sim.schemes.program
 the output goes through :class:`~t3sim.compute.gemm_kernel.CachedLocalOutput` or
 :class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` (:func:`sink_kind`), no cluster, prologue,
 stage callback, WG trace, CU mask, enqueue hook, functional data or command log, the memory is idle
-and has the environment's only port, and the CUs are free. Otherwise the kernel takes the reference
-path. While the window owns the GPU, the hierarchy, port and CU dispatcher refuse other users
-(RuntimeError): a broken ``exclusive`` promise fails loudly instead of computing something else.
+and the CUs are free. Otherwise the kernel takes the reference path. In explicit mode every GPU's GEMM
+of an exclusive phase runs windowed, all behind one bridge (:class:`_Group`: one window after another
+over the same stretch of time, exact because the GPUs do not interact while their GEMMs run). While
+the window owns the GPU, the hierarchy, port and CU dispatcher refuse other users (RuntimeError): a
+broken ``exclusive`` promise fails loudly instead of computing something else.
 ``simulation.gemm_window: false`` turns windows off (the reference path everywhere).
 """
 
@@ -45,7 +47,6 @@ from t3sim.memory import accum, bookkeeping, fast_kernel, step_kernel
 from t3sim.memory.port import BatchResult
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.sim import clock
-from t3sim.sim.engine import dispatcher
 from t3sim.memory.specialise import specialise
 
 _NO_ID = np.array([-1], dtype=np.int64)
@@ -94,7 +95,7 @@ def eligible(gk) -> bool:
     if not (mem._fused and mem._enqueue_hook is None and mem.outstanding == 0 and h.outstanding_writes == 0
             and not h.fills.events and not h.port._events and h.window is None):
         return False
-    if dispatcher(gk.env).ports != 1 or getattr(mem.engine, "_pump_step", None) is None:
+    if getattr(mem.engine, "_pump_step", None) is None:
         return False
     others = [c for hh, c in disp._clients.items() if hh != gk._h and (c.resident or c.pending() > 0)]
     return not others and bool(np.all(disp.free == disp.cap))
@@ -189,18 +190,17 @@ class GemmWindow:
         for j in range(slots):
             WK.push(self.H, W, env.now, WK.URGENT, WK.EV_INIT, j)
         env._eid = itertools.count(int(W[WK.W_EID]))
-        self._bridge()
+        _group(env).add(self)
 
-    # ------------------------------------------------------------------ the bridge
-    def _bridge(self) -> None:
-        """Put one simpy heap entry at the compiled heap's first key; when it fires, :meth:`_window` runs."""
+    def key(self):
+        """The compiled heap's first key ``(tick, priority, eid)``."""
         H = self.H
-        ev = simpy.Event(self.env)
-        ev._ok, ev._value = True, None
-        ev.callbacks.append(self._window)
-        heapq.heappush(self.env._queue, (int(H[0, 0]), int(H[0, 1]), int(H[0, 2]), ev))
+        return int(H[0, 0]), int(H[0, 1]), int(H[0, 2])
 
-    def _window(self, _ev=None) -> None:
+    # ------------------------------------------------------------------ one window
+    def _window(self) -> bool:
+        """Run this kernel's compiled events that come before the simpy heap's first event (at most
+        SESSION_EVENTS of them); True when the kernel ended."""
         env = self.env
         W = self.W
         q = env._queue
@@ -226,13 +226,13 @@ class GemmWindow:
         # the progress display read it
         env._now = max(env._now, int(W[WK.W_NOW]))
         self._credit()
-        if r == WK.R_LIMIT:
-            self._bridge()
-        elif r == WK.R_DONE:
+        if r == WK.R_DONE:
             self._finish()
-        else:
+            return True
+        if r != WK.R_LIMIT:
             raise RuntimeError(f"{self.gk.name}: windowed GEMM has no events left before its end "
                                f"(t={env.now} ps; {self.gk.pending()})")
+        return False
 
     def _arrays(self):
         mem, h, gk = self.mem, self.hier, self.gk
@@ -348,6 +348,60 @@ class GemmWindow:
         gk._all_retired = True
         gk.run.end_tick = env.now
         gk.done.succeed(gk.run)
+
+
+class _Group:
+    """The windowed GEMMs running in one environment (explicit mode: every GPU's GEMM of an exclusive phase),
+    behind one simpy *bridge* entry at the earliest of their compiled heaps' first keys.
+
+    When the bridge fires, each window in turn (in launch order) runs its events that come before the simpy heap's
+    first event, then the bridge is re-armed. A lone window (homogeneous mode) is thus exactly the single bridge
+    of the module doc. Several run one after the other over the same stretch of simulated time; that is exact
+    because their GPUs do not interact while they run: a window needs ``exclusive`` (its program runs one kernel
+    at a time on every GPU, so the GPUs' GEMMs are independent until all have ended) and its GPU's memory, L2 and
+    CUs to itself, so each GPU's events keep their order, and only the interleaving of different GPUs' events of
+    one tick changes, which no GPU observes. A window that ends hands its GPU back at its own end tick
+    (``env._now`` is set to it for its callbacks, even if another window ran further), and the windows still
+    running stop before the simpy events that its end scheduled."""
+
+    def __init__(self, env):
+        self.env = env
+        self.windows: list = []
+        self._ev = None
+        self._key = None
+
+    def add(self, w: "GemmWindow") -> None:
+        self.windows.append(w)
+        self._arm()
+
+    def _arm(self) -> None:
+        if not self.windows:
+            return
+        k = min(w.key() for w in self.windows)
+        if self._ev is not None and self._key <= k:
+            return
+        ev = simpy.Event(self.env)  # an earlier bridge supersedes the armed one, which then does nothing
+        ev._ok, ev._value = True, None
+        ev.callbacks.append(self._fire)
+        heapq.heappush(self.env._queue, (*k, ev))
+        self._ev, self._key = ev, k
+
+    def _fire(self, ev) -> None:
+        if ev is not self._ev:
+            return
+        self._ev = None
+        for w in list(self.windows):
+            if w._window():
+                self.windows.remove(w)
+        self._arm()
+
+
+def _group(env) -> _Group:
+    """The environment's :class:`_Group` (created on first use)."""
+    g = getattr(env, "_t3sim_windows", None)
+    if g is None:
+        g = env._t3sim_windows = _Group(env)
+    return g
 
 
 def _slices(g, operand: str, tiles: int, ng: int, G: int, steps: int):

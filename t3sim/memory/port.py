@@ -129,7 +129,6 @@ class MemoryPort:
         self.mem = memory
         self._id = next(MemoryPort._ids)
         self._dispatch = dispatcher(env)
-        self._dispatch.ports += 1
         #: the windowed GEMM (t3sim.compute.gemm_window) that drives this memory now, or None
         self.window = None
         self._events: Dict[int, simpy.Event] = {}

@@ -119,8 +119,6 @@ class Dispatcher:
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
         self._due: dict = {}
-        #: memory ports that fire completions through this dispatcher (a windowed GEMM needs to be the only one)
-        self.ports = 0
 
     def at(self, tick: int, key, event: simpy.Event, value) -> None:
         env = self.env

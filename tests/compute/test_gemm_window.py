@@ -191,14 +191,25 @@ def test_sub_layer_statistics_identical_to_reference(scheme, windows):
     assert a == b
 
 
-def test_explicit_mode_takes_the_reference_path(windows):
-    """Several GPUs' ports share one completion dispatcher: no windows (yet); results as before."""
+@pytest.mark.parametrize("sublayer", ["FC-2", "OP"])
+def test_explicit_mode_runs_every_gpu_windowed(windows, sublayer):
+    """Explicit mode: every GPU's GEMM of the exclusive phase runs in its own window behind one bridge
+    (``gemm_window._Group``), one window after another over the same stretch of time; ``stats.json`` equal to the
+    reference path's (windows off) but for the count of simpy events."""
+    import json
+
     from t3sim.system import simulate
 
-    cfg = load_experiment(TABLE1, ["workload.model.hidden_size=1024", "workload.tokens=128", "workload.tp=2",
-                                   "system.interconnect.num_gpus=2", "simulation.mode=explicit"])
-    simulate(cfg)
-    assert not windows
+    out = []
+    for on in ("true", "false"):
+        cfg = load_experiment(TABLE1, ["workload.model.hidden_size=1024", "workload.tokens=256", "workload.tp=4",
+                                       "system.interconnect.num_gpus=4", "simulation.mode=explicit",
+                                       f"workload.sublayer={sublayer}", f"simulation.gemm_window={on}"])
+        st = simulate(cfg).stats.to_dict()
+        st["sim"].pop("events")
+        out.append(json.dumps(st, sort_keys=True, default=str))
+    assert windows == [f"gpu{g}.gemm" for g in range(4)]
+    assert out[0] == out[1]
 
 
 def test_progress_reports_arrive_while_a_windowed_gemm_runs(monkeypatch):
@@ -217,3 +228,73 @@ def test_progress_reports_arrive_while_a_windowed_gemm_runs(monkeypatch):
         simulate(exp)
     part = [t for t in seen if "GEMM " in t and not t.split("GEMM ")[1].startswith(("0/", "1088/"))]
     assert any(t.split("GEMM ")[1].split("/")[0] != t.split("GEMM ")[1].split("/")[1].split(" ")[0] for t in part), seen[:5]
+
+
+def _run_two(window: bool, noise_ps):
+    """Two GPUs' GEMMs of different sizes in one environment (GPU 1's is shorter and ends first, with write-backs
+    of its small L2 still in flight), and a process waking every ``noise_ps`` (if any) that records both kernels'
+    progress."""
+    from simpy.events import AllOf
+
+    base = load_experiment(TABLE1).system
+    system = base.model_copy(update={"l2": base.l2.model_copy(update={"size_MiB": 0.125})})
+    eng = Engine(seed=0, watchdog_idle_ticks=8_000_000)
+    env = eng.env
+    gks, hiers = [], []
+    for g, tokens in enumerate((256, 128)):
+        exp = load_experiment(TABLE1, [f"workload.tokens={tokens}"])
+        k = system_kernel(exp.workload, exp.system)
+        hier = MemoryHierarchy(env, system)
+        gk = GemmKernel(eng, f"gpu{g}.gemm", hier, system.gpu, k, row_major(k.tiles_m, k.tiles_n), 0, 1 << 30,
+                        1 << 31, CachedLocalOutput(hier))
+        gk.window, gk.exclusive = window, True
+        gks.append(gk)
+        hiers.append(hier)
+    seen = []
+
+    def noise():
+        while True:
+            yield env.timeout(noise_ps)
+            seen.append((env.now, *(gk.progress for gk in gks)))
+
+    if noise_ps:
+        env.process(noise())
+    AllOf(env, [gk.start() for gk in gks]).callbacks.append(lambda _e: eng.finish())
+    eng.run()
+    ends = [(gk.run.start_tick, gk.run.end_tick, gk.run.stage_end_ticks, gk.run.load_requests) for gk in gks]
+    return ends, [h.stats().to_dict() for h in hiers], [dict(h.traffic) for h in hiers], seen
+
+
+@pytest.mark.parametrize("noise_ps", [None, 1499])
+def test_windows_of_two_gpus_match_the_reference(windows, monkeypatch, noise_ps):
+    """Two GPUs' windows behind one bridge (``gemm_window._Group``): each runs to the simpy heap's first event in
+    turn; one that ends hands its GPU back at its own end tick, also when the other already ran further. Without
+    a process beside them, and each window run on until it reaches the heap's first event (not only one budget
+    or array growth's worth), GPU 0 runs to its end first, and GPU 1, which ends earlier, then ends behind the
+    simulated time GPU 0 reached (``ahead``). Every kernel time, statistic and the process's view as on the
+    reference path."""
+    ahead = []
+    W = gemm_window.GemmWindow
+    finish, window = W._finish, W._window
+
+    def fin(self):
+        ahead.append(bool(self.env._now > self.W[gemm_window.WK.W_END]))
+        finish(self)
+
+    def greedy(self):
+        while not window(self):
+            q = self.env._queue
+            if q and self.key() >= q[0][:3]:
+                return False
+        return True
+
+    monkeypatch.setattr(W, "_finish", fin)
+    if noise_ps is None:
+        monkeypatch.setattr(W, "_window", greedy)
+    ref = _run_two(False, noise_ps)
+    assert not windows
+    win = _run_two(True, noise_ps)
+    assert windows == ["gpu0.gemm", "gpu1.gemm"]
+    assert ref[0][1][1] < ref[0][0][1]  # GPU 1 ends first
+    assert ahead == ([False, True] if noise_ps is None else [False, False])
+    assert win == ref
