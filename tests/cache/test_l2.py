@@ -254,23 +254,3 @@ def test_fast_equals_reference(t):
 @given(t=traces())
 def test_fast_equals_reference_many(t):
     _check_fast_equals_reference(t)
-
-
-@pytest.mark.slow
-def test_throughput_fast_vs_reference():
-    import time
-
-    rng = np.random.default_rng(0)
-    addr = rng.integers(0, 64 * 2**20 // 64, 2_000_000) * 64
-    wr = rng.random(len(addr)) < 0.3
-    c = L2Cache(TABLE1)
-    c.access(0, addr[:10], wr[:10])  # compile
-    t0 = time.perf_counter()
-    c.access(0, addr, wr)
-    fast = len(addr) / (time.perf_counter() - t0)
-    r = ReferenceL2(TABLE1)
-    t0 = time.perf_counter()
-    r.access(0, addr[:100_000], wr[:100_000])
-    ref = 100_000 / (time.perf_counter() - t0)
-    print(f"L2 accesses/s: fast {fast:.3g}, reference {ref:.3g}")
-    assert fast > 20 * ref
