@@ -295,7 +295,9 @@ def _repo_path(rel: str) -> Path:
 def _run_sweep(case: dict) -> Dict[str, object]:
     """``t3sim run CONFIG -j N --force`` into a temporary results root; simulated time and DRAM
     requests summed over the simulations (one shared by several points counts once); peak memory =
-    the largest child process."""
+    the largest process's: the ``t3sim run`` process, or the largest pool worker's (each point's ``meta.json``
+    records its process's peak so far; the workers are the fork server's children, which ``getrusage`` does
+    not reach)."""
     import resource
     import tempfile
 
@@ -308,11 +310,13 @@ def _run_sweep(case: dict) -> Dict[str, object]:
         wall = time.perf_counter() - t0
         if p.returncode != 0:
             raise RuntimeError((p.stderr or p.stdout).strip().splitlines()[-1:])
-        sim_us, reqs, points, sims = 0.0, 0, 0, 0
+        sim_us, reqs, points, sims, peak = 0.0, 0, 0, 0, 0.0
         for f in Path(tmp).rglob("stats.json"):
             points += 1
+            meta = json.loads((f.parent / "meta.json").read_text())
+            peak = max(peak, float(meta.get("peak_rss_MiB", 0.0)))
             # points that shared a simulation (meta "shared_simulation") count it once: at its first scheme
-            shared = json.loads((f.parent / "meta.json").read_text()).get("shared_simulation")
+            shared = meta.get("shared_simulation")
             me = next(csv.DictReader((f.parent / "summary.csv").open()))["scheme"]
             if shared and (me if ":" not in shared[0] else f"{f.parent.parent.name}:{me}") != shared[0]:
                 continue
@@ -320,7 +324,7 @@ def _run_sweep(case: dict) -> Dict[str, object]:
             flat = _flatten(json.loads(f.read_text()))
             sim_us += float(flat.get("sim.end_us", flat.get("time.total_us", 0.0)))
             reqs += sum(int(v) for k, v in flat.items() if k.startswith("gpu") and k.endswith(".hbm.requests"))
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    peak = max(peak, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0)
     return dict(wall_s=wall, simulated_us=sim_us, dram_requests=reqs, simpy_events=None, points=points,
                 simulations=sims, child_peak_rss_MB=peak)
 

@@ -26,6 +26,7 @@ from t3sim.exec.runner import PointOutcome, run_points, sharer_labels  # noqa: F
 from t3sim.memory.system import LookaheadPastEnd
 from t3sim.results.store import RunResult, canonical_json
 from t3sim.schemes import scheme_for
+from t3sim.sim.engine import peak_rss_MiB
 from t3sim.system.model import SystemModel
 
 
@@ -154,7 +155,9 @@ def _simulate_model(exps, schemes, timeline: bool, probe, t0: float, lookahead: 
         summary = {"scheme": scheme.name, "scheme_label": scheme.label or scheme.name, "scheme_color": scheme.color,
                    "model": w.name, "sublayer": w.label, "tp": w.tp,
                    "mode": exp.simulation.mode, **phases.summary(), **traffic_summary(stats)}
-        meta = {"wall_s": wall_s, "host": platform.node(), "python": sys.version.split()[0]}
+        # the simulating process's peak resident memory so far (MiB; a pool worker's: over the points it ran)
+        meta = {"wall_s": wall_s, "host": platform.node(), "python": sys.version.split()[0],
+                "peak_rss_MiB": round(peak_rss_MiB(), 1)}
         if note is not None:
             meta["memory_lookahead"] = f"re-run without: {note}"
         if len(exps) > 1:

@@ -74,6 +74,8 @@ def test_shared_run_equals_separate_runs(tiny):
         assert s.summary == a.summary and s.config == a.config and s.seed == a.seed
         assert s.meta["shared_simulation"] == ["sequential", "ideal_gemm_rs_overlap"]
         assert "shared_simulation" not in a.meta
+        # the simulating process's peak resident memory so far (bench reads it for a sweep's pool workers)
+        assert s.meta["peak_rss_MiB"] > 10 and a.meta["peak_rss_MiB"] >= s.meta["peak_rss_MiB"]
     st = shared[1].stats
     gemm, rs, ag = (st.value(f"time.{k}_us") for k in ("gemm", "rs", "ag"))
     assert st.value("time.total_us") == pytest.approx(max(gemm, rs) + ag)
