@@ -24,7 +24,9 @@ run, in their order:
 
 The pump is not an event: before each event the memory is advanced (as ``MemoryPort``'s pump
 step would, at ``MemorySystem.next_event_tick``) until every completion up to the event's tick
-is known; results do not depend on the cadence (the completion order is canonical).
+is known; results do not depend on the cadence (the completion order is canonical). With ``C_AHEAD``
+(the port's lookahead) a step due at tick ``nxt`` runs to ``nxt + frontend``, a unit with only
+write-backs left stopping at ``nxt`` (``MemorySystem.advance``; ``W_LAG`` is ``FastController.lag``).
 
 A slot is a state machine over the reference generator's ``yield`` points (``PC_*``). All state
 lives in arrays the caller owns; the call returns a reason (``R_*``) and can be re-entered.
@@ -422,6 +424,7 @@ def run_window(lim_t, lim_p, lim_e, budget, W, C, H, CH, SL, BI, CB, J, TB, TR, 
                 until = next_cycle(nxt, f)
                 if until <= W[W_FRONTIER]:
                     break  # cannot happen: nxt lies past the frontier
+            # (a step to the frontier itself, for a lagging unit, is never skipped: the loop would not advance)
             lazy = C[C_LAZY] and W[W_NEXTLB] >= until and until > W[W_FRONTIER]
             W[W_FRONTIER] = until
             if lazy:
