@@ -125,14 +125,14 @@ def compact(RQ, n, f_head, f_tail, rq, wq):  # pragma: no cover - compiled
 O_ISSUED, O_ADMITTED, O_BATCH, O_DONE, O_ARRIVE, O_KIND, O_STREAM, O_SOURCE, O_CLASS, NOUT = range(10)
 
 #: rows of :func:`admission_rows`' result
-AR_TICK, AR_CHANNEL, AR_KIND, AR_STREAM, AR_SOURCE, AR_WG, AR_WF, AR_BATCH, NAR = range(9)
+AR_TICK, AR_CHANNEL, AR_KIND, AR_STREAM, AR_SOURCE, AR_WG, AR_WF, AR_BATCH, AR_UNIT, NAR = range(10)
 
 
 @nb.njit(cache=True)
 def admission_rows(admitted, RQ, writes_only, freq_kHz, pseudo_channels):  # pragma: no cover - compiled
     """The enqueue hook's rows for ``admitted`` requests: ``int64[NAR, n]`` in admission order
     (stable by admit cycle); ``writes_only`` drops reads. ``AR_TICK`` is the admit cycle's start
-    tick (exact ceil, as :meth:`Clock.cycle_to_tick`), ``AR_CHANNEL`` the unit's channel."""
+    tick (exact ceil, as :meth:`Clock.cycle_to_tick`), ``AR_CHANNEL`` the unit's channel, ``AR_UNIT`` the unit."""
     sel = np.empty(admitted.size, dtype=np.int64)
     n = 0
     for j in range(admitted.size):
@@ -156,4 +156,5 @@ def admission_rows(admitted, RQ, writes_only, freq_kHz, pseudo_channels):  # pra
         out[AR_WG, j] = RQ[F_WG, r]
         out[AR_WF, j] = RQ[F_WF, r]
         out[AR_BATCH, j] = RQ[F_BATCH, r]
+        out[AR_UNIT, j] = RQ[F_UNIT, r]
     return out

@@ -39,8 +39,8 @@ while a write or update is outstanding, ``tCL + tBL`` = 16 while only reads are:
 strictly before it happens and the batch's event fires at exactly its
 completion tick. While nothing is outstanding the pump sleeps until the next
 ``access``. Lookahead (``lookahead``, ``simulation.memory_lookahead``): where
-:meth:`MemorySystem.may_run_ahead` (no enqueue hook, no producer-kernel policy
-hook, a frontend latency), a pump step at ``now`` advances the memory to
+:meth:`MemorySystem.may_run_ahead` (no producer-kernel policy hook, a frontend
+latency), a pump step at ``now`` advances the memory to
 ``now + frontend`` instead, the cycles no later submission can reach
 (:mod:`t3sim.memory.system`, "Lookahead"); results are the same with fewer steps.
 
@@ -49,10 +49,9 @@ Order. Completions are fired through the environment's
 together, in (port creation, batch id) order, before every other (normal
 priority) event of that tick. When a completion became known -- which depends on
 the pump cadence -- therefore changes nothing: a simulation's results do not
-depend on the cadence (``tests/memory/test_port.py`` holds a Sequential run at
-the default cadence and at one step per cycle to identical statistics), which
-makes the cadence a pure speed setting. The enqueue hook is the exception
-(below): its reports come at pump steps.
+depend on the cadence (``tests/memory/test_port.py`` holds Sequential, T3 and
+T3-MCA runs at the default cadence and at one step per cycle to identical
+statistics), which makes the cadence a pure speed setting.
 
 An ``access`` only submits: it does not advance the memory. Its requests arrive
 at or after ``env.now``, so they cannot complete before
@@ -62,11 +61,14 @@ may lag the frontier, simulate the cycles before the arrival exactly as if they
 had run first (:meth:`MemorySystem.advance`). This saves one controller run per
 access at a distinct time.
 
-Enqueue hook timing: admissions are reported after each advance, with their
-own ticks (``EnqueueInfo.tick``), i.e. at most one pump step after they
-happened; a tracker that reacts should act at ``max(env.now, tick)``. T3's
-tracker hook counts writes and updates only, which are reported within
-``tWL + tBL`` cycles (the cadence while one is outstanding).
+Enqueue hook timing: admissions are reported after an advance, with their own
+ticks (``EnqueueInfo.tick``) and in canonical order (:mod:`t3sim.memory.system`,
+"Enqueue hook order"): without the lookahead at most one pump step after they
+happened, with it up to a frontend latency before or, for the few held back,
+about one pump step after. Whoever reacts must act at ``tick``, not at
+``env.now``, to be independent of the cadence: T3's DMA engines start a block
+``issue_latency_ns`` after the admission that completed its regions
+(:meth:`t3sim.dma.engine.DMAEngines.trigger`).
 """
 
 from __future__ import annotations

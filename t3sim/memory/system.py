@@ -23,6 +23,14 @@ statistics at a run's end are exact. Exact unless a lookahead ran awaited
 requests past that tick (``stats`` then refuses, and ``t3sim.system.run``
 re-runs the point without it; tests/memory/test_lookahead.py).
 
+Enqueue hook order. The hook (T3's tracker) sees admissions in a canonical order, independent of the cadence
+and the lookahead: by admission cycle, then unit, then admission order. After every controller run the
+admissions before the *horizon* (the earliest cycle any unit may still admit at: the run's end, or, after a
+lookahead, the earliest cycle it left a unit with only write-backs at) are handed over in that order; later
+ones are held for the next run. At the reference cadence (no lookahead) the horizon is the run's end, so every
+report is handed over at once, as it comes; with the lookahead a report may come before its tick (up to the
+frontend latency) or, held, after it -- a hook acts at the reported tick (tests/memory/test_lookahead.py).
+
 Requests. Every request is one column access of ``hbm.access_size_B`` bytes
 (bus width x burst length: 32 B on Table 1); its address names the access-sized,
 aligned block that contains it (:class:`~t3sim.memory.port.MemoryPort` splits the
@@ -65,6 +73,7 @@ from t3sim.memory.request_store import RequestStore, ids
 from t3sim.sim.clock import Clock
 
 _NO_UNITS = np.zeros(0, dtype=np.int64)
+BIG_CYCLE = np.iinfo(np.int64).max // 4  # a horizon past every cycle
 
 
 class LookaheadPastEnd(RuntimeError):
@@ -138,6 +147,7 @@ class MemorySystem(RequestStore):
         self.outstanding_writes = 0  # of them, writes and updates (they set the pump cadence)
         self._enqueue_hook: Optional[Callable[[EnqueueInfo], None]] = None
         self._hook_writes_only = False
+        self._hook_held: Optional[np.ndarray] = None  # admission rows past the horizon (module doc)
         self.functional = FunctionalStore(self.access_B, dtype, REQUEST_B) if functional else None
         self.mode = mode
         #: pump steps take the fused compiled path (fast controller, no functional data, no command log)
@@ -248,10 +258,10 @@ class MemorySystem(RequestStore):
 
     # ---------------------------------------------------------------- run
     def may_run_ahead(self) -> bool:
-        """Whether :meth:`advance` may look ahead (module doc): fused fast path, a frontend latency, no enqueue
-        hook (it would report admissions early), a policy whose producer hooks do nothing (they apply from the
-        frontier)."""
-        return self._fused and self.frontend_ticks > 0 and self._enqueue_hook is None and self._static_policy
+        """Whether :meth:`advance` may look ahead (module doc): fused fast path, a frontend latency, a policy whose
+        producer hooks do nothing (they apply from the frontier). An enqueue hook may be set: its reports are
+        ordered and held back to the horizon (module doc, "Enqueue hook order")."""
+        return self._fused and self.frontend_ticks > 0 and self._static_policy
 
     def advance(self, until_tick: int, ahead_tick: Optional[int] = None) -> None:
         """Simulate every memory cycle that starts before ``until_tick``.
@@ -309,16 +319,30 @@ class MemorySystem(RequestStore):
     def run_until_idle(self) -> int:
         """Simulate until every submitted request has completed; return the last completion tick."""
         self.sync()
-        self._run(np.iinfo(np.int64).max // 4, True)
+        self._run(BIG_CYCLE, True)
         self._invalidate()
         last = max(0, int(self.acc.sc[SC_LAST_DONE]))
         self.frontier = max(self.frontier, max(self.engine.unit_cycle(u) for u in range(self.geom.units)), last)
         self._kernel_at = self.frontier
         return self.clock.cycle_to_tick(last)
 
-    def _report(self, rows: np.ndarray) -> None:
-        """Hand the enqueue hook its rows (:func:`~t3sim.memory.bookkeeping.admission_rows`), if any."""
-        if rows.shape[1]:
+    def _report(self, rows: np.ndarray, horizon: int) -> None:
+        """Hand the enqueue hook the admission rows (:func:`~t3sim.memory.bookkeeping.admission_rows`) before cycle
+        ``horizon``, held ones first, in canonical order; hold the rest (module doc, "Enqueue hook order")."""
+        held = self._hook_held
+        if held is not None:
+            rows = np.concatenate((held, rows), axis=1)
+            rows = rows[:, np.lexsort((rows[BK.AR_UNIT], rows[BK.AR_TICK]))]  # stable: per unit, admission order
+            self._hook_held = None
+        if not rows.shape[1]:
+            return
+        n = rows.shape[1]
+        if horizon < BIG_CYCLE:
+            n = int(np.searchsorted(rows[BK.AR_TICK], self.clock.cycle_to_tick(horizon), "left"))
+        if n < rows.shape[1]:
+            self._hook_held = rows[:, n:]
+            rows = rows[:, :n]
+        if n:
             self._enqueue_hook(EnqueueInfo(
                 tick=rows[BK.AR_TICK], channel=rows[BK.AR_CHANNEL], kind=rows[BK.AR_KIND],
                 stream=rows[BK.AR_STREAM], source=rows[BK.AR_SOURCE], wg_id=rows[BK.AR_WG],
@@ -354,7 +378,7 @@ class MemorySystem(RequestStore):
             if not ahead:  # after a lookahead, idle units (and those with only write-backs) are behind ``until``
                 self._kernel_at = until
             if hook is not None:
-                self._report(rows)
+                self._report(rows, min(until, eng.lag) if ahead else until)
             if not ni:
                 return
             self.outstanding -= ni
@@ -382,9 +406,9 @@ class MemorySystem(RequestStore):
         issued, admitted = eng.run(until, stop_when_idle)
         if not stop_when_idle:
             self._kernel_at = until
-        if admitted.size and hook is not None:
+        if hook is not None:  # every unit reached ``until`` (or stopped idle): nothing is held
             self._report(BK.admission_rows(admitted, self.RQ, self._hook_writes_only, self.clock.freq_kHz,
-                                           self.geom.pseudo_channels))
+                                           self.geom.pseudo_channels), BIG_CYCLE if stop_when_idle else until)
         if not issued.size:
             return
         if self.functional is not None:
@@ -429,6 +453,9 @@ class MemorySystem(RequestStore):
         (``writes_only``: only writes and updates -- T3's tracker counts nothing else -- and no call
         for an advance that admitted none)."""
         self.sync()
+        if self._hook_held is not None:
+            raise RuntimeError(f"enqueue hook changed with {self._hook_held.shape[1]} admissions held past the "
+                               f"frontier (cycle {self.frontier})")
         self._enqueue_hook = fn
         self._hook_writes_only = bool(writes_only)
 

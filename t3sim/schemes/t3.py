@@ -104,7 +104,7 @@ class T3Watch(Component):
             if stalled or waiting:
                 parts.append(f"gpu{g} tracker: {waiting} regions below threshold, {stalled} accesses stalled "
                              f"on {full} full sets")
-        parts.append(f"{ctx.blocks_left} DMA blocks not started, {ctx.completion.n} payloads not landed, "
+        parts.append(f"{ctx.blocks_left} DMA blocks not started, {ctx.completion.n} payloads not landed or blocks not sent, "
                      f"GEMM {'done' if ctx.gemm_done else 'running'}")
         return "; ".join(parts)
 
@@ -272,7 +272,10 @@ class T3Context:
         tr = Tracker(model.system.tracker, f"gpu{g}.tracker")
         self.trackers[g] = tr
         on_batch = self._mirror_dma if (self.homogeneous and g == 0) else None
-        self.dmas[g] = DMAEngines(model.engine, g, h, self.fabric, model.system.dma, on_batch_sent=on_batch)
+        # a triggered block holds the completion until it is sent (its payloads hold it from then until they land):
+        # else the RS could end between the last trigger and that block's first read
+        self.dmas[g] = DMAEngines(model.engine, g, h, self.fabric, model.system.dma, on_batch_sent=on_batch,
+                                  on_block_done=lambda _blk: self.completion.finish())
         self.blocks[g] = []
         regions, thresholds, callbacks, addrs, peer_input = [], [], [], [], []
         for blk, keys, thrs, peers in self._blocks_for(g):
@@ -286,6 +289,7 @@ class T3Context:
             def fired(_region, tick, blk=blk, g=g):
                 blk.regions_left -= 1
                 if blk.regions_left == 0:
+                    self.completion.add()
                     self.dmas[g].trigger(blk, tick)
                     self._block_started()
 

@@ -4,8 +4,8 @@ A request submitted at tick ``t`` or later reaches the controllers at the first 
 ``t + frontend`` (``memory_controller.frontend_latency_gpu_cycles``), so at ``t`` the cycles before it are already
 determined. ``MemoryPort`` lets each pump step simulate them (``MemorySystem.advance(now, now + frontend)``, units
 with requests only, each stopping when it runs out: ``STOP_NO_REQUESTS``) wherever nothing could observe the
-difference: no enqueue hook (T3's tracker reacts to each report at its tick) and an arbitration policy whose
-producer-kernel hooks do nothing. With Table 1's 100-cycle (71 ns) frontend and a pump cadence of 4 cycles
+difference: an arbitration policy whose producer-kernel hooks do nothing (an enqueue hook, T3's tracker, sees
+the admissions in the same order either way, held back to the horizon: ``MemorySystem``, "Enqueue hook order"). With Table 1's 100-cycle (71 ns) frontend and a pump cadence of 4 cycles
 while a write is outstanding, most pump steps go. Held here: the port's workloads of ``test_port_vs_reference``
 with and without it (every batch, request, hook report and statistic equal, fewer pump steps), whole runs of
 several schemes (``stats.json`` equal but for ``sim.events``), and the refusals that keep it exact.
@@ -14,6 +14,7 @@ several schemes (``stats.json`` equal but for ``sim.events``), and the refusals 
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -30,12 +31,22 @@ from .test_port_vs_reference import _assert_same, _run, workloads
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
 def test_lookahead_equals_pumping_to_now(w):
-    """The fast model's port with and without the lookahead: everything observable equal, never more pump steps."""
+    """The fast model's port with and without the lookahead: everything observable equal (the enqueue hook's rows
+    in the same order, delivered in other reports), never more pump steps; with a hook, no row delivered later
+    than a pump step (4 or 16 cycles) after its tick."""
     cfg, procs, events, hook = w
     ahead, p1 = _run(cfg, procs, events, hook, "fast", lookahead=True)
     now, p0 = _run(cfg, procs, events, hook, "fast", lookahead=False)
     _assert_same(ahead, now)
     assert p1.pump_steps <= p0.pump_steps
+    late = 17 * math.ceil(1000 / cfg.hbm.clock_GHz)  # ticks
+    for run in (ahead, now):
+        ticks = [r[0] for r in run["reports"]]
+        k = 0
+        for t, n in run["report_times"]:
+            assert max(ticks[k:k + n]) <= t + cfg.memory_controller.frontend_latency_gpu_cycles * 1000  # ample
+            assert t <= min(ticks[k:k + n]) + late, (t, ticks[k:k + n])
+            k += n
 
 
 def _writes(lookahead: bool, frontend: int = 100):

@@ -12,8 +12,8 @@ must be identical:
 
 * every batch's completion tick and the tick its event fired at;
 * every request's completion cycle;
-* the enqueue hook's reports (T3's tracker hook, ``writes_only``, and the all-requests hook): the
-  tick each report was delivered at and its rows;
+* the enqueue hook's reports (T3's tracker hook, ``writes_only``, and the all-requests hook): their rows, in
+  order, and the tick each report was delivered at;
 * the memory statistics (``MemorySystem.stats``, as JSON).
 
 Inputs vary (hypothesis): reads, writes and near-memory updates (op-and-store) of both streams,
@@ -116,12 +116,14 @@ def _run(cfg, procs, events, hook, mode, capacity=None, lookahead=True):
         ms.compact_min = capacity
     port = MemoryPort(env, ms)
     port.lookahead = lookahead
-    reports = []
+    reports, report_times = [], []
     if hook is not None:
         def on_enqueue(info):
-            reports.append((env.now, info.tick.tolist(), info.channel.tolist(), info.kind.tolist(),
-                            info.stream.tolist(), info.source.tolist(), info.wg_id.tolist(), info.wf_id.tolist(),
-                            info.batch.tolist(), info.bytes))
+            assert len(info.tick) > 0  # no empty report
+            report_times.append((env.now, len(info.tick)))
+            reports.extend(zip(info.tick.tolist(), info.channel.tolist(), info.kind.tolist(), info.stream.tolist(),
+                               info.source.tolist(), info.wg_id.tolist(), info.wf_id.tolist(), info.batch.tolist(),
+                               [info.bytes] * len(info.tick)))
 
         ms.set_enqueue_hook(on_enqueue, writes_only=hook == "writes_only")
     batches = []
@@ -158,11 +160,14 @@ def _run(cfg, procs, events, hook, mode, capacity=None, lookahead=True):
     # at a tick the pump cadence does not move (env.now is the last pump step's: cadence-dependent)
     end = max([b[4] for b in batches] + [t for t, _ in events] + [0])
     stats = json.dumps(ms.stats("m", at_tick=end).to_dict(), sort_keys=True, default=str)
-    return dict(batches=sorted(batches), reports=reports, per_request=per_request, stats=stats,
+    return dict(batches=sorted(batches), reports=reports, report_times=report_times, per_request=per_request, stats=stats,
+                ahead=bool(port.lookahead and ms.may_run_ahead()),
                 cycles=ms.r_done[: ms.n].copy() if not ms.compactions else None, env_now=env.now), port
 
 
 def _assert_same(fast, ref):
+    """Where one run looked ahead and the other did not, the hook's rows must still come in the same order
+    (``MemorySystem``, "Enqueue hook order"), but in other reports at other times."""
     assert fast["batches"] == ref["batches"]
     for p, i, t0, bid, done, fired in fast["batches"]:
         assert fired == done > t0
@@ -170,6 +175,9 @@ def _assert_same(fast, ref):
         assert fast["per_request"] == ref["per_request"]
         assert np.array_equal(fast["cycles"], ref["cycles"])
     assert fast["reports"] == ref["reports"]
+    assert [r[0] for r in fast["reports"]] == sorted(r[0] for r in fast["reports"])  # by admission tick
+    if fast["ahead"] == ref["ahead"]:
+        assert fast["report_times"] == ref["report_times"]
     assert fast["stats"] == ref["stats"]
     assert fast["env_now"] == ref["env_now"]
 
