@@ -266,7 +266,7 @@ class SimulationConfig(Model):
         descriptive="two implementations of one model: they give identical statistics except sim.events (tests/compute/test_gemm_window.py); the choice changes only the wall time")
     memory_lookahead: bool = F(
         True, unit="bool",
-        desc="let each memory pump step simulate the controllers up to one frontend latency (memory_controller.frontend_latency_gpu_cycles) ahead of now, the span no later request can reach (t3sim.memory.system, 'Lookahead'), where no producer-kernel arbitration hook could observe it (an enqueue hook, T3's tracker, sees the admissions in the same order either way); false: pump to now only (the reference cadence)",
+        desc="let each memory pump step simulate the controllers up to one frontend latency (memory_controller.frontend_latency_gpu_cycles) ahead of now, the span no later request can reach (t3sim.memory.system, 'Lookahead'), where nothing could observe it (an enqueue hook, T3's tracker, sees the admissions in the same order either way; a producer-kernel arbitration event, T3-MCA's, reaches the controllers a frontend latency after it happens, past any lookahead); false: pump to now only (the reference cadence)",
         source="issue 17",
         descriptive="two cadences of one model: they give identical statistics except sim.events (tests/memory/test_lookahead.py); the choice changes only the wall time")
     watchdog_idle_ns: float = F(

@@ -12,7 +12,8 @@ Core API (pure, no simpy; all times are integer ticks, 1 tick = 1 ps)::
     ms.set_enqueue_hook(fn)         # fn(EnqueueInfo): requests entering controller queues
     ms.begin_isolated_stage()       # producer kernel events, for the arbitration policy:
     ms.end_isolated_stage()         #   starts, its first (isolated) stage ends,
-    ms.kernel_boundary()            #   it ends (e.g. t3_mca: drain, dynamic threshold)
+    ms.kernel_boundary()            #   it ends (e.g. t3_mca: drain, dynamic threshold);
+                                    #   the port applies them a frontend latency late (_policy_tick)
     ms.stats(prefix)                # Stats with units
 
 simpy adapter::
@@ -39,8 +40,8 @@ while a write or update is outstanding, ``tCL + tBL`` = 16 while only reads are:
 strictly before it happens and the batch's event fires at exactly its
 completion tick. While nothing is outstanding the pump sleeps until the next
 ``access``. Lookahead (``lookahead``, ``simulation.memory_lookahead``): where
-:meth:`MemorySystem.may_run_ahead` (no producer-kernel policy hook, a frontend
-latency), a pump step at ``now`` advances the memory to
+:meth:`MemorySystem.may_run_ahead` (a frontend latency), a pump step at ``now``
+advances the memory to
 ``now + frontend`` instead, the cycles no later submission can reach
 (:mod:`t3sim.memory.system`, "Lookahead"); results are the same with fewer steps.
 
@@ -175,23 +176,30 @@ class MemoryPort:
         """The producer kernel ended now (for the arbitration policy: ``Policy.producer_end``)."""
         if self.window is not None:
             self.window_conflict()
-        self.mem.advance(self.env.now)  # the boundary applies from now on
-        self.mem.kernel_boundary(self.env.now)
+        self.mem.kernel_boundary(self._policy_tick())
         self._service()
 
     def begin_isolated_stage(self) -> None:
         """A producer kernel starts now (``Policy.producer_start``)."""
         if self.window is not None:
             self.window_conflict()
-        self.mem.advance(self.env.now)
-        self.mem.begin_isolated_stage(self.env.now)
+        self.mem.begin_isolated_stage(self._policy_tick())
 
     def end_isolated_stage(self) -> None:
         """The producer's first, isolated stage ended now (``Policy.first_stage_end``)."""
         if self.window is not None:
             self.window_conflict()
-        self.mem.advance(self.env.now)
-        self.mem.end_isolated_stage(self.env.now)
+        self.mem.end_isolated_stage(self._policy_tick())
+
+    def _policy_tick(self) -> int:
+        """Where a producer-kernel event that happens now reaches the controllers: now, for a policy whose hooks do
+        nothing; else after the frontend latency, as a request sent now would (an assumption: the paper does not say
+        how the producer's progress reaches the controllers), so no lookahead can have passed it. The memory is
+        advanced to that tick and the event applies from there."""
+        mem = self.mem
+        t = self.env.now + (0 if mem._static_policy else mem.frontend_ticks)
+        mem.advance(t)
+        return t
 
     def set_enqueue_hook(self, fn, writes_only: bool = False) -> None:
         """:meth:`MemorySystem.set_enqueue_hook` now; refused while the memory runs ahead of now (a lookahead

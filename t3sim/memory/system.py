@@ -127,7 +127,7 @@ class MemorySystem(RequestStore):
         #: what the policy's hooks may change (views of arb and obs, and whether to observe)
         self.arb_state = ArbState(self.arb, self.obs)
         self.policy.init(self.arb_state)
-        #: the producer-kernel hooks do nothing (they would apply from the frontier, which a lookahead moves)
+        #: the producer-kernel hooks do nothing (then the port applies their events at once, not a frontend latency late)
         self._static_policy = all(getattr(type(self.policy), h) is getattr(Policy, h)
                                   for h in ("producer_start", "first_stage_end", "producer_end"))
         # statistics accumulated by the controllers
@@ -258,10 +258,11 @@ class MemorySystem(RequestStore):
 
     # ---------------------------------------------------------------- run
     def may_run_ahead(self) -> bool:
-        """Whether :meth:`advance` may look ahead (module doc): fused fast path, a frontend latency, a policy whose
-        producer hooks do nothing (they apply from the frontier). An enqueue hook may be set: its reports are
-        ordered and held back to the horizon (module doc, "Enqueue hook order")."""
-        return self._fused and self.frontend_ticks > 0 and self._static_policy
+        """Whether :meth:`advance` may look ahead (module doc): fused fast path and a frontend latency. An enqueue
+        hook may be set (its reports are ordered and held back to the horizon: module doc, "Enqueue hook order"),
+        and a policy with producer hooks (the port applies their events a frontend latency late, past any
+        lookahead: :meth:`~t3sim.memory.port.MemoryPort.kernel_boundary`)."""
+        return self._fused and self.frontend_ticks > 0
 
     def advance(self, until_tick: int, ahead_tick: Optional[int] = None) -> None:
         """Simulate every memory cycle that starts before ``until_tick``.

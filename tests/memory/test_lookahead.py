@@ -4,8 +4,9 @@ A request submitted at tick ``t`` or later reaches the controllers at the first 
 ``t + frontend`` (``memory_controller.frontend_latency_gpu_cycles``), so at ``t`` the cycles before it are already
 determined. ``MemoryPort`` lets each pump step simulate them (``MemorySystem.advance(now, now + frontend)``, units
 with requests only, each stopping when it runs out: ``STOP_NO_REQUESTS``) wherever nothing could observe the
-difference: an arbitration policy whose producer-kernel hooks do nothing (an enqueue hook, T3's tracker, sees
-the admissions in the same order either way, held back to the horizon: ``MemorySystem``, "Enqueue hook order"). With Table 1's 100-cycle (71 ns) frontend and a pump cadence of 4 cycles
+difference: an enqueue hook (T3's tracker) sees the admissions in the same order either way, held back to the
+horizon (``MemorySystem``, "Enqueue hook order"), and a producer-kernel arbitration event (T3-MCA's) reaches the
+controllers a frontend latency after it happens, past any lookahead (``MemoryPort._policy_tick``). With Table 1's 100-cycle (71 ns) frontend and a pump cadence of 4 cycles
 while a write is outstanding, most pump steps go. Held here: the port's workloads of ``test_port_vs_reference``
 with and without it (every batch, request, hook report and statistic equal, fewer pump steps), whole runs of
 several schemes (``stats.json`` equal but for ``sim.events``), and the refusals that keep it exact.

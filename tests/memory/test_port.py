@@ -161,9 +161,10 @@ def test_sequential_run_statistics_do_not_depend_on_the_pump_cadence(monkeypatch
 @pytest.mark.parametrize("kind", ["t3", "t3_mca"])
 def test_t3_statistics_do_not_depend_on_the_pump_cadence(kind, monkeypatch):
     """T3's tracker (an enqueue hook, paper Sec. 4.2.1) sees the admissions in canonical order and its DMA
-    blocks start ``issue_latency_ns`` after the admission tick that completed them (``DMAEngines.trigger``), so a
-    fused GEMM-RS gives identical statistics with the lookahead (T3; T3-MCA's producer hooks keep it off), at the
-    default cadence and at one pump step per memory cycle; no trigger is reported late."""
+    blocks start ``issue_latency_ns`` after the admission tick that completed them (``DMAEngines.trigger``), and
+    T3-MCA's producer-kernel events reach the controllers a frontend latency after they happen (``MemoryPort``), so
+    a fused GEMM-RS gives identical statistics with the lookahead, without it, and at one pump step per memory
+    cycle; no trigger is reported late."""
     from t3sim.config import load_experiment
     from t3sim.system import simulate
 
@@ -176,8 +177,7 @@ def test_t3_statistics_do_not_depend_on_the_pump_cadence(kind, monkeypatch):
     _poll_every_cycle(monkeypatch)
     runs.append(run(False))
     events = [r["sim"].pop("events")["value"] for r in runs]
-    assert events[2] > events[1] >= events[0]
-    assert (events[1] > events[0]) == (kind == "t3")
+    assert events[2] > events[1] > events[0]
     assert runs[0] == runs[1] == runs[2]
     assert runs[0]["gpu0"]["dma"]["late_triggers"]["value"] == 0
     assert runs[0]["gpu0"]["dma"]["blocks_triggered"]["value"] > 0

@@ -16,7 +16,10 @@ chosen per channel from the mean occupancy observed during that stage: the first
 every level (a compute-bound kernel) leaves the threshold unlimited. When the producer kernel
 ends, communication drains and the threshold is lifted (nothing left to keep queue room for:
 a fused reduce-scatter outliving its GEMM would otherwise stay throttled to a few queue entries
-per channel) until the next producer kernel starts, which restores it.
+per channel) until the next producer kernel starts, which restores it. The producer's events (start, first
+stage end, end) reach the controllers a frontend latency (``frontend_latency_gpu_cycles``) after they happen, as a
+request sent then would (``MemoryPort._policy_tick``; an assumption: the paper does not say how the controllers
+learn of them); that keeps the results independent of the memory's pump cadence and lookahead.
 
 The starvation limit when compute requests are always queued (issue 16 item 4). Sec. 4.5:
 "The MC always prioritizes compute stream accesses, but if empty, falls back to communication
