@@ -24,12 +24,16 @@ Wiring on every simulated GPU ``g`` (:func:`run_t3`):
 4. Tracker (Sec. 4.2.1) hooked to the GPU's memory-system enqueue hook,
    programmed with every ``dma_map``-ped region and its threshold; a fired
    region marks its pre-queued DMA block ready; the DMA engines (Sec. 4.2.2)
-   read it (communication stream) and update it into the peer's memory,
-   whose tracker counts it in turn.
+   read it (communication stream) ``issue_latency_ns`` after the admission
+   that completed it and update it into the peer's memory, whose tracker
+   counts it in turn. The tracker sees admissions in canonical order, so the
+   results do not depend on the memory's pump cadence or lookahead.
 5. Arbitration (Sec. 4.5): the scheme's policy; for ``t3_mca`` the first
    stage of the GEMM is the isolated stage whose queue occupancy sets the
-   dynamic threshold, and the kernel boundary drains communication.
-6. After the fused RS completes (every payload landed), the all-gather runs as
+   dynamic threshold, and the kernel boundary drains communication (each
+   event reaching the controllers a frontend latency after it happens).
+6. After the fused RS completes (every payload landed and every triggered
+   block sent), the all-gather runs as
    in Sequential (``SystemModel.collective("all_gather")``).
 
 Homogeneous mode (Sec. 5.1.1, Fig. 13): GPU 0 only is simulated. By
