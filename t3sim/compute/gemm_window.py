@@ -337,7 +337,7 @@ class GemmWindow:
                 raise RuntimeError(f"{gk.name}: windowed GEMM ended with a batch that still has waiters")
             ev = env.event()
             if self.BI[b, WK.B_TRACK]:
-                h._track_write(ev)
+                h.track_write(ev)
             if bid in known:
                 port._dispatch.at(known[bid], (port._id, bid), ev, BatchResult(bid, known[bid]))
             else:

@@ -293,10 +293,12 @@ class MemoryHierarchy:
                 if len(addrs):
                     # no requester waits for a write-back (a run may end with it in flight): unawaited, which the
                     # memory's lookahead does not run past now (MemorySystem.advance)
-                    self._track_write(self._dram(addrs, Kind.WRITE, Stream.COMPUTE, self.categories[int(src)],
+                    self.track_write(self._dram(addrs, Kind.WRITE, Stream.COMPUTE, self.categories[int(src)],
                                                  awaited=False))
 
-    def _track_write(self, ev: simpy.Event) -> simpy.Event:
+    def track_write(self, ev: simpy.Event) -> simpy.Event:
+        """Count DRAM write batch ``ev`` (a store's or a write-back's) as outstanding until it fires
+        (:meth:`drained` waits for none to be left); returns ``ev``."""
         self.outstanding_writes += 1
 
         def done(_e):
@@ -389,7 +391,7 @@ class MemoryHierarchy:
             pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])
             ev = self._dram(addrs[sel], kind, stream, category, wg_id=pick(wg_id), wf_id=pick(wf_id),
                             data=None if data is None else np.asarray(data)[sel], request_B=REQ_B)
-            waits.append(self._track_write(ev))
+            waits.append(self.track_write(ev))
         return self._join(waits, int(r.done_tick.max()), 0)
 
     def drained(self) -> simpy.Event:
