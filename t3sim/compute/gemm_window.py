@@ -92,7 +92,7 @@ def eligible(gk) -> bool:
             and gk.cluster == (1, 1) and gk.prologue is None and gk.on_stage_done is None and gk.wg_spans is None
             and gk.num_cus == gk.gpu.num_cus and type(disp) is CuDispatcher):
         return False
-    if not (mem._fused and mem._enqueue_hook is None and mem.outstanding == 0 and h.outstanding_writes == 0
+    if not (mem._fused and mem.feed is None and mem.outstanding == 0 and h.outstanding_writes == 0
             and not h.fills.events and not h.port._events and h.window is None):
         return False
     if getattr(mem.engine, "_pump_step", None) is None:

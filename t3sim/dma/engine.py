@@ -229,7 +229,7 @@ class DMAEngines(Component):
         """The block's tracker entries all reached their thresholds at ``tick``: queue it for an engine.
 
         ``tick`` may lie ahead of now or, by up to a pump step, behind it (the memory reports admissions in
-        canonical order, :mod:`t3sim.memory.system`, "Enqueue hook order"): the engine starts the block
+        canonical order, :mod:`t3sim.memory.enqueue_feed`): the engine starts the block
         ``issue_latency_ns`` after ``tick`` (or when free), so the result does not depend on when the report came.
         A report later than that latency starts the block at once, late (``late_triggers``, expected 0)."""
         assert block.trigger_tick < 0, f"DMA block {block.key} triggered twice"

@@ -63,8 +63,8 @@ had run first (:meth:`MemorySystem.advance`). This saves one controller run per
 access at a distinct time.
 
 Enqueue hook timing: admissions are reported after an advance, with their own
-ticks (``EnqueueInfo.tick``) and in canonical order (:mod:`t3sim.memory.system`,
-"Enqueue hook order"): without the lookahead at most one pump step after they
+ticks (``EnqueueInfo.tick``) and in canonical order (:mod:`t3sim.memory.enqueue_feed`):
+without the lookahead at most one pump step after they
 happened, with it up to a frontend latency before or, for the few held back,
 about one pump step after. Whoever reacts must act at ``tick``, not at
 ``env.now``, to be independent of the cadence: T3's DMA engines start a block

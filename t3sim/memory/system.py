@@ -23,13 +23,8 @@ statistics at a run's end are exact. Exact unless a lookahead ran awaited
 requests past that tick (``stats`` then refuses, and ``t3sim.system.run``
 re-runs the point without it; tests/memory/test_lookahead.py).
 
-Enqueue hook order. The hook (T3's tracker) sees admissions in a canonical order, independent of the cadence
-and the lookahead: by admission cycle, then unit, then admission order. After every controller run the
-admissions before the *horizon* (the earliest cycle any unit may still admit at: the run's end, or, after a
-lookahead, the earliest cycle it left a unit with only write-backs at) are handed over in that order; later
-ones are held for the next run. At the reference cadence (no lookahead) the horizon is the run's end, so every
-report is handed over at once, as it comes; with the lookahead a report may come before its tick (up to the
-frontend latency) or, held, after it -- a hook acts at the reported tick (tests/memory/test_lookahead.py).
+Enqueue hook. Admissions reach the hook (T3's tracker) in canonical order, independent of the cadence and the
+lookahead, held back to the horizon after each controller run (:mod:`t3sim.memory.enqueue_feed`).
 
 Requests. Every request is one column access of ``hbm.access_size_B`` bytes
 (bus width x burst length: 32 B on Table 1); its address names the access-sized,
@@ -62,6 +57,7 @@ from t3sim.memory import address_map
 from t3sim.memory import bookkeeping as BK
 from t3sim.memory.accum import SC_A0, SC_LAST_DONE, Accum, retire, retire_records
 from t3sim.memory.batches import Batches
+from t3sim.memory.enqueue_feed import BIG_CYCLE, EnqueueFeed
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.interface import EnqueueInfo, Geometry
@@ -73,7 +69,6 @@ from t3sim.memory.request_store import RequestStore, ids
 from t3sim.sim.clock import Clock
 
 _NO_UNITS = np.zeros(0, dtype=np.int64)
-BIG_CYCLE = np.iinfo(np.int64).max // 4  # a horizon past every cycle
 
 
 class LookaheadPastEnd(RuntimeError):
@@ -145,9 +140,7 @@ class MemorySystem(RequestStore):
         self._last_submit_tick = 0
         self.outstanding = 0
         self.outstanding_writes = 0  # of them, writes and updates (they set the pump cadence)
-        self._enqueue_hook: Optional[Callable[[EnqueueInfo], None]] = None
-        self._hook_writes_only = False
-        self._hook_held: Optional[np.ndarray] = None  # admission rows past the horizon (module doc)
+        self.feed: Optional[EnqueueFeed] = None  # the enqueue hook's (set_enqueue_hook)
         self.functional = FunctionalStore(self.access_B, dtype, REQUEST_B) if functional else None
         self.mode = mode
         #: pump steps take the fused compiled path (fast controller, no functional data, no command log)
@@ -259,7 +252,7 @@ class MemorySystem(RequestStore):
     # ---------------------------------------------------------------- run
     def may_run_ahead(self) -> bool:
         """Whether :meth:`advance` may look ahead (module doc): fused fast path and a frontend latency. An enqueue
-        hook may be set (its reports are ordered and held back to the horizon: module doc, "Enqueue hook order"),
+        hook may be set (its reports are ordered and held back to the horizon: :mod:`t3sim.memory.enqueue_feed`),
         and a policy with producer hooks (the port applies their events a frontend latency late, past any
         lookahead: :meth:`~t3sim.memory.port.MemoryPort.kernel_boundary`)."""
         return self._fused and self.frontend_ticks > 0
@@ -285,7 +278,7 @@ class MemorySystem(RequestStore):
         if until <= self.frontier:
             return
         self.frontier = until
-        if self.lazy and self._enqueue_hook is None and getattr(self.engine, "next_lb", 0) >= until:
+        if self.lazy and self.feed is None and getattr(self.engine, "next_lb", 0) >= until:
             return
         if ahead_tick is None:
             self._run(until, False)
@@ -327,28 +320,6 @@ class MemorySystem(RequestStore):
         self._kernel_at = self.frontier
         return self.clock.cycle_to_tick(last)
 
-    def _report(self, rows: np.ndarray, horizon: int) -> None:
-        """Hand the enqueue hook the admission rows (:func:`~t3sim.memory.bookkeeping.admission_rows`) before cycle
-        ``horizon``, held ones first, in canonical order; hold the rest (module doc, "Enqueue hook order")."""
-        held = self._hook_held
-        if held is not None:
-            rows = np.concatenate((held, rows), axis=1)
-            rows = rows[:, np.lexsort((rows[BK.AR_UNIT], rows[BK.AR_TICK]))]  # stable: per unit, admission order
-            self._hook_held = None
-        if not rows.shape[1]:
-            return
-        n = rows.shape[1]
-        if horizon < BIG_CYCLE:
-            n = int(np.searchsorted(rows[BK.AR_TICK], self.clock.cycle_to_tick(horizon), "left"))
-        if n < rows.shape[1]:
-            self._hook_held = rows[:, n:]
-            rows = rows[:, :n]
-        if n:
-            self._enqueue_hook(EnqueueInfo(
-                tick=rows[BK.AR_TICK], channel=rows[BK.AR_CHANNEL], kind=rows[BK.AR_KIND],
-                stream=rows[BK.AR_STREAM], source=rows[BK.AR_SOURCE], wg_id=rows[BK.AR_WG],
-                wf_id=rows[BK.AR_WF], batch=rows[BK.AR_BATCH], bytes=self.access_B))
-
     def _retire(self, issued: np.ndarray, records: Optional[np.ndarray] = None):
         """Account issued requests (growing the statistics arrays as needed); return completed batches.
         ``records``: the fast controller's output buffer holding their issue records (read instead of
@@ -371,15 +342,16 @@ class MemorySystem(RequestStore):
         """Run the controllers up to cycle ``until``; ``ahead``: a lookahead from cycle ``hard`` (:meth:`advance`;
         fused path only)."""
         eng = self.engine
-        hook = self._enqueue_hook
+        feed = self.feed
         if not stop_when_idle and self._fused:
             # one compiled call (step_kernel.pump_step): controllers, hook rows, retire, ticks
-            (done, ticks, rows, need_b, need_l, nw), ni = eng.step(until, hook is not None, self._hook_writes_only,
+            (done, ticks, rows, need_b, need_l, nw), ni = eng.step(until, feed is not None,
+                                                                   feed is not None and feed.writes_only,
                                                                    ahead=ahead, hard=hard)
             if not ahead:  # after a lookahead, idle units (and those with only write-backs) are behind ``until``
                 self._kernel_at = until
-            if hook is not None:
-                self._report(rows, min(until, eng.lag) if ahead else until)
+            if feed is not None:
+                feed.offer(rows, min(until, eng.lag) if ahead else until)
             if not ni:
                 return
             self.outstanding -= ni
@@ -403,13 +375,13 @@ class MemorySystem(RequestStore):
     def _run_piece(self, until: int, stop_when_idle: bool) -> None:
         """The controllers' run up to ``until`` (not fused): issued and admitted requests reported and retired."""
         eng = self.engine
-        hook = self._enqueue_hook
+        feed = self.feed
         issued, admitted = eng.run(until, stop_when_idle)
         if not stop_when_idle:
             self._kernel_at = until
-        if hook is not None:  # every unit reached ``until`` (or stopped idle): nothing is held
-            self._report(BK.admission_rows(admitted, self.RQ, self._hook_writes_only, self.clock.freq_kHz,
-                                           self.geom.pseudo_channels), BIG_CYCLE if stop_when_idle else until)
+        if feed is not None:  # every unit reached ``until`` (or stopped idle)
+            feed.offer(BK.admission_rows(admitted, self.RQ, feed.writes_only, self.clock.freq_kHz,
+                                         self.geom.pseudo_channels), BIG_CYCLE if stop_when_idle else until)
         if not issued.size:
             return
         if self.functional is not None:
@@ -452,13 +424,12 @@ class MemorySystem(RequestStore):
     def set_enqueue_hook(self, fn: Optional[Callable[[EnqueueInfo], None]], writes_only: bool = False) -> None:
         """Call ``fn(EnqueueInfo)`` with the requests admitted to controller queues during each advance
         (``writes_only``: only writes and updates -- T3's tracker counts nothing else -- and no call
-        for an advance that admitted none)."""
-        self.sync()
-        if self._hook_held is not None:
-            raise RuntimeError(f"enqueue hook changed with {self._hook_held.shape[1]} admissions held past the "
+        for an advance that admitted none), in canonical order (:class:`~t3sim.memory.enqueue_feed.EnqueueFeed`)."""
+        self.sync()  # every unit reaches the frontier: nothing admitted so far is held
+        if self.feed is not None and self.feed.held is not None:
+            raise RuntimeError(f"enqueue hook changed with {self.feed.held.shape[1]} admissions held past the "
                                f"frontier (cycle {self.frontier})")
-        self._enqueue_hook = fn
-        self._hook_writes_only = bool(writes_only)
+        self.feed = None if fn is None else EnqueueFeed(fn, writes_only, self.clock.cycle_to_tick, self.access_B)
 
     # The producer kernel's events, for the arbitration policy (its hooks decide what they change;
     # see t3sim.memory.policies.base): each applies from the frontier on.

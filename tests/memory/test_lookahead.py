@@ -5,7 +5,7 @@ A request submitted at tick ``t`` or later reaches the controllers at the first 
 determined. ``MemoryPort`` lets each pump step simulate them (``MemorySystem.advance(now, now + frontend)``, units
 with requests only, each stopping when it runs out: ``STOP_NO_REQUESTS``) wherever nothing could observe the
 difference: an enqueue hook (T3's tracker) sees the admissions in the same order either way, held back to the
-horizon (``MemorySystem``, "Enqueue hook order"), and a producer-kernel arbitration event (T3-MCA's) reaches the
+horizon (:mod:`t3sim.memory.enqueue_feed`), and a producer-kernel arbitration event (T3-MCA's) reaches the
 controllers a frontend latency after it happens, past any lookahead (``MemoryPort._policy_tick``). With Table 1's 100-cycle (71 ns) frontend and a pump cadence of 4 cycles
 while a write is outstanding, most pump steps go. Held here: the port's workloads of ``test_port_vs_reference``
 with and without it (every batch, request, hook report and statistic equal, fewer pump steps), whole runs of
@@ -158,14 +158,23 @@ def test_a_unit_with_only_write_backs_skips_no_idle_cycles_past_now():
         ms.settle(end)  # refuses if any unit was simulated past T
 
 
-def test_lookahead_is_off_where_it_could_be_observed():
-    assert MemorySystem(system(1, memory_controller={"frontend_latency_gpu_cycles": 100})).may_run_ahead()
-    # producer-kernel hooks apply from the frontier (t3_mca: drain, thresholds, occupancy observation)
+def test_lookahead_needs_the_fused_path_and_a_frontend_latency():
+    """Nothing observes a lookahead (module doc): not T3-MCA's producer events (they reach the controllers a
+    frontend latency late), not an enqueue hook (canonical order); only the span to look over and the fused
+    path bound it."""
+    fe = {"frontend_latency_gpu_cycles": 100}
+    assert MemorySystem(system(1, memory_controller=fe)).may_run_ahead()
+    assert MemorySystem(system(1, memory_controller={**fe, "arbitration": {"kind": "t3_mca"}})).may_run_ahead()
+    hooked = MemorySystem(system(1, memory_controller=fe))
+    hooked.set_enqueue_hook(lambda info: None)
+    assert hooked.may_run_ahead()
+    # no frontend latency: nothing to look over (with a policy's hooks or an enqueue hook as without)
     mca = MemorySystem(system(1, memory_controller={"arbitration": {"kind": "t3_mca"}}))
     assert not mca.may_run_ahead()
     ms = MemorySystem(system(1))
-    ms.set_enqueue_hook(lambda info: None)  # the tracker reacts to each admission at its tick
+    ms.set_enqueue_hook(lambda info: None)
     assert not ms.may_run_ahead()
+    assert not MemorySystem(system(1, memory_controller=fe), mode="reference").may_run_ahead()
     assert not MemorySystem(system(1), mode="reference").may_run_ahead()
 
 

@@ -169,7 +169,7 @@ def _run(cfg, procs, events, hook, mode, capacity=None, lookahead=True):
 
 def _assert_same(fast, ref):
     """Where one run looked ahead and the other did not, the hook's rows must still come in the same order
-    (``MemorySystem``, "Enqueue hook order"), but in other reports at other times."""
+    (:mod:`t3sim.memory.enqueue_feed`), but in other reports at other times."""
     assert fast["batches"] == ref["batches"]
     for p, i, t0, bid, done, fired in fast["batches"]:
         assert fired == done > t0
