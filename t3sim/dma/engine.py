@@ -11,7 +11,8 @@ so the destination tracker counts them. Packets must be whole requests
 (``packet_size_B`` a multiple of 64 B). At a shadow GPU (homogeneous mode)
 packets are delivered and dropped. A payload has *landed* when all its
 requests are written at the destination (shadow: when its last packet
-arrived); :class:`Completion` (optional) counts payloads not yet landed, and a
+arrived); :class:`Completion` (optional) counts payloads not yet landed (and, given
+to :class:`DMAEngines` too, blocks triggered but not yet sent), and a
 payload's own ``then`` callback runs when it lands. A fabric listens on one
 network port (``port``; None = the GPUs' default receivers, T3's), so traffic of
 another fabric or kernel never reaches it. Payloads without ``wg_id``/``wf_id``
@@ -210,11 +211,11 @@ class DMAEngines(Component):
     def __init__(self, engine: Engine, gpu: int, hier: MemoryHierarchy, fabric: Fabric, cfg,
                  data_of: Optional[Callable[[np.ndarray], np.ndarray]] = None,
                  on_batch_sent: Optional[Callable[[DmaBlock, int, int], None]] = None,
-                 on_block_done: Optional[Callable[[DmaBlock], None]] = None):
+                 completion: Optional[Completion] = None):
         super().__init__(engine, f"gpu{gpu}.dma")
         self.gpu, self.hier, self.fabric, self.cfg = gpu, hier, fabric, cfg
         self.functional = hier.mem.functional is not None
-        self.on_batch_sent, self.on_block_done = on_batch_sent, on_block_done
+        self.on_batch_sent, self.completion = on_batch_sent, completion
         self.ready = simpy.Store(self.env)
         self.latency = ns_to_ticks(cfg.issue_latency_ns)
         self.blocks_done = 0
@@ -235,6 +236,8 @@ class DMAEngines(Component):
         assert block.trigger_tick < 0, f"DMA block {block.key} triggered twice"
         block.trigger_tick = int(tick)
         self.blocks_triggered += 1
+        if self.completion is not None:  # held from the trigger until sent (then its payloads hold it: Fabric)
+            self.completion.add()
         if block.trigger_tick + self.latency < self.env.now:
             self.late_triggers += 1
         self.ready.put(block)
@@ -274,8 +277,8 @@ class DMAEngines(Component):
             blk.done_tick = self.env.now
             self.blocks_done += 1
             self.busy -= 1
-            if self.on_block_done is not None:
-                self.on_block_done(blk)
+            if self.completion is not None:
+                self.completion.finish()
             self.progressed()
 
     def pending(self) -> str:

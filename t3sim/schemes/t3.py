@@ -108,8 +108,8 @@ class T3Watch(Component):
             if stalled or waiting:
                 parts.append(f"gpu{g} tracker: {waiting} regions below threshold, {stalled} accesses stalled "
                              f"on {full} full sets")
-        parts.append(f"{ctx.blocks_left} DMA blocks not started, {ctx.completion.n} payloads not landed or blocks not sent, "
-                     f"GEMM {'done' if ctx.gemm_done else 'running'}")
+        parts.append(f"{ctx.blocks_left} DMA blocks not started, {ctx.completion.n} payloads not landed or blocks "
+                     f"not sent, GEMM {'done' if ctx.gemm_done else 'running'}")
         return "; ".join(parts)
 
 
@@ -279,7 +279,7 @@ class T3Context:
         # a triggered block holds the completion until it is sent (its payloads hold it from then until they land):
         # else the RS could end between the last trigger and that block's first read
         self.dmas[g] = DMAEngines(model.engine, g, h, self.fabric, model.system.dma, on_batch_sent=on_batch,
-                                  on_block_done=lambda _blk: self.completion.finish())
+                                  completion=self.completion)
         self.blocks[g] = []
         regions, thresholds, callbacks, addrs, peer_input = [], [], [], [], []
         for blk, keys, thrs, peers in self._blocks_for(g):
@@ -293,7 +293,6 @@ class T3Context:
             def fired(_region, tick, blk=blk, g=g):
                 blk.regions_left -= 1
                 if blk.regions_left == 0:
-                    self.completion.add()
                     self.dmas[g].trigger(blk, tick)
                     self._block_started()
 
