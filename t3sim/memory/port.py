@@ -197,7 +197,7 @@ class MemoryPort:
         how the producer's progress reaches the controllers), so no lookahead can have passed it. The memory is
         advanced to that tick and the event applies from there."""
         mem = self.mem
-        t = self.env.now + (0 if mem._static_policy else mem.frontend_ticks)
+        t = self.env.now + mem.policy_event_delay_ticks
         mem.advance(t)
         return t
 

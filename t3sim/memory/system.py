@@ -122,9 +122,12 @@ class MemorySystem(RequestStore):
         #: what the policy's hooks may change (views of arb and obs, and whether to observe)
         self.arb_state = ArbState(self.arb, self.obs)
         self.policy.init(self.arb_state)
-        #: the producer-kernel hooks do nothing (then the port applies their events at once, not a frontend latency late)
-        self._static_policy = all(getattr(type(self.policy), h) is getattr(Policy, h)
-                                  for h in ("producer_start", "first_stage_end", "producer_end"))
+        #: ticks from a producer-kernel event (MemoryPort.kernel_boundary...) to the controllers applying it: the
+        #: frontend latency, as for a request sent then (past any lookahead), where the policy's hooks act; 0 where
+        #: they do nothing
+        static = all(getattr(type(self.policy), h) is getattr(Policy, h)
+                     for h in ("producer_start", "first_stage_end", "producer_end"))
+        self.policy_event_delay_ticks = 0 if static else self.frontend_ticks
         # statistics accumulated by the controllers
         self.occ_hist = np.zeros((U, mc.read_queue_entries + mc.write_queue_entries + 1), dtype=np.int64)
         self.bus_busy = np.zeros(U, dtype=np.int64)

@@ -159,7 +159,7 @@ def _run(cfg, procs, events, hook, mode, capacity=None, lookahead=True):
         per_request = [ms.request_done_ticks(b[3]).tolist() for b in sorted(batches, key=lambda x: x[3])]
     # at a tick the pump cadence does not move (env.now is the last pump step's: cadence-dependent)
     # a producer-kernel event of a policy with hooks reaches the controllers a frontend latency later
-    late = 0 if ms._static_policy else ms.frontend_ticks
+    late = ms.policy_event_delay_ticks
     end = max([b[4] for b in batches] + [t + late for t, _ in events] + [0])
     stats = json.dumps(ms.stats("m", at_tick=end).to_dict(), sort_keys=True, default=str)
     return dict(batches=sorted(batches), reports=reports, report_times=report_times, per_request=per_request, stats=stats,
