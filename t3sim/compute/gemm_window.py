@@ -93,7 +93,7 @@ def eligible(gk) -> bool:
             and gk.num_cus == gk.gpu.num_cus and type(disp) is CuDispatcher):
         return False
     if not (mem._fused and mem.feed is None and mem.outstanding == 0 and h.outstanding_writes == 0
-            and not h.fills.events and not h.port._events and h.window is None):
+            and not h.fills.events and not h.port._events and h.window is None and not mem.posted_policy_events):
         return False
     if getattr(mem.engine, "_pump_step", None) is None:
         return False

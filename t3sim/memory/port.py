@@ -13,7 +13,7 @@ Core API (pure, no simpy; all times are integer ticks, 1 tick = 1 ps)::
     ms.begin_isolated_stage()       # producer kernel events, for the arbitration policy:
     ms.end_isolated_stage()         #   starts, its first (isolated) stage ends,
     ms.kernel_boundary()            #   it ends (e.g. t3_mca: drain, dynamic threshold);
-                                    #   the port applies them a frontend latency late (_policy_tick)
+                                    #   the port posts them a frontend latency late (_producer_event)
     ms.stats(prefix)                # Stats with units
 
 simpy adapter::
@@ -174,32 +174,30 @@ class MemoryPort:
 
     def kernel_boundary(self) -> None:
         """The producer kernel ended now (for the arbitration policy: ``Policy.producer_end``)."""
-        if self.window is not None:
-            self.window_conflict()
-        self.mem.kernel_boundary(self._policy_tick())
+        self._producer_event("kernel_boundary")
         self._service()
 
     def begin_isolated_stage(self) -> None:
         """A producer kernel starts now (``Policy.producer_start``)."""
-        if self.window is not None:
-            self.window_conflict()
-        self.mem.begin_isolated_stage(self._policy_tick())
+        self._producer_event("begin_isolated_stage")
 
     def end_isolated_stage(self) -> None:
         """The producer's first, isolated stage ended now (``Policy.first_stage_end``)."""
+        self._producer_event("end_isolated_stage")
+
+    def _producer_event(self, name: str) -> None:
+        """A producer-kernel event that happens now reaches the controllers now, for a policy whose hooks do nothing;
+        else after the frontend latency, as a request sent now would (an assumption: the paper does not say how the
+        producer's progress reaches the controllers), so no lookahead has passed it. It is posted for that tick
+        (:meth:`MemorySystem.post_policy_event`): one due after the run's end never applies."""
         if self.window is not None:
             self.window_conflict()
-        self.mem.end_isolated_stage(self._policy_tick())
-
-    def _policy_tick(self) -> int:
-        """Where a producer-kernel event that happens now reaches the controllers: now, for a policy whose hooks do
-        nothing; else after the frontend latency, as a request sent now would (an assumption: the paper does not say
-        how the producer's progress reaches the controllers), so no lookahead can have passed it. The memory is
-        advanced to that tick and the event applies from there."""
         mem = self.mem
-        t = self.env.now + mem.policy_event_delay_ticks
-        mem.advance(t)
-        return t
+        if mem.policy_event_delay_ticks:
+            mem.post_policy_event(name, self.env.now + mem.policy_event_delay_ticks)
+        else:
+            mem.advance(self.env.now)
+            getattr(mem, name)(self.env.now)
 
     def set_enqueue_hook(self, fn, writes_only: bool = False) -> None:
         """:meth:`MemorySystem.set_enqueue_hook` now; refused while the memory runs ahead of now (a lookahead

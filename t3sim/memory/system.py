@@ -138,6 +138,8 @@ class MemorySystem(RequestStore):
         self._pylog: List[Tuple[int, int, int, int, int]] = []
         self.batches = Batches(self.clock)
         self._kernel_at = 0  # cycle the controllers have simulated to (<= frontier; see advance)
+        #: producer events posted for later cycles, in order: (cycle, policy hook) (post_policy_event)
+        self._posted: List[Tuple[int, Callable[[ArbState], None]]] = []
         self.acc = Accum(len(Stream), len(Kind), len(Source))
         self.frontier = 0  # first unsimulated cycle
         self._last_submit_tick = 0
@@ -278,6 +280,8 @@ class MemorySystem(RequestStore):
             raise ValueError(f"advance({until_tick}, ahead_tick={ahead_tick}): a lookahead needs may_run_ahead() and "
                              f"at most the frontend latency ({self.frontend_ticks} ticks)")
         until = self.clock.next_cycle_at_or_after(int(until_tick if ahead_tick is None else ahead_tick))
+        if self._posted:  # producer events: those due apply in order; no lookahead passes the next one
+            until = self._apply_posted(self.clock.next_cycle_at_or_after(int(until_tick)), until)
         if until <= self.frontier:
             return
         self.frontier = until
@@ -315,6 +319,8 @@ class MemorySystem(RequestStore):
 
     def run_until_idle(self) -> int:
         """Simulate until every submitted request has completed; return the last completion tick."""
+        if self._posted:
+            raise RuntimeError("run_until_idle with producer events posted for later cycles")
         self.sync()
         self._run(BIG_CYCLE, True)
         self._invalidate()
@@ -453,6 +459,35 @@ class MemorySystem(RequestStore):
         self.sync(at_tick)
         hook(self.arb_state)
         self._invalidate()
+
+    def post_policy_event(self, name: str, at_tick: int) -> None:
+        """Producer event ``name`` (``kernel_boundary``, ``begin_isolated_stage``, ``end_isolated_stage``) reaches
+        the controllers at tick ``at_tick``, not before the frontier: it applies when :meth:`advance` reaches it
+        (the controllers run up to its cycle, then the policy's hook), no lookahead runs past it, and one due after
+        the tick the statistics describe never applies."""
+        c = self.clock.next_cycle_at_or_after(int(at_tick))
+        if c < self.frontier:
+            raise ValueError(f"policy event {name} at t={at_tick} ps: the memory has run to cycle {self.frontier}")
+        hook = {"kernel_boundary": self.policy.producer_end, "begin_isolated_stage": self.policy.producer_start,
+                "end_isolated_stage": self.policy.first_stage_end}[name]
+        self._posted.append((c, hook))  # ticks come in order: the port posts at now + a fixed delay
+
+    @property
+    def posted_policy_events(self) -> int:
+        """Producer events posted for cycles the memory has not reached (:meth:`post_policy_event`)."""
+        return len(self._posted)
+
+    def _apply_posted(self, hard: int, until: int) -> int:
+        """Apply the posted producer events at cycles up to ``hard``; return ``until`` capped at the next one."""
+        posted = self._posted
+        while posted and posted[0][0] <= hard:
+            c, hook = posted.pop(0)
+            self.frontier = max(self.frontier, c)
+            if self._kernel_at < c:
+                self._run(c, False)
+            hook(self.arb_state)
+            self._invalidate()
+        return min(until, posted[0][0]) if posted else until
 
     @property
     def observing(self) -> bool:

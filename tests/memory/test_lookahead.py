@@ -6,7 +6,7 @@ determined. ``MemoryPort`` lets each pump step simulate them (``MemorySystem.adv
 with requests only, each stopping when it runs out: ``STOP_NO_REQUESTS``) wherever nothing could observe the
 difference: an enqueue hook (T3's tracker) sees the admissions in the same order either way, held back to the
 horizon (:mod:`t3sim.memory.enqueue_feed`), and a producer-kernel arbitration event (T3-MCA's) reaches the
-controllers a frontend latency after it happens, past any lookahead (``MemoryPort._policy_tick``). With Table 1's 100-cycle (71 ns) frontend and a pump cadence of 4 cycles
+controllers a frontend latency after it happens, past any lookahead (``MemoryPort._producer_event``). With Table 1's 100-cycle (71 ns) frontend and a pump cadence of 4 cycles
 while a write is outstanding, most pump steps go. Held here: the port's workloads of ``test_port_vs_reference``
 with and without it (every batch, request, hook report and statistic equal, fewer pump steps), whole runs of
 several schemes (``stats.json`` equal but for ``sim.events``), and the refusals that keep it exact.
@@ -35,7 +35,7 @@ def test_lookahead_equals_pumping_to_now(w):
     """The fast model's port with and without the lookahead: everything observable equal (the enqueue hook's rows
     in the same order, delivered in other reports), never more pump steps; with a hook, no row delivered later
     than a pump step (4 or 16 cycles) after its tick, nor earlier than one frontend latency (rounded to the memory
-    cycle) before it: how far a lookahead, or a T3-MCA producer event (``MemoryPort._policy_tick``), runs ahead."""
+    cycle) before it: how far a lookahead, or a T3-MCA producer event (``MemoryPort._producer_event``), runs ahead."""
     cfg, procs, events, hook = w
     ahead, p1 = _run(cfg, procs, events, hook, "fast", lookahead=True)
     now, p0 = _run(cfg, procs, events, hook, "fast", lookahead=False)
@@ -207,6 +207,9 @@ TINY = ("workload.tokens=64", "workload.model.hidden_size=256", "workload.tp=2",
     ("workload.sublayer=OP", "scheme.kind=flux_rs"),
     ("workload.sublayer=FC-1", "workload.direction=ag_gemm", "scheme.kind=ficco",
      "scheme.ficco_schedule=uniform_fused_2d"),
+    # the last GEMM's kernel boundary is the run's end: its posted event falls after it and never applies
+    ("workload.sublayer=FC-1", "workload.direction=ag_gemm", "scheme.kind=chunked_dma",
+     "system.memory_controller.arbitration.kind=t3_mca"),
 ], ids=lambda x: "-".join(v.split("=")[1] for v in x[1:]))
 def test_whole_runs_identical_with_lookahead(extra):
     """Whole (tiny) runs with ``simulation.memory_lookahead`` on and off: ``stats.json`` equal but for the
@@ -274,3 +277,54 @@ def test_advance_refuses_a_lookahead_it_cannot_keep_exact():
     mca = MemorySystem(system(1, memory_controller={"arbitration": {"kind": "t3_mca"}}))
     with pytest.raises(ValueError, match="needs may_run_ahead"):
         mca.advance(0, 1)
+
+
+def _producer_event_run(how: str):
+    """A T3-MCA memory: compute writes, a kernel boundary at tick ``T`` and, with ``how`` != "end", a
+    communication stream behind it. ``how``: "port" posts it through the port (a frontend latency late), "direct"
+    applies it at that tick by hand, as the port did before it posted events (advance, then the hook), "end" posts
+    it and the run ends at ``T``, "none" never sends it and ends at ``T``."""
+    cfg = system(2, memory_controller={"frontend_latency_gpu_cycles": 100, "arbitration": {"kind": "t3_mca"}})
+    env = simpy.Environment()
+    ms = MemorySystem(cfg)
+    port = MemoryPort(env, ms)
+    done = []
+
+    def proc():
+        for i in range(6):
+            ev = port.access(np.arange(64, dtype=np.int64) * 32 + i * 4096, "write", "compute", "gemm")
+            comm = port.access(np.arange(32, dtype=np.int64) * 32 + (1 << 24) + i * 4096, "write", "comm", "dma")
+            yield ev & comm
+        done.append(env.now)
+        if how == "port" or how == "end":
+            port.kernel_boundary()
+        elif how == "direct":
+            t = env.now + ms.policy_event_delay_ticks
+            ms.advance(t)
+            ms.kernel_boundary(t)
+        if how in ("end", "none"):
+            return
+        for i in range(6):
+            ev = port.access(np.arange(64, dtype=np.int64) * 32 + (1 << 25) + i * 4096, "write", "comm", "dma")
+            yield ev
+            done.append(ev.value.done_tick)
+
+    env.process(proc())
+    env.run()
+    return done, json.dumps(ms.stats("m", at_tick=done[-1]).to_dict(), sort_keys=True), ms
+
+
+def test_posted_producer_event_applies_at_its_tick_and_never_after_the_end():
+    """``MemoryPort.kernel_boundary`` posts the T3-MCA event for a frontend latency later
+    (``MemorySystem.post_policy_event``): the pump's lookahead stops at it and it applies at its cycle, the same
+    as advancing to that tick and applying it there at once; posted within a frontend latency of the run's end, it
+    never applies, and the statistics at the end are those of a run without it (advancing at once simulated
+    cycles past the end: ``LookaheadPastEnd``, also at the reference cadence)."""
+    ended, s_end, ms = _producer_event_run("end")
+    none, s_none, _ = _producer_event_run("none")
+    assert (ended, s_end) == (none, s_none)
+    assert ms.posted_policy_events == 1  # posted past the end: never applied
+    posted, s_posted, ms = _producer_event_run("port")
+    direct, s_direct, _ = _producer_event_run("direct")
+    assert (posted, s_posted) == (direct, s_direct)
+    assert ms.posted_policy_events == 0

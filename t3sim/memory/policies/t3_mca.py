@@ -18,7 +18,7 @@ ends, communication drains and the threshold is lifted (nothing left to keep que
 a fused reduce-scatter outliving its GEMM would otherwise stay throttled to a few queue entries
 per channel) until the next producer kernel starts, which restores it. The producer's events (start, first
 stage end, end) reach the controllers a frontend latency (``frontend_latency_gpu_cycles``) after they happen, as a
-request sent then would (``MemoryPort._policy_tick``; an assumption: the paper does not say how the controllers
+request sent then would (``MemoryPort._producer_event``; an assumption: the paper does not say how the controllers
 learn of them); that keeps the results independent of the memory's pump cadence and lookahead.
 
 The starvation limit when compute requests are always queued (issue 16 item 4). Sec. 4.5:
