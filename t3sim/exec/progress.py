@@ -209,6 +209,8 @@ class Progress:
     def _ticker(self) -> None:
         while not self._stop.wait(self.interval):
             with self._lock:
+                if self.total and self.done >= self.total:
+                    continue  # every item has its line; only end()'s summary is left
                 if self.tty:
                     self.stream.write("\r\033[K" + self.bar())
                     self._bar_shown = True

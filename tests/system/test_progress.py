@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 
 import pytest
 
@@ -201,6 +202,13 @@ def test_prestarted_fork_server_serves_the_pools():
 def test_single_run_log_shows_percent_and_eta(tmp_path, run_cli, monkeypatch):
     monkeypatch.setattr(report, "POLL_S", 0.0)
     monkeypatch.setattr(report, "LOG_EVERY_S", 0.0)
+    end = Progress.end
+
+    def slow_end(self, *a, **k):  # a loaded machine: the ticker runs between the last point's line and the summary
+        time.sleep(10 * self.interval)
+        end(self, *a, **k)
+
+    monkeypatch.setattr(Progress, "end", slow_end)
     cfg = _tiny(tmp_path)
     rc, out, err = run_cli("run", str(cfg), "--out", str(tmp_path / "r"), "--set", "sweep.grid={}", "--set",
                            "workload.tokens=256")
