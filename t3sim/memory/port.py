@@ -206,7 +206,7 @@ class MemoryPort:
         if fn is not None and mem.frontier > mem.clock.next_cycle_at_or_after(self.env.now):
             raise RuntimeError(f"enqueue hook set at t={self.env.now} ps while the memory has run ahead to cycle "
                                f"{mem.frontier} (set it before the run, or simulation.memory_lookahead: false)")
-        mem.set_enqueue_hook(fn, writes_only)
+        mem.set_enqueue_hook(fn, writes_only, at_tick=self.env.now)
 
     def _fire(self, bid: int, done: int) -> None:
         ev = self._events.pop(bid, None)

@@ -430,15 +430,26 @@ class MemorySystem(RequestStore):
         return self.functional.read_result(bid)
 
     # ---------------------------------------------------------------- hooks
-    def set_enqueue_hook(self, fn: Optional[Callable[[EnqueueInfo], None]], writes_only: bool = False) -> None:
+    def set_enqueue_hook(self, fn: Optional[Callable[[EnqueueInfo], None]], writes_only: bool = False,
+                         at_tick: Optional[int] = None) -> None:
         """Call ``fn(EnqueueInfo)`` with the requests admitted to controller queues during each advance
         (``writes_only``: only writes and updates -- T3's tracker counts nothing else -- and no call
-        for an advance that admitted none), in canonical order (:class:`~t3sim.memory.enqueue_feed.EnqueueFeed`)."""
-        self.sync()  # every unit reaches the frontier: nothing admitted so far is held
-        if self.feed is not None and self.feed.held is not None:
-            raise RuntimeError(f"enqueue hook changed with {self.feed.held.shape[1]} admissions held past the "
-                               f"frontier (cycle {self.frontier})")
+        for an advance that admitted none), in canonical order (:class:`~t3sim.memory.enqueue_feed.EnqueueFeed`).
+        ``at_tick`` (the port's now): the hook changes then; admissions before it reach the old hook, and those a
+        lookahead made at or after it go to the new one (none: dropped), as at the reference cadence, where they
+        have not happened yet. Without it the controllers are run to the frontier first, past any lookahead."""
+        self.sync(at_tick)
+        held = None
+        if self.feed is not None:
+            c = self.frontier if at_tick is None else min(self.frontier, self.clock.next_cycle_at_or_after(int(at_tick)))
+            self.feed.offer(np.zeros((BK.NAR, 0), dtype=np.int64), c)  # every unit has simulated the cycles before c
+            held = self.feed.held
+            if held is not None and at_tick is None:
+                raise RuntimeError(f"enqueue hook changed with {held.shape[1]} admissions held past the frontier "
+                                   f"(cycle {self.frontier})")
         self.feed = None if fn is None else EnqueueFeed(fn, writes_only, self.clock.cycle_to_tick, self.access_B)
+        if self.feed is not None:
+            self.feed.held = held
 
     # The producer kernel's events, for the arbitration policy (its hooks decide what they change;
     # see t3sim.memory.policies.base): each applies from the frontier on.

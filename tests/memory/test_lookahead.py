@@ -328,3 +328,24 @@ def test_posted_producer_event_applies_at_its_tick_and_never_after_the_end():
     direct, s_direct, _ = _producer_event_run("direct")
     assert (posted, s_posted) == (direct, s_direct)
     assert ms.posted_policy_events == 0
+
+
+@pytest.mark.parametrize("kind", ["t3", "t3_mca"])
+def test_t3_ending_with_its_reduce_scatter_needs_no_rerun(kind):
+    """A T3 run that ends with its reduce-scatter (GEMM+RS, as FLUX's operation-level study runs it) removes the
+    tracker's enqueue hook at its last landing; the hook change takes effect at that tick (admissions a lookahead
+    made later are dropped, as at the reference cadence, where they have not happened), so no controller runs past
+    the end and the run needs no re-run without the lookahead (before, removing the hook ran every unit to the
+    lookahead's frontier: all 36 of flux-op's T3 points ran twice). Statistics equal the reference cadence's."""
+    from t3sim.system import simulate as simulate_run
+    from tests.system.helpers import exp
+
+    out = []
+    for la in ("true", "false"):
+        r = simulate_run(exp(*TINY, "workload.sublayer=OP", f"scheme.kind={kind}", "workload.collective=reduce_scatter",
+                             f"simulation.memory_lookahead={la}"))
+        assert "memory_lookahead" not in r.meta, r.meta
+        st = r.stats.to_dict()
+        st["sim"].pop("events")
+        out.append(json.dumps(st, sort_keys=True, default=str))
+    assert out[0] == out[1]
