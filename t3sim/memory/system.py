@@ -65,6 +65,7 @@ from t3sim.memory.policies import build as build_policy
 from t3sim.memory.write_drain import build as build_drain
 from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, THRESHOLD, ArbState, Policy
 from t3sim.memory.request import Kind, Source, Stream, parse_enum
+from t3sim.memory.policy_events import PolicyEvents
 from t3sim.memory.request_store import RequestStore, ids
 from t3sim.sim.clock import Clock
 
@@ -77,7 +78,7 @@ class LookaheadPastEnd(RuntimeError):
     without the lookahead)."""
 
 
-class MemorySystem(RequestStore):
+class MemorySystem(RequestStore, PolicyEvents):
     """All channels of one GPU's HBM. See the module docstring for the time model.
 
     ``lazy`` (class attribute, default True): let :meth:`advance` skip controller runs that
@@ -138,8 +139,7 @@ class MemorySystem(RequestStore):
         self._pylog: List[Tuple[int, int, int, int, int]] = []
         self.batches = Batches(self.clock)
         self._kernel_at = 0  # cycle the controllers have simulated to (<= frontier; see advance)
-        #: producer events posted for later cycles, in order: (cycle, policy hook) (post_policy_event)
-        self._posted: List[Tuple[int, Callable[[ArbState], None]]] = []
+        self._posted = []  # producer events posted for later cycles (PolicyEvents.post_policy_event)
         self.acc = Accum(len(Stream), len(Kind), len(Source))
         self.frontier = 0  # first unsimulated cycle
         self._last_submit_tick = 0
@@ -258,8 +258,8 @@ class MemorySystem(RequestStore):
     def may_run_ahead(self) -> bool:
         """Whether :meth:`advance` may look ahead (module doc): fused fast path and a frontend latency. An enqueue
         hook may be set (its reports are ordered and held back to the horizon: :mod:`t3sim.memory.enqueue_feed`),
-        and a policy with producer hooks (the port applies their events a frontend latency late, past any
-        lookahead: :meth:`~t3sim.memory.port.MemoryPort.kernel_boundary`)."""
+        and a policy with producer hooks (the port posts their events a frontend latency late, where no lookahead
+        passes them: :meth:`~t3sim.memory.policy_events.PolicyEvents.post_policy_event`)."""
         return self._fused and self.frontend_ticks > 0
 
     def advance(self, until_tick: int, ahead_tick: Optional[int] = None) -> None:
@@ -450,55 +450,6 @@ class MemorySystem(RequestStore):
         self.feed = None if fn is None else EnqueueFeed(fn, writes_only, self.clock.cycle_to_tick, self.access_B)
         if self.feed is not None:
             self.feed.held = held
-
-    # The producer kernel's events, for the arbitration policy (its hooks decide what they change;
-    # see t3sim.memory.policies.base): each applies from the frontier on.
-    # ``at_tick``: when the event happens (None: at the frontier), for :meth:`sync`.
-    def kernel_boundary(self, at_tick: Optional[int] = None) -> None:
-        """The producer kernel ended (:meth:`Policy.producer_end <t3sim.memory.policies.base.Policy.producer_end>`)."""
-        self._policy_event(self.policy.producer_end, at_tick)
-
-    def begin_isolated_stage(self, at_tick: Optional[int] = None) -> None:
-        """A producer kernel starts; its first stage runs alone (``Policy.producer_start``)."""
-        self._policy_event(self.policy.producer_start, at_tick)
-
-    def end_isolated_stage(self, at_tick: Optional[int] = None) -> None:
-        """The producer's first, isolated stage ended (``Policy.first_stage_end``)."""
-        self._policy_event(self.policy.first_stage_end, at_tick)
-
-    def _policy_event(self, hook: Callable[[ArbState], None], at_tick: Optional[int]) -> None:
-        self.sync(at_tick)
-        hook(self.arb_state)
-        self._invalidate()
-
-    def post_policy_event(self, name: str, at_tick: int) -> None:
-        """Producer event ``name`` (``kernel_boundary``, ``begin_isolated_stage``, ``end_isolated_stage``) reaches
-        the controllers at tick ``at_tick``, not before the frontier: it applies when :meth:`advance` reaches it
-        (the controllers run up to its cycle, then the policy's hook), no lookahead runs past it, and one due after
-        the tick the statistics describe never applies."""
-        c = self.clock.next_cycle_at_or_after(int(at_tick))
-        if c < self.frontier:
-            raise ValueError(f"policy event {name} at t={at_tick} ps: the memory has run to cycle {self.frontier}")
-        hook = {"kernel_boundary": self.policy.producer_end, "begin_isolated_stage": self.policy.producer_start,
-                "end_isolated_stage": self.policy.first_stage_end}[name]
-        self._posted.append((c, hook))  # ticks come in order: the port posts at now + a fixed delay
-
-    @property
-    def posted_policy_events(self) -> int:
-        """Producer events posted for cycles the memory has not reached (:meth:`post_policy_event`)."""
-        return len(self._posted)
-
-    def _apply_posted(self, hard: int, until: int) -> int:
-        """Apply the posted producer events at cycles up to ``hard``; return ``until`` capped at the next one."""
-        posted = self._posted
-        while posted and posted[0][0] <= hard:
-            c, hook = posted.pop(0)
-            self.frontier = max(self.frontier, c)
-            if self._kernel_at < c:
-                self._run(c, False)
-            hook(self.arb_state)
-            self._invalidate()
-        return min(until, posted[0][0]) if posted else until
 
     @property
     def observing(self) -> bool:
