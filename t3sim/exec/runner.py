@@ -272,6 +272,8 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
                     labels = sharer_labels([points[k].config for k in members])
                     others = [lab for k, lab in zip(members, labels) if k != i]
                     shared = f" (shared with {', '.join(others)})" if others else ""
+                    if "memory_lookahead" in v.meta:  # simulated twice: say so, the cost doubled
+                        shared += " (run twice: the second without the memory lookahead; meta.json says why)"
                     progress.point_done(p.label, f"done in {v.meta.get('wall_s', 0):.1f} s{shared} -> {d}",
                                         weight=weights[i], task=j)
                 if failed and fail_fast:

@@ -254,10 +254,10 @@ def test_write_backs_in_flight_at_the_end_need_no_rerun():
     assert json.loads(on)["gpu0"]["hbm"]["requests"]["value"] > 0
 
 
-def test_stats_past_a_lookahead_rerun_the_point_without_it(monkeypatch):
+def test_stats_past_a_lookahead_rerun_the_point_without_it(monkeypatch, tmp_path):
     """With no unit stopped for want of awaited requests (``P_HARD`` never reached) the same run ends with
     write-backs a lookahead simulated past its end: the statistics refuse (LookaheadPastEnd) and ``simulate``
-    re-runs the point at the reference cadence, saying so in ``meta``."""
+    re-runs the point at the reference cadence, saying so in ``meta`` and in a sweep's progress line."""
     from t3sim.memory.controller_fast import FastController
     from t3sim.memory.policies.base import NEVER
 
@@ -267,6 +267,17 @@ def test_stats_past_a_lookahead_rerun_the_point_without_it(monkeypatch):
     on, meta = _wb_run("true")
     assert on == off
     assert meta["memory_lookahead"].startswith("re-run without: memory statistics asked for t=")
+
+    # a sweep says so in the point's progress line (the point cost two simulations)
+    import io
+
+    from t3sim.config.sweep import Point
+    from t3sim.exec import Progress, run_points
+    from tests.system.helpers import exp
+
+    log = io.StringIO()
+    (out,) = run_points([Point("wb", exp(*WB))], out=tmp_path, jobs=1, progress=Progress(log, tty=False))
+    assert out.ok and "(run twice: the second without the memory lookahead; meta.json says why)" in log.getvalue()
 
 
 def test_advance_refuses_a_lookahead_it_cannot_keep_exact():
