@@ -26,7 +26,7 @@ from t3sim.exec.runner import PointOutcome, run_points, sharer_labels  # noqa: F
 from t3sim.memory.system import LookaheadPastEnd
 from t3sim.results.store import RunResult, canonical_json
 from t3sim.schemes import scheme_for
-from t3sim.sim.engine import peak_rss_MiB
+from t3sim.sim.engine import collect_earlier_garbage, peak_rss_MiB
 from t3sim.system.model import SystemModel
 
 
@@ -127,6 +127,7 @@ def _simulate_model(exps, schemes, timeline: bool, probe, t0: float, lookahead: 
                     note: Optional[str] = None) -> List[RunResult]:
     """:func:`simulate_shared` after its checks: build the model, run it, collect the results (``lookahead``
     False: no memory lookahead whatever ``simulation.memory_lookahead`` says; ``note``: why, for ``meta``)."""
+    collect_earlier_garbage()  # before the model is built, so that it reuses the memory earlier runs' garbage held
     model = SystemModel(exps[0])
     if not lookahead:
         for h in model.hiers.values():

@@ -149,3 +149,28 @@ def test_a_run_collects_earlier_runs_garbage_before_freezing_the_heap(monkeypatc
         assert old() is None
     finally:
         gc.enable()
+
+
+def test_garbage_collection_is_triggered_by_growth_since_the_last_collection(monkeypatch):
+    """``collect_earlier_garbage`` collects when the resident memory grew by ``GC_COLLECT_GROWTH_MiB`` since the
+    last collection left it. A trigger on the peak (which never falls) came 256 MiB above the previous one each
+    time, so a sweep worker's memory grew without bound."""
+    from t3sim.sim import engine as E
+
+    level = [0.0]
+    collected = []
+    monkeypatch.setattr(E, "rss_MiB", lambda: level[0])
+    monkeypatch.setattr(E.gc, "collect", lambda: (collected.append(level[0]), level.__setitem__(0, level[0] - 200)))
+    monkeypatch.setattr(E, "_rss_at_collect", [100.0])
+    monkeypatch.setattr(E, "GC_COLLECT_GROWTH_MiB", 256)
+    for rss in (300, 400, 500, 300, 400, 500, 600):  # a worker's memory across points
+        level[0] = rss
+        E.collect_earlier_garbage()
+    # 400 is 300 above 100: collect, leaving 200; 500 is 300 above that: collect, leaving 300; 600 is 300 above it.
+    # A trigger on the peak would have collected at 400 only, then waited for 656.
+    assert collected == [400, 500, 600], collected
+    # memory handed back by other means lowers the base: 50, then 350 is 300 above it
+    for rss in (50, 350):
+        level[0] = rss
+        E.collect_earlier_garbage()
+    assert collected == [400, 500, 600, 350], collected
