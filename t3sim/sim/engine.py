@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import os
 import sys
 import time
 from typing import Callable, List, Optional, Tuple
@@ -60,8 +61,6 @@ def rss_MiB() -> float:
             pages = int(f.read().split()[1])
     except (OSError, ValueError, IndexError):
         return peak_rss_MiB()
-    import os
-
     return pages * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
 
 
@@ -83,6 +82,9 @@ def collect_earlier_garbage() -> bool:
     return True
 
 
+_libc: List = [None]  # glibc's malloc_trim once looked up (False: none)
+
+
 def _trim_heap() -> None:
     """Hand the C heap's free memory back to the system (glibc ``malloc_trim``; elsewhere nothing): without it the
     freed garbage of earlier runs stayed resident and each collection left the process larger."""
@@ -95,9 +97,6 @@ def _trim_heap() -> None:
             _libc[0] = False
     if _libc[0]:
         _libc[0](0)
-
-
-_libc: List = [None]
 
 #: simpy versions whose internals the engine uses (``Environment._queue``/``_now``/``schedule``, ``Event._ok``/
 #: ``_value``/``_defused``, the 4-tuple heap entries): pyproject.toml pins ``simpy>=4.0,<4.2`` and
