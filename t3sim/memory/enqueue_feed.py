@@ -33,10 +33,11 @@ class EnqueueFeed:
     bytes of one DRAM access (``EnqueueInfo.bytes``)."""
 
     def __init__(self, fn: Callable[[EnqueueInfo], None], writes_only: bool, cycle_to_tick: Callable[[int], int],
-                 access_B: int):
+                 access_B: int, held: Optional[np.ndarray] = None):
         self.fn, self.writes_only = fn, bool(writes_only)
         self._cycle_to_tick, self._access_B = cycle_to_tick, access_B
-        self.held: Optional[np.ndarray] = None  # rows at or past the last horizon, in canonical order
+        #: rows at or past the last horizon, in canonical order (``held``: a previous feed's, see :meth:`flush`)
+        self.held: Optional[np.ndarray] = held
 
     def offer(self, rows: np.ndarray, horizon: int) -> None:
         """One controller run's admission rows; every unit has simulated the cycles before ``horizon``."""
@@ -54,3 +55,10 @@ class EnqueueFeed:
                 tick=rows[BK.AR_TICK, :n], channel=rows[BK.AR_CHANNEL, :n], kind=rows[BK.AR_KIND, :n],
                 stream=rows[BK.AR_STREAM, :n], source=rows[BK.AR_SOURCE, :n], wg_id=rows[BK.AR_WG, :n],
                 wf_id=rows[BK.AR_WF, :n], batch=rows[BK.AR_BATCH, :n], bytes=self._access_B))
+
+    def flush(self, horizon: int) -> Optional[np.ndarray]:
+        """Hand over every held admission before ``horizon`` (every unit has simulated the cycles before it) and
+        return the rest, now no longer this feed's (None: none)."""
+        self.offer(np.zeros((BK.NAR, 0), dtype=np.int64), horizon)
+        held, self.held = self.held, None
+        return held

@@ -442,14 +442,11 @@ class MemorySystem(RequestStore, PolicyEvents):
         held = None
         if self.feed is not None:
             c = self.frontier if at_tick is None else min(self.frontier, self.clock.next_cycle_at_or_after(int(at_tick)))
-            self.feed.offer(np.zeros((BK.NAR, 0), dtype=np.int64), c)  # every unit has simulated the cycles before c
-            held = self.feed.held
+            held = self.feed.flush(c)  # sync brought every unit to c
             if held is not None and at_tick is None:
                 raise RuntimeError(f"enqueue hook changed with {held.shape[1]} admissions held past the frontier "
                                    f"(cycle {self.frontier})")
-        self.feed = None if fn is None else EnqueueFeed(fn, writes_only, self.clock.cycle_to_tick, self.access_B)
-        if self.feed is not None:
-            self.feed.held = held
+        self.feed = None if fn is None else EnqueueFeed(fn, writes_only, self.clock.cycle_to_tick, self.access_B, held)
 
     @property
     def observing(self) -> bool:
