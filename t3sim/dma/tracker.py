@@ -104,9 +104,18 @@ class Tracker:
     :func:`~t3sim.dma.tracker_kernel.count_common`), ``"python"`` (the same function as Python) or
     ``"general"`` (every programmed access through the general path, :meth:`_access`: the definition
     the inline counting must equal); the tests hold the three equal.
+
+    ``unstall`` (class attribute) selects how a set's stalled runs are retried (:meth:`_unstall`): ``"skip"``
+    (default) ends a pass where no run left in it can proceed -- none belongs to a region holding a way
+    (``_live`` counts the queued runs that do) and the admission policy refuses every access of a region
+    holding none (:meth:`~t3sim.dma.tracker_policy.AdmissionPolicy.refuses_all`) -- and keeps those runs as
+    they are; ``"scan"`` retries every run, the definition. Nothing a pass skips could have changed state, so
+    the two are equal (tests/dma/test_tracker_counting.py). At full size a T3-MCA run retried ~2.8M refused runs
+    in Python, 99.8 % of them in a full set (benchmarks/PROFILE.md step 14).
     """
 
     counting = "compiled"
+    unstall = "skip"
 
     def __init__(self, cfg, name: str = "tracker"):
         self.cfg, self.name = cfg, name
@@ -137,6 +146,8 @@ class Tracker:
         self.refusals = 0  # accesses the policy kept from a free way
         self.stalled_now = self.peak_stalled = 0
         self._pending: Dict[int, int] = {}  # stalled accesses per region id (a coalescing stall buffer's entries)
+        self._qruns: List[int] = []  # per region id: its runs in its set's stall FIFO
+        self._live: List[int] = [0] * self.sets  # per set: runs in its FIFO whose region holds a way
         self.peak_pending_regions = 0
         # occupancy over time: ways in use (all sets), full sets, their integrals since the first access
         self._use_total = self.peak_use = self._full_sets = 0
@@ -228,6 +239,7 @@ class Tracker:
         self._lut[k[:, 0], k[:, 1]] = np.arange(r0, r1)
         self._rid.update(ids)
         self._keys.extend(keys)
+        self._qruns.extend(repeat(0, n))
         self._cb.extend(callbacks)
         self._addr.extend(int(a) for a in start_addrs)
         self._thr[r0:r1] = thr
@@ -315,6 +327,7 @@ class Tracker:
                 q[-1][2].append(tick)
             else:
                 q.append([r, comm, [tick]])
+                self._qruns[r] += 1  # r holds no way: not live
             self.stalled_accesses += 1
             self.stalled_now += 1
             self.peak_stalled = max(self.peak_stalled, self.stalled_now)
@@ -361,6 +374,7 @@ class Tracker:
     def _allocate(self, r: int, s: int, tick: int = 0, comm: bool = False) -> None:
         self._occupancy(s, tick, +1)
         self._cnt[r] = 0
+        self._live[s] += self._qruns[r]
         if self.uses_ready and (comm or self._nopeer[r]):
             self._make_ready(r)
 
@@ -381,6 +395,7 @@ class Tracker:
         assert region not in self._fired, f"{self.name}: region {region} fired twice"
         self._fired[region] = tick
         s = int(self._setof[r])
+        self._live[s] -= self._qruns[r]
         if self._rdy[r]:
             self._rdy[r] = 0
             self._ready_in_set[s] -= 1
@@ -396,10 +411,15 @@ class Tracker:
         An access proceeds if its region holds a way (taken meanwhile) or the policy admits it; the
         others keep waiting. Passes repeat while one frees a way or makes a region ready, so no
         access of a region holding a way is left waiting (the deadlock argument relies on it).
+        With ``unstall == "skip"`` a pass ends at a refusal after which no run can proceed (class doc).
         """
+        skip = self.unstall == "skip"
+        live, use, ways, policy = self._live, self._set_use, self.ways, self.policy
         while True:
             q = self._stalled.get(s)
             if not q:
+                return
+            if skip and not live[s] and policy.refuses_all(int(use[s]), ways, int(self._ready_in_set[s])):
                 return
             keep: Deque[Waiting] = deque()
             again = False
@@ -409,9 +429,14 @@ class Tracker:
                 if self._cnt[r] < 0:
                     if not self._admit(r, s, cm):
                         keep.append(run)
+                        if skip and not live[s] and policy.refuses_all(int(use[s]), ways, int(self._ready_in_set[s])):
+                            keep.extend(q)  # nothing left can proceed, nor change what the pass did
+                            q.clear()
                         continue
                     self._allocate(r, s, tick, cm)
                     again |= bool(self._rdy[r])
+                self._qruns[r] -= 1
+                live[s] -= 1
                 n = len(t0s)
                 self.stall_ticks += sum(max(0, tick - t0) for t0 in t0s)
                 self.stalled_now -= n
@@ -442,7 +467,15 @@ class Tracker:
 
     def check_invariant(self) -> None:
         """``reserve_ready``'s invariant (I): every full set holds a ready region (module doc of
-        :mod:`t3sim.dma.tracker_policy`); for tests."""
+        :mod:`t3sim.dma.tracker_policy`), and the stall FIFOs' run counts (``_qruns``, ``_live``) match the
+        FIFOs; for tests."""
+        qruns = [0] * len(self._qruns)
+        live = [0] * self.sets
+        for s, q in self._stalled.items():
+            for r, _cm, _t in q:
+                qruns[r] += 1
+                live[s] += int(self._cnt[r] >= 0)
+        assert qruns == self._qruns and live == self._live, f"{self.name}: stall FIFO run counts out of step"
         if not self.uses_ready:
             return
         full = np.flatnonzero(self._set_use >= self.ways)

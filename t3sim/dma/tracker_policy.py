@@ -76,6 +76,13 @@ class AdmissionPolicy:
         regions holding a way of the set."""
         raise NotImplementedError
 
+    def refuses_all(self, used: int, ways: int, ready_in_set: int) -> bool:
+        """Whether :meth:`admit` refuses every access in this set state, whatever its ``comm`` and
+        ``ready_without_peer`` (the tracker then stops retrying the set's stalled runs:
+        :meth:`t3sim.dma.tracker.Tracker._unstall`). This default asks :meth:`admit`; a subclass may answer
+        faster, and tests/dma/test_tracker_counting.py holds each registered policy's answer to this one."""
+        return not any(self.admit(used, ways, c, p, ready_in_set) for c in (False, True) for p in (False, True))
+
 
 @register("tracker_admission", "first_come")
 class FirstCome(AdmissionPolicy):
@@ -85,6 +92,9 @@ class FirstCome(AdmissionPolicy):
 
     def admit(self, used, ways, comm, ready_without_peer, ready_in_set):
         return used < ways
+
+    def refuses_all(self, used, ways, ready_in_set):
+        return used >= ways
 
 
 @register("tracker_admission", "reserve_ready")
@@ -100,6 +110,9 @@ class ReserveReady(AdmissionPolicy):
         if used >= ways:
             return False
         return comm or ready_without_peer or ready_in_set > 0
+
+    def refuses_all(self, used, ways, ready_in_set):
+        return used >= ways  # below that a peer's access is admitted
 
 
 def build(name: str) -> AdmissionPolicy:

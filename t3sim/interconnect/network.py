@@ -71,6 +71,9 @@ class PacketMeta:
             raise ValueError(f"packet op must be one of {OPS}, got {self.op!r}")
 
 
+_NO_META = PacketMeta()  # frozen: one instance serves every send without meta
+
+
 class Packet:
     """One packet of a transfer. ``offset`` is its first byte within the transfer."""
 
@@ -219,9 +222,8 @@ class Network(Component):
         Returns one event per send, in order. ``payload_B`` as in :meth:`send`.
         """
         env = self.env
-        now = env.now
+        now = env._now
         P = self.packet_size_B
-        wire = self.wire_bytes
         events: List[simpy.Event] = []
         pending: List[Tuple[Transfer, int]] = []
         for src, dst, nbytes, meta in sends:
@@ -229,8 +231,8 @@ class Network(Component):
                 raise ValueError(f"send from GPU {src} to itself: local copies do not use the network")
             if nbytes < 0:
                 raise ValueError(f"send of {nbytes} B")
-            t = Transfer(next(self._ids), src, dst, int(nbytes), meta or PacketMeta(), self.route(src, dst),
-                         env.event(), start=now)
+            t = Transfer(next(self._ids), src, dst, int(nbytes), meta or _NO_META, self.route(src, dst),
+                         simpy.Event(env), start=now)
             events.append(t.done)
             if nbytes == 0:
                 t.end = now
@@ -241,13 +243,16 @@ class Network(Component):
             self.bytes_injected[src] += t.nbytes
             pending.append((t, 0))
         # round-robin packet injection across the group's transfers
+        wire_full = self.wire_bytes(P, payload_B) if pending else 0  # every packet but a transfer's last has P bytes
         while pending:
             nxt: List[Tuple[Transfer, int]] = []
             for t, off in pending:
-                n = min(P, t.nbytes - off)
-                t.route[0].put(Packet(t.src, t.dst, n, off, t, now, wire(n, payload_B)))
-                if off + n < t.nbytes:
-                    nxt.append((t, off + n))
+                n = t.nbytes - off
+                if n > P:
+                    t.route[0].put(Packet(t.src, t.dst, P, off, t, now, wire_full))
+                    nxt.append((t, off + P))
+                else:
+                    t.route[0].put(Packet(t.src, t.dst, n, off, t, now, self.wire_bytes(n, payload_B)))
             pending = nxt
         return events
 
@@ -255,20 +260,22 @@ class Network(Component):
 
     def _arrive(self, packet: Packet) -> None:
         t = packet.transfer
-        packet.hop += 1
-        if packet.hop < len(t.route):
-            t.route[packet.hop].put(packet)
+        hop = packet.hop = packet.hop + 1
+        route = t.route
+        if hop < len(route):
+            route[hop].put(packet)
             return
-        self.bytes_delivered[packet.dst] += packet.nbytes
+        nbytes = packet.nbytes
+        self.bytes_delivered[packet.dst] += nbytes
         t.arrived_packets += 1
-        t.arrived_bytes += packet.nbytes
-        rcv = self._receivers.get((packet.dst, packet.meta.port))
+        t.arrived_bytes += nbytes
+        rcv = self._receivers.get((packet.dst, t.meta.port))
         if rcv is not None:
             rcv(packet)
         if t.arrived_packets == t.packets:
-            t.end = self.env.now
+            t.end = self.env._now
             self.transfers_open -= 1
-            self.progressed()
+            self.progress += 1  # Component.progressed()
             t.done.succeed(t)
 
     # ------------------------------------------------------------------ checks & stats

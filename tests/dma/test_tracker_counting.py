@@ -6,7 +6,8 @@
 and ways, so sets fill and accesses stall; both granularities and admission policies) see random
 enqueue reports (reads, accesses without a WG, unprogrammed regions, both streams, every region
 reaching its threshold in a random interleaving); the three must fire the same regions at the same
-ticks in the same order and end with the same state and statistics.
+ticks in the same order and end with the same state and statistics. ``Tracker.unstall`` likewise: ``skip``
+(stop retrying a set's stalled runs where none can proceed) must equal ``scan`` (retry every run, the definition).
 """
 
 from __future__ import annotations
@@ -17,11 +18,16 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import pytest
+
+from t3sim import registry
 from t3sim.config.system import TrackerConfig
+from t3sim.dma.tracker_policy import AdmissionPolicy
 from t3sim.dma.tracker import Tracker
 from t3sim.memory.interface import EnqueueInfo
 
-MODES = ("compiled", "python", "general")
+#: (counting, unstall): the first is what real runs use, the last the definition of both
+MODES = (("compiled", "skip"), ("python", "skip"), ("general", "skip"), ("compiled", "scan"), ("general", "scan"))
 
 
 @st.composite
@@ -73,7 +79,8 @@ def _first_member(tr, k, W, F):
 
 
 def _run(mode, cfg, regions, reports, monkeypatch):
-    monkeypatch.setattr(Tracker, "counting", mode)
+    monkeypatch.setattr(Tracker, "counting", mode[0])
+    monkeypatch.setattr(Tracker, "unstall", mode[1])
     tr = Tracker(TrackerConfig(**cfg))
     fired = []
     for k, (thr, peer) in regions.items():
@@ -108,3 +115,39 @@ def test_compiled_python_and_general_counting_agree(monkeypatch, sc):
     assert tr.counted + tr.untracked + tr.stalled_accesses > 0 or tracked == 0
     if not tr.stalled_now:  # every programmed region got exactly its threshold: all fired unless some stalled
         assert sorted(r for r, _ in fired) == sorted(regions)
+
+
+@pytest.mark.parametrize("name", registry.names("tracker_admission"))
+def test_refuses_all_is_admit_refusing_every_access(name):
+    """A policy's ``refuses_all`` (which lets ``Tracker._unstall`` stop a pass) is exactly "``admit`` refuses every
+    access" in every set state."""
+    pol = registry.get("tracker_admission", name, "test")()
+    base = AdmissionPolicy.refuses_all
+    for ways in (1, 2, 3, 8):
+        for used in range(ways + 1):
+            for ready in range(used + 1):
+                assert pol.refuses_all(used, ways, ready) == base(pol, used, ways, ready), (name, used, ways, ready)
+
+
+def test_skip_stops_retrying_a_full_set():
+    """Not vacuous: in a full set, a way freed and re-taken at once leaves the other stalled runs unvisited by
+    ``skip``, while ``scan`` asks the policy about each of them again; both end in the same state."""
+    asked = {}
+    for mode in ("skip", "scan"):
+        Tracker.unstall = mode
+        try:
+            tr = Tracker(TrackerConfig(entries=1, ways=1, granularity="wg", admission="first_come"))
+            n = [0]
+            orig = tr.policy.admit
+            tr.policy.admit = lambda *a: (n.__setitem__(0, n[0] + 1), orig(*a))[1]
+            for w in range(6):
+                tr.program((w, 0), 2, lambda r, t: None, peer_input=False)
+            # region 0 takes the way, 1-5 stall; each region's second access fires it, the next takes the way
+            tr.observe(np.arange(12), np.tile(np.arange(6), 2), np.zeros(12))
+            tr.check_invariant()
+            asked[mode] = (n[0], tr.stats().to_dict())
+        finally:
+            Tracker.unstall = "skip"
+    assert asked["skip"][1] == asked["scan"][1]
+    assert asked["skip"][1]["fired"]["value"] == 6 and asked["skip"][1]["stalled_accesses"]["value"] == 5
+    assert asked["skip"][0] < asked["scan"][0]
