@@ -411,7 +411,9 @@ class Tracker:
         An access proceeds if its region holds a way (taken meanwhile) or the policy admits it; the
         others keep waiting. Passes repeat while one frees a way or makes a region ready, so no
         access of a region holding a way is left waiting (the deadlock argument relies on it).
-        With ``unstall == "skip"`` a pass ends at a refusal after which no run can proceed (class doc).
+        With ``unstall == "skip"``, once the policy refuses every access (:meth:`~t3sim.dma.tracker_policy.
+        AdmissionPolicy.refuses_all`) a pass asks it nothing more until a run proceeds, and it ends there if no
+        run left belongs to a region holding a way (class doc).
         """
         skip = self.unstall == "skip"
         live, use, ways, policy = self._live, self._set_use, self.ways, self.policy
@@ -423,18 +425,22 @@ class Tracker:
                 return
             keep: Deque[Waiting] = deque()
             again = False
+            closed = False  # skip: the policy refuses every access, and nothing changed since it was asked
             while q:
                 run = q.popleft()
                 r, cm, t0s = run
                 if self._cnt[r] < 0:
-                    if not self._admit(r, s, cm):
+                    if closed or not self._admit(r, s, cm):
                         keep.append(run)
-                        if skip and not live[s] and policy.refuses_all(int(use[s]), ways, int(self._ready_in_set[s])):
+                        if skip and not closed:
+                            closed = policy.refuses_all(int(use[s]), ways, int(self._ready_in_set[s]))
+                        if closed and not live[s]:
                             keep.extend(q)  # nothing left can proceed, nor change what the pass did
                             q.clear()
                         continue
                     self._allocate(r, s, tick, cm)
                     again |= bool(self._rdy[r])
+                closed = False  # the run proceeds: the set's state changes
                 self._qruns[r] -= 1
                 live[s] -= 1
                 n = len(t0s)
