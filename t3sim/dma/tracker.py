@@ -68,21 +68,17 @@ total.
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
 from itertools import repeat
-from typing import Callable, Deque, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from t3sim.dma import tracker_kernel as TK
+from t3sim.dma.tracker_stall import StallFIFOs
 from t3sim.dma.tracker_policy import build as build_admission
 from t3sim.memory.request import Kind, Stream
 
 Region = Tuple[int, int]
-#: consecutive stalled accesses of one region: [region id, whether they came from a peer, their arrival ticks]
-#: (a set's FIFO holds runs, so re-scanning it costs a step per run, not per access; processing a run
-#: is processing its accesses one after another, as nothing else happens between them)
-Waiting = List
 
 #: ``_COUNTED_KIND[kind]``: whether a request of that :class:`Kind` value is counted (WRITE, UPDATE).
 _COUNTED_KIND = np.zeros(max(Kind) + 1, dtype=bool)
@@ -95,7 +91,7 @@ def _log2(x: int) -> int:
     return max(0, int(x - 1).bit_length())
 
 
-class Tracker:
+class Tracker(StallFIFOs):
     """One GPU's tracker (module doc). ``cfg`` is a :class:`~t3sim.config.system.TrackerConfig`.
 
     State. Programmed regions get ids (``rid``) in programming order; thresholds, counters (-1: no way
@@ -103,19 +99,11 @@ class Tracker:
     ``counting`` (class attribute) selects how the common increment is done: ``"compiled"`` (default,
     :func:`~t3sim.dma.tracker_kernel.count_common`), ``"python"`` (the same function as Python) or
     ``"general"`` (every programmed access through the general path, :meth:`_access`: the definition
-    the inline counting must equal); the tests hold the three equal.
-
-    ``unstall`` (class attribute) selects how a set's stalled runs are retried (:meth:`_unstall`): ``"skip"``
-    (default) ends a pass where no run left in it can proceed -- none belongs to a region holding a way
-    (``_live`` counts the queued runs that do) and the admission policy refuses every access of a region
-    holding none (:meth:`~t3sim.dma.tracker_policy.AdmissionPolicy.refuses_all`) -- and keeps those runs as
-    they are; ``"scan"`` retries every run, the definition. Nothing a pass skips could have changed state, so
-    the two are equal (tests/dma/test_tracker_counting.py). At full size a T3-MCA run retried ~2.8M refused runs
-    in Python, 99.8 % of them in a full set (benchmarks/PROFILE.md step 14).
+    the inline counting must equal); the tests hold the three equal. The stall FIFOs and their retries are
+    :class:`~t3sim.dma.tracker_stall.StallFIFOs`'s (``unstall``, ``stall_buffer``).
     """
 
     counting = "compiled"
-    unstall = "skip"
 
     def __init__(self, cfg, name: str = "tracker"):
         self.cfg, self.name = cfg, name
@@ -137,18 +125,10 @@ class Tracker:
         self._fired: Dict[Region, int] = {}
         self._set_use = np.zeros(self.sets, dtype=np.int64)
         self._ready_in_set = np.zeros(self.sets, dtype=np.int64)
-        self._stalled: Dict[int, Deque[Waiting]] = defaultdict(deque)
-        self.stalled_accesses = 0
-        self.stall_ticks = 0
+        self._init_stalls()
         self.untracked = 0
         self.counted = 0
         self.max_set_use = 0
-        self.refusals = 0  # accesses the policy kept from a free way
-        self.stalled_now = self.peak_stalled = 0
-        self._pending: Dict[int, int] = {}  # stalled accesses per region id (a coalescing stall buffer's entries)
-        self._qruns: List[int] = []  # per region id: its runs in its set's stall FIFO
-        self._live: List[int] = [0] * self.sets  # per set: runs in its FIFO whose region holds a way
-        self.peak_pending_regions = 0
         # occupancy over time: ways in use (all sets), full sets, their integrals since the first access
         self._use_total = self.peak_use = self._full_sets = 0
         self._use_area = self._full_area = 0
@@ -291,24 +271,29 @@ class Tracker:
                     self._access(rid, t, cm)
             return
         fn = TK.count_common if mode == "compiled" else TK.count_common_py
-        uses_ready, wg_gran, m, lut, st = self.uses_ready, self.wg_gran, self.m, self._lut, self._st
+        uses_ready, wg_gran, m = self.uses_ready, self.wg_gran, self.m
+        sb = self._sbuf
         counted = untracked = 0
-        i, c, u = fn(kind, wg, wf, stream, 0, wg_gran, m, uses_ready, lut, st)
-        if i < n:
-            tl, wl, fl, sl = ticks.tolist(), wg.tolist(), wf.tolist(), stream.tolist()
-            rid = self._rid
-            while True:
-                counted += c
-                untracked += u
-                if i >= n:
-                    break
-                # allocation, firing, readiness or stall: the general path (the region is programmed)
-                w = wl[i]
-                r = (w // m, 0) if wg_gran else (w, fl[i] // m)
-                self._access(rid[r], tl[i], uses_ready and sl[i] == _COMM)
-                i, c, u = fn(kind, wg, wf, stream, i + 1, wg_gran, m, uses_ready, self._lut, self._st)
-        else:
-            counted, untracked = c, u
+        start = 0
+        while True:
+            i, c, u, ns = fn(kind, wg, wf, stream, ticks, start, wg_gran, m, uses_ready, self._lut, self._st,
+                             self._setof, self._closed, sb)
+            counted += c
+            untracked += u
+            if ns:  # stalls in closed sets, in order: queue them before anything else happens
+                setof, stall = self._setof, self._stall
+                for r, cm, t in zip(*sb[:, :ns].tolist()):
+                    stall(r, int(setof[r]), t, cm == 1)
+            if i >= n:
+                break
+            if ns == sb.shape[1]:  # the buffer was full before access i
+                start = i
+                continue
+            # allocation, firing, readiness or a stall in an open set: the general path (the region is programmed)
+            w = int(wg[i])
+            r = (w // m, 0) if wg_gran else (w, int(wf[i]) // m)
+            self._access(self._rid[r], int(ticks[i]), uses_ready and int(stream[i]) == _COMM)
+            start = i + 1
         self.counted += counted
         self.untracked += untracked
 
@@ -321,36 +306,22 @@ class Tracker:
                 self._unstall(int(self._setof[r]), tick)
             return
         s = int(self._setof[r])
-        if not self._admit(r, s, comm, count=True):
-            q = self._stalled[s]
-            if q and q[-1][0] == r and q[-1][1] == comm:
-                q[-1][2].append(tick)
-            else:
-                q.append([r, comm, [tick]])
-                self._qruns[r] += 1  # r holds no way: not live
-            self.stalled_accesses += 1
-            self.stalled_now += 1
-            self.peak_stalled = max(self.peak_stalled, self.stalled_now)
-            k = self._pending.get(r, 0)
-            self._pending[r] = k + 1
-            if not k:
-                self.peak_pending_regions = max(self.peak_pending_regions, len(self._pending))
+        if not self._admit(r, s, comm):
+            self._stall(r, s, tick, comm)
             return
         self._allocate(r, s, tick, comm)
         self._bump(r, tick, 1)
         if self.uses_ready and self._stalled.get(s):
             self._unstall(s, tick)  # accesses of r that waited, or that a new ready region now admits
 
-    def _admit(self, r: int, s: int, comm: bool, count: bool = False) -> bool:
-        used = int(self._set_use[s])
-        ok = self.policy.admit(used, self.ways, comm, bool(self._nopeer[r]), int(self._ready_in_set[s]))
-        if count and not ok and used < self.ways:
-            self.refusals += 1
-        return ok
+    def _admit(self, r: int, s: int, comm: bool) -> bool:
+        return self.policy.admit(int(self._set_use[s]), self.ways, comm, bool(self._nopeer[r]), int(self._ready_in_set[s]))
 
     def _make_ready(self, r: int) -> None:
         self._rdy[r] = 1
-        self._ready_in_set[self._setof[r]] += 1
+        s = self._setof[r]
+        self._ready_in_set[s] += 1
+        self._reclose(s)
 
     def _occupancy(self, s: int, tick: int, delta: int) -> None:
         """Set ``s`` gains (+1) or loses (-1) a way at ``tick``; keeps the occupancy integrals."""
@@ -364,6 +335,7 @@ class Tracker:
         self._use_total += delta
         full = self._set_use[s] >= self.ways
         self._full_sets += int(full) - int(was_full)
+        self._reclose(s)
         if delta > 0:
             self.peak_use = max(self.peak_use, self._use_total)
             u = int(self._set_use[s])
@@ -404,64 +376,6 @@ class Tracker:
         if retry:
             self._unstall(s, tick)
 
-    def _unstall(self, s: int, tick: int) -> None:
-        """Set ``s`` changed at ``tick`` (a way freed, or a ready region arrived): retry its stalled
-        accesses in arrival order.
-
-        An access proceeds if its region holds a way (taken meanwhile) or the policy admits it; the
-        others keep waiting. Passes repeat while one frees a way or makes a region ready, so no
-        access of a region holding a way is left waiting (the deadlock argument relies on it).
-        With ``unstall == "skip"``, once the policy refuses every access (:meth:`~t3sim.dma.tracker_policy.
-        AdmissionPolicy.refuses_all`) a pass asks it nothing more until a run proceeds, and it ends there if no
-        run left belongs to a region holding a way (class doc).
-        """
-        skip = self.unstall == "skip"
-        live, use, ways, policy = self._live, self._set_use, self.ways, self.policy
-        while True:
-            q = self._stalled.get(s)
-            if not q:
-                return
-            if skip and not live[s] and policy.refuses_all(int(use[s]), ways, int(self._ready_in_set[s])):
-                return
-            keep: Deque[Waiting] = deque()
-            again = False
-            closed = False  # skip: the policy refuses every access, and nothing changed since it was asked
-            while q:
-                run = q.popleft()
-                r, cm, t0s = run
-                if self._cnt[r] < 0:
-                    if closed or not self._admit(r, s, cm):
-                        keep.append(run)
-                        if skip and not closed:
-                            closed = policy.refuses_all(int(use[s]), ways, int(self._ready_in_set[s]))
-                        if closed and not live[s]:
-                            keep.extend(q)  # nothing left can proceed, nor change what the pass did
-                            q.clear()
-                        continue
-                    self._allocate(r, s, tick, cm)
-                    again |= bool(self._rdy[r])
-                closed = False  # the run proceeds: the set's state changes
-                self._qruns[r] -= 1
-                live[s] -= 1
-                n = len(t0s)
-                self.stall_ticks += sum(max(0, tick - t0) for t0 in t0s)
-                self.stalled_now -= n
-                left = self._pending[r] - n
-                if left:
-                    self._pending[r] = left
-                else:
-                    del self._pending[r]
-                before = len(self._fired)
-                self._bump(r, tick, n, retry=False)
-                if len(self._fired) > before:
-                    again = True
-                elif cm and self.uses_ready and not self._rdy[r]:
-                    self._make_ready(r)
-                    again = True
-            self._stalled[s] = keep
-            if not (again and keep):
-                return
-
     # ---------------------------------------------------------------- checks & stats
     def fired(self, region: Region) -> Optional[int]:
         return self._fired.get(region)
@@ -475,13 +389,7 @@ class Tracker:
         """``reserve_ready``'s invariant (I): every full set holds a ready region (module doc of
         :mod:`t3sim.dma.tracker_policy`), and the stall FIFOs' run counts (``_qruns``, ``_live``) match the
         FIFOs; for tests."""
-        qruns = [0] * len(self._qruns)
-        live = [0] * self.sets
-        for s, q in self._stalled.items():
-            for r, _cm, _t in q:
-                qruns[r] += 1
-                live[s] += int(self._cnt[r] >= 0)
-        assert qruns == self._qruns and live == self._live, f"{self.name}: stall FIFO run counts out of step"
+        self._check_stall_counts()
         if not self.uses_ready:
             return
         full = np.flatnonzero(self._set_use >= self.ways)

@@ -5,9 +5,10 @@ a region id (``rid``, in programming order): rows of one ``int64 [3, regions]`` 
 counter (-1 while the region holds no way), ``rdy[rid]`` whether it is ready (``reserve_ready``); and
 ``lut[k0, k1]`` the rid of region key ``(k0, k1)`` (-1: not programmed). Most accesses the enqueue
 hook reports only increment a counter that stays below its threshold; :func:`count_common` does
-those for a run of accesses and stops at the first one that needs the tracker's general path
-(allocation, firing, a readiness change or a stall: :meth:`Tracker._access`), which the caller runs
-before calling again from the next access. :func:`count_common_py` is the same function as plain
+those for a run of accesses, buffers the accesses that stall in a set no access may enter (the caller queues
+them), and stops at the first one that needs the tracker's general path (allocation, firing, a readiness
+change or another stall: :meth:`Tracker._access`), which the caller runs before calling again from the next
+access. :func:`count_common_py` is the same function as plain
 Python (``count_common.py_func``), the reference the tests hold the compiled one to; a tracker with
 ``Tracker.compiled = False`` counts with it.
 
@@ -28,17 +29,26 @@ _WRITE, _UPDATE, _COMM = 1, 2, 1
 THR, CNT, RDY = 0, 1, 2
 
 
-def count_common(kind, wg, wf, stream, start, wg_gran, m, uses_ready, lut, st):
-    """Count accesses ``start..`` that only increment a counter below its threshold; return ``(i, counted,
-    untracked)``: the index of the first access that needs the general path (``len(kind)`` if none) and
-    how many accesses before it were counted and untracked (module doc).
+def count_common(kind, wg, wf, stream, tick, start, wg_gran, m, uses_ready, lut, st, setof, closed, sbuf):
+    """Count accesses ``start..`` that only increment a counter below its threshold, and buffer those that stall
+    in a closed set; return ``(i, counted, untracked, stalled)``: the index of the first access that needs the
+    general path (``len(kind)`` if none; with ``stalled == sbuf.shape[1]`` the buffer is full and access ``i``
+    is not looked at yet), how many accesses before it were counted and untracked, and how many stalled.
 
-    Arrays: ``kind``, ``wg``, ``wf``, ``stream`` per access (int64); ``lut`` int64 ``[K0, K1]``; ``st``
-    int64 ``[3, regions]``: rows ``thr``, ``cnt``, ``rdy`` (:data:`THR`, :data:`CNT`, :data:`RDY`).
+    A stall here is an access whose region holds no way in a set that is *closed* (``closed[set] != 0``: the
+    admission policy refuses every access in the set's state, which the tracker keeps up to date); it goes to
+    ``sbuf`` as a column ``(rid, from a peer, tick)``, in order, and the caller queues the buffered stalls before
+    anything else (nothing between them changes a set: only common increments, which touch regions holding a way).
+
+    Arrays: ``kind``, ``wg``, ``wf``, ``stream``, ``tick`` per access (int64); ``lut`` int64 ``[K0, K1]``; ``st``
+    int64 ``[3, regions]``: rows ``thr``, ``cnt``, ``rdy`` (:data:`THR`, :data:`CNT`, :data:`RDY`); ``setof``
+    int64 per region, ``closed`` int64 per set; ``sbuf`` int64 ``[3, capacity]``.
     """
     n = kind.shape[0]
     counted = 0
     untracked = 0
+    stalled = 0
+    cap = sbuf.shape[1]
     K0, K1 = lut.shape[0], lut.shape[1]
     i = start
     while i < n:
@@ -58,13 +68,21 @@ def count_common(kind, wg, wf, stream, start, wg_gran, m, uses_ready, lut, st):
                 untracked += 1
             else:
                 c = st[CNT, rid]
-                if c >= 0 and c + 1 < st[THR, rid] and not (uses_ready and stream[i] == _COMM and st[RDY, rid] == 0):
+                comm = uses_ready and stream[i] == _COMM
+                if c >= 0 and c + 1 < st[THR, rid] and not (comm and st[RDY, rid] == 0):
                     st[CNT, rid] = c + 1
                     counted += 1
+                elif c < 0 and closed[setof[rid]] != 0:
+                    if stalled == cap:
+                        break
+                    sbuf[0, stalled] = rid
+                    sbuf[1, stalled] = 1 if comm else 0
+                    sbuf[2, stalled] = tick[i]
+                    stalled += 1
                 else:
                     break
         i += 1
-    return i, counted, untracked
+    return i, counted, untracked, stalled
 
 
 count_common_py = count_common

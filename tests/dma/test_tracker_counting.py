@@ -7,7 +7,8 @@ and ways, so sets fill and accesses stall; both granularities and admission poli
 enqueue reports (reads, accesses without a WG, unprogrammed regions, both streams, every region
 reaching its threshold in a random interleaving); the three must fire the same regions at the same
 ticks in the same order and end with the same state and statistics. ``Tracker.unstall`` likewise: ``skip``
-(stop retrying a set's stalled runs where none can proceed) must equal ``scan`` (retry every run, the definition).
+(stop retrying a set's stalled runs where none can proceed) must equal ``scan`` (retry every run, the definition);
+and the compiled count's buffer of stalls in closed sets gives the same at any size.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from t3sim.dma.tracker_policy import AdmissionPolicy
 from t3sim.dma.tracker import Tracker
 from t3sim.memory.interface import EnqueueInfo
 
-#: (counting, unstall): the first is what real runs use, the last the definition of both
-MODES = (("compiled", "skip"), ("python", "skip"), ("general", "skip"), ("compiled", "scan"), ("general", "scan"))
+#: (counting, unstall, stall buffer): the first is what real runs use, the last the definition of all three (the
+#: general path never buffers); a one-stall buffer hands every buffered stall back at once
+MODES = (("compiled", "skip", 4096), ("python", "skip", 4096), ("general", "skip", 4096), ("compiled", "scan", 4096),
+         ("compiled", "skip", 1), ("general", "scan", 4096))
 
 
 @st.composite
@@ -81,6 +84,7 @@ def _first_member(tr, k, W, F):
 def _run(mode, cfg, regions, reports, monkeypatch):
     monkeypatch.setattr(Tracker, "counting", mode[0])
     monkeypatch.setattr(Tracker, "unstall", mode[1])
+    monkeypatch.setattr(Tracker, "stall_buffer", mode[2])
     tr = Tracker(TrackerConfig(**cfg))
     fired = []
     for k, (thr, peer) in regions.items():
