@@ -36,6 +36,7 @@ that leaves a *ready* region in the set, one whose every access is sure to
 arrive; deadlock-free, the argument is in that module). A region is ready
 once an access from a peer (communication stream) was counted into it, or
 from allocation when it expects none (``program(..., peer_input=False)``).
+The FIFOs and their retries are :mod:`t3sim.dma.tracker_stall`'s.
 
 Statistics (:meth:`stats`): stalled accesses, the ticks they waited, the
 most waiting at once and the most regions they belonged to at once (a stall

@@ -10,7 +10,7 @@ them), and stops at the first one that needs the tracker's general path (allocat
 change or another stall: :meth:`Tracker._access`), which the caller runs before calling again from the next
 access. :func:`count_common_py` is the same function as plain
 Python (``count_common.py_func``), the reference the tests hold the compiled one to; a tracker with
-``Tracker.compiled = False`` counts with it.
+``Tracker.counting = "python"`` counts with it.
 
 Which accesses count: kind WRITE or UPDATE (:class:`~t3sim.memory.request.Kind` codes 1, 2) with
 ``wg_id >= 0``; the rest are skipped (not counted, not untracked). A counted access whose region

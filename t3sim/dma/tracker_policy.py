@@ -78,9 +78,9 @@ class AdmissionPolicy:
 
     def refuses_all(self, used: int, ways: int, ready_in_set: int) -> bool:
         """Whether :meth:`admit` refuses every access in this set state, whatever its ``comm`` and
-        ``ready_without_peer`` (the tracker then stops retrying the set's stalled runs:
-        :meth:`t3sim.dma.tracker.Tracker._unstall`). This default asks :meth:`admit`; a subclass may answer
-        faster, and tests/dma/test_tracker_counting.py holds each registered policy's answer to this one."""
+        ``ready_without_peer``: the set is *closed* (:mod:`t3sim.dma.tracker_stall`: the compiled count queues its
+        stalls, and a retry of its stalled runs asks nothing more). This default asks :meth:`admit`; a subclass may
+        answer faster, and tests/dma/test_tracker_counting.py holds each registered policy's answer to this one."""
         return not any(self.admit(used, ways, c, p, ready_in_set) for c in (False, True) for p in (False, True))
 
 
