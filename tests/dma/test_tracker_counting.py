@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from t3sim import registry
 from t3sim.config.system import TrackerConfig
@@ -123,8 +122,8 @@ def test_compiled_python_and_general_counting_agree(monkeypatch, sc):
 
 @pytest.mark.parametrize("name", registry.names("tracker_admission"))
 def test_refuses_all_is_admit_refusing_every_access(name):
-    """A policy's ``refuses_all`` (which lets ``Tracker._unstall`` stop a pass) is exactly "``admit`` refuses every
-    access" in every set state."""
+    """A policy's ``refuses_all`` (a set it holds true for is closed: the compiled count queues its stalls and a retry
+    pass stops asking, t3sim.dma.tracker_stall) is exactly "``admit`` refuses every access" in every set state."""
     pol = registry.get("tracker_admission", name, "test")()
     base = AdmissionPolicy.refuses_all
     for ways in (1, 2, 3, 8):
@@ -133,25 +132,22 @@ def test_refuses_all_is_admit_refusing_every_access(name):
                 assert pol.refuses_all(used, ways, ready) == base(pol, used, ways, ready), (name, used, ways, ready)
 
 
-def test_skip_stops_retrying_a_full_set():
+def test_skip_stops_retrying_a_full_set(monkeypatch):
     """Not vacuous: in a full set, a way freed and re-taken at once leaves the other stalled runs unvisited by
     ``skip``, while ``scan`` asks the policy about each of them again; both end in the same state."""
     asked = {}
     for mode in ("skip", "scan"):
-        Tracker.unstall = mode
-        try:
-            tr = Tracker(TrackerConfig(entries=1, ways=1, granularity="wg", admission="first_come"))
-            n = [0]
-            orig = tr.policy.admit
-            tr.policy.admit = lambda *a: (n.__setitem__(0, n[0] + 1), orig(*a))[1]
-            for w in range(6):
-                tr.program((w, 0), 2, lambda r, t: None, peer_input=False)
-            # region 0 takes the way, 1-5 stall; each region's second access fires it, the next takes the way
-            tr.observe(np.arange(12), np.tile(np.arange(6), 2), np.zeros(12))
-            tr.check_invariant()
-            asked[mode] = (n[0], tr.stats().to_dict())
-        finally:
-            Tracker.unstall = "skip"
+        monkeypatch.setattr(Tracker, "unstall", mode)
+        tr = Tracker(TrackerConfig(entries=1, ways=1, granularity="wg", admission="first_come"))
+        n = [0]
+        orig = tr.policy.admit
+        tr.policy.admit = lambda *a: (n.__setitem__(0, n[0] + 1), orig(*a))[1]
+        for w in range(6):
+            tr.program((w, 0), 2, lambda r, t: None, peer_input=False)
+        # region 0 takes the way, 1-5 stall; each region's second access fires it, the next takes the way
+        tr.observe(np.arange(12), np.tile(np.arange(6), 2), np.zeros(12))
+        tr.check_invariant()
+        asked[mode] = (n[0], tr.stats().to_dict())
     assert asked["skip"][1] == asked["scan"][1]
     assert asked["skip"][1]["fired"]["value"] == 6 and asked["skip"][1]["stalled_accesses"]["value"] == 5
     assert asked["skip"][0] < asked["scan"][0]
