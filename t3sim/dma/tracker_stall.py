@@ -13,8 +13,8 @@ Two shortcuts, each equal to the definition (tests/dma/test_tracker_counting.py 
   The compiled count (:func:`~t3sim.dma.tracker_kernel.count_common`) buffers the accesses that stall in a closed
   set (``stall_buffer`` of them at most) and the tracker queues them (:meth:`StallFIFOs._stall`) before anything
   else happens, instead of handing each to the general path.
-* *Retries* (``unstall``): ``"skip"`` (default) asks the policy nothing more once it refuses every access, until a
-  run proceeds, and ends a pass there if no run left belongs to a region holding a way (``_live`` counts the queued
+* *Retries* (``unstall``): ``"skip"`` (default) asks the policy nothing while the set is closed, and ends a pass
+  there if no run left belongs to a region holding a way (``_live`` counts the queued
   runs that do, ``_qruns`` a region's queued runs); ``"scan"`` asks about every run, the definition. Nothing a
   pass skips could change state. At full size a T3-MCA run re-asked the policy about ~2.8M refused runs, 99.8 % of
   them in a full set, and handed ~600k stalls to the general path one by one (benchmarks/PROFILE.md step 14).
@@ -86,36 +86,31 @@ class StallFIFOs:
         An access proceeds if its region holds a way (taken meanwhile) or the policy admits it; the
         others keep waiting. Passes repeat while one frees a way or makes a region ready, so no
         access of a region holding a way is left waiting (the deadlock argument relies on it).
-        With ``unstall == "skip"``, once the policy refuses every access (:meth:`~t3sim.dma.tracker_policy.
-        AdmissionPolicy.refuses_all`) a pass asks it nothing more until a run proceeds, and it ends there if no
-        run left belongs to a region holding a way (class doc).
+        With ``unstall == "skip"``, while the set is closed a pass asks the policy nothing, and it ends there if
+        no run left belongs to a region holding a way (module doc).
         """
         skip = self.unstall == "skip"
-        live, use, ways, policy = self._live, self._set_use, self.ways, self.policy
+        live, closed = self._live, self._closed  # closed[s]: kept by _reclose at every change of the set's state
         while True:
             q = self._stalled.get(s)
             if not q:
                 return
-            if skip and not live[s] and policy.refuses_all(int(use[s]), ways, int(self._ready_in_set[s])):
+            if skip and closed[s] and not live[s]:
                 return
             keep: Deque[Waiting] = deque()
             again = False
-            closed = False  # skip: the policy refuses every access, and nothing changed since it was asked
             while q:
                 run = q.popleft()
                 r, cm, t0s = run
                 if self._cnt[r] < 0:
-                    if closed or not self._admit(r, s, cm):
+                    if (skip and closed[s]) or not self._admit(r, s, cm):
                         keep.append(run)
-                        if skip and not closed:
-                            closed = policy.refuses_all(int(use[s]), ways, int(self._ready_in_set[s]))
-                        if closed and not live[s]:
+                        if skip and closed[s] and not live[s]:
                             keep.extend(q)  # nothing left can proceed, nor change what the pass did
                             q.clear()
                         continue
                     self._allocate(r, s, tick, cm)
                     again |= bool(self._rdy[r])
-                closed = False  # the run proceeds: the set's state changes
                 self._qruns[r] -= 1
                 live[s] -= 1
                 n = len(t0s)
