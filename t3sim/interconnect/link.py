@@ -48,31 +48,16 @@ Invariant: after the network drained (no packet in flight),
 from __future__ import annotations
 
 from collections import deque
-from heapq import heappush
 from typing import Any, Callable, Deque, List, Optional
-
-from simpy.events import NORMAL
 
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_NS, TICKS_PER_US, ns_to_ticks
-from t3sim.sim.engine import Component, Engine
+from t3sim.sim.engine import Component, Engine, call_at
 
 _TICKS_PER_S = 10**12
 
 #: Default width of one utilisation-over-time bin: 1 us.
 DEFAULT_BIN_TICKS = TICKS_PER_US
-
-
-class _Delivery:
-    """A packet's delivery on the event heap: what the engine's loop (and simpy's ``Environment.step``) reads of an
-    event -- ``callbacks``, ``_ok``, ``_value`` -- and no more (:meth:`Link.put`). Nothing waits on it."""
-
-    __slots__ = ("callbacks", "_ok", "_value")
-
-    def __init__(self, packet: Any, deliver: Callable) -> None:
-        self.callbacks = [deliver]
-        self._ok = True
-        self._value = packet
 
 
 def bandwidth_to_Bps(bandwidth_GBps: float) -> int:
@@ -152,9 +137,8 @@ class Link(Component):
     def put(self, packet: Any) -> int:
         """Enqueue ``packet``; return the tick at which it will be delivered to ``out``.
 
-        The delivery is one heap entry ``(arrive, NORMAL, eid)``, exactly what ``env.timeout(arrive - now,
-        packet)`` would schedule, minus the ``Timeout`` object (a :class:`_Delivery`, which the engine's
-        loop and simpy's ``step`` process alike): the same event order, at a fraction of the cost per packet.
+        The delivery is one heap entry (:func:`~t3sim.sim.engine.call_at`): the key ``env.timeout(arrive - now,
+        packet)`` would get, so the same event order, without the ``Timeout`` object.
         """
         nbytes = packet.nbytes
         if nbytes <= 0:
@@ -166,7 +150,7 @@ class Link(Component):
         start = self.busy_until if self.busy_until > now else now
         wire = getattr(packet, "wire", nbytes)
         self.wire_bytes_sent += wire
-        ser = -((-wire * _TICKS_PER_S) // self.wire_Bps)  # serialisation_ticks(wire, self.wire_Bps)
+        ser = serialisation_ticks(wire, self.wire_Bps)
         if self.message_ticks and getattr(packet, "offset", 0) == 0:
             self.messages_sent += 1
             if ser < self.message_ticks:
@@ -177,13 +161,7 @@ class Link(Component):
         self.packets_sent += 1
         self.busy_ticks += ser
         self.queue_delay_ticks += start - now
-        w = self.bin_ticks
-        last = (end - 1) // w
-        if start // w == last and last < len(self.bin_busy):  # the common case of _account_bins, inline
-            self.bin_bytes[last] += nbytes
-            self.bin_busy[last] += ser
-        else:
-            self._account_bins(start, end, nbytes)
+        self._account_bins(start, end, nbytes)
         # queue depth = packets whose serialisation has not ended by `now` (incl. this one)
         deps = self._departures
         while deps and deps[0] <= now:
@@ -192,7 +170,7 @@ class Link(Component):
         if len(deps) > self.max_queue_depth:
             self.max_queue_depth = len(deps)
         arrive = end + self.latency_ticks
-        heappush(env._queue, (arrive, NORMAL, next(env._eid), _Delivery(packet, self._deliver)))
+        call_at(env, arrive, self._deliver, packet)
         return arrive
 
     def _deliver(self, ev) -> None:
@@ -200,7 +178,7 @@ class Link(Component):
         self.bytes_received += packet.nbytes
         self.packets_received += 1
         self.last_delivery = self.env._now
-        self.progress += 1  # Component.progressed()
+        self.progressed()
         self.out(packet)
 
     def _account_bins(self, start: int, end: int, nbytes: int) -> None:

@@ -275,7 +275,7 @@ class Network(Component):
         if t.arrived_packets == t.packets:
             t.end = self.env._now
             self.transfers_open -= 1
-            self.progress += 1  # Component.progressed()
+            self.progressed()
             t.done.succeed(t)
 
     # ------------------------------------------------------------------ checks & stats

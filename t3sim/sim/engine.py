@@ -122,6 +122,25 @@ def check_simpy() -> None:
 check_simpy()
 
 
+class _Call:
+    """A callback on the event heap (:func:`call_at`): what the engine's loop and simpy's ``Environment.step`` read of
+    an event -- ``callbacks``, ``_ok``, ``_value`` -- and no more. Nothing can wait on it."""
+
+    __slots__ = ("callbacks", "_ok", "_value")
+
+    def __init__(self, callback: Callable, value) -> None:
+        self.callbacks = [callback]
+        self._ok = True
+        self._value = value
+
+
+def call_at(env: simpy.Environment, tick: int, callback: Callable, value) -> None:
+    """Call ``callback(entry)`` at ``tick`` (>= now) with ``entry._value`` = ``value``, as one heap entry: the same key
+    ``(tick, NORMAL, eid)`` that ``env.timeout(tick - now, value)`` would get, so the event order is the same, but
+    without the ``Timeout`` (nothing waits on it; a link's packet delivery, :meth:`t3sim.interconnect.link.Link.put`)."""
+    heapq.heappush(env._queue, (tick, simpy.events.NORMAL, next(env._eid), _Call(callback, value)))
+
+
 def succeed_later(env: simpy.Environment, event: simpy.Event, value, delay: int) -> simpy.Event:
     """Trigger ``event`` with ``value`` ``delay`` ticks from now, as one heap entry.
 

@@ -6,7 +6,7 @@ import pytest
 import simpy
 
 from t3sim.errors import SimulationError
-from t3sim.sim.engine import Component, Engine, succeed_later
+from t3sim.sim.engine import Component, Engine, call_at, succeed_later
 
 
 class Worker(Component):
@@ -174,3 +174,32 @@ def test_garbage_collection_is_triggered_by_growth_since_the_last_collection(mon
         level[0] = rss
         E.collect_earlier_garbage()
     assert collected == [400, 500, 600, 350], collected
+
+
+@pytest.mark.parametrize("runner", ["engine", "simpy"])
+def test_call_at_keeps_the_order_a_timeout_would_have(runner):
+    """``call_at`` takes a ``Timeout``'s place in the heap: callbacks at one tick, mixed with timeouts and other
+    events, fire in the order they were scheduled, under the engine's loop and under simpy's own ``run``."""
+    def schedule(env, use_call_at, log):
+        for i in range(6):
+            t = 10 * (i % 3)
+            if use_call_at and i % 2:
+                call_at(env, env.now + t, lambda e: log.append(("call", e._value, env.now)), i)
+            else:
+                env.timeout(t, i).callbacks.append(lambda e: log.append(("call", e.value, env.now)))
+            env.timeout(t).callbacks.append(lambda e, i=i: log.append(("other", i, env.now)))
+
+    logs = []
+    for use_call_at in (False, True):
+        eng = Engine()
+        env = eng.env
+        log = []
+        schedule(env, use_call_at, log)
+        if runner == "engine":
+            env.timeout(30).callbacks.append(lambda e: eng.done.succeed())
+            eng.run()
+        else:
+            env.run()
+        logs.append(log)
+    assert logs[0] == logs[1]
+    assert [x[1] for x in logs[0] if x[0] == "call"] == [0, 3, 1, 4, 2, 5]
