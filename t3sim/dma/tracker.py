@@ -347,7 +347,7 @@ class Tracker(StallFIFOs):
     def _allocate(self, r: int, s: int, tick: int = 0, comm: bool = False) -> None:
         self._occupancy(s, tick, +1)
         self._cnt[r] = 0
-        self._live[s] += self._qruns[r]
+        self._way_held(r, s, +1)
         if self.uses_ready and (comm or self._nopeer[r]):
             self._make_ready(r)
 
@@ -368,7 +368,7 @@ class Tracker(StallFIFOs):
         assert region not in self._fired, f"{self.name}: region {region} fired twice"
         self._fired[region] = tick
         s = int(self._setof[r])
-        self._live[s] -= self._qruns[r]
+        self._way_held(r, s, -1)
         if self._rdy[r]:
             self._rdy[r] = 0
             self._ready_in_set[s] -= 1

@@ -33,8 +33,9 @@ Waiting = List
 
 class StallFIFOs:
     """The stall FIFOs of a :class:`~t3sim.dma.tracker.Tracker` (a mixin: it uses the tracker's set and region
-    state, ``_set_use``, ``_ready_in_set``, ``_cnt``, ``_rdy``, ``_pending``... and its ``_admit``, ``_allocate``,
-    ``_bump`` and ``_make_ready``)."""
+    state, ``_set_use``, ``_ready_in_set``, ``_cnt``, ``_rdy``... and its ``_admit``, ``_allocate``, ``_bump`` and
+    ``_make_ready``; the tracker calls :meth:`_way_held` when a region takes or frees a way, and :meth:`_reclose`
+    when a set's occupancy or readiness changes)."""
 
     unstall = "skip"
     #: stalls the compiled count buffers before it hands them back (any size >= 1 gives the same results: the
@@ -74,6 +75,11 @@ class StallFIFOs:
         self._pending[r] = k + 1
         if not k and len(self._pending) > self.peak_pending_regions:
             self.peak_pending_regions = len(self._pending)
+
+    def _way_held(self, r: int, s: int, sign: int) -> None:
+        """Region id ``r`` of set ``s`` took (``sign`` +1) or gave back (-1) a way: its queued runs are live or no
+        longer."""
+        self._live[s] += sign * self._qruns[r]
 
     def _reclose(self, s: int) -> None:
         """Set ``s`` changed (a way taken or freed, a region ready or no longer): whether it is closed now."""
