@@ -44,7 +44,7 @@ import numpy as np
 import simpy
 
 from t3sim.cache import l2_kernel as L2K
-from t3sim.cache.common import HIT, WriteBacks
+from t3sim.cache.common import HIT
 from t3sim.cache.l2 import L2Cache
 from t3sim.config.system import REQUEST_B
 from t3sim.memory.port import MemoryPort
@@ -139,6 +139,75 @@ def _l2_read(addrs, unc, sc, now, S, G, V, occ, counts, fl_line, fl_tag, mask, a
 
 
 @numba.njit(cache=True)
+def write_plan(a, R, req_B, access_B):  # pragma: no cover - compiled
+    """A write batch of ``req_B`` requests at ``a`` after its L2 access (its L2Result rows ``R``): ``(t, sel, acc)``,
+    ``t`` the latest L2 acceptance tick, ``sel`` the indices of the requests the L2 sends to DRAM (``R_DW``: uncached
+    writes, updates, write-no-allocate misses), ``acc`` their DRAM accesses, ``req_B / access_B`` per request in
+    request order (:func:`t3sim.memory.port.split_requests`'s layout)."""
+    n = a.shape[0]
+    t = -(1 << 62)
+    nd = 0
+    for i in range(n):
+        if R[L2K.R_DONE_TICK, i] > t:
+            t = R[L2K.R_DONE_TICK, i]
+        if R[L2K.R_DW, i] != 0:
+            nd += 1
+    per = req_B // access_B
+    sel = np.empty(nd, dtype=np.int64)
+    acc = np.empty(nd * per, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        if R[L2K.R_DW, i] != 0:
+            sel[m] = i
+            base = a[i] - a[i] % req_B
+            for q in range(per):
+                acc[m * per + q] = base + q * access_B
+            m += 1
+    return t, sel, acc
+
+
+@numba.njit(cache=True)
+def _l2_write(addrs, unc, sc, now, S, G, V, occ, counts, access_B):  # pragma: no cover - compiled
+    """A 64 B write batch through the fast L2 (:func:`~t3sim.cache.l2_kernel.access_uniform`) and its
+    :func:`write_plan`, in one call: ``(t, sel, acc, E)``, ``E`` the write-back rows."""
+    R, E, _cyc = L2K.access_uniform(addrs, True, unc, sc, REQ_B, now, S, G, V, occ, counts)
+    t, sel, acc = write_plan(addrs, R, REQ_B, access_B)
+    return t, sel, acc, E
+
+
+@numba.njit(cache=True)
+def writeback_groups(E, sector_B, nsect, access_B):  # pragma: no cover - compiled
+    """The DRAM writes of write-back rows ``E`` (L2 kernel layout), one group per owner in ascending order:
+    ``(srcs, off, acc)``, group ``g`` owner ``srcs[g]`` with the sorted distinct accesses ``acc[off[g]:off[g + 1]]``
+    covering its lines' dirty sectors (:func:`mask_accesses`; a group may be empty)."""
+    n = E.shape[1]
+    srcs = np.unique(E[L2K.E_SRC])
+    off = np.zeros(srcs.shape[0] + 1, dtype=np.int64)
+    per = nsect * (sector_B // access_B if sector_B > access_B else 1)
+    acc = np.empty(n * per, dtype=np.int64)
+    k = 0
+    for g in range(srcs.shape[0]):
+        s = srcs[g]
+        m = 0
+        for i in range(n):
+            if E[L2K.E_SRC, i] == s:
+                m += 1
+        lines = np.empty(m, dtype=np.int64)
+        masks = np.empty(m, dtype=np.int64)
+        m = 0
+        for i in range(n):
+            if E[L2K.E_SRC, i] == s:
+                lines[m] = E[L2K.E_LINE, i]
+                masks[m] = E[L2K.E_MASK, i]
+                m += 1
+        a = mask_accesses(lines, masks, sector_B, nsect, access_B)
+        acc[k:k + a.shape[0]] = a
+        k += a.shape[0]
+        off[g + 1] = k
+    return srcs, off, acc[:k]
+
+
+@numba.njit(cache=True)
 def _sorted_unique(x):  # pragma: no cover - compiled
     if x.shape[0] == 0:
         return x
@@ -159,6 +228,15 @@ def _record_fills(req, fl_line, fl_tag, mask, tag):  # pragma: no cover - compil
         s = _fill_slot(ln, mask)
         fl_line[s] = ln | 1
         fl_tag[s] = tag
+
+
+def _picked_ids(x, sel: np.ndarray, k: int):
+    """wg/wf ids ``x`` (None, a scalar or one per request) of the requests ``sel`` of a batch, as ids of their
+    ``k`` accesses each (:func:`t3sim.memory.port.split_requests`'s layout)."""
+    if x is None or np.isscalar(x):
+        return x
+    x = np.asarray(x)[sel]
+    return x if x.size == 1 else np.repeat(x.astype(np.int64), k)
 
 
 class FillTable:
@@ -216,6 +294,9 @@ class MemoryHierarchy:
         #: DRAM bytes per column command (hbm.access_size_B) and the L2 geometry the accesses are cut from
         self.access_B = self.mem.access_B
         self._geo = (self.l2.geo.line_B, self.l2.geo.sector_B, self.access_B)
+        #: a request is whole accesses and no functional data is kept: ``write`` cuts its DRAM accesses in the compiled
+        #: call (:func:`_l2_write`); else ``MemoryPort.access`` does (and raises where a request is not whole accesses)
+        self._split_ok = self.mem.functional is None and REQ_B % self.access_B == 0
         self.traffic: Dict[str, Dict[str, int]] = defaultdict(lambda: {"read": 0, "write": 0, "update": 0})
         self.outstanding_writes = 0
         self._drained: Optional[simpy.Event] = None
@@ -281,20 +362,18 @@ class MemoryHierarchy:
                 ev.callbacks.append(one)
         return out
 
-    def _writebacks(self, wb) -> None:
-        if len(wb.line_addr):
-            # a dirty line goes back as the DRAM accesses its dirty sectors touch
+    def _writebacks(self, E: np.ndarray) -> None:
+        """Issue the DRAM writes of the L2's write-back rows ``E`` (:func:`writeback_groups`): a dirty line goes back
+        as the accesses its dirty sectors touch, one batch per owner."""
+        if E.shape[1]:
             line_B, sector_B, access_B = self._geo
-            lines = wb.line_addr.astype(np.int64, copy=False)
-            masks = wb.sector_mask.astype(np.int64)
-            for src in np.unique(wb.src):
-                sel = wb.src == src
-                addrs = mask_accesses(lines[sel], masks[sel], sector_B, line_B // sector_B, access_B)
-                if len(addrs):
+            srcs, off, acc = writeback_groups(E, sector_B, line_B // sector_B, access_B)
+            for g, src in enumerate(srcs.tolist()):
+                if off[g + 1] > off[g]:
                     # no requester waits for a write-back (a run may end with it in flight): unawaited, which the
                     # memory's lookahead does not run past now (MemorySystem.advance)
-                    self.track_write(self._dram(addrs, Kind.WRITE, Stream.COMPUTE, self.categories[int(src)],
-                                                 awaited=False))
+                    self.track_write(self._dram(acc[off[g]:off[g + 1]], Kind.WRITE, Stream.COMPUTE,
+                                                self.categories[src], awaited=False))
 
     def track_write(self, ev: simpy.Event) -> simpy.Event:
         """Count DRAM write batch ``ev`` (a store's or a write-back's) as outstanding until it fires
@@ -337,8 +416,7 @@ class MemoryHierarchy:
         # one compiled call: the L2 accesses and the read plan
         ready, tags, req, E = _l2_read(addrs, bool(uncached), self._cat(category), now, *l2.kernel_state, fills.line,
                                        fills.tag, fills.mask, bool(fills.events), *self._geo)
-        if E.shape[1]:
-            self._writebacks(WriteBacks(E[L2K.E_LINE], E[L2K.E_MASK], E[L2K.E_SRC], E[L2K.E_ACC], E[L2K.E_FLUSH]))
+        self._writebacks(E)
         waits: List[simpy.Event] = []
         if len(tags):
             ev_of = fills.events
@@ -381,13 +459,27 @@ class MemoryHierarchy:
         if not len(addrs):
             return self._join([], self.env.now, 0)
         uncached = uncached or update
-        r = self.l2.access(self.env.now, addrs, True, self._cat(category), uncached=uncached)
-        self._writebacks(r.writebacks)
+        kind = Kind.UPDATE if update else Kind.WRITE
+        l2 = self.l2
+        if data is None and self._split_ok:
+            # one compiled call: the L2 accesses and the DRAM accesses of the requests that go on to DRAM
+            t, sel, acc, E = _l2_write(addrs, bool(uncached), self._cat(category),
+                                       l2.clock.next_cycle_at_or_after(self.env.now), *l2.kernel_state, self.access_B)
+            self._writebacks(E)
+            if not len(sel):
+                return self._join([], int(t), 0)
+            k = REQ_B // self.access_B
+            self.traffic[category][kind.name.lower()] += REQ_B * len(sel)
+            ev = self.port.access(acc, kind, stream, CATEGORY_SOURCE.get(category, Source.OTHER),
+                                  wg_id=_picked_ids(wg_id, sel, k), wf_id=_picked_ids(wf_id, sel, k))
+            return self._join([self.track_write(ev)], int(t), 0)
+        r = l2.access(self.env.now, addrs, True, self._cat(category), uncached=uncached)
+        wb = r.writebacks
+        self._writebacks(np.array([wb.line_addr, wb.sector_mask, wb.src], dtype=np.int64).reshape(3, -1))
         waits: List[simpy.Event] = []
         direct = r.dram_write_mask != 0
         if direct.any():
             sel = np.flatnonzero(direct)
-            kind = Kind.UPDATE if update else Kind.WRITE
             pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])
             ev = self._dram(addrs[sel], kind, stream, category, wg_id=pick(wg_id), wf_id=pick(wf_id),
                             data=None if data is None else np.asarray(data)[sel], request_B=REQ_B)

@@ -38,7 +38,7 @@ import numba
 import numpy as np
 
 from t3sim.cache import l2_kernel as L2K
-from t3sim.compute.memhier import _l2_read, _record_fills, mask_accesses
+from t3sim.compute.memhier import _l2_read, _record_fills, write_plan, writeback_groups
 from t3sim.compute.window_heap import (  # noqa: F401 (state indices: also this module's API)
     EV_DISPATCH, EV_INIT, EV_JOIN, EV_TIMEOUT, NORMAL, URGENT, _ch_pop, next_cycle, pop, push, register_done,
     W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
@@ -141,25 +141,13 @@ def _submit(addrs, kind, source, W, C, BI, RQ, b_done, b_rem, sc, radix, pos, ch
 def _writebacks(E, W, C, BI, TR, cat_src, SA):  # pragma: no cover - compiled
     """``MemoryHierarchy._writebacks``: per owner (ascending), the accesses of its lines' dirty sectors as one
     tracked DRAM write batch."""
-    n = E.shape[1]
-    if n == 0:
+    if E.shape[1] == 0:
         return
     RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
-    srcs = np.unique(E[L2K.E_SRC])
-    for s in srcs:
-        m = 0
-        for i in range(n):
-            if E[L2K.E_SRC, i] == s:
-                m += 1
-        lines = np.empty(m, dtype=np.int64)
-        masks = np.empty(m, dtype=np.int64)
-        m = 0
-        for i in range(n):
-            if E[L2K.E_SRC, i] == s:
-                lines[m] = E[L2K.E_LINE, i]
-                masks[m] = E[L2K.E_MASK, i]
-                m += 1
-        addrs = mask_accesses(lines, masks, C[C_SECTOR_B], C[C_LINE_B] // C[C_SECTOR_B], C[C_ACCESS_B])
+    srcs, off, acc = writeback_groups(E, C[C_SECTOR_B], C[C_LINE_B] // C[C_SECTOR_B], C[C_ACCESS_B])
+    for g in range(srcs.shape[0]):
+        s = srcs[g]
+        addrs = acc[off[g]:off[g + 1]]
         if addrs.shape[0]:
             bid = _submit(addrs, C[C_WRITE], cat_src[s], W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head,
                           f_tail, unit_next, noid, 0, unit_awaited)
@@ -214,28 +202,10 @@ def _store(a, jkind, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cov
     R, E, _cyc = L2K.access_uniform(a, True, False, C[C_STCAT], C[C_REQ_B], next_cycle(now, C[C_L2_F]), S, G, V,
                                     occ, cnt)
     _writebacks(E, W, C, BI, TR, cat_src, SA)
-    t = -BIG
-    nd = 0
-    for i in range(a.shape[0]):
-        if R[L2K.R_DONE_TICK, i] > t:
-            t = R[L2K.R_DONE_TICK, i]
-        if R[L2K.R_DW, i] != 0:
-            nd += 1
+    t, sel, sp = write_plan(a, R, C[C_REQ_B], C[C_ACCESS_B])
+    nd = sel.shape[0]
     k = _new_join(J, W, jkind, t, 0)
     if nd:
-        per = C[C_REQ_B] // C[C_ACCESS_B]
-        sp = np.empty(nd * per, dtype=np.int64)
-        m = 0
-        for i in range(a.shape[0]):
-            if R[L2K.R_DW, i] != 0:
-                if per == 1:
-                    sp[m] = a[i]
-                    m += 1
-                else:
-                    base = a[i] - a[i] % C[C_REQ_B]
-                    for q in range(per):
-                        sp[m] = base + q * C[C_ACCESS_B]
-                        m += 1
         bid = _submit(sp, C[C_WRITE], C[C_STSRC], W, C, BI, RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail,
                       unit_next, noid, 1, unit_awaited)
         TR[C[C_STCAT], 1] += C[C_REQ_B] * nd

@@ -169,6 +169,7 @@ class CopyPath(Component):
         #: optional ``(tick, bytes)`` callback when a request's bytes are done (rate measurements)
         self.on_bytes_done: Optional[Callable[[int, int], None]] = None
         self.ps_per_B = 0.0  # issue-rate cap in ps per byte (0: none); subclasses set it
+        self._ramp = np.arange(self.req_n, dtype=np.int64) * REQ_B  # 64 B offsets of a request's lines (_addrs)
 
     def _new_copy(self, src_B: int, dst_B: int, nbytes: int, direction: str, peer: Optional[int],
                   srcs: Sequence[int] = (), tag=None) -> Copy:
@@ -214,7 +215,10 @@ class CopyPath(Component):
             self._issue(st, c, a * REQ_B, n)
 
     def _addrs(self, base: int, off: int, n: int) -> np.ndarray:
-        return base + off + np.arange(n, dtype=np.int64) * REQ_B
+        """The byte addresses of ``n`` 64 B requests from ``base + off`` (a new array)."""
+        if n > self._ramp.size:
+            self._ramp = np.arange(n, dtype=np.int64) * REQ_B
+        return (base + off) + self._ramp[:n]
 
     def _issue(self, st: _EngineState, c: Copy, off: int, n: int) -> None:
         """Issue one copier request of ``n`` 64 B requests at byte offset ``off`` of copy ``c``."""

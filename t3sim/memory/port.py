@@ -165,7 +165,7 @@ class MemoryPort:
         for b, done in mem.pop_completed():  # an empty batch completes on submission
             self._fire(b, done)
         if mem.outstanding:  # no-op unless the new requests could complete before the armed step
-            self._arm(mem.discovery_tick(env.now, parse_enum(Kind, kind, "memory request kind") is not Kind.READ))
+            self._arm(mem.last_discovery_tick(parse_enum(Kind, kind, "memory request kind") is not Kind.READ))
         return ev
 
     def window_conflict(self) -> None:

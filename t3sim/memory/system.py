@@ -143,6 +143,8 @@ class MemorySystem(RequestStore, PolicyEvents):
         self.acc = Accum(len(Stream), len(Kind), len(Source))
         self.frontier = 0  # first unsimulated cycle
         self._last_submit_tick = 0
+        #: arrival cycle of the last submission (``discovery_tick`` of its tick is computed from it)
+        self.last_arrive = 0
         self.outstanding = 0
         self.outstanding_writes = 0  # of them, writes and updates (they set the pump cadence)
         self.feed: Optional[EnqueueFeed] = None  # the enqueue hook's (set_enqueue_hook)
@@ -197,6 +199,10 @@ class MemorySystem(RequestStore, PolicyEvents):
         request submitted at ``tick`` (of a write/update if ``write``, else of a read)."""
         return self._last_tick_before_done(self.clock.next_cycle_at_or_after(tick + self.frontend_ticks), write)
 
+    def last_discovery_tick(self, write: bool) -> int:
+        """:meth:`discovery_tick` of the last submission's tick (from its arrival cycle, computed once)."""
+        return self._last_tick_before_done(self.last_arrive, write)
+
     def _last_tick_before_done(self, cycle: int, write: bool) -> int:
         """One tick before the earliest completion of a request (a write/update if ``write``) that issues
         at or after ``cycle``."""
@@ -220,7 +226,6 @@ class MemorySystem(RequestStore, PolicyEvents):
         stream = parse_enum(Stream, stream, "memory request stream")
         source = parse_enum(Source, source, "memory request source")
         tick = int(tick)
-        now = self.clock.next_cycle_at_or_after(tick)
         arrive = self.clock.next_cycle_at_or_after(tick + self.frontend_ticks)
         if arrive < self.frontier or tick < self._last_submit_tick:
             raise ValueError(f"submit at tick {tick} arrives in the past (memory frontier {self.now_tick}, last submit "
@@ -230,7 +235,9 @@ class MemorySystem(RequestStore, PolicyEvents):
             addrs = np.atleast_1d(np.asarray(addrs, dtype=np.int64))
         a = addrs
         n = int(a.size)
-        bid = self.batches.add(self.n, n, arrive if n else now)  # an empty batch completes on submission
+        self.last_arrive = arrive
+        # an empty batch completes on submission
+        bid = self.batches.add(self.n, n, arrive if n else self.clock.next_cycle_at_or_after(tick))
         if self.functional is not None:
             self.functional.on_submit(bid, kind, n, data)
         if n == 0:

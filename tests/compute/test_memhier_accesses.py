@@ -162,3 +162,78 @@ def test_bytes_are_conserved(access_B, ops):
         s, n = h.mem.batches.first[b], h.mem.batches.count[b]
         assert len(np.unique(addrs[s:s + n])) == n
     assert _traffic(h) == _hbm_bytes(h)
+
+
+WRITE_OPS = st.sampled_from(["write", "write_unc", "update", "sector_write", "read"])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(access_B=st.sampled_from(sorted(BUSES)),
+       ops=st.lists(st.tuples(WRITE_OPS, st.lists(st.integers(0, 95), min_size=1, max_size=6, unique=True),
+                              st.sampled_from(["none", "scalar", "array"])), min_size=1, max_size=20))
+def test_compiled_write_path_is_the_general_one(access_B, ops):
+    """``MemoryHierarchy.write``'s compiled path (:func:`~t3sim.compute.memhier._l2_write`: the L2 access, the
+    write plan and the accesses' split in one call; :func:`~t3sim.compute.memhier.writeback_groups`) against the
+    general path (``L2Cache.access`` and ``MemoryPort.access(request_B=64)``'s split): the same DRAM accesses in
+    the same batches with the same ids, the same completion ticks, L2 state and traffic, on batches of lines
+    that hit, miss and evict dirty sectors of several owners."""
+    runs = []
+    for fast in (True, False):
+        env, h = _hier(access_B)
+        h._split_ok = fast
+        done = []
+        seen = []
+        h.mem.set_enqueue_hook(lambda info: seen.append((info.tick.tolist(), info.kind.tolist(), info.wg_id.tolist(),
+                                                          info.wf_id.tolist())))
+
+        def proc():
+            for j, (op, xs, idk) in enumerate(ops):
+                a = np.array([(x % 24) * 64 + (x // 24) * (1 << 14) for x in xs], dtype=np.int64)
+                cat = ("gemm", "rs", "dma")[j % 3]
+                if op == "sector_write":
+                    h.l2.access(env.now, a + 32 * (j % 2), True, j % 3, size_B=32)
+                    continue
+                if op == "read":
+                    ev = h.read(a, cat)
+                else:
+                    ids = {"none": (None, None), "scalar": (j, 1),
+                           "array": (np.arange(len(a)) + 10 * j, np.arange(len(a)))}[idk]
+                    ev = h.write(a, cat, uncached=op == "write_unc", update=op == "update", wg_id=ids[0],
+                                 wf_id=ids[1])
+                ev.callbacks.append(lambda _e, j=j: done.append((j, env.now)))
+                if j % 2:
+                    yield ev
+
+        env.process(proc())
+        env.run()
+        ms = h.mem
+        runs.append((done, seen, ms.RQ[:, : ms.n].copy(), list(ms.batches.count), h.l2.snapshot(),
+                     h.l2.counts.copy(), {c: dict(v) for c, v in h.traffic.items()}))
+    for a, b in zip(*runs):
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b)
+        else:
+            assert a == b
+
+
+@settings(max_examples=50, deadline=None)
+@given(access_B=st.sampled_from(sorted(BUSES)),
+       rows=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 15), st.integers(0, 4)), max_size=30))
+def test_writeback_groups_are_per_owner_in_ascending_order(access_B, rows):
+    """:func:`~t3sim.compute.memhier.writeback_groups` (the L2's write-backs as DRAM writes, one batch per owner)
+    is, owner by owner in ascending order, :func:`~t3sim.compute.memhier.mask_accesses` of that owner's lines."""
+    from t3sim.cache import l2_kernel as L2K
+    from t3sim.compute.memhier import mask_accesses, writeback_groups
+
+    line_B, sector_B = 128, 32
+    E = np.zeros((L2K.NE, len(rows)), dtype=np.int64)
+    for i, (ln, m, s) in enumerate(rows):
+        E[L2K.E_LINE, i], E[L2K.E_MASK, i], E[L2K.E_SRC, i] = ln * line_B, m, s
+    srcs, off, acc = writeback_groups(E, sector_B, line_B // sector_B, access_B)
+    want = sorted({s for _l, _m, s in rows})
+    assert srcs.tolist() == want
+    for g, s in enumerate(want):
+        sel = E[L2K.E_SRC] == s
+        ref = mask_accesses(E[L2K.E_LINE][sel], E[L2K.E_MASK][sel], sector_B, line_B // sector_B, access_B)
+        assert acc[off[g]:off[g + 1]].tolist() == ref.tolist()
+    assert off[-1] == len(acc)

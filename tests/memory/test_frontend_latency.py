@@ -68,3 +68,15 @@ def test_port_fires_at_the_delayed_completion():
     env.process(proc(5_000, "write", 1 << 20))
     env.run()
     assert len(seen) == 2 and all(now == done for now, done in seen)
+
+
+@pytest.mark.parametrize("latency", [0, 100, 137])
+def test_last_discovery_tick_is_the_discovery_tick_of_the_last_submission(latency):
+    """``MemoryPort.access`` arms its pump from the arrival cycle ``submit`` computed
+    (:meth:`MemorySystem.last_discovery_tick`): the same tick as :meth:`MemorySystem.discovery_tick` of the
+    submission's tick, for reads and writes, at ticks on and between memory and GPU cycle boundaries."""
+    ms = MemorySystem(system(2, memory_controller={"frontend_latency_gpu_cycles": latency}))
+    for i, tick in enumerate([0, 1, 357, 714, 1000, 1001, 99_999, 100_000]):
+        ms.submit(tick, [i * 64], "write" if i % 2 else "read", "compute", "gemm")
+        for write in (False, True):
+            assert ms.last_discovery_tick(write) == ms.discovery_tick(tick, write)
