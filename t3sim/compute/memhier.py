@@ -416,7 +416,8 @@ class MemoryHierarchy:
         # one compiled call: the L2 accesses and the read plan
         ready, tags, req, E = _l2_read(addrs, bool(uncached), self._cat(category), now, *l2.kernel_state, fills.line,
                                        fills.tag, fills.mask, bool(fills.events), *self._geo)
-        self._writebacks(E)
+        if E.shape[1]:
+            self._writebacks(E)
         waits: List[simpy.Event] = []
         if len(tags):
             ev_of = fills.events
@@ -465,7 +466,8 @@ class MemoryHierarchy:
             # one compiled call: the L2 accesses and the DRAM accesses of the requests that go on to DRAM
             t, sel, acc, E = _l2_write(addrs, bool(uncached), self._cat(category),
                                        l2.clock.next_cycle_at_or_after(self.env.now), *l2.kernel_state, self.access_B)
-            self._writebacks(E)
+            if E.shape[1]:
+                self._writebacks(E)
             if not len(sel):
                 return self._join([], int(t), 0)
             k = REQ_B // self.access_B
