@@ -477,7 +477,9 @@ class MemoryHierarchy:
             return self._join([self.track_write(ev)], int(t), 0)
         r = l2.access(self.env.now, addrs, True, self._cat(category), uncached=uncached)
         wb = r.writebacks
-        self._writebacks(np.array([wb.line_addr, wb.sector_mask, wb.src], dtype=np.int64).reshape(3, -1))
+        E = np.zeros((L2K.NE, len(wb.line_addr)), dtype=np.int64)
+        E[L2K.E_LINE], E[L2K.E_MASK], E[L2K.E_SRC] = wb.line_addr, wb.sector_mask, wb.src
+        self._writebacks(E)
         waits: List[simpy.Event] = []
         direct = r.dram_write_mask != 0
         if direct.any():

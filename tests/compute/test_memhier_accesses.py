@@ -15,6 +15,7 @@ import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from t3sim.cache.common import C_WB
 from t3sim.compute.memhier import REQ_B, MemoryHierarchy
 from t3sim.config import SystemConfig
 from t3sim.memory.request import Kind, Source, Stream
@@ -167,19 +168,17 @@ def test_bytes_are_conserved(access_B, ops):
 WRITE_OPS = st.sampled_from(["write", "write_unc", "update", "sector_write", "read"])
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(access_B=st.sampled_from(sorted(BUSES)),
-       ops=st.lists(st.tuples(WRITE_OPS, st.lists(st.integers(0, 95), min_size=1, max_size=6, unique=True),
-                              st.sampled_from(["none", "scalar", "array"])), min_size=1, max_size=20))
-def test_compiled_write_path_is_the_general_one(access_B, ops):
-    """``MemoryHierarchy.write``'s compiled path (:func:`~t3sim.compute.memhier._l2_write`: the L2 access, the
-    write plan and the accesses' split in one call; :func:`~t3sim.compute.memhier.writeback_groups`) against the
-    general path (``L2Cache.access`` and ``MemoryPort.access(request_B=64)``'s split): the same DRAM accesses in
-    the same batches with the same ids, the same completion ticks, L2 state and traffic, on batches of lines
-    that hit, miss and evict dirty sectors of several owners."""
+def _write_runs(access_B, ops):
+    """Run ``ops`` (op, line indices, id kind) on a hierarchy with the compiled write path and on one with the general
+    path; return each run's completions, enqueue reports, request rows, batches, L2 lines, L2 counters, traffic."""
     runs = []
+    width, bl = BUSES[access_B]
+    # a 16 KiB L2 of 2 ways: the four 16 KiB-apart regions below share its sets, so dirty lines are evicted
+    cfg = SystemConfig.model_validate({"hbm": {"channels": 4, "bus_width_B": width, "burst_length": bl},
+                                       "l2": {"size_MiB": 1 / 64, "banks": 1, "associativity": 2}})
     for fast in (True, False):
-        env, h = _hier(access_B)
+        env = simpy.Environment()
+        h = MemoryHierarchy(env, cfg)
         h._split_ok = fast
         done = []
         seen = []
@@ -209,11 +208,40 @@ def test_compiled_write_path_is_the_general_one(access_B, ops):
         ms = h.mem
         runs.append((done, seen, ms.RQ[:, : ms.n].copy(), list(ms.batches.count), h.l2.snapshot(),
                      h.l2.counts.copy(), {c: dict(v) for c, v in h.traffic.items()}))
+    return runs
+
+
+def _same(runs):
     for a, b in zip(*runs):
         if isinstance(a, np.ndarray):
             assert np.array_equal(a, b)
         else:
             assert a == b
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(access_B=st.sampled_from(sorted(BUSES)),
+       ops=st.lists(st.tuples(WRITE_OPS, st.lists(st.integers(0, 95), min_size=1, max_size=6, unique=True),
+                              st.sampled_from(["none", "scalar", "array"])), min_size=1, max_size=20))
+def test_compiled_write_path_is_the_general_one(access_B, ops):
+    """``MemoryHierarchy.write``'s compiled path (:func:`~t3sim.compute.memhier._l2_write`: the L2 access, the
+    write plan and the accesses' split in one call; :func:`~t3sim.compute.memhier.writeback_groups`) against the
+    general path (``L2Cache.access`` and ``MemoryPort.access(request_B=64)``'s split): the same DRAM accesses in
+    the same batches with the same ids, the same completion ticks, enqueue reports, L2 state and traffic."""
+    _same(_write_runs(access_B, ops))
+
+
+@pytest.mark.parametrize("access_B", sorted(BUSES))
+def test_compiled_write_path_with_evictions_of_several_owners(access_B):
+    """The same comparison on a fixed sequence whose cached writes of three owners evict each other's dirty lines
+    (2 ways, four regions on the same sets) and whose uncached writes and updates flush them."""
+    ops = [("write", [0, 1, 2, 3], "none"), ("write", [24, 25, 26], "scalar"), ("write", [48, 49, 50], "array"),
+           ("write", [72, 73, 0], "none"), ("update", [1, 25, 49], "array"), ("write_unc", [2, 26, 50], "scalar"),
+           ("read", [3, 27], "none"), ("write", [4, 28, 52, 76], "array")]
+    runs = _write_runs(access_B, ops)
+    counts = runs[0][5]
+    assert counts[:, C_WB].sum() > 0 and np.count_nonzero(counts[:, C_WB]) >= 2  # write-backs of several owners
+    _same(runs)
 
 
 @settings(max_examples=50, deadline=None)
