@@ -171,7 +171,9 @@ _SYNTH_TEXT = ("the heuristic errs in {synth_wrong_n} of {synth_n} synthetic sce
                "{synth_wrong_picks} (its metric under the 1 ms threshold at the scaled shapes) while t3sim's fastest is "
                "{synth_wrong_best}: at the scaled depths (K down to 512-2048) the 1D steps' gather and scatter copies "
                "weigh more than at full K (experiments/ficco/README.md finding 4); the picked schedule still runs at "
-               "{synth_wrong_ratio_min:.2f}x or more of the fastest one's speedup, so the loss is small")
+               "{synth_wrong_ratio_min:.2f}x or more of the fastest one's speedup, so the loss is small; which 1D "
+               "schedule is fastest also depends on an unfitted assumption, the bytes the CU copy kernels keep in "
+               "flight per CU (experiments/ficco/README.md finding 8)")
 _SYNTH_MK = C("every synthetic misprediction is an M > K scenario", "synth_wrong_mk_le_n", "<", 1)
 _SYNTH_CLOSE = C("the picked schedule within 25 % of the fastest wherever it errs", "synth_wrong_ratio_min", ">=", 0.75)
 
@@ -231,7 +233,9 @@ FICCO_EXPLANATIONS: Dict[str, Claim] = {
         "applied to the simulated (scaled) shapes, the heuristic's metric falls under its 1 ms threshold and it picks "
         "{heur_wrong_picks} where it errs ({heur_wrong_n} of {heur_n}: {heur_wrong}), while t3sim's fastest schedule "
         "there is hetero-fused-1D (no gather or scatter for the local shard; the fastest in {heur_sp_mgtk_hetero_n} of "
-        "the {heur_sp_mgtk_n} SP+TP M > K scenarios); all M <= K picks are right",
+        "the {heur_sp_mgtk_n} SP+TP M > K scenarios); all M <= K picks are right; which 1D schedule is fastest also "
+        "depends on an unfitted assumption, the bytes the CU copy kernels keep in flight per CU "
+        "(experiments/ficco/README.md finding 8)",
         (BELOW, C("every misprediction is an M > K scenario", "heur_wrong_mk_le_n", "<", 1),
          C("t3sim's fastest schedule is hetero-fused-1D wherever the pick is wrong", "heur_wrong_not_hetero_n", "<", 1))),
     "heuristic_synthetic": Claim(_SYNTH_TEXT, (BELOW, _SYNTH_MK)),
