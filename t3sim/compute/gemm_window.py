@@ -37,7 +37,7 @@ import simpy
 
 from t3sim.cache import l2_kernel as L2K
 from t3sim.cache.common import cycles_to_ticks
-from t3sim.compute import memhier
+from t3sim.compute import memhier_kernel
 from t3sim.compute import window_heap as WH
 from t3sim.compute import window_kernel as WK
 from t3sim.compute.addresses import slice_requests, wg_store_requests
@@ -62,8 +62,8 @@ def kernel(policy_cls, drain_cls):
 
     step = kernels(policy_cls, drain_cls)[1]
     return specialise(WK.run_window, f"{policy_cls.__name__}_{drain_cls.__name__}", {"pump_step": step},
-                      depends=(WH.push, memhier._l2_read, L2K.access_uniform, bookkeeping.fill_requests, accum.retire,
-                               fast_kernel.run_kernel, step_kernel.pump_step, clock.cycle_start_tick,
+                      depends=(WH.push, memhier_kernel._l2_read, L2K.access_uniform, bookkeeping.fill_requests,
+                               accum.retire, fast_kernel.run_kernel, step_kernel.pump_step, clock.cycle_start_tick,
                                *RUN_DEPENDS, policy_cls.choose, drain_cls.decide))
 
 

@@ -38,7 +38,7 @@ import numba
 import numpy as np
 
 from t3sim.cache import l2_kernel as L2K
-from t3sim.compute.memhier import _l2_read, _record_fills, write_plan, writeback_groups
+from t3sim.compute.memhier_kernel import _l2_read, _record_fills, write_plan, writeback_groups
 from t3sim.compute.window_heap import (  # noqa: F401 (state indices: also this module's API)
     EV_DISPATCH, EV_INIT, EV_JOIN, EV_TIMEOUT, NORMAL, URGENT, _ch_pop, next_cycle, pop, push, register_done,
     W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
