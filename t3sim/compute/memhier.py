@@ -12,8 +12,9 @@ Every path below issues whole accesses: the L2 asks DRAM for the accesses that
 cover the *sectors* it misses (a sector miss of one 32 B sector is one 32 B
 access), writes back the accesses covering a line's dirty sectors, and an
 uncached write or update of a request becomes ``REQ_B / access_size_B``
-accesses (:meth:`MemoryPort.access <t3sim.memory.port.MemoryPort.access>` with
-``request_B``), each carrying the request's ``wg_id``/``wf_id``.
+accesses (:func:`~t3sim.compute.memhier_kernel.write_plan`, in
+:func:`~t3sim.memory.port.split_requests`'s layout), each carrying the request's
+``wg_id``/``wf_id`` and its share of the data (:func:`~t3sim.memory.port.access_fields`).
 
 Paths (paper Sec. 4.3 and Table 1):
 
@@ -42,11 +43,10 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import simpy
 
-from t3sim.cache import l2_kernel as L2K
 from t3sim.cache.l2 import L2Cache
 from t3sim.compute.memhier_kernel import _l2_read, _l2_write, _record_fills, writeback_groups
 from t3sim.config.system import REQUEST_B
-from t3sim.memory.port import MemoryPort
+from t3sim.memory.port import MemoryPort, access_fields
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.memory.system import MemorySystem
 from t3sim.results.stats import Stats
@@ -59,15 +59,6 @@ REQ_B = REQUEST_B
 #: Fig. 18 categories and the memory-controller source each maps to.
 CATEGORY_SOURCE = {"gemm": Source.GEMM, "rs": Source.COLLECTIVE, "ag": Source.COLLECTIVE, "dma": Source.DMA,
                    "other": Source.OTHER}
-
-
-def _picked_ids(x, sel: np.ndarray, k: int):
-    """wg/wf ids ``x`` (None, a scalar or one per request) of the requests ``sel`` of a batch, as ids of their
-    ``k`` accesses each (:func:`t3sim.memory.port.split_requests`'s layout)."""
-    if x is None or np.isscalar(x):
-        return x
-    x = np.asarray(x)[sel]
-    return x if x.size == 1 else np.repeat(x.astype(np.int64), k)
 
 
 class FillTable:
@@ -125,9 +116,6 @@ class MemoryHierarchy:
         #: DRAM bytes per column command (hbm.access_size_B) and the L2 geometry the accesses are cut from
         self.access_B = self.mem.access_B
         self._geo = (self.l2.geo.line_B, self.l2.geo.sector_B, self.access_B)
-        #: a request is whole accesses and no functional data is kept: ``write`` cuts its DRAM accesses in the compiled
-        #: call (:func:`~t3sim.compute.memhier_kernel._l2_write`); else ``MemoryPort.access`` does (and raises where a request is not whole accesses)
-        self._split_ok = self.mem.functional is None and REQ_B % self.access_B == 0
         self.traffic: Dict[str, Dict[str, int]] = defaultdict(lambda: {"read": 0, "write": 0, "update": 0})
         self.outstanding_writes = 0
         self._drained: Optional[simpy.Event] = None
@@ -142,11 +130,12 @@ class MemoryHierarchy:
             raise ValueError(f"unknown traffic category {category!r}; known: {self.categories}") from None
 
     def _dram(self, addrs: np.ndarray, kind: Kind, stream: Stream, category: str, wg_id=None, wf_id=None,
-              data=None, request_B: Optional[int] = None, awaited: bool = True) -> simpy.Event:
-        """DRAM accesses at ``addrs`` (or, with ``request_B``, requests of that size: MemoryPort.access)."""
-        self.traffic[category][kind.name.lower()] += (request_B or self.access_B) * len(addrs)
+              data=None, awaited: bool = True) -> simpy.Event:
+        """DRAM accesses at ``addrs`` (one ``access_size_B`` access each: MemoryPort.access), counted as
+        ``category``."""
+        self.traffic[category][kind.name.lower()] += self.access_B * len(addrs)
         return self.port.access(addrs, kind, stream, CATEGORY_SOURCE.get(category, Source.OTHER),
-                                wg_id=wg_id, wf_id=wf_id, data=data, request_B=request_B, awaited=awaited)
+                                wg_id=wg_id, wf_id=wf_id, data=data, awaited=awaited)
 
     def direct_read(self, addrs, category: str, stream: Stream, source: Source) -> simpy.Event:
         """Read 64 B requests straight from DRAM, bypassing the L2 (a DMA engine's or a pull kernel's
@@ -194,8 +183,9 @@ class MemoryHierarchy:
         return out
 
     def _writebacks(self, E: np.ndarray) -> None:
-        """Issue the DRAM writes of the L2's write-back rows ``E`` (:func:`~t3sim.compute.memhier_kernel.writeback_groups`): a dirty line goes back
-        as the accesses its dirty sectors touch, one batch per owner."""
+        """Issue the DRAM writes of the L2's write-back rows ``E``
+        (:func:`~t3sim.compute.memhier_kernel.writeback_groups`): a dirty line goes back as the accesses its dirty
+        sectors touch, one batch per owner."""
         if E.shape[1]:
             line_B, sector_B, access_B = self._geo
             srcs, off, acc = writeback_groups(E, sector_B, line_B // sector_B, access_B)
@@ -291,35 +281,19 @@ class MemoryHierarchy:
         if not len(addrs):
             return self._join([], self.env.now, 0)
         uncached = uncached or update
-        kind = Kind.UPDATE if update else Kind.WRITE
         l2 = self.l2
-        if data is None and self._split_ok:
-            # one compiled call: the L2 accesses and the DRAM accesses of the requests that go on to DRAM
-            t, sel, acc, E = _l2_write(addrs, bool(uncached), self._cat(category),
-                                       l2.clock.next_cycle_at_or_after(self.env.now), *l2.kernel_state, self.access_B)
-            if E.shape[1]:
-                self._writebacks(E)
-            if not len(sel):
-                return self._join([], int(t), 0)
-            k = REQ_B // self.access_B
-            self.traffic[category][kind.name.lower()] += REQ_B * len(sel)
-            ev = self.port.access(acc, kind, stream, CATEGORY_SOURCE.get(category, Source.OTHER),
-                                  wg_id=_picked_ids(wg_id, sel, k), wf_id=_picked_ids(wf_id, sel, k))
-            return self._join([self.track_write(ev)], int(t), 0)
-        r = l2.access(self.env.now, addrs, True, self._cat(category), uncached=uncached)
-        wb = r.writebacks
-        E = np.zeros((L2K.NE, len(wb.line_addr)), dtype=np.int64)
-        E[L2K.E_LINE], E[L2K.E_MASK], E[L2K.E_SRC] = wb.line_addr, wb.sector_mask, wb.src
-        self._writebacks(E)
-        waits: List[simpy.Event] = []
-        direct = r.dram_write_mask != 0
-        if direct.any():
-            sel = np.flatnonzero(direct)
-            pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])
-            ev = self._dram(addrs[sel], kind, stream, category, wg_id=pick(wg_id), wf_id=pick(wf_id),
-                            data=None if data is None else np.asarray(data)[sel], request_B=REQ_B)
-            waits.append(self.track_write(ev))
-        return self._join(waits, int(r.done_tick.max()), 0)
+        # one compiled call: the L2 accesses, and the DRAM accesses of the requests that go on to DRAM (REQ_B / access
+        # size each: a divisor, SystemConfig checks it)
+        t, sel, acc, E = _l2_write(addrs, bool(uncached), self._cat(category),
+                                   l2.clock.next_cycle_at_or_after(self.env.now), *l2.kernel_state, self.access_B)
+        if E.shape[1]:
+            self._writebacks(E)
+        if not len(sel):
+            return self._join([], int(t), 0)
+        pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])
+        wg, wf, d = access_fields(pick(wg_id), pick(wf_id), pick(data), len(sel), REQ_B // self.access_B)
+        ev = self._dram(acc, Kind.UPDATE if update else Kind.WRITE, stream, category, wg_id=wg, wf_id=wf, data=d)
+        return self._join([self.track_write(ev)], int(t), 0)
 
     def drained(self) -> simpy.Event:
         """Event that fires once every DRAM write issued so far has completed."""

@@ -87,13 +87,20 @@ from t3sim.sim.engine import dispatcher
 
 def split_requests(addrs, wg_id, wf_id, data, request_B: int, access_B: int):
     """Requests of ``request_B`` bytes at ``addrs`` as accesses of ``access_B``: ``(addrs, wg_id, wf_id, data,
-    accesses per request)``; per-request ids are repeated, data rows split (``(n, e)`` -> ``(n k, e / k)``)."""
+    accesses per request)``; per-request ids are repeated, data rows split (:func:`access_fields`)."""
     if request_B < access_B or request_B % access_B:
         raise ValueError(f"a request of {request_B} B is not a whole number of {access_B} B DRAM accesses")
     k = request_B // access_B
     a = np.asarray(addrs, dtype=np.int64).reshape(-1)
     base = a - a % request_B
     out = (base[:, None] + np.arange(0, request_B, access_B, dtype=np.int64)[None, :]).reshape(-1)
+    return (out, *access_fields(wg_id, wf_id, data, a.size, k), k)
+
+
+def access_fields(wg_id, wf_id, data, n: int, k: int):
+    """The ids and data of ``n`` requests as those of their ``k`` accesses each: ``(wg_id, wf_id, data)``; an id
+    that is None, a scalar or one value stays as it is, per-request ids are repeated, data rows split
+    (``(n, e)`` -> ``(n k, e / k)``)."""
 
     def rep(x):
         if x is None or np.ndim(x) == 0 or np.size(x) == 1:
@@ -102,8 +109,8 @@ def split_requests(addrs, wg_id, wf_id, data, request_B: int, access_B: int):
 
     if data is not None:
         d = np.asarray(data)
-        data = d.reshape(a.size * k, d.size // (a.size * k)) if a.size else d
-    return out, rep(wg_id), rep(wf_id), data, k
+        data = d.reshape(n * k, d.size // (n * k)) if n else d
+    return rep(wg_id), rep(wf_id), data
 
 
 class BatchResult(NamedTuple):

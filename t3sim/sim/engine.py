@@ -137,7 +137,8 @@ class _Call:
 def call_at(env: simpy.Environment, tick: int, callback: Callable, value) -> None:
     """Call ``callback(entry)`` at ``tick`` (>= now) with ``entry._value`` = ``value``, as one heap entry: the same key
     ``(tick, NORMAL, eid)`` that ``env.timeout(tick - now, value)`` would get, so the event order is the same, but
-    without the ``Timeout`` (nothing waits on it; a link's packet delivery, :meth:`t3sim.interconnect.link.Link.put`)."""
+    without the ``Timeout`` (nothing waits on it; a link's packet delivery,
+    :meth:`t3sim.interconnect.link.Link.put`)."""
     heapq.heappush(env._queue, (tick, simpy.events.NORMAL, next(env._eid), _Call(callback, value)))
 
 

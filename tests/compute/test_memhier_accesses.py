@@ -9,6 +9,8 @@ per-category traffic counters equal the bytes the memory served.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import simpy
@@ -16,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from t3sim.cache.common import C_WB
-from t3sim.compute.memhier import REQ_B, MemoryHierarchy
+from t3sim.compute.memhier import CATEGORY_SOURCE, REQ_B, MemoryHierarchy
+from t3sim.compute.memhier_kernel import mask_accesses
 from t3sim.config import SystemConfig
 from t3sim.memory.request import Kind, Source, Stream
 
@@ -168,9 +171,38 @@ def test_bytes_are_conserved(access_B, ops):
 WRITE_OPS = st.sampled_from(["write", "write_unc", "update", "sector_write", "read"])
 
 
+def _reference_write(h, addrs, category, uncached=False, update=False, wg_id=None, wf_id=None):
+    """The definition of ``MemoryHierarchy.write`` (its form before the compiled write path), stream COMPUTE:
+    ``L2Cache.access``, the dirty lines' write-backs owner by owner (``np.unique`` and ``mask_accesses``), and the
+    requests the L2 sends to DRAM split by ``MemoryPort.access(request_B=64)``."""
+    uncached = uncached or update
+    r = h.l2.access(h.env.now, addrs, True, h._cat(category), uncached=uncached)
+    wb = r.writebacks
+    line_B, sector_B, access_B = h._geo
+    for src in np.unique(wb.src):
+        sel = wb.src == src
+        acc = mask_accesses(wb.line_addr[sel].astype(np.int64), wb.sector_mask[sel].astype(np.int64), sector_B,
+                            line_B // sector_B, access_B)
+        if len(acc):
+            cat = h.categories[int(src)]
+            h.traffic[cat]["write"] += access_B * len(acc)
+            h.track_write(h.port.access(acc, Kind.WRITE, Stream.COMPUTE, CATEGORY_SOURCE[cat], awaited=False))
+    waits = []
+    direct = r.dram_write_mask != 0
+    if direct.any():
+        sel = np.flatnonzero(direct)
+        pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])
+        kind = Kind.UPDATE if update else Kind.WRITE
+        h.traffic[category][kind.name.lower()] += REQ_B * len(sel)
+        waits.append(h.track_write(h.port.access(addrs[sel], kind, Stream.COMPUTE, CATEGORY_SOURCE[category],
+                                                 wg_id=pick(wg_id), wf_id=pick(wf_id), request_B=REQ_B)))
+    return h._join(waits, int(r.done_tick.max()), 0)
+
+
 def _write_runs(access_B, ops):
-    """Run ``ops`` (op, line indices, id kind) on a hierarchy with the compiled write path and on one with the general
-    path; return each run's completions, enqueue reports, request rows, batches, L2 lines, L2 counters, traffic."""
+    """Run ``ops`` (op, line indices, id kind) on a hierarchy with the compiled write path and on one with its
+    definition (:func:`_reference_write`); return each run's completions, enqueue reports, request rows, batches, L2
+    lines, L2 counters, traffic."""
     runs = []
     width, bl = BUSES[access_B]
     # a 16 KiB L2 of 2 ways: the four 16 KiB-apart regions below share its sets, so dirty lines are evicted
@@ -179,7 +211,6 @@ def _write_runs(access_B, ops):
     for fast in (True, False):
         env = simpy.Environment()
         h = MemoryHierarchy(env, cfg)
-        h._split_ok = fast
         done = []
         seen = []
         h.mem.set_enqueue_hook(lambda info: seen.append((info.tick.tolist(), info.kind.tolist(), info.wg_id.tolist(),
@@ -197,8 +228,8 @@ def _write_runs(access_B, ops):
                 else:
                     ids = {"none": (None, None), "scalar": (j, 1),
                            "array": (np.arange(len(a)) + 10 * j, np.arange(len(a)))}[idk]
-                    ev = h.write(a, cat, uncached=op == "write_unc", update=op == "update", wg_id=ids[0],
-                                 wf_id=ids[1])
+                    write = h.write if fast else functools.partial(_reference_write, h)
+                    ev = write(a, cat, uncached=op == "write_unc", update=op == "update", wg_id=ids[0], wf_id=ids[1])
                 ev.callbacks.append(lambda _e, j=j: done.append((j, env.now)))
                 if j % 2:
                     yield ev
@@ -225,9 +256,10 @@ def _same(runs):
                               st.sampled_from(["none", "scalar", "array"])), min_size=1, max_size=20))
 def test_compiled_write_path_is_the_general_one(access_B, ops):
     """``MemoryHierarchy.write``'s compiled path (:func:`~t3sim.compute.memhier_kernel._l2_write`: the L2 access, the
-    write plan and the accesses' split in one call; :func:`~t3sim.compute.memhier_kernel.writeback_groups`) against the
-    general path (``L2Cache.access`` and ``MemoryPort.access(request_B=64)``'s split): the same DRAM accesses in
-    the same batches with the same ids, the same completion ticks, enqueue reports, L2 state and traffic."""
+    write plan and the accesses' split in one call; :func:`~t3sim.compute.memhier_kernel.writeback_groups`) against its
+    definition (:func:`_reference_write`: ``L2Cache.access`` and ``MemoryPort.access(request_B=64)``'s split): the
+    same DRAM accesses in the same batches with the same ids, the same completion ticks, enqueue reports, L2 state
+    and traffic."""
     _same(_write_runs(access_B, ops))
 
 
@@ -251,7 +283,7 @@ def test_writeback_groups_are_per_owner_in_ascending_order(access_B, rows):
     """:func:`~t3sim.compute.memhier_kernel.writeback_groups` (the L2's write-backs as DRAM writes, one batch per owner)
     is, owner by owner in ascending order, :func:`~t3sim.compute.memhier_kernel.mask_accesses` of that owner's lines."""
     from t3sim.cache import l2_kernel as L2K
-    from t3sim.compute.memhier_kernel import mask_accesses, writeback_groups
+    from t3sim.compute.memhier_kernel import writeback_groups
 
     line_B, sector_B = 128, 32
     E = np.zeros((L2K.NE, len(rows)), dtype=np.int64)

@@ -5,7 +5,7 @@ import pytest
 import simpy
 
 from t3sim.memory import MemorySystem
-from t3sim.memory.port import MemoryPort
+from t3sim.memory.port import MemoryPort, access_fields, split_requests
 from t3sim.sim.engine import dispatcher
 
 from .helpers import system
@@ -181,3 +181,23 @@ def test_t3_statistics_do_not_depend_on_the_pump_cadence(kind, monkeypatch):
     assert runs[0] == runs[1] == runs[2]
     assert runs[0]["gpu0"]["dma"]["late_triggers"]["value"] == 0
     assert runs[0]["gpu0"]["dma"]["blocks_triggered"]["value"] > 0
+
+
+@pytest.mark.parametrize("k_access_B", [(1, 64), (2, 32), (4, 16)])
+def test_split_requests_keeps_each_access_with_its_request(k_access_B):
+    """``split_requests`` (and ``access_fields``, which ``MemoryHierarchy.write`` uses on the requests the L2 sends to
+    DRAM): access ``i`` of the result is part ``i % k`` of request ``i // k``, at its address, with that request's ids
+    and its ``i % k``-th slice of the request's data; one id for the batch stays one."""
+    k, access_B = k_access_B
+    addrs = np.array([0, 640, 128 + 64], dtype=np.int64)
+    wg = np.array([7, 8, 9])
+    data = np.arange(3 * 16, dtype=np.float32).reshape(3, 16)
+    out, wg_out, wf_out, d_out, kk = split_requests(addrs, wg, 5, data, 64, access_B)
+    assert kk == k and wf_out == 5
+    for i in range(3 * k):
+        r, part = divmod(i, k)
+        assert out[i] == addrs[r] + part * access_B
+        assert wg_out[i] == wg[r]
+        assert np.array_equal(d_out[i], data[r].reshape(k, 16 // k)[part])
+    one, none, no_data = access_fields(np.array([3]), None, None, 1, k)
+    assert one.tolist() == [3] and none is None and no_data is None
