@@ -24,6 +24,21 @@ bytes (:meth:`Network.wire_bytes`; bulk copies use ``max_payload_B``, CU stores
 ``sm_store_payload_B``); links serialise wire bytes at the wire rate
 (:class:`~t3sim.interconnect.link.Link`). Byte statistics count payload.
 
+Homogeneous mode's images (:meth:`Network.elide_image`). Only GPU 0 is simulated; a shadow ``s`` that
+mirrors GPU 0 sends ``s + d`` what GPU 0 sends ``d``, at the same instant (rotation symmetry). On a
+rotation-invariant network (every route ``(a, b)`` rotated by one GPU is route ``(a + 1, b + 1)``, link by
+link, with equal link parameters: a ring, a full mesh), such a send whose route is *pure* changes nothing
+GPU 0 sees: no link of it lies on a route from or to GPU 0, nor on a route that shares a link with one of
+those (to a fixed point). On a full mesh that is the direct link between two shadows; a switch port never is
+(GPU 0's traffic shares it). The send is not simulated: its bytes count as injected and delivered at once, and
+each link of its route (an *imaged* link) reports the statistics of its image, the link of GPU 0's route to
+``d`` at the same hop, which under the symmetry carried exactly the same packets at the same ticks. A link that
+has carried a simulated transfer is never imaged. A simulated transfer routed over an imaged link raises (a
+component sending shadow-to-shadow traffic of its own beside the images), and :meth:`Network.check_conserved`
+raises unless every imaged link carried no simulated byte and was given, in elided images, exactly the bytes
+its image link sent (a mirror that is not the image). A mirrored send with a callback on its landing is never
+elided (the caller sends it).
+
 Invariant (:meth:`Network.check_conserved`): after drain, on every link bytes
 sent == bytes received, and every byte sent by a GPU arrived at its destination.
 """
@@ -161,6 +176,10 @@ class Network(Component):
         self.transfers_open = 0
         self.bytes_injected = {g: 0 for g in self.gpus}
         self.bytes_delivered = {g: 0 for g in self.gpus}
+        self._images: Dict[Link, Link] = {}   # imaged link -> its image on a route of GPU 0 (module doc)
+        self._imaged_B: Dict[Link, int] = {}  # bytes of the elided sends routed over each imaged link
+        self._image_routes: Optional[Dict[Tuple[int, int], Optional[Tuple[Link, ...]]]] = None
+        self._links_of_0: set = set()         # links a simulated transfer may use (_impure_links)
 
     # ------------------------------------------------------------------ API
 
@@ -231,8 +250,11 @@ class Network(Component):
                 raise ValueError(f"send from GPU {src} to itself: local copies do not use the network")
             if nbytes < 0:
                 raise ValueError(f"send of {nbytes} B")
-            t = Transfer(next(self._ids), src, dst, int(nbytes), meta or _NO_META, self.route(src, dst),
-                         simpy.Event(env), start=now)
+            route = self.route(src, dst)
+            if self._images and any(link in self._images for link in route):
+                raise RuntimeError(f"simulated transfer {src} -> {dst} over an imaged link (homogeneous mode's "
+                                   f"elided images, module doc): {[link.name for link in route]}")
+            t = Transfer(next(self._ids), src, dst, int(nbytes), meta or _NO_META, route, simpy.Event(env), start=now)
             events.append(t.done)
             if nbytes == 0:
                 t.end = now
@@ -255,6 +277,61 @@ class Network(Component):
                     t.route[0].put(Packet(t.src, t.dst, n, off, t, now, self.wire_bytes(n, payload_B)))
             pending = nxt
         return events
+
+    def elide_image(self, src: int, dst: int, nbytes: int) -> bool:
+        """Shadow ``src`` sends ``dst`` the rotation image of what GPU 0 sends ``(dst - src) mod N`` now (the same
+        bytes in the same packets). True: the send is elided (module doc: its bytes count as injected and
+        delivered now, its links report their images' statistics); False: the caller must send it."""
+        images = self._image_route(src, dst)
+        if images is None or nbytes <= 0:
+            return False
+        route = self.routes[(src, dst)]
+        if any(link not in self._images and link.packets_sent for link in route):
+            return False  # a link that has carried simulated traffic stays simulated
+        for link, image in zip(route, images):
+            self._images[link] = image
+            self._imaged_B[link] = self._imaged_B.get(link, 0) + nbytes
+        self.bytes_injected[src] += nbytes
+        self.bytes_delivered[dst] += nbytes
+        return True
+
+    def _image_route(self, src: int, dst: int) -> Optional[Tuple[Link, ...]]:
+        """GPU 0's route to ``dst - src`` if the route ``src -> dst`` may be elided (module doc), else None."""
+        if self._image_routes is None:
+            n = len(self.gpus)
+            ok = self.gpus == list(range(n)) and all(self._rotates(s, d) for s in self.gpus for d in self.gpus if s != d)
+            self._image_routes = {} if ok else None
+            self._links_of_0 = self._impure_links()
+        if self._image_routes is None:
+            return None
+        key = (src, dst)
+        if key not in self._image_routes:
+            inner = 0 not in key and not any(link in self._links_of_0 for link in self.routes[key])
+            self._image_routes[key] = self.routes[(0, (dst - src) % len(self.gpus))] if inner else None
+        return self._image_routes[key]
+
+    def _impure_links(self) -> set:
+        """The links of the routes from and to GPU 0, and of every route that shares a link with one of those
+        (to a fixed point): every other link is used only by routes between shadows that avoid all of these."""
+        bad = {link for (s, d), r in self.routes.items() if 0 in (s, d) for link in r}
+        grew = True
+        while grew:
+            grew = False
+            for r in self.routes.values():
+                if any(link in bad for link in r) and not all(link in bad for link in r):
+                    bad.update(r)
+                    grew = True
+        return bad
+
+    def _rotates(self, s: int, d: int) -> bool:
+        """Whether route ``(s, d)`` rotated by one GPU is route ``(s + 1, d + 1)``, hop by hop, over links with
+        the same parameters (GPU nodes only)."""
+        n = len(self.gpus)
+        r, q = self.routes[(s, d)], self.routes[((s + 1) % n, (d + 1) % n)]
+        return len(r) == len(q) and all(
+            isinstance(a.src, int) and isinstance(a.dst, int) and (b.src, b.dst) == ((a.src + 1) % n, (a.dst + 1) % n)
+            and (a.bandwidth_Bps, a.wire_Bps, a.latency_ticks, a.message_ticks, a.bin_ticks)
+            == (b.bandwidth_Bps, b.wire_Bps, b.latency_ticks, b.message_ticks, b.bin_ticks) for a, b in zip(r, q))
 
     # ------------------------------------------------------------------ data path
 
@@ -284,18 +361,25 @@ class Network(Component):
         return f"{self.transfers_open} transfers in flight" if self.transfers_open else ""
 
     def check_conserved(self) -> None:
-        """Raise ``AssertionError`` unless every link and the network as a whole conserve bytes."""
+        """Raise ``AssertionError`` unless every link and the network as a whole conserve bytes, and every imaged
+        link is its image's exact replica (module doc)."""
         for link in self.links.values():
             link.check_conserved()
+        for link, image in self._images.items():
+            if link.packets_sent or self._imaged_B[link] != image.bytes_sent:
+                raise AssertionError(f"imaged link {link.name}: {link.bytes_sent} B simulated and "
+                                     f"{self._imaged_B[link]} B elided, but its image {image.name} sent "
+                                     f"{image.bytes_sent} B")
         if sum(self.bytes_injected.values()) != sum(self.bytes_delivered.values()):
             raise AssertionError(f"network injected {sum(self.bytes_injected.values())} B "
                                  f"but delivered {sum(self.bytes_delivered.values())} B")
 
     def stats(self, elapsed_ticks: Optional[int] = None) -> Stats:
-        """``link.<name>.*`` for every link plus per-GPU injected/delivered bytes."""
+        """``link.<name>.*`` for every link (an imaged one: its image's, module doc) plus per-GPU injected/delivered
+        bytes."""
         s = Stats()
         for link in self.links.values():
-            s.merge(f"link.{link.name}", link.stats(elapsed_ticks))
+            s.merge(f"link.{link.name}", self._images.get(link, link).stats(elapsed_ticks))
         for g in self.gpus:
             s.add(f"gpu{g}.bytes_injected", self.bytes_injected[g], "B", "bytes this GPU sent into the network")
             s.add(f"gpu{g}.bytes_delivered", self.bytes_delivered[g], "B", "bytes the network delivered to this GPU")

@@ -36,7 +36,9 @@ every shadow ``j`` sends requests ``[a, b)`` of its own sub-chunk to ``j + d`` a
 (the way ``chunked_dma``'s gemm_rs scatter mirrors), so every link carries every GPU's traffic; shadow
 ``N - d``'s payloads land in GPU 0's gathered buffer as real writes, and GPU 0's flag for that sub-chunk
 is set one path latency after the last of them has landed (and GPU 0's own copy, whose issue
-mirrors them, is done). Packets to shadows are delivered and dropped.
+mirrors them, is done). Packets to shadows are delivered and dropped; a shadow's send to another shadow
+is elided where the network allows it (:meth:`~t3sim.interconnect.network.Network.elide_image`: a full mesh),
+its links reporting their images' statistics.
 
 Phases (as flux_ag's): ``gemm`` = from the program's start to the end of the last GEMM step on any
 GPU -- the operation's time, which includes every wait for a shard that the steps could not hide;
@@ -223,8 +225,12 @@ class ChunkAgContext:
             a, _nb = self.sub(j, k)
             addrs = a + REQ_B * np.arange(j0, j1, dtype=np.int64)
             self.shadow_B += REQ_B * (j1 - j0)
-            then = self._landed_at_0(self.incoming[j, k], REQ_B * (j1 - j0)) if p == 0 else None
-            self.fabric.send(j, p, Payload(addrs, None, None, "store", None, category="ag", then=then))
+            pl = Payload(addrs, None, None, "store", None, category="ag")
+            if p == 0:
+                pl.then = self._landed_at_0(self.incoming[j, k], REQ_B * (j1 - j0))
+                self.fabric.send(j, p, pl)
+            else:  # shadow to shadow: elided where the network can (Network.elide_image)
+                self.fabric.send_image(j, p, pl)
 
     def _landed_at_0(self, comp: Completion, nbytes: int):
         """The ``then`` of a mirrored payload to GPU 0: count it in ``comp`` (its sub-chunk's landings)."""

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from t3sim.errors import InputError
+from t3sim.interconnect.network import Network
 from t3sim.schemes import scheme_for
 from t3sim.config.ficco import SCHEDULES
 from t3sim.schemes.ficco import GEMMS, FiccoContext
@@ -119,6 +120,24 @@ def test_never_faster_than_its_gemms_back_to_back(timing_runs, sched):
     r = run_program(alone, p)
     ph = run.phases()
     assert ph.rs == 0 and ph.total == run.end - run.start >= r.end - r.start > 0
+
+
+@pytest.mark.parametrize("sched", SCHEDULES)
+@pytest.mark.parametrize("path", ["ce", "sm"])
+def test_elided_shadow_sends_change_no_statistic(sched, path, monkeypatch):
+    """Homogeneous mode on a full mesh: the shadows' mirrored pushes to each other are elided
+    (Network.elide_image) and their links report their images' statistics; every statistic but the event count,
+    and every kernel's start and end, are what simulating those sends gives."""
+    extra = ("simulation.mode=homogeneous", "system.interconnect.kind=direct", f"system.copy_engine.d2d_path={path}")
+    m, run = _run(4, sched, *extra)
+    assert m.network._images  # shadow-to-shadow links were imaged
+    monkeypatch.setattr(Network, "elide_image", lambda self, src, dst, nbytes: False)
+    m2, run2 = _run(4, sched, *extra)
+    assert not m2.network._images
+    a, b = m.stats().to_dict(), m2.stats().to_dict()
+    assert a.pop("sim")["events"]["value"] < b.pop("sim")["events"]["value"]
+    assert a == b
+    assert [(r.name, r.start, r.end) for r in run.records] == [(r.name, r.start, r.end) for r in run2.records]
 
 
 def test_deterministic():
