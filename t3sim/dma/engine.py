@@ -148,16 +148,15 @@ class Fabric(Component):
             ev.callbacks.append(lambda _e, pl=pl: self._landed(pl))
         return ev
 
-    def send_image(self, src: int, dst: int, pl: Payload, payload_B: Optional[int] = None) -> Optional[simpy.Event]:
-        """Homogeneous mode: shadow ``src`` sends ``dst`` (a shadow) the rotation image of the payload GPU 0 sends
-        ``dst - src`` now. Elided when the network can (:meth:`Network.elide_image`; never with a ``then``): it
-        counts as sent and landed now and None is returned. Otherwise :meth:`send`."""
-        if pl.then is None and dst not in self.hiers and self.completion is None and len(pl.addrs) \
-                and self.network.elide_image(src, dst, pl.nbytes):
-            self.sent_B += pl.nbytes
-            self.landed_B += pl.nbytes
-            return None
-        return self.send(src, dst, pl, payload_B)
+    def elide_image(self, src: int, dst: int, nbytes: int) -> bool:
+        """Homogeneous mode: shadow ``src`` would send shadow ``dst`` the rotation image of the ``nbytes`` payload GPU 0
+        sends ``dst - src`` now, with no callback on its landing. True: the network elided it
+        (:meth:`Network.elide_image`), and it counts as sent and landed now; False: the caller sends it."""
+        if dst in self.hiers or self.completion is not None or not self.network.elide_image(src, dst, nbytes):
+            return False
+        self.sent_B += nbytes
+        self.landed_B += nbytes
+        return True
 
     def _landed(self, pl: Payload) -> None:
         self.landed_B += pl.nbytes

@@ -222,15 +222,14 @@ class ChunkAgContext:
         d, k = c.tag
         for j in range(1, self.n):
             p = (j + d) % self.n
+            nb = REQ_B * (j1 - j0)
+            self.shadow_B += nb
+            if p and self.fabric.elide_image(j, p, nb):  # shadow to shadow, where the network can (module doc)
+                continue
             a, _nb = self.sub(j, k)
             addrs = a + REQ_B * np.arange(j0, j1, dtype=np.int64)
-            self.shadow_B += REQ_B * (j1 - j0)
-            pl = Payload(addrs, None, None, "store", None, category="ag")
-            if p == 0:
-                pl.then = self._landed_at_0(self.incoming[j, k], REQ_B * (j1 - j0))
-                self.fabric.send(j, p, pl)
-            else:  # shadow to shadow: elided where the network can (Network.elide_image)
-                self.fabric.send_image(j, p, pl)
+            then = self._landed_at_0(self.incoming[j, k], nb) if p == 0 else None
+            self.fabric.send(j, p, Payload(addrs, None, None, "store", None, category="ag", then=then))
 
     def _landed_at_0(self, comp: Completion, nbytes: int):
         """The ``then`` of a mirrored payload to GPU 0: count it in ``comp`` (its sub-chunk's landings)."""
