@@ -36,8 +36,8 @@ each link of its route (an *imaged* link) reports the statistics of its image, t
 has carried a simulated transfer is never imaged. A simulated transfer routed over an imaged link raises (a
 component sending shadow-to-shadow traffic of its own beside the images), and :meth:`Network.check_conserved`
 raises unless every imaged link carried no simulated byte and was given, in elided images, exactly the bytes
-its image link sent (a mirror that is not the image). A mirrored send with a callback on its landing is never
-elided (the caller sends it).
+its image link sent (a mirror that is not the image). A caller never asks for a send whose landing it awaits
+(:meth:`Fabric.elide_image <t3sim.dma.engine.Fabric.elide_image>`): that is simulated.
 
 Invariant (:meth:`Network.check_conserved`): after drain, on every link bytes
 sent == bytes received, and every byte sent by a GPU arrived at its destination.
@@ -178,8 +178,8 @@ class Network(Component):
         self.bytes_delivered = {g: 0 for g in self.gpus}
         self._images: Dict[Link, Link] = {}   # imaged link -> its image on a route of GPU 0 (module doc)
         self._imaged_B: Dict[Link, int] = {}  # bytes of the elided sends routed over each imaged link
-        self._image_routes: Optional[Dict[Tuple[int, int], Optional[Tuple[Link, ...]]]] = None
-        self._links_of_0: set = set()         # links a simulated transfer may use (_impure_links)
+        self._image_routes: Optional[Dict[Tuple[int, int], Optional[Tuple[Link, ...]]]] = None  # None: not built
+        self._impure: set = set()             # links a simulated transfer may use (_impure_links)
 
     # ------------------------------------------------------------------ API
 
@@ -297,17 +297,15 @@ class Network(Component):
 
     def _image_route(self, src: int, dst: int) -> Optional[Tuple[Link, ...]]:
         """GPU 0's route to ``dst - src`` if the route ``src -> dst`` may be elided (module doc), else None."""
-        if self._image_routes is None:
+        if self._image_routes is None:  # built at the first call; not rotation-invariant: every link impure
             n = len(self.gpus)
             ok = self.gpus == list(range(n)) and all(self._rotates(s, d) for s in self.gpus for d in self.gpus if s != d)
-            self._image_routes = {} if ok else None
-            self._links_of_0 = self._impure_links()
-        if self._image_routes is None:
-            return None
+            self._impure = self._impure_links() if ok else set(self.links.values())
+            self._image_routes = {}
         key = (src, dst)
         if key not in self._image_routes:
-            inner = 0 not in key and not any(link in self._links_of_0 for link in self.routes[key])
-            self._image_routes[key] = self.routes[(0, (dst - src) % len(self.gpus))] if inner else None
+            pure = 0 not in key and not any(link in self._impure for link in self.routes[key])
+            self._image_routes[key] = self.routes[(0, (dst - src) % len(self.gpus))] if pure else None
         return self._image_routes[key]
 
     def _impure_links(self) -> set:
