@@ -44,8 +44,7 @@ import numpy as np
 import simpy
 
 from t3sim.cache.l2 import L2Cache
-from t3sim.compute.memhier_kernel import _l2_read, _l2_write, _record_fills, writeback_groups
-from t3sim.config.system import REQUEST_B
+from t3sim.compute.memhier_kernel import REQ_B, _l2_read, _l2_write, _record_fills, writeback_groups
 from t3sim.memory.port import MemoryPort, access_fields
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.memory.system import MemorySystem
@@ -53,8 +52,8 @@ from t3sim.results.stats import Stats
 from t3sim.sim.clock import Clock
 from t3sim.sim.engine import succeed_later
 
-#: bytes per request between CUs, L2 and DMA engines (module doc); the DRAM moves it in hbm.access_size_B accesses
-REQ_B = REQUEST_B
+# REQ_B, the bytes per request between CUs, L2 and DMA engines (module doc; the DRAM moves it in hbm.access_size_B
+# accesses), comes from memhier_kernel: other modules import it from here
 
 #: Fig. 18 categories and the memory-controller source each maps to.
 CATEGORY_SOURCE = {"gemm": Source.GEMM, "rs": Source.COLLECTIVE, "ag": Source.COLLECTIVE, "dma": Source.DMA,
@@ -237,8 +236,7 @@ class MemoryHierarchy:
         # one compiled call: the L2 accesses and the read plan
         ready, tags, req, E = _l2_read(addrs, bool(uncached), self._cat(category), now, *l2.kernel_state, fills.line,
                                        fills.tag, fills.mask, bool(fills.events), *self._geo)
-        if E.shape[1]:
-            self._writebacks(E)
+        self._writebacks(E)
         waits: List[simpy.Event] = []
         if len(tags):
             ev_of = fills.events
@@ -286,8 +284,7 @@ class MemoryHierarchy:
         # size each: a divisor, SystemConfig checks it)
         t, sel, acc, E = _l2_write(addrs, bool(uncached), self._cat(category),
                                    l2.clock.next_cycle_at_or_after(self.env.now), *l2.kernel_state, self.access_B)
-        if E.shape[1]:
-            self._writebacks(E)
+        self._writebacks(E)
         if not len(sel):
             return self._join([], int(t), 0)
         pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])

@@ -16,7 +16,7 @@ from t3sim.cache import l2_kernel as L2K
 from t3sim.cache.common import HIT
 from t3sim.config.system import REQUEST_B
 
-#: bytes per request between CUs, L2 and DMA engines (:data:`t3sim.compute.memhier.REQ_B`)
+#: bytes per request between CUs, L2 and DMA engines (re-exported as :data:`t3sim.compute.memhier.REQ_B`)
 REQ_B = REQUEST_B
 
 

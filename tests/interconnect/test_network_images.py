@@ -64,6 +64,11 @@ def test_on_a_ring_the_statistics_are_the_simulated_ones(sched, n, bidirectional
         assert elided == 0  # every link lies on, or shares a route with, a route from or to GPU 0
 
 
+def _mesh(n: int = 4):
+    eng = Engine()
+    return eng, Network(eng, InterconnectConfig(kind="direct", num_gpus=n))
+
+
 def test_a_switch_never_elides():
     """Switch ports carry GPU 0's traffic too: the network is not rotation-invariant over GPU nodes only."""
     net = Network(Engine(), InterconnectConfig(kind="switch", num_gpus=4))
@@ -71,8 +76,7 @@ def test_a_switch_never_elides():
 
 
 def test_a_simulated_transfer_over_an_imaged_link_raises():
-    eng = Engine()
-    net = Network(eng, InterconnectConfig(kind="direct", num_gpus=4))
+    _, net = _mesh()
     net.send(0, 1, 4096)
     assert net.elide_image(1, 2, 4096)
     with pytest.raises(RuntimeError, match="imaged link"):
@@ -80,16 +84,14 @@ def test_a_simulated_transfer_over_an_imaged_link_raises():
 
 
 def test_a_link_that_carried_simulated_traffic_is_never_imaged():
-    eng = Engine()
-    net = Network(eng, InterconnectConfig(kind="direct", num_gpus=4))
+    _, net = _mesh()
     net.send(1, 2, 4096)
     assert not net.elide_image(1, 2, 4096)
 
 
 def test_a_mirror_that_is_not_the_image_fails_the_conservation_check():
     """Shadow 1 claims an image of 8 KiB where GPU 0 sent 4 KiB: check_conserved names the link."""
-    eng = Engine()
-    net = Network(eng, InterconnectConfig(kind="direct", num_gpus=4))
+    eng, net = _mesh()
     net.send(0, 1, 4096)
     assert net.elide_image(1, 2, 8192)
     eng.env.run()
