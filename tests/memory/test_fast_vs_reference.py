@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from t3sim.memory.bookkeeping import F_UNIT
 from t3sim.memory.checker import check
 from t3sim.memory.stats import summary
 
@@ -187,3 +188,49 @@ def test_fast_equals_reference_with_producer_drains(params):
     assert np.array_equal(fast.r_done[:n], ref.r_done[:n])
     assert np.array_equal(fast.command_log(), ref.command_log())
     assert np.array_equal(fast.occ_hist, ref.occ_hist)
+
+
+def test_lines_equal_in_their_low_31_bits_are_different_lines():
+    """The fast controller's queues keep a line in two 31-bit parts (``queue_lists``): requests to lines that differ
+    by 2^31 (the same DRAM location, since addresses wrap at the capacity) are no same-line hazard, as in the
+    reference; reads and writes of both, interleaved, give the same commands and completions."""
+    cfg = system(1, memory_controller={"read_queue_entries": 8, "write_queue_entries": 8})
+    far = (1 << 31) * cfg.hbm.access_size_B
+    rng = np.random.default_rng(3)
+    lines = rng.integers(0, 64, 24) * cfg.hbm.access_size_B
+    batches = []
+    for i in range(8):
+        kind = ("write", "update", "read", "write")[i % 4]
+        batches.append((i * 2_000, lines + (far if i % 2 else 0), kind, ("compute", "comm")[i % 2], "gemm"))
+    fast, ref = run(cfg, batches, "fast"), run(cfg, batches, "reference")
+    n = fast.n
+    assert np.array_equal(fast.r_done[:n], ref.r_done[:n])
+    assert np.array_equal(fast.command_log(), ref.command_log())
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(traces())
+def test_admission_numbers_renumbered_near_their_limit(trace):
+    """Started a few admissions short of ``SEQ_LIMIT``, every unit's queued entries are renumbered on the way
+    (``queue_lists.renumber``) and the fast controller still makes the reference's decisions."""
+    from t3sim.memory import queue_lists as QL
+    from t3sim.memory.command_kernel import SEQ
+    from t3sim.memory.controller_fast import FastController
+
+    cfg, batches = trace
+    init = FastController.__init__
+
+    def near_limit(self, ms):
+        init(self, ms)
+        self.US[:, SEQ] = QL.SEQ_LIMIT - 3
+
+    ref = run(cfg, batches, "reference")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(FastController, "__init__", near_limit)
+        fast = run(cfg, batches, "fast")
+    n = fast.n
+    assert np.array_equal(fast.r_done[:n], ref.r_done[:n])
+    assert np.array_equal(fast.command_log(), ref.command_log())
+    admitted = np.bincount(fast.RQ[F_UNIT, :n], minlength=fast.geom.units)
+    renumbered = fast.engine.US[:, SEQ] < QL.SEQ_LIMIT - 3
+    assert np.array_equal(renumbered, admitted > 3)
