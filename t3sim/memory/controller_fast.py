@@ -83,18 +83,16 @@ class FastController:
         self.open_row = np.full((U, g.banks), -1, dtype=np.int64)
         self.act_hist = np.full((U, tm.faw_count), -1, dtype=np.int64)
         # queue slots, then the list sentinels: the queue's, one per bank, the free list's, the bank ring's (fast_kernel)
-        if ms.hbm.rows >= 1 << 31:  # Q is 32-bit (queue_lists)
-            raise ValueError(f"{ms.hbm.rows} rows per bank: the fast controller's queues hold rows below 2^31")
         self.Q = np.zeros(queue_lists.shape(U, max(mc.read_queue_entries, mc.write_queue_entries), g.banks),
-                          dtype=queue_lists.QDTYPE)
+                          dtype=np.int64)
         queue_lists.init_queues(self.Q, g.banks)
         #: request indices of the read and write queues' slots, -1 where none (views of Q, renumbered by compaction)
         self.rq = self.Q[:, 0, :, QF_REQ]
         self.wq = self.Q[:, 1, :, QF_REQ]
         # hits[u, q, b]: requests of queue q (0 read, 1 write) that hit bank b's open row
-        self.hits = np.zeros((U, 2, g.banks), dtype=np.int32)
+        self.hits = np.zeros((U, 2, g.banks), dtype=np.int64)
         # qcnt[u, q, b]: requests of queue q that go to bank b
-        self.qcnt = np.zeros((U, 2, g.banks), dtype=np.int32)
+        self.qcnt = np.zeros((U, 2, g.banks), dtype=np.int64)
         # closing[u, b]: bank b's row is to be closed (page policy; t3sim.memory.page_policy)
         self.closing = np.zeros((U, g.banks), dtype=np.int64)
         pp = np.asarray(ms.policy.params(), dtype=np.int64).reshape(-1)

@@ -13,7 +13,7 @@ names bound to the policies' own functions, inlined
 ``P[NP:NP + P[P_NPP]]``, the write-drain policy's follow them; the arbitration state of a channel
 is ``arb[u, LAST_STREAM..THRESHOLD]``, its drain state ``US[u, DRAINING]``, ``US[u, DRAIN_LEFT]``.
 
-State layout (int64 but ``Q``, ``hits`` and ``qcnt``, which are 32-bit: :mod:`t3sim.memory.queue_lists`; ``u`` a unit):
+State layout (all int64, ``u`` a unit):
 
 * ``RQ``: ``MemorySystem.RQ``, one row per request field (``F_*`` of
   :mod:`t3sim.memory.bookkeeping`), one column per request (stored request-major);
@@ -49,9 +49,8 @@ from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_AWAITED, F_BANK, F_BA
                                       O_CLASS, O_DONE, O_KIND, O_SOURCE, O_STREAM)
 from t3sim.memory.page_policy import OPEN, closes_row
 from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, THRESHOLD
-from t3sim.memory.queue_lists import (LINE_BITS, LINE_MASK, QF_BANK, QF_BN, QF_GN, QF_KIND, QF_LINE, QF_LINEH,
-                                     QF_NDEPS, QF_REQ, QF_ROW, QF_SEQ, SEQ_LIMIT, count_line, dequeue, enqueue,
-                                     renumber)
+from t3sim.memory.queue_lists import (QF_BANK, QF_BN, QF_GN, QF_KIND, QF_LINE, QF_NDEPS, QF_REQ, QF_ROW, QF_SEQ,
+                                     count_line, dequeue, enqueue)
 
 #: cycles per round of :func:`run_kernel` (a time slice all units advance through before the next)
 SLICE = 512
@@ -214,8 +213,6 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                     if r_next[r] < 0:
                         f_tail[u, st] = -1
                     r_admit[r] = c
-                    if US[u, SEQ] >= SEQ_LIMIT:  # Q's 32-bit admission numbers (queue_lists)
-                        US[u, SEQ] = renumber(u, Q, RQ, NB)
                     RQ[F_SEQ, r] = US[u, SEQ]
                     US[u, SEQ] += 1
                     # eligibility kept same-line pairs out of different queues, so only a
@@ -324,12 +321,10 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         if qi == 1:  # only writes/updates have dependants: the younger same-line writes
                             # (all the queued ones: it had no older one left), in its bank's list
                             line = RQ[F_LINE, r]
-                            lo = line & LINE_MASK
-                            hi = line >> LINE_BITS
                             bs = S + 1 + b
                             k = Q[u, 1, bs, QF_BN]
                             while k != bs:
-                                if Q[u, 1, k, QF_LINE] == lo and Q[u, 1, k, QF_LINEH] == hi:
+                                if Q[u, 1, k, QF_LINE] == line:
                                     Q[u, 1, k, QF_NDEPS] -= 1
                                     RQ[F_NDEPS, Q[u, 1, k, QF_REQ]] -= 1
                                 k = Q[u, 1, k, QF_BN]

@@ -19,18 +19,9 @@ in a stream.) FR-FCFS needs each bank's oldest qualifying entry only, and two re
 go to one bank, so every same-line search walks one bank's list.
 
 Fields: ``QF_REQ`` the request index (-1 in a free or sentinel slot); ``QF_BANK``, ``QF_ROW``,
-``QF_KIND`` copies of its constant fields, so queue scans stay cache-resident; ``QF_LINE`` and
-``QF_LINEH`` its line (``RQ[F_LINE]``) split into its low ``LINE_BITS`` bits and the rest;
+``QF_LINE``, ``QF_KIND`` copies of its constant fields, so queue scans stay cache-resident;
 ``QF_SEQ`` its admission number (``RQ[F_SEQ]``); ``QF_NDEPS`` its count of unfinished older
 same-line writes, kept equal to ``RQ[F_NDEPS, request]``.
-
-``Q`` is 32-bit (``QDTYPE``): a unit's state is revisited at every pump step, and at half the bytes
-more of it stays in the CPU's caches between visits (benchmarks/PROFILE.md, step 17). What keeps
-every field in range: a line is split in two 31-bit parts (lines to 2^62); an admission number
-is renumbered before it could pass ``SEQ_LIMIT`` (:func:`renumber`: the unit's queued entries
-keep their order, the only thing the numbers are for); a request index is below the request
-store's rows, which ``request_store`` keeps under 2^31; rows, banks and counts are small
-(``controller_fast`` checks the geometry).
 
 The queue lengths are the caller's (``US[u, RQN + q]`` of the kernel). Compiled without the numba
 runtime and inlined into the kernel (as its other helpers).
@@ -40,19 +31,10 @@ from __future__ import annotations
 
 import numba as nb
 
-import numpy as np
-
 from t3sim.memory.bookkeeping import F_BANK, F_KIND, F_LINE, F_NDEPS, F_ROW, F_SEQ
 
 # slot fields (Q[u, q, s, field])
-QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_LINEH, QF_KIND, QF_NDEPS, QF_SEQ, QF_GN, QF_GP, QF_BN, QF_BP, NQF = range(13)
-#: the dtype of ``Q`` (module docstring)
-QDTYPE = np.int32
-#: a line's low bits in ``QF_LINE``; the rest in ``QF_LINEH``
-LINE_BITS = 31
-LINE_MASK = (1 << LINE_BITS) - 1
-#: an admission number at which the unit's queued entries are renumbered (:func:`renumber`)
-SEQ_LIMIT = (1 << 31) - 1
+QF_REQ, QF_BANK, QF_ROW, QF_LINE, QF_KIND, QF_NDEPS, QF_SEQ, QF_GN, QF_GP, QF_BN, QF_BP, NQF = range(12)
 
 
 def shape(units: int, entries: int, banks: int) -> tuple:
@@ -78,12 +60,10 @@ def count_line(u, q, bank, line, Q, nbanks, first):  # pragma: no cover - compil
     """Entries of unit ``u``'s queue ``q`` to ``line`` (which lies in ``bank``: one bank list to walk);
     with ``first``, stop at the first (0 or 1)."""
     bs = Q.shape[2] - nbanks - 2 + bank
-    lo = line & LINE_MASK
-    hi = line >> LINE_BITS
     n = 0
     k = Q[u, q, bs, QF_BN]
     while k != bs:
-        if Q[u, q, k, QF_LINE] == lo and Q[u, q, k, QF_LINEH] == hi:
+        if Q[u, q, k, QF_LINE] == line:
             n += 1
             if first:
                 break
@@ -113,8 +93,7 @@ def enqueue(u, qi, r, nd, RQ, Q, qcnt):  # pragma: no cover - compiled
     Q[u, qi, s, QF_REQ] = r
     Q[u, qi, s, QF_BANK] = b
     Q[u, qi, s, QF_ROW] = RQ[F_ROW, r]
-    Q[u, qi, s, QF_LINE] = RQ[F_LINE, r] & LINE_MASK
-    Q[u, qi, s, QF_LINEH] = RQ[F_LINE, r] >> LINE_BITS
+    Q[u, qi, s, QF_LINE] = RQ[F_LINE, r]
     Q[u, qi, s, QF_KIND] = RQ[F_KIND, r]
     Q[u, qi, s, QF_NDEPS] = nd
     Q[u, qi, s, QF_SEQ] = RQ[F_SEQ, r]
@@ -154,21 +133,3 @@ def dequeue(u, qi, s, Q, qcnt):  # pragma: no cover - compiled
     Q[u, qi, s, QF_REQ] = -1
     Q[u, qi, s, QF_GN] = Q[u, qi, fs, QF_GN]
     Q[u, qi, fs, QF_GN] = s
-
-
-@nb.njit(cache=True, _nrt=False)
-def renumber(u, Q, RQ, nbanks):  # pragma: no cover - compiled
-    """Renumber the admission numbers of unit ``u``'s queued entries 0, 1, ...: the read queue's in its order,
-    then the write queue's (their requests' ``RQ[F_SEQ]`` too); returns the next number. Exact: the numbers
-    only order the entries of one queue (FR-FCFS compares within the active queue), and later admissions
-    get larger ones."""
-    S = Q.shape[2] - nbanks - 3
-    n = 0
-    for q in range(2):
-        k = Q[u, q, S, QF_GN]
-        while k != S:
-            Q[u, q, k, QF_SEQ] = n
-            RQ[F_SEQ, Q[u, q, k, QF_REQ]] = n
-            n += 1
-            k = Q[u, q, k, QF_GN]
-    return n

@@ -63,9 +63,7 @@ class RequestStore:
         """At least ``need`` rows of capacity (doubling)."""
         if need <= self._cap:
             return
-        cap = min(max(need, 2 * self._cap), 1 << 31)  # the fast controller's queues hold 32-bit indices (queue_lists)
-        if need > cap:
-            raise MemoryError(f"{need} DRAM requests at once: the request store holds at most 2^31")
+        cap = max(need, 2 * self._cap)
         old = self.RQ
         self.RQ = np.zeros((cap, BK.NF), dtype=np.int64).T  # request-major storage (module doc)
         self.RQ[:, : self.n] = old[:, : self.n]

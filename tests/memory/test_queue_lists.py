@@ -25,9 +25,9 @@ def _walk(Q, q, head, link):
                           st.sampled_from([0, 0, 1, 5])), min_size=1, max_size=60))
 def test_lists_follow_admission_order(ops):
     """Also with lines past 2^31 (``hi``): lines equal in their low 31 bits are different lines."""
-    Q = np.zeros(QL.shape(1, CAP, NB), dtype=QL.QDTYPE)
+    Q = np.zeros(QL.shape(1, CAP, NB), dtype=np.int64)
     QL.init_queues(Q, NB)
-    qcnt = np.zeros((1, 2, NB), dtype=np.int32)
+    qcnt = np.zeros((1, 2, NB), dtype=np.int64)
     RQ = np.zeros((BK.NF, 200), dtype=np.int64)
     S = CAP
     model = {0: [], 1: []}  # queue -> [(seq, slot, request)]
@@ -37,7 +37,7 @@ def test_lists_follow_admission_order(ops):
         if add and len(model[q]) < CAP:
             r = seq
             RQ[BK.F_BANK, r], RQ[BK.F_ROW, r], RQ[BK.F_SEQ, r] = bank, line, seq
-            RQ[BK.F_LINE, r] = line * NB + bank + (hi << QL.LINE_BITS)
+            RQ[BK.F_LINE, r] = line * NB + bank + (hi << 31)
             free = int(Q[0, q, S + 1 + NB, QL.QF_GN])
             QL.enqueue(0, q, r, 0, RQ, Q, qcnt)
             model[q].append((seq, free, r))
@@ -64,31 +64,3 @@ def test_lists_follow_admission_order(ops):
                 k = Q[0, qq, k, QL.QF_GN]
             assert sorted(free + [s for _, s, _ in entries]) == list(range(CAP))
             assert all(Q[0, qq, s, QL.QF_REQ] == -1 for s in free)
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, NB - 1), st.integers(0, 100)), min_size=1, max_size=40),
-       st.integers(0, QL.SEQ_LIMIT - 200))
-def test_renumber_keeps_the_order_of_both_queues(ops, seq0):
-    """``renumber`` gives a unit's queued entries 0, 1, ...: each queue's in admission order (the order FR-FCFS
-    compares), the read queue's first, in the slots and in ``RQ[F_SEQ]``; it returns the next number."""
-    Q = np.zeros(QL.shape(1, CAP, NB), dtype=QL.QDTYPE)
-    QL.init_queues(Q, NB)
-    qcnt = np.zeros((1, 2, NB), dtype=np.int32)
-    RQ = np.zeros((BK.NF, 200), dtype=np.int64)
-    live = []  # (queue, slot, request) in admission order
-    for r, (q, bank, pick) in enumerate(ops):
-        if sum(1 for x in live if x[0] == q) < CAP:
-            RQ[BK.F_BANK, r], RQ[BK.F_SEQ, r] = bank, seq0 + 3 * r
-            slot = int(Q[0, q, CAP + 1 + NB, QL.QF_GN])
-            QL.enqueue(0, q, r, 0, RQ, Q, qcnt)
-            live.append((q, slot, r))
-        mine = [x for x in live if x[0] == 1 - q]
-        if mine and pick % 3 == 0:  # remove one of the other queue's
-            x = mine[pick % len(mine)]
-            QL.dequeue(0, x[0], x[1], Q, qcnt)
-            live.remove(x)
-    assert QL.renumber(0, Q, RQ, NB) == len(live)
-    for n, (q, slot, r) in enumerate(sorted(live, key=lambda x: x[0])):  # stable: admission order in each queue
-        assert Q[0, q, slot, QL.QF_SEQ] == n
-        assert RQ[BK.F_SEQ, r] == n
