@@ -5,6 +5,7 @@
 # point's wall time in both trees and whether its statistics (less sim.events) are equal.
 #   usage: benchmarks/ficco_budget/ab.sh BASE_TREE OUT_DIR [JOBS]    (BASE_TREE: e.g. a `git worktree add` of the base)
 # BASE_TREE needs its own copy of this folder (copy it there if the base predates it).
+# Spread: an A/A run (the same code in both trees, session 25) gave 1.001x in sum, 0.80-1.06x per point.
 set -u
 B=$(cd "$1" && pwd); OUT=$2; J=${3:-8}; R=$(cd "$(dirname "$0")/../.." && pwd); H=benchmarks/ficco_budget
 mkdir -p "$OUT"
