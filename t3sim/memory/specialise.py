@@ -11,7 +11,9 @@ checks only the source file of the function itself (the template's), so each spe
 gets its own qualified name, which carries a digest of the source files of the bound functions
 and of any other files it depends on: editing a policy's module compiles anew instead of loading stale
 code, and a fresh process loads each specialisation it has compiled before. (A bound function
-without a source file -- defined interactively -- is compiled without caching.)
+without a source file -- defined interactively -- is compiled without caching.) Within the package,
+:mod:`t3sim.numba_cache` also keeps the whole cache per version of the compiled sources, which covers
+the kernels that are not specialised; the digest here still covers bound functions defined elsewhere.
 """
 
 from __future__ import annotations
