@@ -9,17 +9,20 @@ compiled code and give wrong statistics with no error. (The specialised kernels,
 :func:`t3sim.memory.specialise.specialise`, carry a digest of what they call in their names; the others did not.)
 
 :func:`configure`, run when ``t3sim`` is imported, points numba's cache (``NUMBA_CACHE_DIR``) at a directory named
-by a digest of every source file of the package that mentions numba: a change to any of them starts a fresh cache
+by a digest of every source file of the package that mentions numba and of the package's modules those import
+from (a compiled function freezes the constants it reads, such as ``config.system.REQUEST_B``): a change to any of them starts a fresh cache
 (one recompile of what runs, about a minute), and an unchanged checkout loads what it compiled before. The directory
 is ``<package>/__pycache__/numba-<digest>`` (or, where that is not writable, ``~/.cache/t3sim/numba-<digest>``), or
 ``numba-<digest>`` inside the user's own ``NUMBA_CACHE_DIR``. Directories of earlier versions are left in place
-(delete them freely: each is at most ~100 MB).
+(delete them freely: each is at most ~100 MB). The setting is the process's: other numba code cached in a process
+that imported t3sim is cached there too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -28,16 +31,31 @@ _PREFIX = "numba-"
 
 
 def sources_digest(root: Path) -> str:
-    """A digest (16 hex digits) of the path and content of every ``*.py`` file under ``root`` that mentions numba."""
-    files = []
+    """A digest (16 hex digits) of the path and content of every ``*.py`` file under ``root`` (a package) that
+    mentions numba, and of the package's modules those import from (compiled code freezes the constants it reads)."""
+    texts = {}
     for d, dirs, names in os.walk(root):
         dirs[:] = [x for x in dirs if x != "__pycache__"]  # (where the caches themselves are)
-        files += [Path(d) / n for n in names if n.endswith(".py")]
-    h = hashlib.sha256()
-    for p in sorted(files):
-        data = p.read_bytes()
+        for n in names:
+            if n.endswith(".py"):
+                p = Path(d) / n
+                texts[p.relative_to(root).as_posix()] = p.read_bytes()
+    pkg = re.escape(root.name.encode())
+    used = set()
+    for rel, data in texts.items():
         if b"numba" in data:
-            h.update(p.relative_to(root).as_posix().encode() + b"\0" + data + b"\0")
+            used.add(rel)
+            mods = [m for m in re.findall(rb"^\s*import\s+" + pkg + rb"\.([\w.]+)", data, re.M)]
+            for m, names in re.findall(rb"^\s*from\s+" + pkg + rb"((?:\.\w+)*)\s+import\s+\(?([^)\n]*)", data, re.M):
+                m = m.lstrip(b".")
+                mods.append(m)  # the module, and any of the names that are modules of it
+                mods += [(m + b"." if m else b"") + n.split()[0] for n in names.split(b",") if n.strip()]
+            for m in mods:
+                mod = m.decode().replace(".", "/")
+                used.update(x for x in (mod + ".py", mod + "/__init__.py") if x in texts)
+    h = hashlib.sha256()
+    for rel in sorted(used):
+        h.update(rel.encode() + b"\0" + texts[rel] + b"\0")
     return h.hexdigest()[:16]
 
 

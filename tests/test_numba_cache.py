@@ -63,16 +63,24 @@ def test_a_callee_edited_in_another_file_is_recompiled(tmp_path, numba_first):
     assert v == 30 and d2 != d  # a directory per version of the sources
 
 
-def test_digest_follows_the_sources_that_use_numba(tmp_path):
-    (tmp_path / "k.py").write_text("import numba\n")
-    (tmp_path / "plain.py").write_text("x = 1\n")
-    d0 = sources_digest(tmp_path)
-    (tmp_path / "plain.py").write_text("x = 2\n")
-    (tmp_path / "__pycache__").mkdir()
-    (tmp_path / "__pycache__" / "cached.py").write_text("import numba  # not a source\n")
-    assert sources_digest(tmp_path) == d0
-    (tmp_path / "k.py").write_text("import numba  # edited\n")
-    assert sources_digest(tmp_path) != d0
+def test_digest_follows_the_sources_that_use_numba_and_what_they_import(tmp_path):
+    pk = tmp_path / "pk"
+    (pk / "sub").mkdir(parents=True)
+    (pk / "k.py").write_text("import numba\nfrom pk.consts import C\nfrom pk.sub import table as T, other\n")
+    (pk / "consts.py").write_text("C = 1\n")
+    (pk / "sub" / "__init__.py").write_text("")
+    (pk / "sub" / "table.py").write_text("X = 1\n")
+    (pk / "plain.py").write_text("x = 1\n")
+    d0 = sources_digest(pk)
+    (pk / "plain.py").write_text("x = 2\n")
+    (pk / "__pycache__").mkdir()
+    (pk / "__pycache__" / "cached.py").write_text("import numba  # not a source\n")
+    assert sources_digest(pk) == d0
+    for f, text in (("sub/table.py", "X = 2\n"), ("consts.py", "C = 2\n"),
+                    ("k.py", "import numba  # edited\nfrom pk.consts import C\n")):
+        (pk / f).write_text(text)
+        assert sources_digest(pk) != d0
+        d0 = sources_digest(pk)
 
 
 def test_a_users_cache_dir_holds_the_digest_directory(tmp_path, monkeypatch):
