@@ -151,6 +151,8 @@ def main(argv=None) -> int:
     q.add_argument("--reps", type=int, default=1)
     q.add_argument("--perf-map", action="store_true")
     ns = p.parse_args(argv)
+    if ns.cmd == "replay" and ns.reps < 1:
+        p.error(f"--reps {ns.reps}: at least 1")
     if ns.cmd == "record":
         record(ns.config, ns.out, ns.sets)
         return 0

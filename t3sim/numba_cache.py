@@ -45,7 +45,7 @@ def sources_digest(root: Path) -> str:
     for rel, data in texts.items():
         if b"numba" in data:
             used.add(rel)
-            mods = [m for m in re.findall(rb"^\s*import\s+" + pkg + rb"\.([\w.]+)", data, re.M)]
+            mods = re.findall(rb"^\s*import\s+" + pkg + rb"\.([\w.]+)", data, re.M)
             for m, names in re.findall(rb"^\s*from\s+" + pkg + rb"((?:\.\w+)*)\s+import\s+\(?([^)\n]*)", data, re.M):
                 m = m.lstrip(b".")
                 mods.append(m)  # the module, and any of the names that are modules of it
