@@ -186,16 +186,25 @@ def _mask(a, size, G):
     return ((1 << (last + 1)) - 1) ^ ((1 << first) - 1)
 
 
+@numba.njit(cache=True, _nrt=False)
+def _run_arrays(addr, smask, is_write, uncached, src, now, S, G, V, occ, counts, R, E):  # pragma: no cover
+    """:func:`access_arrays`' loop into ``R``/``E`` (the caller's): the number of write-back rows. Compiled without
+    the numba runtime, as every loop here that calls helpers with array arguments: with it, numba reference-counts
+    each array at each helper call (atomic updates that cost about as much as the access itself)."""
+    nev = 0
+    g = _geo(G)
+    for i in range(addr.shape[0]):
+        nev = one_access(i, addr[i], smask[i], is_write[i], uncached[i], src[i], now, S, g, V, occ, counts, R, E, nev)
+    return nev
+
+
 @numba.njit(cache=True)
 def access_arrays(addr, smask, is_write, uncached, src, now, S, G, V, occ, counts):  # pragma: no cover - compiled
     """Per-access kinds/sources/masks (arrays); returns (R, E[:, :nev], batch cycles)."""
     n = addr.shape[0]
     R = np.empty((NR, n), dtype=np.int64)
     E = np.empty((NE, n), dtype=np.int64)
-    nev = 0
-    g = _geo(G)
-    for i in range(n):
-        nev = one_access(i, addr[i], smask[i], is_write[i], uncached[i], src[i], now, S, g, V, occ, counts, R, E, nev)
+    nev = _run_arrays(addr, smask, is_write, uncached, src, now, S, G, V, occ, counts, R, E)
     return R, E[:, :nev], _ticks(R, n, G, now)
 
 
@@ -214,6 +223,22 @@ def _ticks(R, n, G, now):
     return last - now
 
 
+@numba.njit(cache=True, _nrt=False)
+def _run_uniform(addr, wr, unc, sc, size, now, S, G, V, occ, counts, R, E):  # pragma: no cover - compiled
+    """:func:`access_uniform`'s loop into ``R``/``E`` (the caller's; compiled without the runtime, as
+    :func:`_run_arrays`): the number of write-back rows, or -1 (nothing touched) if an access is invalid."""
+    n = addr.shape[0]
+    for i in range(n):
+        if _mask(addr[i], size, G) < 0:
+            return -1
+    nev = 0
+    g = _geo(G)
+    for i in range(n):
+        a = addr[i]
+        nev = one_access(i, a, _mask(a, size, G), wr, unc, sc, now, S, g, V, occ, counts, R, E, nev)
+    return nev
+
+
 @numba.njit(cache=True)
 def access_uniform(addr, wr, unc, sc, size, now, S, G, V, occ, counts):  # pragma: no cover - compiled
     """A batch sharing kind (``wr``), cacheability, source and size; returns (R, E[:, :nev], batch cycles).
@@ -221,14 +246,9 @@ def access_uniform(addr, wr, unc, sc, size, now, S, G, V, occ, counts):  # pragm
     Raises ValueError (before touching any state) if an access is empty or crosses a line.
     """
     n = addr.shape[0]
-    for i in range(n):
-        if _mask(addr[i], size, G) < 0:
-            raise ValueError("every access needs size >= 1 B, addr >= 0 and must stay within one line")
     R = np.empty((NR, n), dtype=np.int64)
     E = np.empty((NE, n), dtype=np.int64)
-    nev = 0
-    g = _geo(G)
-    for i in range(n):
-        a = addr[i]
-        nev = one_access(i, a, _mask(a, size, G), wr, unc, sc, now, S, g, V, occ, counts, R, E, nev)
+    nev = _run_uniform(addr, wr, unc, sc, size, now, S, G, V, occ, counts, R, E)
+    if nev < 0:
+        raise ValueError("every access needs size >= 1 B, addr >= 0 and must stay within one line")
     return R, E[:, :nev], _ticks(R, n, G, now)

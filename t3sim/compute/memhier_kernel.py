@@ -42,14 +42,22 @@ def _sector_accesses(line, m, sector_B, nsect, access_B, out, k):  # pragma: no 
     return k
 
 
+@numba.njit(cache=True, _nrt=False)
+def _cover(lines, masks, sector_B, nsect, access_B, out):  # pragma: no cover - compiled
+    """:func:`_sector_accesses` of every line into ``out``: the length written. Compiled without the numba runtime:
+    with it, the inlined helper reference-counts ``out`` at every line (as ``l2_kernel._run_uniform`` says)."""
+    k = 0
+    for i in range(lines.shape[0]):
+        k = _sector_accesses(lines[i], masks[i], sector_B, nsect, access_B, out, k)
+    return k
+
+
 @numba.njit(cache=True)
 def mask_accesses(lines, masks, sector_B, nsect, access_B):  # pragma: no cover - compiled
     """The sorted distinct DRAM accesses covering sector masks ``masks`` of lines ``lines`` (int64 arrays)."""
     per = nsect * (sector_B // access_B if sector_B > access_B else 1)
     out = np.empty(lines.shape[0] * per, dtype=np.int64)
-    k = 0
-    for i in range(lines.shape[0]):
-        k = _sector_accesses(lines[i], masks[i], sector_B, nsect, access_B, out, k)
+    k = _cover(lines, masks, sector_B, nsect, access_B, out)
     return _sorted_unique(out[:k])
 
 
@@ -64,13 +72,24 @@ def _read_plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any
     (``fill_mask``, relative to each address's ``line_B`` line of ``sector_B`` sectors).
     """
     n = addrs.shape[0]
-    ready = -1
-    tags = np.empty(n, dtype=np.int64)
-    nt = 0
     nsect = line_B // sector_B
+    tags = np.empty(n, dtype=np.int64)
     req = np.empty(n * nsect * (sector_B // access_B if sector_B > access_B else 1), dtype=np.int64)
+    ready, nt, nr = _plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any_fills, line_B, sector_B,
+                          access_B, tags, req)
+    return ready, _sorted_unique(tags[:nt]), _sorted_unique(req[:nr])
+
+
+@numba.njit(cache=True, _nrt=False)
+def _plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any_fills, line_B, sector_B, access_B, tags,
+          req):  # pragma: no cover - compiled
+    """:func:`_read_plan`'s loop into ``tags``/``req`` (without the runtime, as :func:`_cover`):
+    ``(ready, tags written, accesses written)``."""
+    ready = -1
+    nt = 0
     nr = 0
-    for i in range(n):
+    nsect = line_B // sector_B
+    for i in range(addrs.shape[0]):
         if outcome[i] == HIT:
             if ready_tick[i] > ready:
                 ready = ready_tick[i]
@@ -82,7 +101,7 @@ def _read_plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any
                     nt += 1
         if fill_mask[i] != 0:
             nr = _sector_accesses(addrs[i] & ~np.int64(line_B - 1), fill_mask[i], sector_B, nsect, access_B, req, nr)
-    return ready, _sorted_unique(tags[:nt]), _sorted_unique(req[:nr])
+    return ready, nt, nr
 
 
 @numba.njit(cache=True)

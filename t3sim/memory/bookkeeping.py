@@ -34,12 +34,23 @@ def fill_requests(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive
     fast controller's lookahead stops a unit that has none, :func:`~t3sim.memory.fast_kernel.run_kernel`).
     Raises ValueError on a negative address (before writing anything).
     """
+    d = np.empty(radix.size, np.int64)
+    sh = np.empty(radix.size, np.int64)
+    if not _fill(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive, radix, pos, bpg, xor, chash, f_head,
+                 f_tail, unit_next, awaited, unit_awaited, d, sh):
+        raise ValueError("addresses must be non-negative")
+
+
+@nb.njit(cache=True, _nrt=False)
+def _fill(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive, radix, pos, bpg, xor, chash, f_head, f_tail,
+          unit_next, awaited, unit_awaited, d, sh):  # pragma: no cover - compiled
+    """:func:`fill_requests`' work, ``d``/``sh`` its scratch (``radix.size`` each); False (nothing written) on a
+    negative address. Compiled without the numba runtime: with it, the address map's inlined helpers
+    reference-count their array arguments at every request (atomic updates, about as dear as the mapping)."""
     n = a.shape[0]
     for i in range(n):
         if a[i] < 0:
-            raise ValueError("addresses must be non-negative")
-    d = np.empty(radix.size, np.int64)
-    sh = np.empty(radix.size, np.int64)
+            return False
     pow2 = pow2_shifts(radix, sh)  # then map by shifts and masks (the same digits, no divisions)
     per_wg = wg.shape[0] != 1
     per_wf = wf.shape[0] != 1
@@ -81,6 +92,7 @@ def fill_requests(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive
         f_tail[u, stream] = r
         if has_next and unit_next[u] > arrive:
             unit_next[u] = arrive
+    return True
 
 
 @nb.njit(cache=True)
