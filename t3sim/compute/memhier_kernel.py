@@ -197,7 +197,7 @@ def _sorted_unique(x):  # pragma: no cover - compiled
     return y[:k]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, _nrt=False)
 def _record_fills(req, fl_line, fl_tag, mask, tag):  # pragma: no cover - compiled
     """Point the fill-table slots of the 128 B lines of sorted requests ``req`` at ``tag``."""
     for i in range(req.shape[0]):

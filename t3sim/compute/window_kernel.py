@@ -70,7 +70,7 @@ R_LIMIT, R_DONE, R_GROW, R_STATS, R_IDLE = 1, 2, 3, 4, 5
 BIG = np.int64(1) << np.int64(62)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
 def _new_join(J, W, kind, t, extra):  # pragma: no cover - compiled
     k = W[W_JFREE]
     if k >= 0:
@@ -82,13 +82,13 @@ def _new_join(J, W, kind, t, extra):  # pragma: no cover - compiled
     return k
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
 def _free_join(J, W, k):  # pragma: no cover - compiled
     J[k, J_WAITER] = W[W_JFREE]
     W[W_JFREE] = k
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
 def _attach(BI, CB, W, C, bid, k, J):  # pragma: no cover - compiled
     """Join ``k`` waits on batch ``bid`` (appended to the batch's callbacks)."""
     n = W[W_CBFREE]
@@ -219,7 +219,7 @@ def _store(a, jkind, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cov
         W[W_WLEFT] += 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
 def _maybe_end(W):  # pragma: no cover - compiled
     if W[W_RETIRED] and W[W_WLEFT] == 0 and not W[W_DONE]:
         W[W_DONE] = 1
@@ -317,7 +317,7 @@ def resume(j, pc, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragm
         pc = PC_START
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
 def _retire_wg(seq, cu, W, C, cu_active, stage_left, stage_end):  # pragma: no cover - compiled
     """After its store (``GemmKernel._slot``): WG ``seq`` leaves its CU's share, counts as progress and in its
     stage."""
@@ -329,7 +329,7 @@ def _retire_wg(seq, cu, W, C, cu_active, stage_left, stage_end):  # pragma: no c
         stage_end[s] = W[W_NOW]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
 def fire_tick(T, W, C, H, CH, BI, CB, J):  # pragma: no cover - compiled
     """The dispatcher entry of tick ``T``: the batches due then, in batch-id order, each running its
     callbacks (fill entry dropped / tracked write counted, then its joins in attachment order)."""

@@ -86,7 +86,7 @@ def count_common(kind, wg, wf, stream, tick, start, wg_gran, m, uses_ready, lut,
 
 
 count_common_py = count_common
-count_common = nb.njit(cache=True, nogil=True)(count_common)
+count_common = nb.njit(cache=True, nogil=True, _nrt=False)(count_common)  # allocates nothing: no reference counts per call
 
 
 def first_counted(kind: np.ndarray, wg: np.ndarray) -> int:
