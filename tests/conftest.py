@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def load_script(rel: str) -> ModuleType:
+    """The repository's script at ``rel`` (not in a package: benchmarks/, experiments/) loaded as a module."""
+    path = REPO / rel
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.fixture

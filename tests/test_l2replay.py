@@ -1,14 +1,11 @@
 """benchmarks/l2replay.py (the L2-only replay of benchmarks/PROFILE.md step 18): a recorded point replays with the
 recording's write-backs and final L2 state, and a recording with a batch missing is reported, not timed silently."""
 
-import importlib.util
 import pickle
 
-from tests.conftest import REPO
+from tests.conftest import REPO, load_script
 
-spec = importlib.util.spec_from_file_location("l2replay", REPO / "benchmarks" / "l2replay.py")
-l2replay = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(l2replay)
+l2replay = load_script("benchmarks/l2replay.py")
 
 
 def test_a_recorded_point_replays_exactly(tmp_path, capsys):

@@ -1,14 +1,11 @@
 """benchmarks/memreplay.py (the memory-only replay of benchmarks/PROFILE.md): a recorded point replays with the
 recording's completions and statistics, and a recording with a call missing is reported, not timed silently."""
 
-import importlib.util
 import pickle
 
-from tests.conftest import REPO
+from tests.conftest import REPO, load_script
 
-spec = importlib.util.spec_from_file_location("memreplay", REPO / "benchmarks" / "memreplay.py")
-memreplay = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(memreplay)
+memreplay = load_script("benchmarks/memreplay.py")
 
 
 def test_a_recorded_point_replays_exactly(tmp_path, capsys):

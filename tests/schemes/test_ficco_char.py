@@ -200,13 +200,9 @@ def test_other_chunking_schemes_reject_k(kind):
 
 def test_shipped_config_is_generated():
     """configs/experiments/ficco-char.yaml is exactly what experiments/ficco/make_configs.py writes."""
-    import importlib.util
+    from tests.conftest import REPO, load_script
 
-    from tests.conftest import REPO
-
-    spec = importlib.util.spec_from_file_location("make_ficco_configs", REPO / "experiments/ficco/make_configs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("experiments/ficco/make_configs.py")
     assert (REPO / "configs/experiments/ficco-char.yaml").read_text() == mod.configs()["ficco-char.yaml"]
 
 
