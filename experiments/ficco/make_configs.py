@@ -56,8 +56,9 @@ HEADER = """\
 # Issue 14: {what} on FiCCO's 8x MI300X full mesh (configs/systems/mi300x-8gpu.yaml), bf16, homogeneous mode.
 # workload.gemm is the whole operator as FiCCO Table I gives it (reading: t3sim/config/workload.py
 # GemmShapeConfig); every GEMM is SCALED (gemm.scale_M, gemm.scale_K; rule: t3sim.config.ficco.scale_for,
-# at most {budget:.0f} GFLOP per GPU): t3sim has no sampled simulation yet, and the full shapes would take
-# ~15 CPU-hours per schedule. N is kept; K is halved first (down to 512), then M (experiments/ficco/README.md).
+# at most {budget:.0f} GFLOP per GPU): the full shapes would take ~15 CPU-hours per schedule, and t3sim's sampled
+# simulation does not fit FiCCO's schedules (their steps scale with M: experiments/ficco/README.md, "SCALED
+# SHAPES"). N is kept; K is halved first (down to 512), then M (experiments/ficco/README.md).
 # Schemes: sequential = the baseline (the collective, then one GEMM); {extra}
 # ficco = FiCCO's four schedules with copy-engine (dma) and CU-driven (rccl) communication.
 """
