@@ -3,27 +3,28 @@
 #   usage: benchmarks/ficco_budget/study.sh SECONDS EXP:JOBS [EXP:JOBS ...]
 #   e.g.   benchmarks/ficco_budget/study.sh 480 ficco-ep:6 ficco-sp:10
 # Runs each configs/experiments/EXP.yaml with JOBS workers, all at once, for at most SECONDS, into .whl/res; points
-# done earlier (.whl/res.tgz, carried) are reused, so the next call with the returned files resumes. numba's cache
-# travels the same way (.whl/nbc.tgz): a fresh machine compiles once (~70 s), a resumed one loads it (~20 s).
-# Writes $OUT/res.tgz and $OUT/nbc.tgz (copy both into .whl/ here before the next call) and the runs' logs.
-# Afterwards: python benchmarks/ficco_budget/cost.py DIR (DIR: where res.tgz was unpacked) sums the points' wall
-# times by experiment and schedule kind; experiments/ficco/plot.py --results DIR/res remakes ficco.csv to compare.
+# done earlier (.whl/res-EXP.tgz, carried) are reused, so the next call with the returned files resumes. numba's
+# cache travels the same way (.whl/nbc.tgz): a fresh machine compiles once (~70 s), a resumed one loads it (~20 s).
+# Writes $OUT/res-EXP.tgz (one per experiment: ~60 KB a point, and a returned file may hold 16 MiB) and
+# $OUT/nbc.tgz -- copy them into .whl/ here before the next call -- and the runs' logs.
+# Afterwards: python benchmarks/ficco_budget/cost.py DIR (DIR: where the res-*.tgz were unpacked) sums the points'
+# wall times by experiment and schedule kind; experiments/ficco/plot.py --results DIR/res remakes ficco.csv.
 # Device prefix (wheels in .whl/, carry [".whl"]): see benchmarks/README.md.
 set -u
 T=$1; shift
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD NUMBA_CACHE_DIR=$PWD/.whl/nbc PYTHONUNBUFFERED=1
-for f in res nbc; do [ -f .whl/$f.tgz ] && tar xzf .whl/$f.tgz -C .whl; done
+for f in .whl/res-*.tgz .whl/nbc.tgz; do [ -f "$f" ] && tar xzf "$f" -C .whl; done
 mkdir -p .whl/res .whl/nbc
 s=$(date +%s)
 python3 -m t3sim.cli run benchmarks/ficco_budget/warm.yaml --force --out /tmp/warm > "$OUT/warm.log" 2>&1
-echo "cores $(nproc); numba warm-up $(( $(date +%s) - s )) s"
+echo "cores $(nproc) ($(lscpu 2>/dev/null | grep -i 'thread(s) per core' | tr -s ' ')); numba warm-up $(( $(date +%s) - s )) s"
 for ej in "$@"; do
   timeout "$T" python3 -m t3sim.cli run "configs/experiments/${ej%%:*}.yaml" -j "${ej##*:}" --out .whl/res \
     > "$OUT/${ej%%:*}.log" 2>&1 &
 done
 wait
 echo "runs done at $(( $(date +%s) - s )) s; points with results: $(find .whl/res -name meta.json | wc -l)"
-tar czf "$OUT/res.tgz" -C .whl res
+for ej in "$@"; do [ -d ".whl/res/${ej%%:*}" ] && tar czf "$OUT/res-${ej%%:*}.tgz" -C .whl "res/${ej%%:*}"; done
 tar czf "$OUT/nbc.tgz" -C .whl nbc
 for ej in "$@"; do tail -n 2 "$OUT/${ej%%:*}.log"; done
