@@ -13,6 +13,7 @@ def _point(root, exp, name, wall_s, scheme, stats=None):
     (d / "meta.json").write_text(json.dumps({"wall_s": wall_s}))
     (d / "config.yaml").write_text(yaml.safe_dump({"scheme": scheme, "workload": {"gemm": {"name": "g2"}}}))
     (d / "stats.json").write_text(json.dumps(stats or {"sim": {"events": 1}, "x": 1}))
+    (d / "summary.csv").write_text(f"experiment,scheme\n{exp},{scheme['kind']}\n")
 
 
 def test_cost_sums_wall_times_by_experiment_and_schedule_kind(tmp_path, capsys):
@@ -21,14 +22,16 @@ def test_cost_sums_wall_times_by_experiment_and_schedule_kind(tmp_path, capsys):
     _point(res, "ficco-sp", "a", 3600.0, {"kind": "ficco", "ficco_schedule": "uniform_fused_2d", "ficco_comm": "dma"})
     _point(res, "ficco-sp", "b", 1800.0, {"kind": "ficco", "ficco_schedule": "hetero_fused_1d", "ficco_comm": "rccl"})
     _point(res, "ficco-ep", "c", 1800.0, {"kind": "sequential"})
+    _point(res, "ficco-char", "d", 0.0, {"kind": "ficco_char"})
     cost.main(str(tmp_path))
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines()]
     assert ["ficco-sp", "2", "1.500", "75.0%", "2700.0"] in rows
-    assert ["ficco", "dma", "2d", "1", "1.000", "50.0%", "3600.0"] in rows
-    assert ["ficco", "rccl", "1d", "1", "0.500", "25.0%", "1800.0"] in rows
-    assert ["sequential", "1", "0.500", "25.0%", "1800.0"] in rows
-    assert out.rstrip().endswith("total 3 points, 2.000 host-CPU-hours")
+    assert ["ficco-dma", "2d", "1", "1.000", "50.0%", "3600.0"] in rows  # the methods of ficco.csv (method_of)
+    assert ["ficco-rccl", "1d", "1", "0.500", "25.0%", "1800.0"] in rows
+    assert ["baseline", "1", "0.500", "25.0%", "1800.0"] in rows
+    assert ["ficco_char", "1", "0.000", "0.0%", "0.0"] in rows  # no method: its scheme
+    assert out.rstrip().endswith("total 4 points, 2.000 CPU-hours")
 
 
 def test_compare_ignores_only_the_event_count(tmp_path, capsys):
