@@ -1,7 +1,7 @@
 """Where a run's compiled time goes: samples per numba function and, in one kernel, per source line (PROFILE.md
 step 19).
 
-    python benchmarks/kernel_lines.py record CONFIG DIR [--set key=value ...] [--freq HZ]
+    python benchmarks/kernel_lines.py record CONFIG DIR [--set key=value ...] [--freq HZ] [--warm]
     python benchmarks/kernel_lines.py report DIR [--kernel NAME] [--top N]
 
 ``record`` runs the one-point experiment CONFIG in a child process under ``perf record`` (cpu-clock samples at
@@ -10,17 +10,18 @@ step 19).
 (``NUMBA_BOUNDSCHECK=0``: debug info turns them on otherwise). numba also keeps variables alive to their scope's
 end with debug info, so the code is close to, not the same as, a normal run's (on the FiCCO point of PROFILE.md
 step 19 the controller kernel took about as many seconds of samples as cProfile gives the whole window in a normal
-run). The child's wall time includes the compilation. When the point is done the child
+run). Without ``--warm`` the child's wall time includes the compilation. When the point is done the child
 writes ``DIR/entries.json`` (every compiled overload: entry address, qualified name, source file and line range, the
 source files of the functions it calls) and ``DIR/obj/<n>.o`` (each overload's object code). Compilation is sampled
-too: its samples fall outside the compiled functions.
+too (its samples fall outside the compiled functions) unless ``--warm``: then the child runs the point twice and
+``perf`` is attached (``perf record -p``) only for the second run, so the shares are the run's.
 
 ``report`` reads the samples (``perf script -F ip``) and prints the share of all samples in each compiled function
 (a function spans to the next entry) and, with ``--kernel`` (a substring of a qualified name), the share of that
 function's samples per source line, from its object's line table (``addr2line``). numba gives the code of a helper
 inlined at numba level (``inline="always"``) the caller's file with the helper's own line numbers; a line outside the
 kernel's own source range is printed with the text of that line in each file of the functions the kernel calls, to
-be read by the reader (the line's instructions, ``objdump -dl DIR/obj/<n>.o``, say which).
+be settled by the line's instructions (``objdump -dl DIR/obj/<n>.o``).
 
 Needs ``perf``, ``nm`` and ``addr2line`` (binutils). The numbers are cpu-clock samples of one run on a shared machine:
 shares, not timings (a load that misses is charged to the instruction after it).
@@ -189,11 +190,18 @@ def report(d: Path, kernel: str, top: int) -> int:
     return 0
 
 
-def _child(config: str, d: Path, sets: List[str]) -> None:
+def _child(config: str, d: Path, sets: List[str], warm: bool) -> None:
     from t3sim.config import load_experiment
     from t3sim.system import simulate
 
     exp = load_experiment(config, overrides=sets)
+    if warm:  # run once to compile, then tell the parent (which attaches perf) and wait for it
+        t0 = time.perf_counter()
+        simulate(exp)
+        print(f"warm-up run (compiling) {time.perf_counter() - t0:.1f} s", flush=True)
+        (d / "warm.pid").write_text(str(os.getpid()))
+        while not (d / "go").exists():
+            time.sleep(0.05)
     t0 = time.perf_counter()
     r = simulate(exp)
     print(f"simulated {r.summary['total_us']:.3f} us in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -201,17 +209,31 @@ def _child(config: str, d: Path, sets: List[str]) -> None:
     print(f"{len(ents)} compiled overloads, {sum(1 for e in ents if e['obj'])} with object code -> {d}", flush=True)
 
 
-def record(config: str, d: Path, sets: List[str], freq: int) -> int:
+def record(config: str, d: Path, sets: List[str], freq: int, warm: bool) -> int:
     for tool in ("perf", "nm", "addr2line"):
         if shutil.which(tool) is None:
             print(f"kernel_lines: {tool} not found (needed to record and read samples)", file=sys.stderr)
             return 2
     d.mkdir(parents=True, exist_ok=True)
-    # debug info turns numba's bounds checks on unless they are set off: they would triple the kernels' time
+    for f in ("warm.pid", "go"):
+        (d / f).unlink(missing_ok=True)
+    # debug info turns numba's bounds checks on unless they are set off
     env = dict(os.environ, NUMBA_DEBUGINFO="1", NUMBA_BOUNDSCHECK="0", NUMBA_CACHE_DIR=str(d / "nbc"))
-    cmd = ["perf", "record", "-F", str(freq), "-o", str(d / "perf.data"), sys.executable, __file__, "_child", config,
-           str(d)] + [x for s in sets for x in ("--set", s)]
-    return subprocess.run(cmd, env=env).returncode
+    child = [sys.executable, __file__, "_child", config, str(d)] + [x for s in sets for x in ("--set", s)]
+    perf = ["perf", "record", "-F", str(freq), "-o", str(d / "perf.data")]
+    if not warm:
+        return subprocess.run(perf + child, env=env).returncode
+    proc = subprocess.Popen(child + ["--warm"], env=env)
+    while not (d / "warm.pid").exists():
+        if proc.poll() is not None:
+            return proc.returncode or 1
+        time.sleep(0.2)
+    rec = subprocess.Popen(perf + ["-p", (d / "warm.pid").read_text()])
+    time.sleep(2.0)  # perf attached
+    (d / "go").touch()
+    rc = proc.wait()
+    rec.wait()  # perf -p ends with the process it samples
+    return rc
 
 
 def main(argv=None) -> int:
@@ -222,19 +244,21 @@ def main(argv=None) -> int:
     r.add_argument("dir")
     r.add_argument("--set", action="append", default=[], dest="sets")
     r.add_argument("--freq", type=int, default=999)
+    r.add_argument("--warm", action="store_true", help="run the point twice, sampling only the second run")
     c = sub.add_parser("_child")
     c.add_argument("config")
     c.add_argument("dir")
     c.add_argument("--set", action="append", default=[], dest="sets")
+    c.add_argument("--warm", action="store_true")
     q = sub.add_parser("report")
     q.add_argument("dir")
     q.add_argument("--kernel", default="")
     q.add_argument("--top", type=int, default=30)
     ns = p.parse_args(argv)
     if ns.cmd == "record":
-        return record(ns.config, Path(ns.dir), ns.sets, ns.freq)
+        return record(ns.config, Path(ns.dir), ns.sets, ns.freq, ns.warm)
     if ns.cmd == "_child":
-        _child(ns.config, Path(ns.dir), ns.sets)
+        _child(ns.config, Path(ns.dir), ns.sets, ns.warm)
         return 0
     return report(Path(ns.dir), ns.kernel, ns.top)
 
