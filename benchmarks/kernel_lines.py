@@ -145,7 +145,10 @@ def by_line(ent: dict, ips: Iterable[int]) -> collections.Counter:
     return c
 
 
-def _text(path: str, n: int) -> str:
+def _text(path, n: int) -> str:
+    """Line ``n`` of file ``path`` (stripped), or '' (no file, no such line)."""
+    if not path or n < 1:
+        return ""
     try:
         return Path(path).read_text().splitlines()[n - 1].strip()
     except (OSError, IndexError):
