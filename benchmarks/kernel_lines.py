@@ -23,8 +23,8 @@ inlined at numba level (``inline="always"``) the caller's file with the helper's
 kernel's own source range is printed with the text of that line in each file of the functions the kernel calls, to
 be settled by the line's instructions (``objdump -dl DIR/obj/<n>.o``).
 
-Needs ``perf``, ``nm`` and ``addr2line`` (binutils). The numbers are cpu-clock samples of one run on a shared machine:
-shares, not timings (a load that misses is charged to the instruction after it).
+Needs ``perf``, ``objdump`` and ``addr2line`` (binutils). The numbers are cpu-clock samples of one run on a shared
+machine: shares, not timings (a load that misses is charged to the instruction after it).
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ def dump_compiled(out: Path) -> List[dict]:
     ents = []
     for d in [o for o in gc.get_objects() if isinstance(o, Dispatcher)]:
         path, first, last = _source_range(d.py_func)
+        callees = _callee_files(d.py_func)
         for cres in d.overloads.values():
             try:
                 addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
@@ -82,7 +83,7 @@ def dump_compiled(out: Path) -> List[dict]:
             if not addr:
                 continue
             e = {"addr": addr, "name": d.py_func.__qualname__, "symbol": cres.fndesc.llvm_func_name, "file": path,
-                 "first": first, "last": last, "callees": _callee_files(d.py_func), "obj": None}
+                 "first": first, "last": last, "callees": callees, "obj": None}
             try:
                 blob = cres.library.serialize_using_object_code()[2]
             except RuntimeError:  # loaded from a cache: no object code
@@ -108,29 +109,27 @@ def by_function(ents: List[dict], ips: Iterable[int], span_cap: int = 1 << 20) -
 
 
 def _symbol_offset(obj: str, symbol: str):
-    """(offset, size) of ``symbol`` in ``obj``'s code section (``nm -S``)."""
-    out = subprocess.run(["nm", "-S", "--defined-only", obj], capture_output=True, text=True, check=True).stdout
+    """(offset, size, section) of ``symbol`` in ``obj`` (``objdump -t``; numba's large code model puts code in
+    ``.ltext``)."""
+    out = subprocess.run(["objdump", "-t", obj], capture_output=True, text=True, check=True).stdout
     for ln in out.splitlines():
         p = ln.split()
-        if len(p) == 4 and p[3] == symbol:
-            return int(p[0], 16), int(p[1], 16)
+        if len(p) >= 5 and p[-1] == symbol:
+            return int(p[0], 16), int(p[-2], 16), p[-3]
     raise ValueError(f"{obj}: no symbol {symbol}")
 
 
 def by_line(ent: dict, ips: Iterable[int]) -> collections.Counter:
     """Samples of function ``ent`` per ``(file, line)`` of its object's line table (``addr2line``; '?' where none).
     The function's code is its symbol's ``[offset, offset + size)`` in the object, loaded at ``ent['addr']``."""
-    off0, size = _symbol_offset(ent["obj"], ent["symbol"])
+    off0, size, section = _symbol_offset(ent["obj"], ent["symbol"])
     base = ent["addr"] - off0
     offs = collections.Counter(ip - base for ip in ips if off0 <= ip - base < off0 + size)
     if not offs:
         return collections.Counter()
     uniq = sorted(offs)
-    res = subprocess.run(["addr2line", "-a", "-e", ent["obj"], "-j", ".ltext"] + [hex(o) for o in uniq],
+    res = subprocess.run(["addr2line", "-a", "-e", ent["obj"], "-j", section] + [hex(o) for o in uniq],
                          capture_output=True, text=True, check=True).stdout.splitlines()
-    if not any(":" in r and not r.startswith("0x") and "?" not in r for r in res):  # code in .text, not .ltext
-        res = subprocess.run(["addr2line", "-a", "-e", ent["obj"], "-j", ".text"] + [hex(o) for o in uniq],
-                             capture_output=True, text=True, check=True).stdout.splitlines()
     line_of, cur = {}, None
     for r in res:
         if r.startswith("0x"):
@@ -175,8 +174,7 @@ def report(d: Path, kernel: str, top: int) -> int:
         print(f"no compiled overload named like {kernel!r} with object code", file=sys.stderr)
         return 2
     for e in cands:
-        mine = [ip for ip in ips if e["addr"] <= ip < e["addr"] + (1 << 20)]
-        c = by_line(e, mine)
+        c = by_line(e, ips)
         n_in = sum(c.values())
         if not n_in:
             continue
@@ -213,7 +211,7 @@ def _child(config: str, d: Path, sets: List[str], warm: bool) -> None:
 
 
 def record(config: str, d: Path, sets: List[str], freq: int, warm: bool) -> int:
-    for tool in ("perf", "nm", "addr2line"):
+    for tool in ("perf", "objdump", "addr2line"):
         if shutil.which(tool) is None:
             print(f"kernel_lines: {tool} not found (needed to record and read samples)", file=sys.stderr)
             return 2
@@ -243,16 +241,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("record")
-    r.add_argument("config")
-    r.add_argument("dir")
-    r.add_argument("--set", action="append", default=[], dest="sets")
+    c = sub.add_parser("_child")  # the process record samples
+    for x in (r, c):
+        x.add_argument("config")
+        x.add_argument("dir")
+        x.add_argument("--set", action="append", default=[], dest="sets")
+        x.add_argument("--warm", action="store_true", help="run the point twice, sampling only the second run")
     r.add_argument("--freq", type=int, default=999)
-    r.add_argument("--warm", action="store_true", help="run the point twice, sampling only the second run")
-    c = sub.add_parser("_child")
-    c.add_argument("config")
-    c.add_argument("dir")
-    c.add_argument("--set", action="append", default=[], dest="sets")
-    c.add_argument("--warm", action="store_true")
     q = sub.add_parser("report")
     q.add_argument("dir")
     q.add_argument("--kernel", default="")

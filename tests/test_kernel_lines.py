@@ -8,8 +8,8 @@ import pytest
 
 from tests.conftest import load_script
 
-pytestmark = pytest.mark.skipif(any(shutil.which(t) is None for t in ("nm", "addr2line")),
-                                reason="needs binutils (nm, addr2line)")
+pytestmark = pytest.mark.skipif(any(shutil.which(t) is None for t in ("objdump", "addr2line")),
+                                reason="needs binutils (objdump, addr2line)")
 
 
 def _probe(a):
@@ -26,7 +26,7 @@ def test_samples_map_to_the_function_and_its_lines(tmp_path):
     ents = kl.dump_compiled(tmp_path)
     e = next(x for x in ents if x["name"] == "_probe" and x["obj"])
     assert (tmp_path / "entries.json").exists()
-    off0, size = kl._symbol_offset(e["obj"], e["symbol"])
+    off0, size, _section = kl._symbol_offset(e["obj"], e["symbol"])
     ips = list(range(e["addr"], e["addr"] + size))  # one sample at every byte of the function's code
     fn = kl.by_function(ents, ips)
     assert fn["_probe"] == size  # the function spans to the next entry (at least its own code)
