@@ -45,3 +45,37 @@ def test_compare_ignores_only_the_event_count(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "stats equal" in out and "stats DIFFER" in out
     assert "points 2, statistics equal 1; sum base 20.0 s new 19.0 s ratio 0.950" in out
+
+
+def _kernels(ends, unfused=False):
+    """GPU 0's kernel times for step ends ``ends`` (us); hetero-unfused-1D's steps are 7 GEMMs each."""
+    k = {"gemm_local": {"start_us": {"value": 0.0}, "end_us": {"value": 1.0}}}
+    for j, e in enumerate(ends):
+        for p in ((7, 1) if unfused else (None,)):
+            name = f"gemm_s{j}" + (f"_p{p}" if p else "")
+            k[name] = {"start_us": {"value": 0.0}, "end_us": {"value": e - (1.0 if p == 7 else 0.0)}}
+    return {"kernels": {"gpu0": k}}
+
+
+def test_steps_estimates_from_the_step_period_and_keeps_the_tail(tmp_path, capsys):
+    steps = load_script("benchmarks/ficco_budget/steps.py")
+    e = [10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 100.0, 120.0]
+    assert steps.step_ends(_kernels(e, unfused=True)) == e  # a step ends with its last GEMM; gemm_local is none
+    # S = 4: period (40 - 20) / 2 = 10, so 40 + 4 x 10 + tail 5 = 85 against 125; 45 of the 125 us simulated
+    err, kept = steps.estimate(e, 125.0, 4)
+    assert abs(err - (85.0 / 125.0 - 1)) < 1e-12 and abs(kept - 45.0 / 125.0) < 1e-12
+    steady = [10.0 * (j + 1) for j in range(8)]
+    assert all(abs(steps.estimate(steady, 83.0, s)[0]) < 1e-12 for s in steps.DETAIL)  # steady steps: exact
+
+    res = tmp_path / "res"
+    s = {"kind": "ficco", "ficco_schedule": "uniform_fused_2d", "ficco_comm": "dma"}
+    for name, ends in (("a", steady), ("b", e)):
+        _point(res, "ficco-sp", name, 3600.0, s, {**_kernels(ends), "time": {"total_us": {"value": ends[-1]}}})
+        cfg = yaml.safe_load((res / "ficco-sp" / name / "config.yaml").read_text())
+        (res / "ficco-sp" / name / "config.yaml").write_text(yaml.safe_dump({**cfg, "workload": {"tp": 8}}))
+    _point(res, "ficco-sp", "c", 3600.0, {"kind": "sequential"})  # counted whole
+    steps.main(str(tmp_path))
+    out = capsys.readouterr().out
+    # S = 4 keeps 40/80 of point a's hour and 40/120 of b's: 3 - 0.5 - 2/3 CPU-hours
+    assert "the whole study: 3.00 CPU-hours; 2 schedule points" in out
+    assert f"S=4: about {3 - 0.5 - 2 / 3:.2f} CPU-hours" in out
