@@ -17,9 +17,9 @@ schedule point's kernel times in ``stats.json``:
   times ``(e[S-1] + tail) / T`` (cost taken as proportional to simulated time).
 
 What the idealisation leaves out: in the whole run step ``S``'s communication overlaps step ``S-1``'s GEMM; a run of
-``S`` steps has none there, so its last step would be faster. So the errors here are a lower bound on a real sampled
-run's, and the costs an estimate. The other points of the study (baselines, shard overlap, the characterization)
-are counted whole.
+``S`` steps has none there, so its last steps run differently. The errors here are therefore neither a lower nor an
+upper bound on a real sampled run's (benchmarks/PROFILE.md step 21 compares four real prefix runs), and the costs
+are estimates. The other points of the study (baselines, shard overlap, the characterization) are counted whole.
 """
 
 import glob
