@@ -10,14 +10,15 @@ the whole run, ``total + (tp - S) P`` with ``P = (e[S-1] - e[1]) / (S - 2)`` (be
 """
 
 import os
-import re
 import sys
 import time
+from pathlib import Path
 
 from t3sim.config import load_experiment
 from t3sim.system import simulate
 
-STEP_END = re.compile(r"kernels\.gpu0\.gemm_s(\d+)(_p\d+)?\.end_us$")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from steps import step_ends  # noqa: E402  (this folder's: a step ends with its last GEMM on GPU 0)
 
 
 def main(config: str) -> None:
@@ -25,13 +26,7 @@ def main(config: str) -> None:
     t = time.time()
     r = simulate(exp)
     wall = time.time() - t
-    ends = {}
-    for name, st in r.stats.items():
-        m = STEP_END.match(name)
-        if m:
-            j = int(m.group(1))
-            ends[j] = max(ends.get(j, 0.0), st.value)
-    e = [ends[j] for j in sorted(ends)]
+    e = step_ends(r.stats.to_dict())
     total = float(r.summary["total_us"])
     n, s = int(exp.workload.tp), len(e)
     line = f"wall {wall:.1f} s; total {total:.2f} us; {s} step ends {[round(x, 1) for x in e]}"
