@@ -79,3 +79,21 @@ def test_steps_estimates_from_the_step_period_and_keeps_the_tail(tmp_path, capsy
     # S = 4 keeps 40/80 of point a's hour and 40/120 of b's: 3 - 0.5 - 2/3 CPU-hours
     assert "the whole study: 3.00 CPU-hours; 2 schedule points" in out
     assert f"S=4: about {3 - 0.5 - 2 / 3:.2f} CPU-hours" in out
+
+
+def test_steps_compares_prefix_runs_with_the_whole_runs(tmp_path, capsys):
+    steps = load_script("benchmarks/ficco_budget/steps.py")
+    res = tmp_path / "res"
+    s = {"kind": "ficco", "ficco_schedule": "hetero_fused_1d", "ficco_comm": "dma"}
+    _point(res, "ficco-sp", "a", 100.0, s, {"time": {"total_us": {"value": 500.0}}})
+    _point(res, "ficco-sp", "b", 300.0, s, {"time": {"total_us": {"value": 400.0}}})
+    lines = [{"config": "x/ficco-sp__a.yaml", "estimate_us": 550.0, "wall_s": 40.0},
+             {"config": "ficco-sp__b.yaml", "estimate_us": 396.0, "wall_s": 60.0}]
+    f = tmp_path / "prefix.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    steps.compare(str(tmp_path), str(f))
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines()]
+    # errors +10 % and -1 %: mean +4.5 %, the largest +10 %; |error| mean 5.5 %; walls 100 s of 400 s
+    assert ["ficco-dma", "hetero_fused_1d", "2", "+4.5%", "+10.0%", "5.5%", "10.0%", "0.25x"] in rows
+    assert "2 points: |error| p50 10.0%, p90 10.0%, max 10.0%; prefix walls 0.03 h against 0.11 h whole" in out

@@ -1,6 +1,7 @@
 """How far sampling by schedule steps could cut the FiCCO study's cost, estimated from the study's own results.
 
-Usage: python benchmarks/ficco_budget/steps.py DIR   (DIR/res/<experiment>/<hash>/: study.sh's results)
+Usage: python benchmarks/ficco_budget/steps.py DIR [--prefix F.jsonl]   (DIR/res/<experiment>/<hash>/: study.sh's
+results; F: ``prefix_run.py --out`` of configs named ``<experiment>__<hash>.yaml``, compared with those whole runs)
 
 A FiCCO schedule runs ``tp`` = 8 steps (1D: one row chunk of every GPU's shard a step; 2D: one K slice), and in
 steady state every step takes the same time. A sampled run could simulate the first ``S`` steps in detail and
@@ -98,5 +99,35 @@ def main(root: str) -> None:
               f"p90 {es[int(0.9 * len(es))]:.1f}%, max {es[-1]:.1f}%")
 
 
+def compare(root: str, prefix: str) -> None:
+    """Real prefix runs (``prefix_run.py --out``) against the whole runs of the same configs: error and cost."""
+    rows = defaultdict(list)  # (method, schedule) -> [(error, prefix wall, whole wall)]
+    for line in Path(prefix).read_text().splitlines():
+        r = json.loads(line)
+        exp, chash = Path(r["config"]).stem.split("__")
+        p = Path(root) / "res" / exp / chash
+        whole = json.loads((p / "stats.json").read_text())["time"]["total_us"]["value"]
+        wall = json.loads((p / "meta.json").read_text())["wall_s"]
+        rows[method_of(read_run(p))].append((r["estimate_us"] / whole - 1.0, r["wall_s"], wall))
+    print(f"{'method':10s} {'schedule':18s} points  error mean/max |error| mean/max  prefix/whole wall")
+    errs, pw, ww = [], 0.0, 0.0
+    for (method, sched), v in sorted(rows.items()):
+        es = [100 * x[0] for x in v]
+        ab = [abs(x) for x in es]
+        errs += ab
+        pw += sum(x[1] for x in v)
+        ww += sum(x[2] for x in v)
+        print(f"{method:10s} {sched:18s} {len(v):6d}  {statistics.mean(es):+5.1f}% {max(es, key=abs):+6.1f}%  "
+              f"{statistics.mean(ab):5.1f}% {max(ab):5.1f}%   {sum(x[1] for x in v) / sum(x[2] for x in v):.2f}x")
+    errs.sort()
+    print(f"{len(errs)} points: |error| p50 {errs[len(errs) // 2]:.1f}%, p90 {errs[int(0.9 * len(errs))]:.1f}%, "
+          f"max {errs[-1]:.1f}%; prefix walls {pw / 3600:.2f} h against {ww / 3600:.2f} h whole")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) == 4 and sys.argv[2] == "--prefix":
+        compare(sys.argv[1], sys.argv[3])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        raise SystemExit("\n".join(__doc__.splitlines()[2:4]))
