@@ -1,7 +1,7 @@
 """FiCCO schedule points run as prefixes of their steps, and the step-sampled estimate of each whole total.
 
 Usage (on a copy of the tree with ``prefix_steps.patch`` applied, which launches only the first ``PREFIX_STEPS``
-steps' peer pushes and kernels; dma communication only -- FiCCO-rccl's step collectives are launched elsewhere):
+steps' peer pushes, FiCCO-rccl's step collectives and the kernels):
 
     PREFIX_STEPS=4 PYTHONPATH=COPY python benchmarks/ficco_budget/prefix_run.py CONFIG... [--jobs N] [--out F.jsonl]
 
