@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from steps import step_ends  # noqa: E402  (this folder's: a step ends with its last GEMM on GPU 0)
+from steps import period, step_ends  # noqa: E402  (this folder's: a step ends with its last GEMM on GPU 0)
 
 
 def run_point(config: str) -> dict:
@@ -38,7 +38,7 @@ def run_point(config: str) -> dict:
     want = os.environ.get("PREFIX_STEPS")
     if want and int(want) != s:
         raise SystemExit(f"{config}: ran {s} steps, PREFIX_STEPS={want}: is the patch applied?")
-    est = total + (n - s) * (e[s - 1] - e[1]) / (s - 2) if 2 < s < n else None
+    est = total + (n - s) * period(e, s) if 2 < s < n else None
     return {"config": config, "wall_s": round(wall, 3), "total_us": total, "steps": n, "step_ends_us": e,
             "estimate_us": est}
 
@@ -50,14 +50,18 @@ def main(argv=None) -> None:
     ap.add_argument("--out", help="also write each point as a JSON line here")
     a = ap.parse_args(argv)
     out = open(a.out, "w") if a.out else None
-    with multiprocessing.get_context("spawn").Pool(a.jobs, maxtasksperchild=1) as pool:
-        for r in pool.imap(run_point, a.configs):
-            est = f"; estimate for {r['steps']} steps {r['estimate_us']:.1f} us" if r["estimate_us"] else ""
-            print(f"{r['config']}: wall {r['wall_s']:.1f} s; total {r['total_us']:.2f} us; "
-                  f"{len(r['step_ends_us'])} step ends {[round(x, 1) for x in r['step_ends_us']]}{est}", flush=True)
-            if out:
-                out.write(json.dumps(r) + "\n")
-                out.flush()
+    try:
+        with multiprocessing.get_context("spawn").Pool(a.jobs, maxtasksperchild=1) as pool:
+            for r in pool.imap(run_point, a.configs):
+                est = f"; estimate for {r['steps']} steps {r['estimate_us']:.1f} us" if r["estimate_us"] else ""
+                print(f"{r['config']}: wall {r['wall_s']:.1f} s; total {r['total_us']:.2f} us; {len(r['step_ends_us'])} "
+                      f"step ends {[round(x, 1) for x in r['step_ends_us']]}{est}", flush=True)
+                if out:
+                    out.write(json.dumps(r) + "\n")
+                    out.flush()
+    finally:
+        if out:
+            out.close()
 
 
 if __name__ == "__main__":

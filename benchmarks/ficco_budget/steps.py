@@ -19,8 +19,12 @@ schedule point's kernel times in ``stats.json``:
 
 What the idealisation leaves out: in the whole run step ``S``'s communication overlaps step ``S-1``'s GEMM; a run of
 ``S`` steps has none there, so its last steps run differently. The errors here are therefore neither a lower nor an
-upper bound on a real sampled run's (benchmarks/PROFILE.md step 21 compares four real prefix runs), and the costs
-are estimates. The other points of the study (baselines, shard overlap, the characterization) are counted whole.
+upper bound on a real sampled run's, and the costs are estimates. The other points of the study (baselines, shard
+overlap, the characterization) are counted whole.
+
+With ``--prefix`` it compares real prefix runs instead (``prefix_run.py`` on a copy of the tree patched with
+``prefix_steps.patch``: each a schedule's first ``S`` steps, estimating the whole as its own total plus ``(8 - S) P``)
+with the whole runs in DIR: per schedule the error and the ratio of wall times (benchmarks/PROFILE.md step 21).
 """
 
 import glob
@@ -49,12 +53,16 @@ def step_ends(stats: dict) -> list:
     return [ends[j] for j in sorted(ends)]
 
 
+def period(e: list, s: int) -> float:
+    """The step period (us) measured over the first ``s`` step ends ``e``: steps 2..s-1 (step 0 overlaps nothing)."""
+    return (e[s - 1] - e[1]) / (s - 2)
+
+
 def estimate(e: list, total: float, s: int):
     """(relative error, fraction of the simulated time kept) of the ``s``-step estimate (module doc)."""
     n = len(e)
     tail = total - e[-1]
-    period = (e[s - 1] - e[1]) / (s - 2)
-    est = e[s - 1] + (n - s) * period + tail
+    est = e[s - 1] + (n - s) * period(e, s) + tail
     return est / total - 1.0, (e[s - 1] + tail) / total
 
 
