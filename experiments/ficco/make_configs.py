@@ -1,5 +1,6 @@
-"""Write configs/experiments/ficco-{sp,ep,synthetic,char}.yaml: FiCCO's Table I scenarios and 16 synthetic ones
-(issue 14), every GEMM scaled by :func:`t3sim.config.ficco.scale_for` to at most :data:`BUDGET_FLOP` per GPU.
+"""Write configs/experiments/ficco-{sp,ep,synthetic,char,scale}.yaml: FiCCO's Table I scenarios and 16 synthetic ones
+(issue 14), every GEMM scaled by :func:`t3sim.config.ficco.scale_for` to at most :data:`BUDGET_FLOP` per GPU; and
+the same study at half that budget, ``ficco-{sp,ep,synthetic,char}-half.yaml`` (:data:`SIZES`).
 
 Run from the repository root: ``python experiments/ficco/make_configs.py [FILE ...]`` (FILE: only those, e.g.
 ficco-char.yaml); a test checks the shipped files are
@@ -49,6 +50,11 @@ SYNTHETIC = [
 #: machine (an MI300X GEMM simulates at ~11 GFLOP per wall second), so the ~250 runs of the study fit ~4
 #: CPU-hours (issue 14).
 BUDGET_FLOP = 256e9
+#: The studies written, by file-name suffix: the study (its results are the report's), and the same study at half the
+#: FLOP budget, the size at which the whole study costs about issue 14's 4 CPU-hours (measured: the study costs 6.55
+#: CPU-hours, and a point's cost grows about as its FLOPs^0.76: experiments/ficco/README.md, Cost). Same rule, same
+#: scenarios, same cases: only ``scale_for``'s budget differs (no scale check at half size: the study is one).
+SIZES = {"": BUDGET_FLOP, "-half": BUDGET_FLOP / 2}
 TP = 8
 
 HEADER = """\
@@ -64,15 +70,15 @@ HEADER = """\
 """
 
 
-def _gemm(name, shape, direction, model=None):
+def _gemm(name, shape, direction, model=None, budget=BUDGET_FLOP):
     M, N, K = shape
-    sm, sk = scale_for(M, N, K, tp=TP, direction=direction, flop_budget=BUDGET_FLOP)
+    sm, sk = scale_for(M, N, K, tp=TP, direction=direction, flop_budget=budget)
     extra = f", model: {model}" if model else ""
     return f"{{name: {name}, M: {M}, N: {N}, K: {K}, scale_M: {sm}, scale_K: {sk}{extra}}}"
 
 
-def _config(name, what, direction, gemms, cases, extra_doc):
-    lines = [HEADER.format(what=what, budget=BUDGET_FLOP / 1e9, extra=extra_doc).rstrip("\n"),
+def _config(name, what, direction, gemms, cases, extra_doc, budget=BUDGET_FLOP):
+    lines = [HEADER.format(what=what, budget=budget / 1e9, extra=extra_doc).rstrip("\n"),
              f"name: {name}", f"description: {what} (issue 14), scaled shapes, 8x MI300X.",
              "system:", "  base: systems/mi300x-8gpu.yaml", "workload:", f"  gemm: {gemms[0]}",
              f"  direction: {direction}", f"  tp: {TP}", "  dtype: bf16", "scheme:", "  kind: sequential",
@@ -134,7 +140,7 @@ def _char_cases(shape_names_64k):
     return gemm + comm + both, k64
 
 
-def _char_config(gemms, cases, k64):
+def _char_config(gemms, cases, k64, name="ficco-char", budget=BUDGET_FLOP):
     """ficco-char.yaml: every point an explicit case (scenario x case, then the 64-way K points), no grid (a grid
     would cross the scenario-specific 64-way K points with every scenario)."""
     doc = ("ficco_char = FiCCO's characterization (t3sim/schemes/ficco_char.py): GEMM alone as 1, 8/64 M chunks,\n"
@@ -143,8 +149,8 @@ def _char_config(gemms, cases, k64):
            "beside one\n# step (dma, rccl) or one p2p shard, and each of those units alone (CIL). g13-g16 (EP) are "
            "read as all-gather +\n# GEMM of the same operator shapes (the characterization of Secs. IV-C/IV-D runs "
            "the same kernels for them)." % MAX_C_64K_MiB)
-    text = _config("ficco-char", "FiCCO's DIL and CIL characterization (Secs. IV-C, IV-D) on Table I g1-g16",
-                   "ag_gemm", gemms, [], "")
+    text = _config(name, "FiCCO's DIL and CIL characterization (Secs. IV-C, IV-D) on Table I g1-g16",
+                   "ag_gemm", gemms, [], "", budget)
     text = text.replace("# Schemes: sequential = the baseline (the collective, then one GEMM); \n# ficco = FiCCO's four "
                         "schedules with copy-engine (dma) and CU-driven (rccl) communication.", "# Scheme: " + doc)
     text = text.replace("scheme:\n  kind: sequential", "scheme:\n  kind: ficco_char")
@@ -153,35 +159,45 @@ def _char_config(gemms, cases, k64):
     return text + "\n".join(lines + [f"    - {c}" for c in k64]) + "\n"
 
 
-def configs() -> dict:
-    """File name -> text of every generated experiment config."""
-    sp = [_gemm(n, shape, "ag_gemm", model) for n, par, model, shape in TABLE_I if par == "SP+TP"]
-    ep = [_gemm(n, shape, "a2a_gemm", model) for n, par, model, shape in TABLE_I if par == "EP"]
-    syn = [_gemm(n, shape, "ag_gemm") for n, shape in SYNTHETIC]
+def study(suffix: str = "", budget: float = BUDGET_FLOP) -> dict:
+    """File name -> text of one study's experiment configs, every GEMM scaled to at most ``budget`` FLOPs per GPU;
+    files and experiment names end in ``suffix`` (the scale check only in the study itself, ``suffix`` empty)."""
+    sp = [_gemm(n, shape, "ag_gemm", model, budget) for n, par, model, shape in TABLE_I if par == "SP+TP"]
+    ep = [_gemm(n, shape, "a2a_gemm", model, budget) for n, par, model, shape in TABLE_I if par == "EP"]
+    syn = [_gemm(n, shape, "ag_gemm", budget=budget) for n, shape in SYNTHETIC]
     base = ["{scheme.kind: sequential}"]
     char = []
     names_64k = []
     for n, _par, model, shape in TABLE_I:
         M, N, K = shape
-        sm, sk = scale_for(M, N, K, tp=TP, direction="ag_gemm", flop_budget=BUDGET_FLOP)
-        char.append(_gemm(n, shape, "ag_gemm", model))
+        sm, sk = scale_for(M, N, K, tp=TP, direction="ag_gemm", flop_budget=budget)
+        char.append(_gemm(n, shape, "ag_gemm", model, budget))
         if (M // sm) * (N // TP) * 2 <= MAX_C_64K_MiB * 2 ** 20:
             names_64k.append(char[-1])
     cases, k64 = _char_cases(names_64k)
-    return {
-        "ficco-char.yaml": _char_config(char, cases, k64),
-        "ficco-sp.yaml": _config("ficco-sp", "FiCCO Table I SP+TP all-gather + GEMM scenarios g1-g12", "ag_gemm", sp,
-                                 base + ["{scheme.kind: chunked_dma, scheme.chunks: 8}"] + _ficco_cases(["dma", "rccl"]),
-                                 "chunked_dma with 8 chunks = shard-based overlap\n# (PyTorch AsyncTP: one shard "
-                                 "per step, peer to peer);"),
-        "ficco-ep.yaml": _config("ficco-ep", "FiCCO Table I EP all-to-all + expert GEMM scenarios g13-g16", "a2a_gemm",
-                                 ep, base + _ficco_cases(["dma", "rccl"]), "(no shard-based overlap: AsyncTP is tensor-"
-                                 "parallel only);"),
-        "ficco-scale.yaml": _config("ficco-scale", "FiCCO scale check, g2 at 1x and 4x the rule's FLOPs",
-                                    "ag_gemm", _scale_check(), base + _ficco_cases(["dma"]), ""),
-        "ficco-synthetic.yaml": _config("ficco-synthetic", "16 synthetic all-gather + GEMM scenarios for FiCCO's "
-                                        "heuristic (Sec. VI-D)", "ag_gemm", syn, base + _ficco_cases(["dma"]), ""),
+    x = suffix
+    out = {
+        f"ficco-char{x}.yaml": _char_config(char, cases, k64, f"ficco-char{x}", budget),
+        f"ficco-sp{x}.yaml": _config(f"ficco-sp{x}", "FiCCO Table I SP+TP all-gather + GEMM scenarios g1-g12", "ag_gemm",
+                                     sp, base + ["{scheme.kind: chunked_dma, scheme.chunks: 8}"]
+                                     + _ficco_cases(["dma", "rccl"]), "chunked_dma with 8 chunks = shard-based overlap"
+                                     "\n# (PyTorch AsyncTP: one shard per step, peer to peer);", budget),
+        f"ficco-ep{x}.yaml": _config(f"ficco-ep{x}", "FiCCO Table I EP all-to-all + expert GEMM scenarios g13-g16",
+                                     "a2a_gemm", ep, base + _ficco_cases(["dma", "rccl"]), "(no shard-based overlap: "
+                                     "AsyncTP is tensor-parallel only);", budget),
+        f"ficco-synthetic{x}.yaml": _config(f"ficco-synthetic{x}", "16 synthetic all-gather + GEMM scenarios for "
+                                            "FiCCO's heuristic (Sec. VI-D)", "ag_gemm", syn,
+                                            base + _ficco_cases(["dma"]), "", budget),
     }
+    if not x:
+        out["ficco-scale.yaml"] = _config("ficco-scale", "FiCCO scale check, g2 at 1x and 4x the rule's FLOPs",
+                                          "ag_gemm", _scale_check(), base + _ficco_cases(["dma"]), "")
+    return out
+
+
+def configs() -> dict:
+    """File name -> text of every generated experiment config (every study of :data:`SIZES`)."""
+    return {name: text for suffix, budget in SIZES.items() for name, text in study(suffix, budget).items()}
 
 
 def main(names=None) -> None:

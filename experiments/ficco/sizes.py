@@ -1,0 +1,107 @@
+#!/usr/bin/env python
+"""The FiCCO study at two sizes side by side (issue 14's budget): every number the paper states, and every
+scenario's speedups, from the study (``ficco-*``, at most 256 GFLOP per GPU: the report's) and from the same study
+at half the FLOP budget (``ficco-*-half``; experiments/ficco/make_configs.py ``SIZES``).
+
+Reads only tables and results (no simulation). The study's values come from its figure tables (``--study``: a
+folder with ``ficco.csv`` and ``ficco-char.csv``, default the committed experiments/reproduction/figures/); the half
+study's from the results of ``t3sim run configs/experiments/ficco-{sp,ep,synthetic,char}-half.yaml`` (``--results``).
+Writes the half study's figures and their tables, ``ficco-half.{csv,png}`` and ``ficco-char-half.{csv,png}`` (the
+study's ``ficco`` and ``ficco-char`` figures), and ``sizes.csv`` (the comparison: the stated numbers, then every
+scenario's speedups) under ``--out``, and prints the stated numbers at both sizes.
+Usage: python experiments/ficco/sizes.py [--results DIR] [--study DIR] [--out DIR] [--formats png,pdf]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+from t3sim.analysis import ficco, ficco_char
+from t3sim.analysis.facts import read_table
+from t3sim.analysis.ficco_numbers import NUMBERS, metrics_from_tables
+from t3sim.analysis.runs import load_runs
+from t3sim.config.ficco import SCHEDULES
+
+#: the half study's experiments, each with the study's experiment it repeats at half the FLOP budget
+HALF = {f"{e}-half": e for e in ("ficco-sp", "ficco-ep", "ficco-synthetic", "ficco-char")}
+REPO = Path(__file__).resolve().parents[2]
+
+
+def half_runs(results: str | Path) -> Dict[str, List]:
+    """The half study's runs by experiment (``ficco-sp-half``...)."""
+    return {h: load_runs(results, h) for h in HALF}
+
+
+def half_tables(runs: Dict[str, List]) -> Dict[str, List[Dict]]:
+    """The half study's figure tables, ``{"ficco": rows, "ficco-char": rows}``, its rows named by the study's
+    experiments (``ficco-sp``, not ``ficco-sp-half``) so that the study's readings apply unchanged."""
+    rows = ficco.ficco_rows(_schedule_runs(runs))
+    for r in rows:
+        r["experiment"] = HALF[r["experiment"]]
+    return {"ficco": rows, "ficco-char": ficco_char.char_rows(runs["ficco-char-half"])}
+
+
+def _schedule_runs(runs: Dict[str, List]) -> List:
+    return [r for h in ("ficco-sp-half", "ficco-ep-half", "ficco-synthetic-half") for r in runs[h]]
+
+
+def scenario_rows(study: Sequence[Dict], half: Sequence[Dict]) -> List[Dict]:
+    """Per scenario and method: its speedup over the baseline in the study and at half size (NaN where not run)."""
+    out = []
+    methods = [("ideal", None), ("shard", None)] + [(m, v) for m in ("ficco-dma", "ficco-rccl") for v in SCHEDULES]
+    for sc in ficco.scenarios(study):
+        for m, v in methods:
+            def of(rows):
+                if m == "ideal":
+                    return next((float(r["ideal_speedup"]) for r in rows if r["scenario"] == sc), math.nan)
+                return ficco.speedup(rows, sc, m, v) if any(r["scenario"] == sc for r in rows) else math.nan
+            a, b = of(study), of(half)
+            if not (math.isnan(a) and math.isnan(b)):
+                out.append({"scenario": sc, "method": m, "variant": v or "", "speedup_x": round(a, 4),
+                            "half_speedup_x": round(b, 4)})
+    return out
+
+
+def _write(path: Path, rows: Sequence[Dict]) -> None:
+    if rows:
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--results", default="results", help="results root with the ficco-*-half experiments")
+    ap.add_argument("--study", default=str(REPO / "experiments/reproduction/figures"),
+                    help="folder with the study's ficco.csv and ficco-char.csv")
+    ap.add_argument("--out", default="results/figures", help="where the CSVs and figures go")
+    ap.add_argument("--formats", default="png", help="figure formats, comma-separated (png, pdf, svg)")
+    a = ap.parse_args(argv)
+    study = {t: read_table(Path(a.study) / f"{t}.csv") for t in ("ficco", "ficco-char")}
+    runs = half_runs(a.results)
+    half = half_tables(runs)
+    if not half["ficco"]:
+        raise SystemExit(f"sizes: no ficco-*-half results under {a.results}/ (run configs/experiments/"
+                         "ficco-{sp,ep,synthetic,char}-half.yaml first)")
+    out = Path(a.out)
+    paths = ficco.figure(_schedule_runs(runs), out, a.formats.split(","), stem="ficco-half")
+    if half["ficco-char"]:
+        paths += ficco_char.figure(runs["ficco-char-half"], out, a.formats.split(","), stem="ficco-char-half")
+    s, h = metrics_from_tables(study), metrics_from_tables(half)
+    rows = [{"scenario": "", "method": n.key, "variant": "", "speedup_x": round(s[n.key], 4),
+             "half_speedup_x": round(h[n.key], 4)} for n in NUMBERS]
+    _write(out / "sizes.csv", rows + scenario_rows(study["ficco"], half["ficco"]))
+    print(f"{'stated number':24s} {'paper':>8s} {'study':>9s} {'half':>9s}")
+    for n in NUMBERS:
+        print(f"{n.key:24s} {str(n.value):>8s} {s[n.key]:9.3f} {h[n.key]:9.3f}")
+    for p in paths + [out / "sizes.csv"]:
+        print(p)
+
+
+if __name__ == "__main__":
+    main()
