@@ -6,9 +6,11 @@ at half the FLOP budget (``ficco-*-half``; experiments/ficco/make_configs.py ``S
 Reads only tables and results (no simulation). The study's values come from its figure tables (``--study``: a
 folder with ``ficco.csv`` and ``ficco-char.csv``, default the committed experiments/reproduction/figures/); the half
 study's from the results of ``t3sim run configs/experiments/ficco-{sp,ep,synthetic,char}-half.yaml`` (``--results``).
-Writes the half study's figures and their tables, ``ficco-half.{csv,png}`` and ``ficco-char-half.{csv,png}`` (the
-study's ``ficco`` and ``ficco-char`` figures), and ``sizes.csv`` (the comparison: the stated numbers, then every
-scenario's speedups) under ``--out``, and prints the stated numbers at both sizes.
+Writes, under ``--out``, the half study's figures and their tables (``ficco-half.{csv,png}``,
+``ficco-char-half.{csv,png}``: the study's ``ficco`` and ``ficco-char`` figures) and ``sizes.csv``, the comparison
+(columns scenario, method, variant, kind, study, half): first the stated numbers (scenario empty, method the
+number's key, kind its unit or trend as in t3sim/analysis/ficco_numbers.py), then every scenario's speedups (kind
+speedup_x). Prints the stated numbers at both sizes.
 Usage: python experiments/ficco/sizes.py [--results DIR] [--study DIR] [--out DIR] [--formats png,pdf]
 """
 
@@ -50,7 +52,8 @@ def _schedule_runs(runs: Dict[str, List]) -> List:
 
 
 def scenario_rows(study: Sequence[Dict], half: Sequence[Dict]) -> List[Dict]:
-    """Per scenario and method: its speedup over the baseline in the study and at half size (NaN where not run)."""
+    """Per scenario and method: its speedup over the baseline (``kind`` speedup_x) in the study and at half size (NaN
+    where not run)."""
     out = []
     methods = [("ideal", None), ("shard", None)] + [(m, v) for m in ("ficco-dma", "ficco-rccl") for v in SCHEDULES]
     for sc in ficco.scenarios(study):
@@ -61,8 +64,8 @@ def scenario_rows(study: Sequence[Dict], half: Sequence[Dict]) -> List[Dict]:
                 return ficco.speedup(rows, sc, m, v) if any(r["scenario"] == sc for r in rows) else math.nan
             a, b = of(study), of(half)
             if not (math.isnan(a) and math.isnan(b)):
-                out.append({"scenario": sc, "method": m, "variant": v or "", "speedup_x": round(a, 4),
-                            "half_speedup_x": round(b, 4)})
+                out.append({"scenario": sc, "method": m, "variant": v or "", "kind": "speedup_x",
+                            "study": round(a, 4), "half": round(b, 4)})
     return out
 
 
@@ -93,8 +96,9 @@ def main(argv=None) -> None:
     if half["ficco-char"]:
         paths += ficco_char.figure(runs["ficco-char-half"], out, a.formats.split(","), stem="ficco-char-half")
     s, h = metrics_from_tables(study), metrics_from_tables(half)
-    rows = [{"scenario": "", "method": n.key, "variant": "", "speedup_x": round(s[n.key], 4),
-             "half_speedup_x": round(h[n.key], 4)} for n in NUMBERS]
+    # the stated numbers first (scenario empty, method the number's key, kind its paper_numbers kind), then scenarios
+    rows = [{"scenario": "", "method": n.key, "variant": "", "kind": n.kind, "study": round(s[n.key], 4),
+             "half": round(h[n.key], 4)} for n in NUMBERS]
     _write(out / "sizes.csv", rows + scenario_rows(study["ficco"], half["ficco"]))
     print(f"{'stated number':24s} {'paper':>8s} {'study':>9s} {'half':>9s}")
     for n in NUMBERS:

@@ -56,15 +56,15 @@ def test_scenario_rows_pair_the_two_sizes():
     rows = sizes.scenario_rows(study, half)
     by = {(r["scenario"], r["method"], r["variant"]): r for r in rows}
     s1 = by[("s1", "ficco-dma", "hetero_fused_1d")]
-    assert s1["speedup_x"] == pytest.approx(300 / 250, abs=1e-4) and s1["half_speedup_x"] == pytest.approx(300 / 280, abs=1e-4)
+    assert s1["study"] == pytest.approx(300 / 250, abs=1e-4) and s1["half"] == pytest.approx(300 / 280, abs=1e-4)
     u = by[("s1", "ficco-dma", "uniform_fused_1d")]
-    assert u["speedup_x"] == pytest.approx(300 / 280, abs=1e-4) and u["half_speedup_x"] == pytest.approx(300 / 250, abs=1e-4)
-    assert by[("s1", "ideal", "")]["speedup_x"] == pytest.approx(1.5)  # (100 + 200) / 200
+    assert u["study"] == pytest.approx(300 / 280, abs=1e-4) and u["half"] == pytest.approx(300 / 250, abs=1e-4)
+    assert by[("s1", "ideal", "")]["study"] == pytest.approx(1.5)  # (100 + 200) / 200
     assert ("s1", "shard", "") not in by  # not run at either size
     assert ("s1", "ficco-rccl", "uniform_fused_1d") not in by
     # a scenario the half study lacks reads NaN there
     rows = sizes.scenario_rows(study, [r for r in half if r["scenario"] != "s2"])
-    assert all(math.isnan(r["half_speedup_x"]) for r in rows if r["scenario"] == "s2")
+    assert all(math.isnan(r["half"]) for r in rows if r["scenario"] == "s2")
 
 
 def test_main_without_half_results_says_what_to_run(tmp_path):
