@@ -72,3 +72,23 @@ def test_main_without_half_results_says_what_to_run(tmp_path):
     with pytest.raises(SystemExit) as e:
         sizes.main(["--results", str(tmp_path), "--out", str(tmp_path / "out")])
     assert "ficco-*-half" in str(e.value) and not (tmp_path / "out").exists()
+
+
+def test_committed_half_report_is_what_the_committed_tables_make(tmp_path):
+    """experiments/ficco/REPRODUCTION-ficco-half.md is the report's FiCCO section re-made from the committed half
+    tables (every cause re-checked against them), and its values are sizes.csv's half column."""
+    import csv
+
+    sizes = load_script("experiments/ficco/sizes.py")
+    tabs = sizes.committed_half_tables()
+    path = sizes.half_report(REPO / "experiments/reproduction", tabs, tmp_path)
+    assert path.read_text() == (REPO / "experiments/ficco/REPRODUCTION-ficco-half.md").read_text()
+    text = path.read_text()
+    assert text.startswith("> GENERATED") and "## FiCCO (paper 001)" in text and "## Fused" not in text
+    assert "at most 128 GFLOP per GPU (the half study)" in text and "256 GFLOP" not in text
+    half = ficco_numbers.metrics_from_tables(tabs)
+    with (REPO / "experiments/ficco/sizes.csv").open() as fh:
+        stated = {r["method"]: float(r["half"]) for r in csv.DictReader(fh) if not r["scenario"]}
+    assert stated.keys() == half.keys()
+    assert all(stated[k] == pytest.approx(half[k], rel=1e-4, abs=1e-4) for k in stated)  # CSV rounding
+    assert f"| {half['ficco_1d_max']:.2f}x |" in text  # the half study's value is the one in the table
