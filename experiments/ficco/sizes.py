@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import runpy
+import sys
 from pathlib import Path
 from typing import Dict, List, Sequence
 
@@ -27,7 +28,7 @@ from t3sim.analysis import ficco, ficco_char
 from t3sim.analysis.comparison import write_csv_atomic
 from t3sim.analysis.facts import read_table
 from t3sim.analysis.ficco_numbers import NUMBERS, metrics_from_tables
-from t3sim.analysis.plotting import rows_csv
+from t3sim.analysis.plotting import FORMATS, rows_csv
 from t3sim.analysis.runs import load_runs
 from t3sim.config.ficco import SCHEDULES
 
@@ -118,6 +119,12 @@ def half_report(snapshot: str | Path, tabs: Dict[str, List[Dict]], out: Path) ->
     return write_csv_atomic(out / "REPRODUCTION-ficco-half.md", f"{head}\n\n{body.rstrip()}\n")
 
 
+def _fail(message: str) -> None:
+    """Bad input: one line on stderr, exit status 2, nothing written."""
+    sys.stderr.write(f"sizes: {message}\n")
+    raise SystemExit(2)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default="results", help="results root with the ficco-*-half experiments")
@@ -127,16 +134,24 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default="results/figures", help="where the CSVs and figures go")
     ap.add_argument("--formats", default="png", help="figure formats, comma-separated (png, pdf, svg)")
     a = ap.parse_args(argv)
+    formats = [x.strip() for x in a.formats.split(",") if x.strip()]
+    if not formats or any(f not in FORMATS for f in formats):
+        _fail(f"--formats: {a.formats!r}; allowed: a comma-separated list of {', '.join(FORMATS)}")
+    need = [Path(a.study) / n for n in ("REPRODUCTION.md", "reproduction.csv", "figures/ficco.csv",
+                                        "figures/ficco-char.csv")]
+    if any(not p.is_file() for p in need):
+        _fail(f"--study: {a.study} has no {next(p for p in need if not p.is_file()).relative_to(a.study)}; allowed: "
+              "a report folder such as experiments/reproduction")
     study = {t: read_table(Path(a.study) / "figures" / f"{t}.csv") for t in ("ficco", "ficco-char")}
     runs = half_runs(a.results)
     half = half_tables(runs)
     if not half["ficco"]:
-        raise SystemExit(f"sizes: no ficco-*-half results under {a.results}/ (run configs/experiments/"
-                         "ficco-{sp,ep,synthetic,char}-half.yaml first)")
+        _fail(f"--results: no ficco-*-half results under {a.results}/; run configs/experiments/"
+              "ficco-{sp,ep,synthetic,char}-half.yaml first")
     out = Path(a.out)
-    paths = ficco.figure(_schedule_runs(runs), out, a.formats.split(","), stem="ficco-half")
+    paths = ficco.figure(_schedule_runs(runs), out, formats, stem="ficco-half")
     if half["ficco-char"]:
-        paths += ficco_char.figure(runs["ficco-char-half"], out, a.formats.split(","), stem="ficco-char-half")
+        paths += ficco_char.figure(runs["ficco-char-half"], out, formats, stem="ficco-char-half")
     s, h = metrics_from_tables(study), metrics_from_tables(half)
     # the stated numbers first (scenario empty, method the number's key, kind its paper_numbers kind), then scenarios
     rows = [{"scenario": "", "method": n.key, "variant": "", "kind": n.kind, "study": round(s[n.key], 4),

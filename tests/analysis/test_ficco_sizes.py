@@ -67,11 +67,18 @@ def test_scenario_rows_pair_the_two_sizes():
     assert all(math.isnan(r["half"]) for r in rows if r["scenario"] == "s2")
 
 
-def test_main_without_half_results_says_what_to_run(tmp_path):
+@pytest.mark.parametrize("args,what", [
+    ([], "--results: no ficco-*-half results"),
+    (["--study", "nowhere"], "--study: nowhere has no REPRODUCTION.md"),
+    (["--formats", "png,gif"], "--formats: 'png,gif'; allowed"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, args, what):
     sizes = load_script("experiments/ficco/sizes.py")
     with pytest.raises(SystemExit) as e:
-        sizes.main(["--results", str(tmp_path), "--out", str(tmp_path / "out")])
-    assert "ficco-*-half" in str(e.value) and not (tmp_path / "out").exists()
+        sizes.main(["--results", str(tmp_path), "--out", str(tmp_path / "out")] + args)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(f"sizes: {what}") and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
 
 
 def test_committed_half_report_is_what_the_committed_tables_make(tmp_path):
