@@ -66,6 +66,12 @@ def estimate(e: list, total: float, s: int):
     return est / total - 1.0, (e[s - 1] + tail) / total
 
 
+def spread(es: list) -> str:
+    """``|error| p50 .., p90 .., max ..`` of errors ``es`` (%)."""
+    es = sorted(es)
+    return f"|error| p50 {es[len(es) // 2]:.1f}%, p90 {es[int(0.9 * len(es))]:.1f}%, max {es[-1]:.1f}%"
+
+
 def main(root: str) -> None:
     wall_all = 0.0
     rows = defaultdict(list)  # (method, schedule) -> [(wall, cv, {s: (err, kept)})]
@@ -102,9 +108,7 @@ def main(root: str) -> None:
     n = sum(len(v) for v in rows.values())
     print(f"the whole study: {wall_all / 3600:.2f} CPU-hours; {n} schedule points")
     for s in DETAIL:
-        es = sorted(errs[s])
-        print(f"S={s}: about {kept[s] / 3600:.2f} CPU-hours; |error| p50 {es[len(es) // 2]:.1f}%, "
-              f"p90 {es[int(0.9 * len(es))]:.1f}%, max {es[-1]:.1f}%")
+        print(f"S={s}: about {kept[s] / 3600:.2f} CPU-hours; {spread(errs[s])}")
 
 
 def compare(root: str, prefix: str) -> None:
@@ -113,10 +117,9 @@ def compare(root: str, prefix: str) -> None:
     for line in Path(prefix).read_text().splitlines():
         r = json.loads(line)
         exp, chash = Path(r["config"]).stem.split("__")
-        p = Path(root) / "res" / exp / chash
-        whole = json.loads((p / "stats.json").read_text())["time"]["total_us"]["value"]
-        wall = json.loads((p / "meta.json").read_text())["wall_s"]
-        rows[method_of(read_run(p))].append((r["estimate_us"] / whole - 1.0, r["wall_s"], wall))
+        run = read_run(Path(root) / "res" / exp / chash)
+        wall = json.loads((run.path / "meta.json").read_text())["wall_s"]
+        rows[method_of(run)].append((r["estimate_us"] / run.stat("time.total_us") - 1.0, r["wall_s"], wall))
     print(f"{'method':10s} {'schedule':18s} points  error mean/max |error| mean/max  prefix/whole wall")
     errs, pw, ww = [], 0.0, 0.0
     for (method, sched), v in sorted(rows.items()):
@@ -127,9 +130,7 @@ def compare(root: str, prefix: str) -> None:
         ww += sum(x[2] for x in v)
         print(f"{method:10s} {sched:18s} {len(v):6d}  {statistics.mean(es):+5.1f}% {max(es, key=abs):+6.1f}%  "
               f"{statistics.mean(ab):5.1f}% {max(ab):5.1f}%   {sum(x[1] for x in v) / sum(x[2] for x in v):.2f}x")
-    errs.sort()
-    print(f"{len(errs)} points: |error| p50 {errs[len(errs) // 2]:.1f}%, p90 {errs[int(0.9 * len(errs))]:.1f}%, "
-          f"max {errs[-1]:.1f}%; prefix walls {pw / 3600:.2f} h against {ww / 3600:.2f} h whole")
+    print(f"{len(errs)} points: {spread(errs)}; prefix walls {pw / 3600:.2f} h against {ww / 3600:.2f} h whole")
 
 
 if __name__ == "__main__":

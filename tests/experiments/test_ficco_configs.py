@@ -61,3 +61,23 @@ def test_scaled_shapes_keep_what_the_rule_promises(suffix):
         assert 2 * m * N * k / g["TP"] <= budget * (1.01 if name != "g13" else 2.5), name
         assert (m > k) == (M > K), name                                 # 1D vs 2D relation kept
         assert m % (g["TP"] ** (3 if d == "a2a_gemm" else 2)) == 0, name  # whole FiCCO pieces
+
+
+def test_sensitivity_configs_use_the_study_shapes():
+    """The hand-written FiCCO sensitivities (experiments/ficco/*.yaml: sm-copy-inflight, copy-engines) run the
+    study's scaled shapes: every Table I or synthetic GEMM they name has the scale the rule gives it."""
+    import re
+
+    g = _gen()
+    shapes = {n: (shape, "a2a_gemm" if par == "EP" else "ag_gemm") for n, par, _m, shape in g["TABLE_I"]}
+    shapes.update({n: (shape, "ag_gemm") for n, shape in g["SYNTHETIC"]})
+    pat = re.compile(r"\{name: (\w+), M: (\d+), N: (\d+), K: (\d+), scale_M: (\d+), scale_K: (\d+)")
+    seen = 0
+    for y in sorted((REPO / "experiments/ficco").glob("*.yaml")):
+        for name, *vals in pat.findall(y.read_text()):
+            M, N, K, sm, sk = map(int, vals)
+            (M0, N0, K0), d = shapes[name]
+            assert (M, N, K) == (M0, N0, K0), (y.name, name)
+            assert (sm, sk) == scale_for(M, N, K, tp=g["TP"], direction=d, flop_budget=g["BUDGET_FLOP"]), (y.name, name)
+            seen += 1
+    assert seen >= 10
