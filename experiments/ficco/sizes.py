@@ -5,7 +5,8 @@ at half the FLOP budget (``ficco-*-half``; experiments/ficco/make_configs.py ``S
 
 Reads only tables and results (no simulation). The study's values come from its report (``--study``: a folder with
 REPRODUCTION.md, reproduction.csv and figures/ with ``ficco.csv`` and ``ficco-char.csv``, default the committed
-experiments/reproduction/); the half study's from the results of ``t3sim run configs/experiments/ficco-{sp,ep,synthetic,char}-half.yaml`` (``--results``).
+experiments/reproduction/); the half study's from the results (``--results``) of
+``t3sim run configs/experiments/ficco-{sp,ep,synthetic,char}-half.yaml``.
 Writes, under ``--out``, the half study's figures and their tables (``ficco-half.{csv,png}``,
 ``ficco-char-half.{csv,png}``: the study's ``ficco`` and ``ficco-char`` figures) and ``sizes.csv``, the comparison
 (columns scenario, method, variant, kind, study, half): first the stated numbers (scenario empty, method the
