@@ -139,7 +139,7 @@ class GemmKernel(Component):
         name: component name (e.g. ``gpu0.gemm``).
         hier: the GPU's memory hierarchy.
         gpu: the GPU config (clock, FLOP rates, per-CU limits).
-        kernel: a :class:`~t3sim.workload.trace.KernelRecord`.
+        kernel: a :class:`~t3sim.workload.record.KernelRecord`.
         tile_order: tile numbers (``tm * tiles_n + tn``) in dispatch order.
         a_base_B, b_base_B, c_base_B: operand base addresses (bytes).
         sink: where output tiles go.
@@ -451,7 +451,7 @@ def sharer_groups(order: np.ndarray, first_wg: int, tiles_n: int, cm: int, cn: i
 
 
 def gemm_geometry(kernel, a_base_B: int, b_base_B: int, c_base_B: int) -> GemmGeometry:
-    """The address geometry of ``kernel`` (a :class:`~t3sim.workload.trace.KernelRecord`) with its operands at
+    """The address geometry of ``kernel`` (a :class:`~t3sim.workload.record.KernelRecord`) with its operands at
     the given byte addresses."""
     return GemmGeometry(kernel.M, kernel.N, kernel.K, kernel.tile_m, kernel.tile_n, kernel.tile_k,
                         DTYPE_BYTES[kernel.dtype], kernel.trans_a, kernel.trans_b, a_base_B, b_base_B, c_base_B,

@@ -35,7 +35,7 @@ from t3sim.errors import InputError
 from t3sim.sim.clock import TICKS_PER_NS
 from t3sim.sim.engine import Engine
 from t3sim.workload.gemm import tile_grid
-from t3sim.workload.trace import KernelRecord
+from t3sim.workload.record import KernelRecord
 from t3sim.workload.wg_order import row_major
 
 #: Bytes in the CSV's ``size_mb`` unit: MiB (2^20 B; see module doc and shared/reference/h200/README.md).
