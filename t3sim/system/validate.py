@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Dict, Optional
 
 from t3sim.collectives.gpu_run import simulate_collective_on_gpus
-from t3sim.compute.gemm_kernel import CachedLocalOutput, GemmKernel
+from t3sim.compute.gemm_kernel import GemmKernel
+from t3sim.compute.sinks import CachedLocalOutput
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config.loader import build
 from t3sim.config.system import SystemConfig

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from t3sim import registry
 from t3sim.memory import MemorySystem
 from t3sim.memory.policies.base import COMM, COMPUTE, NEVER, NONE, ArbState, Policy, build
-from t3sim.memory.specialise import inlined
+from t3sim.memory.fast.specialise import inlined
 from t3sim.registry import register
 
 from .helpers import system
