@@ -18,8 +18,8 @@ before the loop, those of group ``g+P`` when the math of group ``g`` starts
 is double buffering. The math of one step
 takes :func:`~t3sim.compute.occupancy.k_step_compute_cycles` at the CU's
 FLOP rate shared by the WGs resident on that CU at that moment. Finally each
-WF's output sub-tile is stored through the kernel's *output sink* (cached
-local stores for Sequential; uncached near-memory updates, remote stores...
+WF's output sub-tile is stored through the kernel's *output sink*
+(:mod:`t3sim.compute.sinks`: cached local stores for Sequential; uncached near-memory updates, remote stores...
 for T3), carrying ``wg_id``/``wf_id``.
 
 Clusters (``kernel.cluster_m`` x ``cluster_n`` > 1, sm90 thread-block clusters with TMA multicast). WGs are

@@ -38,19 +38,20 @@ from __future__ import annotations
 
 import numba as nb
 
-from t3sim.memory.fast.command_kernel import (ACT, AWAITED, BIG, CYC, DRAIN_LEFT, DRAINING, LAST_DIR, NCLOSING, NEXT, NP,
-                                         STOP_NO_REQUESTS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_HARD, P_NB,
-                                         P_NPP, P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI,
-                                         P_WLIM, P_WQ, PRE, RD, REF, REF_DUE, REF_PENDING, RQN, SEQ, UPD, WQN, WR)
-from t3sim.memory.fast.command_kernel import issue as _issue
-from t3sim.memory.fast.command_kernel import ready as _ready
 from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_AWAITED, F_BANK, F_BATCH, F_CLASS, F_DONE, F_ISSUE, F_KIND,
                                       F_LINE, F_NDEPS, F_NEXT, F_ROW, F_SEQ, F_SOURCE, F_STREAM, O_ARRIVE, O_BATCH,
                                       O_CLASS, O_DONE, O_KIND, O_SOURCE, O_STREAM)
+from t3sim.memory.fast.command_kernel import (ACT, AWAITED, BIG, CYC, DRAIN_LEFT, DRAINING, LAST_DIR, NCLOSING, NEXT,
+                                              NP, STOP_NO_REQUESTS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_HARD,
+                                              P_NB, P_NPP, P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL,
+                                              P_TREFI, P_WLIM, P_WQ, PRE, RD, REF, REF_DUE, REF_PENDING, RQN, SEQ, UPD,
+                                              WQN, WR)
+from t3sim.memory.fast.command_kernel import issue as _issue
+from t3sim.memory.fast.command_kernel import ready as _ready
+from t3sim.memory.fast.queue_lists import (QF_BANK, QF_BN, QF_GN, QF_KIND, QF_LINE, QF_NDEPS, QF_REQ, QF_ROW, QF_SEQ,
+                                           count_line, dequeue, enqueue)
 from t3sim.memory.page_policy import OPEN, closes_row
 from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, THRESHOLD
-from t3sim.memory.fast.queue_lists import (QF_BANK, QF_BN, QF_GN, QF_KIND, QF_LINE, QF_NDEPS, QF_REQ, QF_ROW, QF_SEQ,
-                                     count_line, dequeue, enqueue)
 
 #: cycles per round of :func:`run_kernel` (a time slice all units advance through before the next)
 SLICE = 512
