@@ -4,7 +4,7 @@
     python benchmarks/l2replay.py replay OUT.pkl [--reps N]
 
 ``record`` runs a one-point experiment in this process with ``MemoryHierarchy``'s two compiled L2 calls
-(``_l2_read``, ``_l2_write``) wrapped: it keeps each L2's state as first seen, every batch's arguments and a digest
+(``l2_read``, ``l2_write``) wrapped: it keeps each L2's state as first seen, every batch's arguments and a digest
 of the write-back rows each call returned, and a digest of every L2's state at the end. ``replay`` feeds the batches
 to ``access_uniform`` (the L2 access both calls make) on a copy of the first-seen state and prints the time per
 access, the number of batches whose write-back rows differ from the recording and whether the final state matches.
@@ -36,7 +36,7 @@ def record(config: str, out: str, sets) -> None:
     from t3sim.compute import memhier as MH
 
     first, live, calls = {}, {}, []
-    o_read, o_write = MH._l2_read, MH._l2_write
+    o_read, o_write = MH.l2_read, MH.l2_write
 
     def seen(state) -> int:
         k = id(state[0])
@@ -57,7 +57,7 @@ def record(config: str, out: str, sets) -> None:
         calls.append((k, np.array(addrs), True, bool(unc), int(sc), int(now), _digest([r[3]])))
         return r
 
-    MH._l2_read, MH._l2_write = read, write
+    MH.l2_read, MH.l2_write = read, write
     try:
         with tempfile.TemporaryDirectory() as d:
             try:
@@ -66,7 +66,7 @@ def record(config: str, out: str, sets) -> None:
                 if e.code:
                     raise
     finally:
-        MH._l2_read, MH._l2_write = o_read, o_write
+        MH.l2_read, MH.l2_write = o_read, o_write
     final = {k: _digest(st) for k, st in live.items()}
     with open(out, "wb") as f:
         pickle.dump((first, calls, final), f, protocol=5)
@@ -74,7 +74,7 @@ def record(config: str, out: str, sets) -> None:
 
 
 def replay(path: str, reps: int) -> int:
-    from t3sim.cache import l2_kernel as L2K
+    from t3sim.cache.fast import l2_kernel as L2K
     from t3sim.config.system import REQUEST_B
 
     with open(path, "rb") as f:

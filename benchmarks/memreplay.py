@@ -126,7 +126,7 @@ def replay(path: str, reps: int, perf_map: bool) -> int:
         print(f"replay {dt:.2f} s (advance/sync/settle {tk:.2f} s), mismatches {bad}, statistics "
               f"{'equal to the recording' if same else 'DIFFER from the recording'}", flush=True)
     if perf_map:
-        from t3sim.memory import controller_fast as CF
+        from t3sim.memory.fast import controller_fast as CF
 
         step = CF.kernels(type(mem.policy), type(mem.drain))[1]
         with open(f"/tmp/perf-{os.getpid()}.map", "w") as f:

@@ -3,10 +3,10 @@
 numba checks a cached function against its own source file only. A compiled function that calls one defined in
 another file is cached with that callee compiled in, and after the callee's file changes numba still loads the old
 code: a caller in one file and a callee in another, the callee edited, and the cached caller returns the old result
-(``tests/test_numba_cache.py`` shows it). t3sim's kernels call across files (``compute.memhier_kernel`` calls
-``cache.l2_kernel``, the GEMM window the memory controller, ...), so a checkout updated in place could run stale
+(``tests/test_numba_cache.py`` shows it). t3sim's kernels call across files (``compute.fast.memhier_kernel`` calls
+``cache.fast.l2_kernel``, the GEMM window the memory controller, ...), so a checkout updated in place could run stale
 compiled code and give wrong statistics with no error. (The specialised kernels,
-:func:`t3sim.memory.specialise.specialise`, carry a digest of what they call in their names; the others did not.)
+:func:`t3sim.memory.fast.specialise.specialise`, carry a digest of what they call in their names; the others did not.)
 
 :func:`configure`, run when ``t3sim`` is imported, points numba's cache (``NUMBA_CACHE_DIR``) at a directory named
 by a digest of every source file of the package that mentions numba and of the package's modules those import

@@ -14,20 +14,20 @@ import numba
 import numpy as np
 import pytest
 
-from t3sim.cache import l2_kernel as L2K
-from t3sim.compute import memhier_kernel as MK
-from t3sim.compute import window_heap as WH
-from t3sim.compute import window_kernel as WK
-from t3sim.dma import tracker_kernel as TK
+from t3sim.cache.fast import l2_kernel as L2K
+from t3sim.compute.fast import memhier_kernel as MK
+from t3sim.dma.fast import tracker_kernel as TK
 from t3sim.memory import bookkeeping as BK
-from t3sim.memory import controller_fast as CF
+from t3sim.memory.fast import controller_fast as CF
+from t3sim.window import window_heap as WH
+from t3sim.window import window_kernel as WK
 
 RUNTIME_FREE = {
     "l2_kernel._run_uniform": L2K._run_uniform,
     "l2_kernel._run_arrays": L2K._run_arrays,
     "memhier_kernel._cover": MK._cover,
     "memhier_kernel._plan": MK._plan,
-    "memhier_kernel._record_fills": MK._record_fills,
+    "memhier_kernel.record_fills": MK.record_fills,
     "bookkeeping._fill": BK._fill,
     "tracker_kernel.count_common": TK.count_common,
     **{f"window_heap.{n}": getattr(WH, n) for n in ("next_cycle", "_less", "_swap", "_sift_up", "_remove_first", "push",

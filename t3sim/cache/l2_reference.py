@@ -1,4 +1,4 @@
-"""Pure-Python reference L2: the same semantics as :class:`t3sim.cache.l2.L2Cache`
+"""Pure-Python reference L2: the same semantics as :class:`t3sim.cache.fast.l2.L2Cache`
 (see that module's docstring), written for clarity, not speed: each set is an
 ``OrderedDict`` (least-recently used first) of ``line -> [valid, dirty, owner]``.
 Tests require the fast model to produce identical results and state.
@@ -24,7 +24,7 @@ def _popc(x: int) -> int:
 
 
 class ReferenceL2(L2Base):
-    """Reference L2 (same constructor and methods as :class:`~t3sim.cache.l2.L2Cache`)."""
+    """Reference L2 (same constructor and methods as :class:`~t3sim.cache.fast.l2.L2Cache`)."""
 
     def __init__(self, cfg: L2Config, sources: Sequence[str] = ("default",)) -> None:
         super().__init__(cfg, sources)
@@ -33,7 +33,7 @@ class ReferenceL2(L2Base):
         self.counts = np.zeros((len(self.sources), len(COUNTERS)), dtype=np.int64)
 
     def access(self, tick: int, addr, is_write, src=0, *, size_B=64, uncached=False) -> L2Result:
-        """See :meth:`t3sim.cache.l2.L2Cache.access`."""
+        """See :meth:`t3sim.cache.fast.l2.L2Cache.access`."""
         g = self.geo
         addr = np.atleast_1d(np.asarray(addr, dtype=np.int64))
         n = len(addr)

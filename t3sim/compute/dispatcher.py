@@ -106,7 +106,7 @@ class CuDispatcher:
         self._seq = 0
         self.placements = 0
         self.handoffs = 0  # CUs a retiring WG handed to an earlier kernel
-        #: a windowed GEMM that holds this GPU alone (t3sim.compute.gemm_window), or None
+        #: a windowed GEMM that holds this GPU alone (t3sim.window.gemm_window), or None
         self.window = None
 
     # ---------------------------------------------------------------- kernels

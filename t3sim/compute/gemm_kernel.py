@@ -18,8 +18,8 @@ before the loop, those of group ``g+P`` when the math of group ``g`` starts
 is double buffering. The math of one step
 takes :func:`~t3sim.compute.occupancy.k_step_compute_cycles` at the CU's
 FLOP rate shared by the WGs resident on that CU at that moment. Finally each
-WF's output sub-tile is stored through the kernel's *output sink* (cached
-local stores for Sequential; uncached near-memory updates, remote stores...
+WF's output sub-tile is stored through the kernel's *output sink*
+(:mod:`t3sim.compute.sinks`: cached local stores for Sequential; uncached near-memory updates, remote stores...
 for T3), carrying ``wg_id``/``wf_id``.
 
 Clusters (``kernel.cluster_m`` x ``cluster_n`` > 1, sm90 thread-block clusters with TMA multicast). WGs are
@@ -44,72 +44,20 @@ nor do L2 evictions of its dirty lines, which the L2 writes back on its own sche
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Protocol, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import simpy
 
-from t3sim.compute.addresses import GemmGeometry, StoreRequests, slice_requests, wg_store_requests
+from t3sim.compute.addresses import GemmGeometry, slice_requests, wg_store_requests
 from t3sim.compute.dispatcher import CuDispatcher, Footprint
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.compute.occupancy import cu_flops_per_cycle, k_step_compute_cycles, occupancy
+from t3sim.compute.sinks import OutputSink
 from t3sim.config.gpu import GPUConfig
 from t3sim.config.workload import DTYPE_BYTES
 from t3sim.sim.clock import Clock, ns_to_ticks
 from t3sim.sim.engine import Component, Engine
-
-
-@dataclass
-class Stored:
-    """What a sink reports for one WG's output tile.
-
-    ``retire``: event the WG waits for before it retires (None: posted stores, retire at once).
-    ``written``: event that fires when the tile's local stores have completed; the kernel's end
-    waits for every such event (None: nothing local to wait for, e.g. all stores went remote).
-    """
-
-    retire: Optional[simpy.Event] = None
-    written: Optional[simpy.Event] = None
-
-
-class OutputSink(Protocol):
-    """Where a WG's output tile goes; returns a :class:`Stored` (or None: nothing to wait for)."""
-
-    def store(self, seq: int, tile: int, reqs: StoreRequests) -> Optional[Stored]:
-        ...
-
-
-class CachedLocalOutput:
-    """Sequential's output: ordinary cached stores into local memory (write-back L2)."""
-
-    def __init__(self, hier: MemoryHierarchy, category: str = "gemm"):
-        self.hier, self.category = hier, category
-
-    def store(self, seq: int, tile: int, reqs: StoreRequests) -> Stored:
-        # posted stores: the WG retires at once; the kernel's end waits for them to be written
-        return Stored(written=self.hier.write(np.unique(reqs.addr), self.category))
-
-
-class AccumulatingOutput:
-    """C += the tile (beta = 1; FiCCO's K-sharded GEMMs): read the tile's C lines, retire the WG when they are
-    back (its epilogue needs them), then write them (cached, as :class:`CachedLocalOutput`); the kernel's end
-    waits for the write. A subclass may count the reads (:meth:`count_reads`); the windowed GEMM runs this
-    sink only where :meth:`store` is this one (:func:`t3sim.compute.gemm_window.eligible`)."""
-
-    def __init__(self, hier: MemoryHierarchy, category: str = "gemm"):
-        self.hier, self.category = hier, category
-
-    def count_reads(self, lines: int) -> None:
-        """``lines`` request lines of C were read (called per tile, or once with the total by a window)."""
-
-    def store(self, seq: int, tile: int, reqs: StoreRequests) -> Stored:
-        h, cat = self.hier, self.category
-        addrs = np.unique(reqs.addr)
-        self.count_reads(len(addrs))
-        read = h.read(addrs, cat)
-        written = h.env.event()
-        read.callbacks.append(lambda _e: h.write(addrs, cat).callbacks.append(lambda _e2: written.succeed()))
-        return Stored(retire=read, written=written)
 
 
 @dataclass
@@ -139,7 +87,7 @@ class GemmKernel(Component):
         name: component name (e.g. ``gpu0.gemm``).
         hier: the GPU's memory hierarchy.
         gpu: the GPU config (clock, FLOP rates, per-CU limits).
-        kernel: a :class:`~t3sim.workload.trace.KernelRecord`.
+        kernel: a :class:`~t3sim.workload.record.KernelRecord`.
         tile_order: tile numbers (``tm * tiles_n + tn``) in dispatch order.
         a_base_B, b_base_B, c_base_B: operand base addresses (bytes).
         sink: where output tiles go.
@@ -202,10 +150,12 @@ class GemmKernel(Component):
         self._all_retired = False
         #: set to a list to record ``(cu, seq, start_tick, end_tick)`` of every WG (timelines)
         self.wg_spans: Optional[list] = None
-        #: run in compiled windows where :func:`~t3sim.compute.gemm_window.eligible` allows
-        #: (``simulation.gemm_window``); ``exclusive``: the caller promises that nothing else uses this
-        #: GPU's memory or CUs while the kernel runs (set by the model for one-stream programs)
-        self.window = False
+        #: ``window(kernel, first_wg, slots, launch_ticks)``: a runner that takes the kernel's WGs into compiled
+        #: windows where it can (returns True; else the simpy slots below run them), called by :meth:`start`:
+        #: :func:`t3sim.window.run_windowed` where ``simulation.gemm_window`` is on (the model sets it); None: the
+        #: simpy slots always. ``exclusive``: the caller promises that nothing else uses this GPU's memory or CUs
+        #: while the kernel runs (set by the model for one-stream programs)
+        self.window: Optional[Callable[["GemmKernel", int, int, int], bool]] = None
         self.exclusive = False
 
     # ------------------------------------------------------------------ processes
@@ -232,12 +182,8 @@ class GemmKernel(Component):
         self._h = self.dispatcher.register(self.name, self.footprint, self._pending, self._on_cu,
                                            None if self.num_cus == self.gpu.num_cus else range(self.num_cus))
         launch = ns_to_ticks(self.gpu.kernel_launch_overhead_ns)
-        if self.window:
-            from t3sim.compute.gemm_window import GemmWindow, eligible
-
-            if eligible(self):
-                GemmWindow(self, first_wg, n, launch)
-                return self.done
+        if self.window is not None and self.window(self, first_wg, n, launch):
+            return self.done
         for _ in range(n):
             self.env.process(self._slot(None, launch))
         return self.done
@@ -451,7 +397,7 @@ def sharer_groups(order: np.ndarray, first_wg: int, tiles_n: int, cm: int, cn: i
 
 
 def gemm_geometry(kernel, a_base_B: int, b_base_B: int, c_base_B: int) -> GemmGeometry:
-    """The address geometry of ``kernel`` (a :class:`~t3sim.workload.trace.KernelRecord`) with its operands at
+    """The address geometry of ``kernel`` (a :class:`~t3sim.workload.record.KernelRecord`) with its operands at
     the given byte addresses."""
     return GemmGeometry(kernel.M, kernel.N, kernel.K, kernel.tile_m, kernel.tile_n, kernel.tile_k,
                         DTYPE_BYTES[kernel.dtype], kernel.trans_a, kernel.trans_b, a_base_B, b_base_B, c_base_B,

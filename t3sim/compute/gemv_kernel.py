@@ -66,7 +66,7 @@ class GemvGeometry:
 
     @classmethod
     def of(cls, record, w_base_B: int, x_base_B: int, y_base_B: int) -> "GemvGeometry":
-        """The geometry of a GEMV :class:`~t3sim.workload.trace.KernelRecord` (:mod:`t3sim.workload.gemv`)."""
+        """The geometry of a GEMV :class:`~t3sim.workload.record.KernelRecord` (:mod:`t3sim.workload.gemv`)."""
         return cls(record.M, record.K, DTYPE_BYTES[record.dtype], record.tile_m, record.tile_k, w_base_B, x_base_B,
                    y_base_B)
 

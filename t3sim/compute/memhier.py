@@ -12,7 +12,7 @@ Every path below issues whole accesses: the L2 asks DRAM for the accesses that
 cover the *sectors* it misses (a sector miss of one 32 B sector is one 32 B
 access), writes back the accesses covering a line's dirty sectors, and an
 uncached write or update of a request becomes ``REQ_B / access_size_B``
-accesses (:func:`~t3sim.compute.memhier_kernel.write_plan`, in
+accesses (:func:`~t3sim.compute.fast.memhier_kernel.write_plan`, in
 :func:`~t3sim.memory.port.split_requests`'s layout), each carrying the request's
 ``wg_id``/``wf_id`` and its share of the data (:func:`~t3sim.memory.port.access_fields`).
 
@@ -43,8 +43,8 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import simpy
 
-from t3sim.cache.l2 import L2Cache
-from t3sim.compute.memhier_kernel import REQ_B, _l2_read, _l2_write, _record_fills, writeback_groups
+from t3sim.cache.fast import L2Cache
+from t3sim.compute.fast import REQ_B, l2_read, l2_write, record_fills, writeback_groups
 from t3sim.memory.port import MemoryPort, access_fields
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.memory.system import MemorySystem
@@ -88,7 +88,7 @@ class FillTable:
 
     def record_requests(self, req: np.ndarray, ev: simpy.Event) -> None:
         """Record ``ev`` as the fill of the 128 B lines of sorted DRAM accesses ``req``."""
-        _record_fills(req, self.line, self.tag, self.mask, self._new(ev))
+        record_fills(req, self.line, self.tag, self.mask, self._new(ev))
 
 
 class MemoryHierarchy:
@@ -118,7 +118,7 @@ class MemoryHierarchy:
         self.traffic: Dict[str, Dict[str, int]] = defaultdict(lambda: {"read": 0, "write": 0, "update": 0})
         self.outstanding_writes = 0
         self._drained: Optional[simpy.Event] = None
-        #: the windowed GEMM (t3sim.compute.gemm_window) that drives this hierarchy now, or None
+        #: the windowed GEMM (t3sim.window.gemm_window) that drives this hierarchy now, or None
         self.window = None
 
     # ------------------------------------------------------------------ helpers
@@ -183,7 +183,7 @@ class MemoryHierarchy:
 
     def _writebacks(self, E: np.ndarray) -> None:
         """Issue the DRAM writes of the L2's write-back rows ``E``
-        (:func:`~t3sim.compute.memhier_kernel.writeback_groups`): a dirty line goes back as the accesses its dirty
+        (:func:`~t3sim.compute.fast.memhier_kernel.writeback_groups`): a dirty line goes back as the accesses its dirty
         sectors touch, one batch per owner."""
         if E.shape[1]:
             line_B, sector_B, access_B = self._geo
@@ -234,7 +234,7 @@ class MemoryHierarchy:
         l2 = self.l2
         now = l2.clock.next_cycle_at_or_after(env.now)
         # one compiled call: the L2 accesses and the read plan
-        ready, tags, req, E = _l2_read(addrs, bool(uncached), self._cat(category), now, *l2.kernel_state, fills.line,
+        ready, tags, req, E = l2_read(addrs, bool(uncached), self._cat(category), now, *l2.kernel_state, fills.line,
                                        fills.tag, fills.mask, bool(fills.events), *self._geo)
         self._writebacks(E)
         waits: List[simpy.Event] = []
@@ -282,7 +282,7 @@ class MemoryHierarchy:
         l2 = self.l2
         # one compiled call: the L2 accesses, and the DRAM accesses of the requests that go on to DRAM (REQ_B / access
         # size each: a divisor, SystemConfig checks it)
-        t, sel, acc, E = _l2_write(addrs, bool(uncached), self._cat(category),
+        t, sel, acc, E = l2_write(addrs, bool(uncached), self._cat(category),
                                    l2.clock.next_cycle_at_or_after(self.env.now), *l2.kernel_state, self.access_B)
         self._writebacks(E)
         if not len(sel):

@@ -261,7 +261,7 @@ class SimulationConfig(Model):
     functional_data: bool = F(False, unit="bool", desc="memory keeps real values and op-and-store really adds (for correctness checks)", source="issue 3")
     gemm_window: bool = F(
         True, unit="bool",
-        desc="run a GEMM kernel that has its GPU to itself (a one-stream program: Sequential, the ideal schemes) in compiled windows: its WGs, L2, fill table and memory controllers advance in one compiled event loop that mirrors the simpy events of the reference path (t3sim.compute.gemm_window); false: the simpy WG processes everywhere (the reference)",
+        desc="run a GEMM kernel that has its GPU to itself (a one-stream program: Sequential, the ideal schemes) in compiled windows: its WGs, L2, fill table and memory controllers advance in one compiled event loop that mirrors the simpy events of the reference path (t3sim.window.gemm_window); false: the simpy WG processes everywhere (the reference)",
         source="issue 17",
         descriptive="two implementations of one model: they give identical statistics except sim.events (tests/compute/test_gemm_window.py); the choice changes only the wall time")
     memory_lookahead: bool = F(

@@ -55,6 +55,7 @@ import simpy
 from t3sim.compute.memhier import REQ_B, MemoryHierarchy
 from t3sim.interconnect.network import Network, PacketMeta
 from t3sim.memory.request import Source, Stream
+from t3sim.results.stats import Stats
 from t3sim.sim.clock import ns_to_ticks
 from t3sim.sim.engine import Component, Engine
 
@@ -169,8 +170,6 @@ class Fabric(Component):
 
     def stats(self):
         """``sent_B`` and ``landed_B`` (merge under the owner's prefix, e.g. ``flux.fabric``)."""
-        from t3sim.results.stats import Stats
-
         s = Stats()
         s.add("sent_B", self.sent_B, "B", "bytes of payloads sent over the links, by simulated GPUs and (homogeneous "
               "mode) the shadows mirrored from GPU 0")
@@ -296,8 +295,6 @@ class DMAEngines(Component):
         return f"{q} ready blocks queued, {self.busy} blocks being read" if (q or self.busy) else ""
 
     def stats(self):
-        from t3sim.results.stats import Stats
-
         s = Stats()
         s.add("blocks_triggered", self.blocks_triggered, "count", "DMA blocks made ready by the tracker (Sec. 4.2.2)")
         s.add("blocks_done", self.blocks_done, "count", "DMA blocks fully read and sent")

@@ -74,10 +74,11 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from t3sim.dma import tracker_kernel as TK
+from t3sim.dma.fast import tracker_kernel as TK
 from t3sim.dma.tracker_stall import StallFIFOs
 from t3sim.dma.tracker_policy import build as build_admission
 from t3sim.memory.request import Kind, Stream
+from t3sim.results.stats import Stats
 
 Region = Tuple[int, int]
 
@@ -96,9 +97,9 @@ class Tracker(StallFIFOs):
     """One GPU's tracker (module doc). ``cfg`` is a :class:`~t3sim.config.system.TrackerConfig`.
 
     State. Programmed regions get ids (``rid``) in programming order; thresholds, counters (-1: no way
-    held), readiness and the key -> id table are dense arrays (:mod:`t3sim.dma.tracker_kernel`).
+    held), readiness and the key -> id table are dense arrays (:mod:`t3sim.dma.fast.tracker_kernel`).
     ``counting`` (class attribute) selects how the common increment is done: ``"compiled"`` (default,
-    :func:`~t3sim.dma.tracker_kernel.count_common`), ``"python"`` (the same function as Python) or
+    :func:`~t3sim.dma.fast.tracker_kernel.count_common`), ``"python"`` (the same function as Python) or
     ``"general"`` (every programmed access through the general path, :meth:`_access`: the definition
     the inline counting must equal); the tests hold the three equal. The stall FIFOs and their retries are
     :class:`~t3sim.dma.tracker_stall.StallFIFOs`'s (``unstall``, ``stall_buffer``).
@@ -252,7 +253,7 @@ class Tracker(StallFIFOs):
 
     def _count(self, ticks, kind, wg, wf, stream) -> None:
         """Count the accesses (per-access int64 arrays: tick, :class:`Kind`, WG, WF, :class:`Stream`) that
-        are writes or updates with a WG id (module doc of :mod:`t3sim.dma.tracker_kernel`)."""
+        are writes or updates with a WG id (module doc of :mod:`t3sim.dma.fast.tracker_kernel`)."""
         if self._t_first is None:
             i = TK.first_counted(kind, wg)
             if i < 0:
@@ -405,8 +406,6 @@ class Tracker(StallFIFOs):
         assert not self._pending and self.stalled_now == 0, f"{self.name}: stall bookkeeping left {self.stalled_now}"
 
     def stats(self):
-        from t3sim.results.stats import Stats
-
         span = self._t_last - (self._t_first or 0)
         mean_occ = self._use_area / (self.sets * span) if span > 0 else 0.0
         hist = np.bincount(self._set_max, minlength=self.ways + 1)

@@ -58,6 +58,7 @@ The stall FIFO itself is modelled as unbounded, as before (its peak is reported:
 
 from __future__ import annotations
 
+from t3sim import registry
 from t3sim.registry import register
 
 
@@ -117,6 +118,4 @@ class ReserveReady(AdmissionPolicy):
 
 def build(name: str) -> AdmissionPolicy:
     """The policy registered as ``name`` (``system.tracker.admission``)."""
-    from t3sim import registry
-
     return registry.get("tracker_admission", name, "system.tracker.admission")()

@@ -10,7 +10,7 @@ Two shortcuts, each equal to the definition (tests/dma/test_tracker_counting.py 
 
 * *Closed sets.* A set is closed while the admission policy refuses every access in its state
   (:meth:`~t3sim.dma.tracker_policy.AdmissionPolicy.refuses_all`; ``_closed``, kept by :meth:`StallFIFOs._reclose`).
-  The compiled count (:func:`~t3sim.dma.tracker_kernel.count_common`) buffers the accesses that stall in a closed
+  The compiled count (:func:`~t3sim.dma.fast.tracker_kernel.count_common`) buffers the accesses that stall in a closed
   set (``stall_buffer`` of them at most) and the tracker queues them (:meth:`StallFIFOs._stall`) before anything
   else happens, instead of handing each to the general path.
 * *Retries* (``unstall``): ``"skip"`` (default) asks the policy nothing while the set is closed, and ends a pass

@@ -31,6 +31,7 @@ from typing import Tuple
 import numba as nb
 import numpy as np
 
+from t3sim import registry
 from t3sim.config.memory import ADDRESS_FIELDS as FIELDS  # the digits; field_order is validated against them
 from t3sim.registry import register
 
@@ -209,7 +210,5 @@ def ordered(hbm, amap) -> DigitMap:
 
 def build(system) -> DigitMap:
     """The address map selected by ``system.address_map.kind``."""
-    from t3sim import registry
-
     factory = registry.get("address_map", system.address_map.kind, "address_map.kind")
     return factory(system.hbm, system.address_map)

@@ -31,7 +31,7 @@ def fill_requests(RQ, s0, a, access_B, kind, stream, source, bid, wg, wf, arrive
     lower bound of the next action (lowered to ``arrive`` for every unit that got a request;
     empty to skip). ``awaited``: 1 if a requester waits for the batch (0: a write-back); ``unit_awaited``: per-unit
     count of awaited requests not yet issued, raised for every request of an awaited batch (empty to skip; the
-    fast controller's lookahead stops a unit that has none, :func:`~t3sim.memory.fast_kernel.run_kernel`).
+    fast controller's lookahead stops a unit that has none, :func:`~t3sim.memory.fast.fast_kernel.run_kernel`).
     Raises ValueError on a negative address (before writing anything).
     """
     d = np.empty(radix.size, np.int64)
@@ -129,7 +129,7 @@ def compact(RQ, n, f_head, f_tail, rq, wq):  # pragma: no cover - compiled
     return k
 
 
-#: rows of the controllers' output buffer (``out`` of :func:`~t3sim.memory.fast_kernel.run_kernel`): the
+#: rows of the controllers' output buffer (``out`` of :func:`~t3sim.memory.fast.fast_kernel.run_kernel`): the
 #: issued and the admitted request indices, then an *issue record* per issued request (column ``j`` of
 #: ``O_BATCH..O_CLASS`` belongs to ``out[O_ISSUED, j]``): the fields :func:`~t3sim.memory.accum.retire`
 #: reads, copied when the request issues (its row is in cache then), so retiring reads them in order

@@ -7,12 +7,12 @@ import json
 import math
 import sys
 
+from t3sim.config import SystemConfig, apply_overrides, build, load
 from t3sim.errors import InputError
+from t3sim.memory.memtest import DEFAULT_MIX, PATTERNS, parse_mix, run_memtest
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from t3sim.memory.memtest import PATTERNS
-
     p = sub.add_parser("memtest", help="run a synthetic memory pattern through the cycle-level HBM model")
     p.add_argument("--pattern", required=True, choices=PATTERNS, help="traffic pattern")
     p.add_argument("--mix", metavar="R:W", default=None,
@@ -31,8 +31,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _system(args):
-    from t3sim.config import SystemConfig, apply_overrides, build, load
-
     overrides = [o.removeprefix("system.") for o in args.overrides]
     if args.system:
         return load(SystemConfig, args.system, overrides)
@@ -55,8 +53,6 @@ def strict_json(value):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from t3sim.memory.memtest import DEFAULT_MIX, parse_mix, run_memtest
-
     if args.requests <= 0:
         raise InputError("--requests", str(args.requests), "a positive number of requests")
     if args.compare_requests < 0:

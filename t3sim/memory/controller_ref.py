@@ -129,7 +129,7 @@ class ReferenceController:
     # ------------------------------------------------------------ run
     def piece_cycles(self) -> int:
         """0: one call per run (its results are Python lists, with no buffer to bound; cf.
-        :meth:`FastController.piece_cycles <t3sim.memory.controller_fast.FastController.piece_cycles>`)."""
+        :meth:`FastController.piece_cycles <t3sim.memory.fast.controller_fast.FastController.piece_cycles>`)."""
         return 0
 
     def run(self, until: int, stop_when_idle: bool):

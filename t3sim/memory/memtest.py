@@ -19,9 +19,10 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from t3sim.memory.checker import check
 from t3sim.memory.request import Kind
-
-# the memory model and its checker are imported by the functions that run them, so the CLI builds fast
+from t3sim.memory.stats import summary
+from t3sim.memory.system import MemorySystem
 
 PATTERNS = ("stream-read", "stream-write", "random-read", "mixed", "nmc-update")
 MIXED_CHUNK = 256
@@ -67,8 +68,6 @@ def make_pattern(name: str, n: int, capacity_B: int, line_B: int, rng: np.random
 def simulate(system, pattern: str, n: int, mode: str = "fast", seed: int = 0, record: bool = False,
              mix: Tuple[int, int] = DEFAULT_MIX) -> Tuple[MemorySystem, float]:
     """Run one pattern; return the memory system and the wall-clock seconds of submit + simulation."""
-    from t3sim.memory.system import MemorySystem
-
     ms = MemorySystem(system, mode=mode, record_commands=record)
     batches = make_pattern(pattern, n, ms.amap.capacity_B, ms.access_B, np.random.default_rng(seed), mix)
     t0 = time.perf_counter()
@@ -80,8 +79,6 @@ def simulate(system, pattern: str, n: int, mode: str = "fast", seed: int = 0, re
 
 def warm_up(system) -> None:
     """Compile (or load from cache) the numba kernels outside any timing."""
-    from t3sim.memory.checker import check
-
     simulate(system, "mixed", 600, record=True)
     simulate(system, "mixed", 600)  # without the command log: the path the timed runs take (issue records)
     check(np.zeros((0, 5), dtype=np.int64), system.hbm)
@@ -90,9 +87,6 @@ def warm_up(system) -> None:
 def run_memtest(system, pattern: str, n: int, mode: str = "fast", seed: int = 0, do_check: bool = True,
                 compare_requests: int = 4000, mix: Tuple[int, int] = DEFAULT_MIX) -> Dict[str, object]:
     """The memtest command's measurement, as a dict of plain values."""
-    from t3sim.memory.checker import check
-    from t3sim.memory.stats import summary
-
     if mode == "fast":
         warm_up(system)
     # timed run without the command log (its cost is the checker's, not the simulator's)

@@ -1,7 +1,7 @@
 """Row-buffer (page) policies: when a bank's open row is closed.
 
 One definition, used by both controllers: :func:`closes_row` is numba-compiled, the fast kernel
-(:mod:`t3sim.memory.fast_kernel`) calls it inlined and the reference controller
+(:mod:`t3sim.memory.fast.fast_kernel`) calls it inlined and the reference controller
 (:mod:`t3sim.memory.controller_ref`) calls its Python function.
 
 ``memory_controller.page_policy`` (the names follow gem5's DRAM controller, whose ``page_policy``

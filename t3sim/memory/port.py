@@ -139,7 +139,7 @@ class MemoryPort:
         self.mem = memory
         self._id = next(MemoryPort._ids)
         self._dispatch = dispatcher(env)
-        #: the windowed GEMM (t3sim.compute.gemm_window) that drives this memory now, or None
+        #: the windowed GEMM (t3sim.window.gemm_window) that drives this memory now, or None
         self.window = None
         self._events: Dict[int, simpy.Event] = {}
         self._reads: Dict[int, int] = {}  # functional reads: batch -> accesses per request

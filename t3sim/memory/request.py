@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from t3sim.errors import InputError
+
 
 class Kind(IntEnum):
     """What the request does at the DRAM."""
@@ -37,8 +39,6 @@ def parse_enum(enum: type, value, where: str):
     """Accept an enum member, its int code or its (case-insensitive) name."""
     if type(value) is enum:  # the hot path: already a member
         return value
-    from t3sim.errors import InputError
-
     if isinstance(value, enum):
         return value
     if isinstance(value, str):

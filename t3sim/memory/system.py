@@ -57,7 +57,9 @@ from t3sim.memory import address_map
 from t3sim.memory import bookkeeping as BK
 from t3sim.memory.accum import SC_A0, SC_LAST_DONE, Accum, retire, retire_records
 from t3sim.memory.batches import Batches
+from t3sim.memory.controller_ref import ReferenceController
 from t3sim.memory.enqueue_feed import BIG_CYCLE, EnqueueFeed
+from t3sim.memory.fast import FastController
 from t3sim.memory import timing as T
 from t3sim.memory.functional import FunctionalStore
 from t3sim.memory.interface import EnqueueInfo, Geometry
@@ -67,6 +69,7 @@ from t3sim.memory.policies.base import LAST_COMM, LAST_STREAM, NARB, THRESHOLD, 
 from t3sim.memory.request import Kind, Source, Stream, parse_enum
 from t3sim.memory.policy_events import PolicyEvents
 from t3sim.memory.request_store import RequestStore, ids
+from t3sim.memory.stats import collect
 from t3sim.sim.clock import Clock
 
 _NO_UNITS = np.zeros(0, dtype=np.int64)
@@ -153,12 +156,8 @@ class MemorySystem(RequestStore, PolicyEvents):
         #: pump steps take the fused compiled path (fast controller, no functional data, no command log)
         self._fused = mode == "fast" and not functional and not record_commands
         if mode == "fast":
-            from t3sim.memory.controller_fast import FastController
-
             self.engine = FastController(self)
         elif mode == "reference":
-            from t3sim.memory.controller_ref import ReferenceController
-
             self.engine = ReferenceController(self)
         else:
             raise InputError("memory mode", repr(mode), "fast, reference")
@@ -490,6 +489,4 @@ class MemorySystem(RequestStore, PolicyEvents):
     def stats(self, prefix: str = "", at_tick: Optional[int] = None):
         """All statistics as a :class:`~t3sim.results.stats.Stats`, at tick ``at_tick`` (:meth:`settle`; None: at
         the frontier)."""
-        from t3sim.memory.stats import collect
-
         return collect(self, prefix, at_tick)

@@ -31,6 +31,8 @@ from typing import Dict
 
 import numpy as np
 
+from t3sim import registry
+
 # ----------------------------------------------------------------- commands
 
 ACT, PRE, RD, WR, UPD, REF = range(6)
@@ -72,8 +74,6 @@ class WindowRule:
 
 def standard(hbm):
     """The rule set ``hbm.standard`` names (a :class:`~t3sim.memory.standards.base.Standard`)."""
-    from t3sim import registry
-
     return registry.get("dram_standard", hbm.standard, "hbm.standard")
 
 

@@ -54,7 +54,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from t3sim.compute.gemm_kernel import Stored
+from t3sim.compute.sinks import Stored
 from t3sim.compute.memhier import REQ_B
 from t3sim.dma.copy_engine import Copy, CopyEngines
 from t3sim.dma.copy_kernel import SMCopyKernel

@@ -12,7 +12,7 @@ row-major C, and DIL compares like with like. ``scheme.char_part`` says what run
   to back on one stream (``compute``), no communication. Along K ("column-sharding necessitates accumulative
   GEMM kernels (that is, C += A * B)") every chunk computes all of C and the chunks after the first
   accumulate, beta = 1: each output tile's C lines are read, the WG retires when they are back, then they
-  are written (:class:`~t3sim.compute.gemm_kernel.AccumulatingOutput`, the sink ficco's uniform_fused_2d
+  are written (:class:`~t3sim.compute.sinks.AccumulatingOutput`, the sink ficco's uniform_fused_2d
   uses); A and B are stored K-block-major (each chunk's blocks contiguous: ficco's 2D layout, module doc
   of :mod:`t3sim.workload.chunks`). DIL = ``T(chunks) / T(1)`` of two runs.
 * ``comm`` -- **communication DIL** (Sec. IV-C2: "we scale down collective size 8-way for eight GPU
@@ -61,7 +61,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional
 
-from t3sim.compute.gemm_kernel import AccumulatingOutput
+from t3sim.compute.sinks import AccumulatingOutput
 from t3sim.compute.memhier import REQ_B
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats

@@ -1,7 +1,7 @@
 """``ficco``'s GEMM outputs and functional-data checks (:mod:`t3sim.schemes.ficco`).
 
 Outputs. A GEMM of ``uniform_fused_2d``'s steps ``s > 0`` accumulates into C (beta = 1):
-:class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` reads each output tile's C lines, and the WG
+:class:`~t3sim.compute.sinks.AccumulatingOutput` reads each output tile's C lines, and the WG
 retires when they are back (its epilogue needs them), then writes them. Every other FiCCO GEMM stores as
 the plain GEMM does.
 
@@ -35,7 +35,7 @@ from typing import Optional
 
 import numpy as np
 
-from t3sim.compute.gemm_kernel import AccumulatingOutput, Stored
+from t3sim.compute.sinks import AccumulatingOutput, Stored
 from t3sim.compute.memhier import REQ_B
 from t3sim.errors import InputError
 from t3sim.memory.request import Stream

@@ -80,7 +80,8 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from t3sim.compute.gemm_kernel import Stored, gemm_geometry
+from t3sim.compute.gemm_kernel import gemm_geometry
+from t3sim.compute.sinks import Stored
 from t3sim.compute.memhier import REQ_B
 from t3sim.dma.copy_kernel import SMCopyKernel
 from t3sim.dma.engine import Completion, Fabric, Payload

@@ -37,7 +37,8 @@ from typing import Dict
 import numpy as np
 
 from t3sim.compute.addresses import wg_store_requests
-from t3sim.compute.gemm_kernel import GemmKernel, Stored
+from t3sim.compute.gemm_kernel import GemmKernel
+from t3sim.compute.sinks import Stored
 from t3sim.compute.memhier import REQ_B
 from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError

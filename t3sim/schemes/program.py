@@ -253,7 +253,7 @@ def run_program(model, program: Program, phase_order: Tuple[str, ...] = PHASES) 
     program.check()
     env, eng = model.env, model.engine
     # one stream and no companions: its kernels run one at a time, each with the GPUs to itself
-    # (a GEMM may then run in compiled windows: t3sim.compute.gemm_window)
+    # (a GEMM may then run in compiled windows: t3sim.window.gemm_window)
     model.exclusive = len(program.streams) == 1 and not program.companions
     start = env.now
     recs: Dict[str, Record] = {}

@@ -58,7 +58,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from t3sim.compute.addresses import StoreRequests, wg_store_requests
-from t3sim.compute.gemm_kernel import Stored, gemm_geometry, stage_wgs
+from t3sim.compute.gemm_kernel import gemm_geometry, stage_wgs
+from t3sim.compute.sinks import Stored
 from t3sim.compute.memhier import REQ_B
 from t3sim.dma import addrspace as A
 from t3sim.dma.engine import Completion, DMAEngines, DmaBlock, Fabric, Payload

@@ -342,7 +342,7 @@ class Engine:
                     total = sum(c.progress + c.beats for c in self.components)
                     if total != last_progress:
                         # env._now, not now: a callback may have advanced it (a compiled window that ran
-                        # ahead of this event: t3sim.compute.gemm_window); otherwise the two are equal
+                        # ahead of this event: t3sim.window.gemm_window); otherwise the two are equal
                         last_progress, last_progress_t = total, env._now
                     elif now - last_progress_t > window:
                         raise SimulationError(
@@ -351,7 +351,7 @@ class Engine:
                             f"{self.stuck_report()}")
                 if reporter is not None and ((n & 0x3FF) == 0 or env._now - last_report_tick > REPORT_CHECK_TICKS):
                     # every 1024 events, or whenever simulated time moved by REPORT_CHECK_TICKS (a compiled window
-                    # runs up to 2^16 of its own events inside one simpy event: t3sim.compute.gemm_window)
+                    # runs up to 2^16 of its own events inside one simpy event: t3sim.window.gemm_window)
                     last_report_tick = env._now
                     wall = time.monotonic()
                     if wall - last_report >= poll_s:

@@ -23,7 +23,8 @@ from t3sim.collectives.gpu_hook import BufferLayout
 from t3sim.collectives.gpu_run import CollectiveKernel, run_collective
 from t3sim.collectives.runner import plan_for_system
 from t3sim.compute.dispatcher import CuDispatcher
-from t3sim.compute.gemm_kernel import CachedLocalOutput, GemmKernel, OutputSink
+from t3sim.compute.gemm_kernel import GemmKernel
+from t3sim.compute.sinks import CachedLocalOutput, OutputSink
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config.experiment import ExperimentConfig
 from t3sim.config.workload import DTYPE_BYTES
@@ -32,6 +33,7 @@ from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_US, ns_to_ticks
 from t3sim.sim.engine import Engine
 from t3sim.system.workmeter import WorkMeter
+from t3sim.window import run_windowed
 from t3sim.workload import wg_order
 from t3sim.workload.generate import system_kernel
 
@@ -64,7 +66,7 @@ class SystemModel:
         self.mode = sim.mode
         #: GEMM kernels may run in compiled windows (simulation.gemm_window) when they have the GPU to themselves:
         #: ``exclusive`` says they do (the scheme's program runs one kernel at a time; schemes.program sets it)
-        self.windowed = sim.gemm_window
+        self.windowed = run_windowed if sim.gemm_window else None
         self.exclusive = False
         self.n = exp.system.interconnect.num_gpus
         self.engine = Engine(seed=sim.seed, watchdog_idle_ticks=ns_to_ticks(sim.watchdog_idle_ns))

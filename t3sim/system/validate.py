@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Dict, Optional
 
 from t3sim.collectives.gpu_run import simulate_collective_on_gpus
-from t3sim.compute.gemm_kernel import CachedLocalOutput, GemmKernel
+from t3sim.compute.gemm_kernel import GemmKernel
+from t3sim.compute.sinks import CachedLocalOutput
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config.loader import build
 from t3sim.config.system import SystemConfig
@@ -35,7 +36,7 @@ from t3sim.errors import InputError
 from t3sim.sim.clock import TICKS_PER_NS
 from t3sim.sim.engine import Engine
 from t3sim.workload.gemm import tile_grid
-from t3sim.workload.trace import KernelRecord
+from t3sim.workload.record import KernelRecord
 from t3sim.workload.wg_order import row_major
 
 #: Bytes in the CSV's ``size_mb`` unit: MiB (2^20 B; see module doc and shared/reference/h200/README.md).

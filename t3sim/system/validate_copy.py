@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from t3sim.compute.dispatcher import CuDispatcher
-from t3sim.compute.gemm_kernel import CachedLocalOutput, GemmKernel
+from t3sim.compute.gemm_kernel import GemmKernel
+from t3sim.compute.sinks import CachedLocalOutput
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config.system import SystemConfig
 from t3sim.config.workload import DTYPE_BYTES

@@ -14,8 +14,8 @@ See ``traces/FORMAT.md`` for the file format.
 from t3sim.workload.gemm import (Occupancy, element_offset, flops, num_stages, occupancy, output_bytes, tile_bytes,
                                  tile_grid, tile_rect, tile_rect_of, wf_rect, wf_rect_in_tile, wf_tile_size)
 from t3sim.workload.generate import SUBLAYERS, TileParams, generate, kernel_for, trace_path, workload_kernel, write_traces
-from t3sim.workload.trace import (FORMAT_NAME, FORMAT_VERSION, KernelRecord, Trace, dumps_trace, load_trace, parse_trace,
-                                  write_trace)
+from t3sim.workload.record import KernelRecord
+from t3sim.workload.trace import FORMAT_NAME, FORMAT_VERSION, Trace, dumps_trace, load_trace, parse_trace, write_trace
 from t3sim.workload.wg_order import base_order, base_tile, column_major, row_major, staggered_order, wg_order
 
 __all__ = [

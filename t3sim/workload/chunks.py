@@ -77,7 +77,7 @@ def split(n_tiles: int, count: int) -> List[range]:
 
 
 def chunks(kernel, count: int, axis: str = "M") -> List[Chunk]:
-    """``kernel`` (a :class:`~t3sim.workload.trace.KernelRecord`) as ``count`` chunks along ``axis`` (module doc)."""
+    """``kernel`` (a :class:`~t3sim.workload.record.KernelRecord`) as ``count`` chunks along ``axis`` (module doc)."""
     if axis not in AXES:
         raise ValueError(f"chunk axis must be one of {AXES}, got {axis!r}")
     eb = DTYPE_BYTES[kernel.dtype]

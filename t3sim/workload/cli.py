@@ -6,6 +6,9 @@ import argparse
 from pathlib import Path
 from typing import List, Tuple
 
+from t3sim.config import load_config, load_system
+from t3sim.config.gpu import GPUConfig
+from t3sim.config.loader import config_roots
 from t3sim.errors import InputError, check_writable_dir
 from t3sim.workload.gemm import num_stages, occupancy
 from t3sim.workload.generate import SUBLAYERS, kernel_for, TILE_PARAM_SOURCES, TileParams, write_traces
@@ -75,8 +78,6 @@ def _params(args: argparse.Namespace) -> TileParams:
 
 
 def _models_dir() -> Path:
-    from t3sim.config.loader import config_roots
-
     for root in config_roots():
         if (root / "models").is_dir():
             return root / "models"
@@ -88,8 +89,6 @@ def resolve_model(ref: str):
 
     For an experiment, its ``workload.model`` and its ``workload.tokens`` override.
     """
-    from t3sim.config import load_config
-
     path = Path(ref)
     if not (path.suffix in (".yaml", ".yml") or path.exists()):
         path = _models_dir() / f"{ref}.yaml"
@@ -128,8 +127,6 @@ def _gen(args: argparse.Namespace) -> int:
 
 def summary(path: str, gpu=None) -> str:
     """One line describing a valid trace file (kernels, shapes, WGs, tiles, stages)."""
-    from t3sim.config.gpu import GPUConfig
-
     gpu = gpu or GPUConfig()
     trace = load_trace(path)
     parts = []
@@ -147,8 +144,6 @@ def summary(path: str, gpu=None) -> str:
 def _check(args: argparse.Namespace) -> int:
     gpu = None
     if args.system:
-        from t3sim.config import load_system
-
         gpu = load_system(args.system).gpu
     for f in args.files:
         try:

@@ -2,7 +2,7 @@
 
 Each of the ``tp`` GPUs pools, for all ``B`` samples of the global batch, its ``T`` tables' bags into a ``B x T x D``
 output (``D`` the embedding dimension), which is then all-to-all'ed. The record is a
-:class:`~t3sim.workload.trace.KernelRecord` with ``M = B``, ``N = T x D``, ``K = pooling`` so the system model's C
+:class:`~t3sim.workload.record.KernelRecord` with ``M = B``, ``N = T x D``, ``K = pooling`` so the system model's C
 (``M x N``, :mod:`t3sim.system.model`) is exactly the pooled output, the all-to-all's input: sample-major
 ``[b][t][d]``, so the samples one GPU keeps are one contiguous chunk (the all-to-all plan's layout). The model's A and
 B regions are not used by the pooling kernel (the tables and indices get their own buffers). One WG pools one bag:
@@ -13,8 +13,7 @@ B regions are not used by the pooling kernel (the tables and indices get their o
 from __future__ import annotations
 
 from t3sim.config.embedding import EmbeddingBagConfig
-from t3sim.workload.gemm import ceil_div
-from t3sim.workload.trace import KernelRecord
+from t3sim.workload.record import KernelRecord, ceil_div
 
 #: ``KernelRecord.sublayer`` of every embedding-bag record
 EMB = "EMB"

@@ -32,17 +32,13 @@ from typing import TYPE_CHECKING, Tuple
 from t3sim.compute.occupancy import Occupancy
 from t3sim.compute.occupancy import occupancy as _occupancy
 from t3sim.config.workload import DTYPE_BYTES
+from t3sim.workload.record import KernelRecord, ceil_div
+from t3sim.workload.wg_order import base_tile
 
 if TYPE_CHECKING:  # pragma: no cover
     from t3sim.config.gpu import GPUConfig
-    from t3sim.workload.trace import KernelRecord
 
 Rect = Tuple[int, int, int, int]  # (row0, col0, rows, cols), in elements
-
-def ceil_div(a: int, b: int) -> int:
-    """``ceil(a / b)`` for positive integers."""
-    return -(-a // b)
-
 
 def tile_grid(M: int, N: int, tile_m: int, tile_n: int) -> Tuple[int, int]:
     """``(tiles_m, tiles_n)``: macro tiles along M and N, counting partial tiles."""
@@ -68,8 +64,6 @@ def tile_rect_of(kernel: "KernelRecord", tile: int) -> Rect:
 
 def _tile_of(kernel: "KernelRecord", wg_index: int, order: "list[int] | None") -> int:
     if order is None:
-        from t3sim.workload.wg_order import base_tile
-
         return base_tile(kernel, wg_index)
     if not 0 <= wg_index < len(order):
         raise IndexError(f"WG index {wg_index} out of range 0..{len(order) - 1}")

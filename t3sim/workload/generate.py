@@ -47,7 +47,10 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from t3sim.config.workload import DTYPE_BYTES, SUBLAYER_K_FACTOR, SUBLAYER_PASS, ModelConfig, check_tp
 from t3sim.errors import InputError
 from t3sim.workload.gemm import tile_grid
-from t3sim.workload.trace import Trace, KernelRecord, write_trace
+from t3sim.workload.embedding import embedding_record
+from t3sim.workload.gemv import gemv_record
+from t3sim.workload.record import KernelRecord
+from t3sim.workload.trace import Trace, load_trace, write_trace
 from t3sim.workload.wg_order import NAMED_ORDERS
 
 #: Sub-layers in the order the paper lists them (Sec. 6.1, Figs. 15/16).
@@ -232,12 +235,8 @@ def system_kernel(workload, system) -> KernelRecord:
     """The GEMM an experiment runs on ``system``: :func:`workload_kernel`, re-tiled with the system's
     ``gemm_kernel`` when it names one (the kernel its BLAS picks, the one ``t3sim validate`` validated)."""
     if getattr(workload, "embedding_bag", None) is not None:  # an embedding layer: its own kernel fields
-        from t3sim.workload.embedding import embedding_record
-
         return embedding_record(workload.embedding_bag, workload.tp, workload.dtype, system.gpu.threads_per_wf)
     if getattr(workload, "gemv", None) is not None:  # a GEMV: its own kernel fields, the system's wavefront size
-        from t3sim.workload.gemv import gemv_record
-
         return gemv_record(workload.gemv, workload.tp, workload.dtype, system.gpu.threads_per_wf)
     k = workload_kernel(workload)
     gk = system.gemm_kernel
@@ -260,16 +259,10 @@ def workload_kernel(workload) -> KernelRecord:
     and ``workload.num_tokens`` (byte-identical to the shipped trace when
     those are the Table 2 values).
     """
-    from t3sim.workload.trace import load_trace
-
     direction = getattr(workload, "direction", "gemm_rs")
     if getattr(workload, "embedding_bag", None) is not None:
-        from t3sim.workload.embedding import embedding_record
-
         return embedding_record(workload.embedding_bag, workload.tp, workload.dtype)
     if getattr(workload, "gemv", None) is not None:
-        from t3sim.workload.gemv import gemv_record
-
         return gemv_record(workload.gemv, workload.tp, workload.dtype)
     if getattr(workload, "gemm", None) is not None:
         return shape_kernel(workload.gemm, workload.tp, direction, TileParams(dtype=workload.dtype))

@@ -19,13 +19,13 @@ naming ``FILE:LINE``, the field, what was found and what is allowed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from t3sim.config.workload import DTYPE_BYTES, SUBLAYER_PASS
 from t3sim.errors import InputError
-from t3sim.workload.gemm import ceil_div
+from t3sim.workload.record import KernelRecord, ceil_div, json_key, trace_fields
 from t3sim.workload.wg_order import NAMED_ORDERS, ORDER_KINDS
 
 FORMAT_NAME = "t3sim-gemm-trace"
@@ -48,68 +48,6 @@ C_LAYOUTS = ("col_major", "row_major")
 
 
 @dataclass(frozen=True)
-class KernelRecord:
-    """One GEMM kernel of a trace (see ``traces/FORMAT.md`` for every field).
-
-    ``pass_`` is written as ``"pass"`` in the file (``pass`` is a Python keyword).
-    """
-
-    name: str
-    model: str
-    sublayer: str
-    pass_: str
-    tp: int
-    M: int
-    N: int
-    K: int
-    dtype: str
-    trans_a: bool
-    trans_b: bool
-    c_layout: str
-    tile_m: int
-    tile_n: int
-    tile_k: int
-    tiles_m: int
-    tiles_n: int
-    num_wgs: int
-    wfs_per_wg: int
-    wf_grid: Tuple[int, int]
-    threads_per_wf: int
-    registers_per_thread: int
-    lds_per_wg_B: int
-    wg_order: Dict[str, Any]
-    role: str
-    collective: Optional[str]
-    #: thread-block cluster of the system's BLAS kernel (``gemm_kernel.cluster_m`` / ``cluster_n``): CTAs of
-    #: ``cluster_m`` consecutive tile rows share each k-step's B slice, of ``cluster_n`` tile columns the A slice
-    #: (TMA multicast, :mod:`t3sim.compute.gemm_kernel`). Not part of the trace format (traces hold the GEMM, the
-    #: system the kernel that runs it): never written, 1 when read.
-    cluster_m: int = field(default=1, metadata={"trace": False})
-    cluster_n: int = field(default=1, metadata={"trace": False})
-
-    @property
-    def threads_per_wg(self) -> int:
-        return self.wfs_per_wg * self.threads_per_wf
-
-    def to_json(self) -> Dict[str, Any]:
-        """The record as a JSON-ready mapping, keys in :data:`KERNEL_FIELDS` order."""
-        out: Dict[str, Any] = {}
-        for f in trace_fields():
-            v = getattr(self, f.name)
-            if isinstance(v, tuple):
-                v = list(v)
-            elif isinstance(v, dict):
-                v = {k: (list(x) if isinstance(x, tuple) else x) for k, x in v.items()}
-            out[_json_key(f.name)] = v
-        return out
-
-
-def trace_fields():
-    """The :class:`KernelRecord` fields a trace file holds (all but the system-kernel ones), in file order."""
-    return [f for f in fields(KernelRecord) if f.metadata.get("trace", True)]
-
-
-@dataclass(frozen=True)
 class Trace:
     """A trace file's content: its kernels (in file order) and description."""
 
@@ -129,10 +67,6 @@ class Trace:
             if k.sublayer == sublayer:
                 return k
         raise KeyError(sublayer)
-
-
-def _json_key(attr: str) -> str:
-    return "pass" if attr == "pass_" else attr
 
 
 def _attr(key: str) -> str:
@@ -219,7 +153,7 @@ KERNEL_FIELDS: Dict[str, Check] = {
     "role": _enum(ROLES),
     "collective": _enum(COLLECTIVES + (None,)),
 }
-assert list(KERNEL_FIELDS) == [_json_key(f.name) for f in trace_fields()]
+assert list(KERNEL_FIELDS) == [json_key(f.name) for f in trace_fields()]
 
 HEADER_FIELDS: Dict[str, Check] = {
     "format": _enum((FORMAT_NAME,)),

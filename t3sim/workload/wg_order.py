@@ -24,12 +24,9 @@ of GPUs, stage size in WGs).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from t3sim.workload.gemm import ceil_div
-
-if TYPE_CHECKING:  # pragma: no cover
-    from t3sim.workload.trace import KernelRecord
+from t3sim.workload.record import KernelRecord, ceil_div
 
 
 def row_major(tiles_m: int, tiles_n: int) -> List[int]:

@@ -1,4 +1,4 @@
-"""The windowed GEMM (t3sim.compute.gemm_window) against the reference simpy path.
+"""The windowed GEMM (t3sim.window.gemm_window) against the reference simpy path.
 
 Both paths must give identical results: the same kernel times, stage ends, DRAM traffic, L2 and HBM
 statistics, and -- since the compiled events interleave with simpy's by the shared (tick, priority, eid)
@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from t3sim.compute import gemm_window
-from t3sim.compute.gemm_kernel import AccumulatingOutput, CachedLocalOutput, GemmKernel
+from t3sim.window import gemm_window
+from t3sim.compute.gemm_kernel import GemmKernel
+from t3sim.compute.sinks import AccumulatingOutput, CachedLocalOutput
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config import load_experiment, load_system
 from t3sim.memory.system import MemorySystem
@@ -56,7 +57,7 @@ def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch
     hier.port.lookahead = lookahead
     gk = GemmKernel(eng, "gpu0.gemm", hier, system.gpu, k, row_major(k.tiles_m, k.tiles_n), 0, 1 << 30, 1 << 31,
                     _CountingAcc(hier) if acc else CachedLocalOutput(hier), k_group=k_group)
-    gk.window, gk.exclusive = window, True
+    gk.window, gk.exclusive = (gemm_window.run_windowed if window else None), True
     seen = []
     env = eng.env
 
@@ -247,7 +248,7 @@ def _run_two(window: bool, noise_ps):
         hier = MemoryHierarchy(env, system)
         gk = GemmKernel(eng, f"gpu{g}.gemm", hier, system.gpu, k, row_major(k.tiles_m, k.tiles_n), 0, 1 << 30,
                         1 << 31, CachedLocalOutput(hier))
-        gk.window, gk.exclusive = window, True
+        gk.window, gk.exclusive = (gemm_window.run_windowed if window else None), True
         gks.append(gk)
         hiers.append(hier)
     seen = []

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from t3sim.cache.common import C_WB
 from t3sim.compute.memhier import CATEGORY_SOURCE, REQ_B, MemoryHierarchy
-from t3sim.compute.memhier_kernel import mask_accesses
+from t3sim.compute.fast.memhier_kernel import mask_accesses
 from t3sim.config import SystemConfig
 from t3sim.memory.request import Kind, Source, Stream
 
@@ -255,8 +255,8 @@ def _same(runs):
        ops=st.lists(st.tuples(WRITE_OPS, st.lists(st.integers(0, 95), min_size=1, max_size=6, unique=True),
                               st.sampled_from(["none", "scalar", "array"])), min_size=1, max_size=20))
 def test_compiled_write_path_is_the_general_one(access_B, ops):
-    """``MemoryHierarchy.write``'s compiled path (:func:`~t3sim.compute.memhier_kernel._l2_write`: the L2 access, the
-    write plan and the accesses' split in one call; :func:`~t3sim.compute.memhier_kernel.writeback_groups`) against its
+    """``MemoryHierarchy.write``'s compiled path (:func:`~t3sim.compute.fast.l2_write`: the L2 access, the
+    write plan and the accesses' split in one call; :func:`~t3sim.compute.fast.writeback_groups`) against its
     definition (:func:`_reference_write`: ``L2Cache.access`` and ``MemoryPort.access(request_B=64)``'s split): the
     same DRAM accesses in the same batches with the same ids, the same completion ticks, enqueue reports, L2 state
     and traffic."""
@@ -280,10 +280,10 @@ def test_compiled_write_path_with_evictions_of_several_owners(access_B):
 @given(access_B=st.sampled_from(sorted(BUSES)),
        rows=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 15), st.integers(0, 4)), max_size=30))
 def test_writeback_groups_are_per_owner_in_ascending_order(access_B, rows):
-    """:func:`~t3sim.compute.memhier_kernel.writeback_groups` (the L2's write-backs as DRAM writes, one batch per owner)
-    is, owner by owner in ascending order, :func:`~t3sim.compute.memhier_kernel.mask_accesses` of that owner's lines."""
-    from t3sim.cache import l2_kernel as L2K
-    from t3sim.compute.memhier_kernel import writeback_groups
+    """:func:`~t3sim.compute.fast.writeback_groups` (the L2's write-backs as DRAM writes, one batch per owner)
+    is, owner by owner in ascending order, :func:`~t3sim.compute.fast.mask_accesses` of that owner's lines."""
+    from t3sim.cache.fast import l2_kernel as L2K
+    from t3sim.compute.fast.memhier_kernel import writeback_groups
 
     line_B, sector_B = 128, 32
     E = np.zeros((L2K.NE, len(rows)), dtype=np.int64)

@@ -1,7 +1,7 @@
 """The tracker's compiled common increment equals its Python reference and the general path (issue 17).
 
 ``Tracker.counting`` selects how accesses that only increment a counter are counted: ``compiled``
-(numba, :func:`t3sim.dma.tracker_kernel.count_common`), ``python`` (the same function as Python) and
+(numba, :func:`t3sim.dma.fast.tracker_kernel.count_common`), ``python`` (the same function as Python) and
 ``general`` (every access through ``Tracker._access``, the definition). Random trackers (small sets
 and ways, so sets fill and accesses stall; both granularities and admission policies) see random
 enqueue reports (reads, accesses without a WG, unprogrammed regions, both streams, every region

@@ -104,7 +104,7 @@ def test_run_in_pieces_equals_one_call(trace, cap):
     """With more requests outstanding than FastController.OUT_CAP, MemorySystem._run simulates in pieces of
     ``OUT_CAP // (units x admissions per cycle)`` cycles (the path hbm-stream takes without a command log):
     the same completions, occupancy and statistics as one call."""
-    from t3sim.memory.controller_fast import FastController
+    from t3sim.memory.fast.controller_fast import FastController
 
     cfg, batches = trace
     whole = run(cfg, batches, "fast", record=False)
@@ -123,7 +123,7 @@ def test_hbm_stream_runs_in_pieces():
     """A stream of 300k reads submitted at once (more than OUT_CAP) is cut into pieces, and its output buffer
     stays at OUT_CAP records."""
     from t3sim.memory import MemorySystem
-    from t3sim.memory.controller_fast import FastController
+    from t3sim.memory.fast.controller_fast import FastController
 
     cfg = system(4)
     ms = MemorySystem(cfg, mode="fast")

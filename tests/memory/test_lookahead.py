@@ -258,7 +258,7 @@ def test_stats_past_a_lookahead_rerun_the_point_without_it(monkeypatch, tmp_path
     """With no unit stopped for want of awaited requests (``P_HARD`` never reached) the same run ends with
     write-backs a lookahead simulated past its end: the statistics refuse (LookaheadPastEnd) and ``simulate``
     re-runs the point at the reference cadence, saying so in ``meta`` and in a sweep's progress line."""
-    from t3sim.memory.controller_fast import FastController
+    from t3sim.memory.fast.controller_fast import FastController
     from t3sim.memory.policies.base import NEVER
 
     off, _ = _wb_run("false")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from t3sim import registry
 from t3sim.memory import MemorySystem
 from t3sim.memory.policies.base import COMM, COMPUTE, NEVER, NONE, ArbState, Policy, build
-from t3sim.memory.specialise import inlined
+from t3sim.memory.fast.specialise import inlined
 from t3sim.registry import register
 
 from .helpers import system
@@ -110,7 +110,8 @@ def test_memory_code_names_no_policy():
     names = set(POLICIES) | {type(build(system(1, memory_controller={"arbitration": {"kind": p}})
                                         .memory_controller.arbitration)).__name__ for p in POLICIES}
     assert {"test_time_slice", "round_robin", "compute_first", "t3_mca"} <= names
-    for path in pathlib.Path(t3sim.memory.__file__).parent.glob("*.py"):
+    root = pathlib.Path(t3sim.memory.__file__).parent
+    for path in [*root.glob("*.py"), *root.glob("fast/*.py")]:
         tree = ast.parse(path.read_text())
         docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
         used = set()

@@ -3,7 +3,7 @@
 Real runs drive the memory through :class:`~t3sim.memory.port.MemoryPort`: a callback pump armed at
 :meth:`~t3sim.memory.system.MemorySystem.next_event_tick` (4 or 16 memory cycles), lazy advances,
 and with the fast controller one compiled call per pump step
-(:func:`t3sim.memory.step_kernel.pump_step`: controllers, enqueue-hook rows, retire, completion
+(:func:`t3sim.memory.fast.step_kernel.pump_step`: controllers, enqueue-hook rows, retire, completion
 ticks), with request-array compaction once the arrays are full. The other memory tests compare the
 fast and reference controllers through ``MemorySystem.submit``/``run_until_idle`` or the unfused
 kernel call; here the *same* simpy workload runs on a port over the fast model and on a port over the

@@ -1,4 +1,4 @@
-"""The fast controller's queues as linked lists (``t3sim.memory.queue_lists``) against a plain model:
+"""The fast controller's queues as linked lists (``t3sim.memory.fast.queue_lists``) against a plain model:
 after any sequence of admissions and removals, the queue list is the entries in admission order, each
 bank list is that bank's entries in admission order, the bank ring holds exactly the banks with entries,
 the free list holds every other slot, and same-line counts agree."""
@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from t3sim.memory import bookkeeping as BK
-from t3sim.memory import queue_lists as QL
+from t3sim.memory.fast import queue_lists as QL
 
 NB, CAP = 4, 6
 

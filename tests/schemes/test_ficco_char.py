@@ -211,7 +211,7 @@ def test_chunk_gemms_run_windowed_with_the_reference_statistics(axis, count, mon
     """The chunk GEMMs run back to back on one stream, so each takes the windowed GEMM (issue 17), the K chunks
     with their accumulating stores (C += the tile); stats.json as with ``simulation.gemm_window: false``, but the
     simpy event count."""
-    from t3sim.compute import gemm_window
+    from t3sim.window import gemm_window
 
     seen = []
     orig = gemm_window.GemmWindow.__init__

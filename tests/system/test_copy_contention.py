@@ -144,7 +144,8 @@ def test_h200_row_k192_d2d1_full_size():
 def test_gemm_first_wg_runs_only_the_last_stage():
     """GemmKernel.start(first_wg): only WGs first_wg.. run (a steady-state simulation starts from a kernel's last
     stages); alone on a dispatcher it takes as long as on a private one."""
-    from t3sim.compute.gemm_kernel import CachedLocalOutput, GemmKernel
+    from t3sim.compute.gemm_kernel import GemmKernel
+    from t3sim.compute.sinks import CachedLocalOutput
     from t3sim.system.validate import gemm_kernel_record
     from t3sim.workload.wg_order import row_major
 

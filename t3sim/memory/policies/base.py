@@ -30,7 +30,7 @@ A policy is a :class:`Policy` subclass registered under ``arbitration``; it defi
 
 The reference controller (:mod:`t3sim.memory.controller_ref`) calls ``choose`` as Python; the fast
 controller compiles a cycle loop specialised on ``choose`` and ``wake`` (inlined) per policy class
-(:func:`t3sim.memory.controller_fast.kernels`). Nothing else names a policy: registering a class is
+(:func:`t3sim.memory.fast.controller_fast.kernels`). Nothing else names a policy: registering a class is
 all a new policy needs. ``tests/memory/test_policies.py`` holds every registered policy's two modes
 equal and checks the contract above.
 
@@ -46,6 +46,8 @@ Per-channel arbitration state (columns of ``MemorySystem.arb``; cycles are memor
 from __future__ import annotations
 
 import numpy as np
+
+from t3sim import registry
 
 COMPUTE, COMM, NONE = 0, 1, -1
 
@@ -120,7 +122,5 @@ class Policy:
 def build(arb_cfg, system=None) -> Policy:
     """Instantiate the policy named by ``arb_cfg.kind`` for the controllers of ``system`` (a policy may derive
     parameters from it; None = the default system)."""
-    from t3sim import registry
-
     cls = registry.get("arbitration", arb_cfg.kind, "memory_controller.arbitration.kind")
     return cls(arb_cfg, system)

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from t3sim.config.system import SystemConfig
 from t3sim.memory.policies.base import COMM, COMPUTE, NEVER, NONE, ArbState, Policy
 from t3sim.registry import register
 
@@ -86,8 +87,6 @@ def link_rate_limit(system=None) -> int:
     """The longest starvation limit (memory cycles) at which one communication request per limit per
     channel carries the GPU's link bandwidth in both directions (module doc); ``system`` None = the
     default system. With no links (one GPU) there is no communication to serve: :data:`NEVER`."""
-    from t3sim.config.system import SystemConfig
-
     system = SystemConfig() if system is None else system
     hbm, ic = system.hbm, system.interconnect
     link_GBps = 2 * ic.gpu_link_GBps

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
+from t3sim import registry
 from t3sim.memory.timing import Rule, WindowRule
 
 _COL = ("RD", "WR", "UPD")
@@ -118,6 +119,4 @@ class Standard:
 
 
 def _standards() -> List[Standard]:
-    from t3sim import registry
-
     return [registry.get("dram_standard", n) for n in registry.names("dram_standard")]

@@ -25,7 +25,7 @@ or ``aged`` do, and the write-age wake-up is the controllers' own).
 A function the decision calls must be numba-compiled and live in the same module (the compiled
 kernels are cached per policy and recompiled when its module changes). The reference controller
 calls ``decide`` as Python; the fast controller compiles its cycle loop with ``decide`` inlined
-(:func:`t3sim.memory.controller_fast.kernels`). ``reads`` names the ``memory_controller`` fields a
+(:func:`t3sim.memory.fast.controller_fast.kernels`). ``reads`` names the ``memory_controller`` fields a
 policy reads; the config refuses the watermarks for a policy that does not read them.
 ``tests/memory/test_write_drain.py`` holds every registered policy's two controllers equal.
 """
@@ -33,6 +33,8 @@ policy reads; the config refuses the watermarks for a policy that does not read 
 from __future__ import annotations
 
 from typing import Tuple
+
+from t3sim import registry
 
 
 class WriteDrain:
@@ -52,7 +54,5 @@ class WriteDrain:
 
 def build(mc) -> WriteDrain:
     """Instantiate the write-drain policy named by ``mc.write_drain`` (a MemoryControllerConfig)."""
-    from t3sim import registry
-
     cls = registry.get("write_drain", mc.write_drain, "memory_controller.write_drain")
     return cls(mc)

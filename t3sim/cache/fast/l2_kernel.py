@@ -1,4 +1,4 @@
-"""The numba kernel of the fast L2 model (:mod:`t3sim.cache.l2`): one compiled call per batch.
+"""The numba kernel of the fast L2 model (:mod:`t3sim.cache.fast.l2`): one compiled call per batch.
 
 State is packed so a call passes few arguments (numba's per-call dispatch cost grows with
 the argument count): ``S`` is ``int64[sets, 5, ways]`` (per set: tag, LRU stamp, valid

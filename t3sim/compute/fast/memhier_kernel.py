@@ -1,7 +1,7 @@
 """The compiled helpers of :class:`~t3sim.compute.memhier.MemoryHierarchy` (one call per read or write batch):
-the DRAM accesses that cover sector masks, a read batch's plan after its L2 access (:func:`_l2_read`), a write batch's
-(:func:`_l2_write`, :func:`write_plan`), the L2's write-backs grouped per owner (:func:`writeback_groups`) and the
-fill table's slots. The GEMM window's kernel (:mod:`t3sim.compute.window_kernel`) calls the same functions, so the
+the DRAM accesses that cover sector masks, a read batch's plan after its L2 access (:func:`l2_read`), a write batch's
+(:func:`l2_write`, :func:`write_plan`), the L2's write-backs grouped per owner (:func:`writeback_groups`) and the
+fill table's slots. The GEMM window's kernel (:mod:`t3sim.window.window_kernel`) calls the same functions, so the
 reference path and the window share one definition of each.
 
 Units: addresses in bytes, ticks in ps; every array is int64.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from t3sim.cache import l2_kernel as L2K
 from t3sim.cache.common import HIT
+from t3sim.cache.fast import E_LINE, E_MASK, E_SRC, R_DONE_TICK, R_DW, R_FILL, R_OUT, R_READY_TICK, access_uniform
 from t3sim.config.system import REQUEST_B
 
 #: bytes per request between CUs, L2 and DMA engines (re-exported as :data:`t3sim.compute.memhier.REQ_B`)
@@ -105,12 +105,12 @@ def _plan(addrs, outcome, ready_tick, fill_mask, fl_line, fl_tag, mask, any_fill
 
 
 @numba.njit(cache=True)
-def _l2_read(addrs, unc, sc, now, S, G, V, occ, counts, fl_line, fl_tag, mask, any_fills, line_B, sector_B,
+def l2_read(addrs, unc, sc, now, S, G, V, occ, counts, fl_line, fl_tag, mask, any_fills, line_B, sector_B,
              access_B):  # pragma: no cover - compiled
-    """A 64 B read batch through the fast L2 (:func:`~t3sim.cache.l2_kernel.access_uniform`) and its
+    """A 64 B read batch through the fast L2 (:func:`~t3sim.cache.fast.l2_kernel.access_uniform`) and its
     :func:`_read_plan`, in one call: ``(ready, tags, req, E)``, ``E`` the write-back rows."""
-    R, E, _cyc = L2K.access_uniform(addrs, False, unc, sc, REQ_B, now, S, G, V, occ, counts)
-    ready, tags, req = _read_plan(addrs, R[L2K.R_OUT], R[L2K.R_READY_TICK], R[L2K.R_FILL], fl_line, fl_tag, mask,
+    R, E, _cyc = access_uniform(addrs, False, unc, sc, REQ_B, now, S, G, V, occ, counts)
+    ready, tags, req = _read_plan(addrs, R[R_OUT], R[R_READY_TICK], R[R_FILL], fl_line, fl_tag, mask,
                                   any_fills, line_B, sector_B, access_B)
     return ready, tags, req, E
 
@@ -125,16 +125,16 @@ def write_plan(a, R, req_B, access_B):  # pragma: no cover - compiled
     t = -(1 << 62)
     nd = 0
     for i in range(n):
-        if R[L2K.R_DONE_TICK, i] > t:
-            t = R[L2K.R_DONE_TICK, i]
-        if R[L2K.R_DW, i] != 0:
+        if R[R_DONE_TICK, i] > t:
+            t = R[R_DONE_TICK, i]
+        if R[R_DW, i] != 0:
             nd += 1
     per = req_B // access_B
     sel = np.empty(nd, dtype=np.int64)
     acc = np.empty(nd * per, dtype=np.int64)
     m = 0
     for i in range(n):
-        if R[L2K.R_DW, i] != 0:
+        if R[R_DW, i] != 0:
             sel[m] = i
             base = a[i] - a[i] % req_B
             for q in range(per):
@@ -144,10 +144,10 @@ def write_plan(a, R, req_B, access_B):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _l2_write(addrs, unc, sc, now, S, G, V, occ, counts, access_B):  # pragma: no cover - compiled
-    """A 64 B write batch through the fast L2 (:func:`~t3sim.cache.l2_kernel.access_uniform`) and its
+def l2_write(addrs, unc, sc, now, S, G, V, occ, counts, access_B):  # pragma: no cover - compiled
+    """A 64 B write batch through the fast L2 (:func:`~t3sim.cache.fast.l2_kernel.access_uniform`) and its
     :func:`write_plan`, in one call: ``(t, sel, acc, E)``, ``E`` the write-back rows."""
-    R, E, _cyc = L2K.access_uniform(addrs, True, unc, sc, REQ_B, now, S, G, V, occ, counts)
+    R, E, _cyc = access_uniform(addrs, True, unc, sc, REQ_B, now, S, G, V, occ, counts)
     t, sel, acc = write_plan(addrs, R, REQ_B, access_B)
     return t, sel, acc, E
 
@@ -158,7 +158,7 @@ def writeback_groups(E, sector_B, nsect, access_B):  # pragma: no cover - compil
     ``(srcs, off, acc)``, group ``g`` owner ``srcs[g]`` with the sorted distinct accesses ``acc[off[g]:off[g + 1]]``
     covering its lines' dirty sectors (:func:`mask_accesses`; a group may be empty)."""
     n = E.shape[1]
-    srcs = np.unique(E[L2K.E_SRC])
+    srcs = np.unique(E[E_SRC])
     off = np.zeros(srcs.shape[0] + 1, dtype=np.int64)
     per = nsect * (sector_B // access_B if sector_B > access_B else 1)
     acc = np.empty(n * per, dtype=np.int64)
@@ -167,15 +167,15 @@ def writeback_groups(E, sector_B, nsect, access_B):  # pragma: no cover - compil
         s = srcs[g]
         m = 0
         for i in range(n):
-            if E[L2K.E_SRC, i] == s:
+            if E[E_SRC, i] == s:
                 m += 1
         lines = np.empty(m, dtype=np.int64)
         masks = np.empty(m, dtype=np.int64)
         m = 0
         for i in range(n):
-            if E[L2K.E_SRC, i] == s:
-                lines[m] = E[L2K.E_LINE, i]
-                masks[m] = E[L2K.E_MASK, i]
+            if E[E_SRC, i] == s:
+                lines[m] = E[E_LINE, i]
+                masks[m] = E[E_MASK, i]
                 m += 1
         a = mask_accesses(lines, masks, sector_B, nsect, access_B)
         acc[k:k + a.shape[0]] = a
@@ -198,7 +198,7 @@ def _sorted_unique(x):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, _nrt=False)
-def _record_fills(req, fl_line, fl_tag, mask, tag):  # pragma: no cover - compiled
+def record_fills(req, fl_line, fl_tag, mask, tag):  # pragma: no cover - compiled
     """Point the fill-table slots of the 128 B lines of sorted requests ``req`` at ``tag``."""
     for i in range(req.shape[0]):
         ln = req[i] & ~np.int64(127)

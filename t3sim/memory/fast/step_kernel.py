@@ -1,6 +1,6 @@
 """One compiled call per pump step of the fast memory model (issue 7).
 
-:func:`pump_step` runs the controllers (:func:`~t3sim.memory.fast_kernel.run_kernel`), then
+:func:`pump_step` runs the controllers (:func:`~t3sim.memory.fast.fast_kernel.run_kernel`), then
 accounts the issued requests to their batches and the statistics
 (:func:`~t3sim.memory.accum.retire_records`, from the kernel's issue records), builds the enqueue hook's rows
 (:func:`~t3sim.memory.bookkeeping.admission_rows`) and converts the completed batches'
@@ -12,7 +12,7 @@ Used when the run keeps no functional data and no command log (both need the iss
 request indices in Python); ``MemorySystem._run`` takes the general path otherwise.
 
 Like ``run_kernel``, :func:`pump_step` is a template, compiled per arbitration policy with
-``run_kernel`` bound to that policy's specialisation (:func:`t3sim.memory.controller_fast.kernels`).
+``run_kernel`` bound to that policy's specialisation (:func:`t3sim.memory.fast.controller_fast.kernels`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from t3sim.memory.accum import retire_records
 from t3sim.memory.bookkeeping import NAR, O_KIND, admission_rows
-from t3sim.memory.fast_kernel import run_kernel
+from t3sim.memory.fast.fast_kernel import run_kernel
 from t3sim.sim.clock import cycle_start_tick
 
 

@@ -1,11 +1,11 @@
-"""Unit state layout and the command rules of the fast controller's kernel (:mod:`t3sim.memory.fast_kernel`).
+"""Unit state layout and the command rules of the fast controller's kernel (:mod:`t3sim.memory.fast.fast_kernel`).
 
 :func:`ready` gives the first cycle a command meets every timing rule (channel, bank group, bank, four-activate
 window); :func:`issue` applies an issued command to the timing state, open rows, row-hit counts, closing banks and
-the command log. Both are inlined into :func:`~t3sim.memory.fast_kernel.run_kernel`, which owns the cycle loop;
+the command log. Both are inlined into :func:`~t3sim.memory.fast.fast_kernel.run_kernel`, which owns the cycle loop;
 the layout constants here (``US`` columns, ``P`` indices) are the kernel's state layout, shared by both modules
-and by :mod:`t3sim.memory.controller_fast`. Compiled without the numba runtime (nothing allocates). The
-compiled kernels' cache digests depend on this file (:data:`t3sim.memory.controller_fast.RUN_DEPENDS`).
+and by :mod:`t3sim.memory.fast.controller_fast`. Compiled without the numba runtime (nothing allocates). The
+compiled kernels' cache digests depend on this file (:data:`t3sim.memory.fast.controller_fast.RUN_DEPENDS`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from t3sim.memory import timing as T
 from t3sim.memory.policies.base import NEVER
-from t3sim.memory.queue_lists import QF_BN, QF_ROW
+from t3sim.memory.fast.queue_lists import QF_BN, QF_ROW
 
 # unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
 # (AWAITED: the unit's requests not yet issued that a requester waits for, fill_requests' ``unit_awaited``)

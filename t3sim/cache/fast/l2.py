@@ -40,11 +40,11 @@ Deterministic: results depend only on the access sequence.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from t3sim.cache import l2_kernel as K
+from t3sim.cache.fast import l2_kernel as K
 from t3sim.cache.common import (COUNTERS, C_WB, C_WB_SECT, L2Base, L2Result, WriteBacks,
                                 sector_masks)
 from t3sim.config.gpu import L2Config
@@ -84,7 +84,7 @@ class L2Cache(L2Base):
         self._nsrc = len(self.sources)
         #: the compiled kernel's state, in its argument order after ``now``: callers that fuse an access
         #: batch with their own compiled work (``compute.memhier``) pass ``*kernel_state`` to
-        #: :func:`~t3sim.cache.l2_kernel.access_uniform`
+        #: :func:`~t3sim.cache.fast.l2_kernel.access_uniform`
         self.kernel_state = (self._S, self._G, self._V, self._occ, self.counts)
 
     def access(self, tick: int, addr, is_write, src=0, *, size_B=64, uncached=False) -> L2Result:
@@ -151,13 +151,3 @@ class L2Cache(L2Base):
         ways = [k for k in range(self.geo.assoc) if self._valid[set_index, k]]
         ways.sort(key=lambda k: self._stamp[set_index, k])
         return [int(self._tags[set_index, k]) << self.geo.line_shift for k in ways]
-
-
-def make_l2(cfg: Optional[L2Config] = None, sources: Sequence[str] = ("default",), reference: bool = False):
-    """An L2 model: the fast one, or the pure-Python reference (``reference=True``)."""
-    cfg = cfg or L2Config()
-    if reference:
-        from t3sim.cache.l2_reference import ReferenceL2
-
-        return ReferenceL2(cfg, sources)
-    return L2Cache(cfg, sources)

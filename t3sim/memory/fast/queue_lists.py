@@ -1,4 +1,4 @@
-"""The fast controller's read and write queues as slots on linked lists (used by :mod:`t3sim.memory.fast_kernel`).
+"""The fast controller's read and write queues as slots on linked lists (used by :mod:`t3sim.memory.fast.fast_kernel`).
 
 ``Q[u, q, s, f]`` (int64): field ``f`` of slot ``s`` of unit ``u``'s queue ``q`` (0 read, 1 write).
 A queue is ``S = Q.shape[2] - NB - 3`` slots (``S >=`` its capacity; ``NB`` banks) threaded on

@@ -1,15 +1,15 @@
-"""The numba kernel of the fast memory controller (see :mod:`t3sim.memory.controller_fast`).
+"""The numba kernel of the fast memory controller (see :mod:`t3sim.memory.fast.controller_fast`).
 
 Pure compiled functions over flat numpy state: request eligibility and the per-unit cycle loop
 :func:`run_kernel`; the timing readiness and command issue it inlines, and the state layout, are in
-:mod:`t3sim.memory.command_kernel`. Split from the Python wrapper so each module stays small.
+:mod:`t3sim.memory.fast.command_kernel`. Split from the Python wrapper so each module stays small.
 
 Arbitration and write drain. :func:`run_kernel` is a template: it calls ``policy_choose`` and
 ``policy_wake``, the arbitration policy's decision and wake-up functions
 (:mod:`t3sim.memory.policies.base`), and ``drain_decide``, the write-drain policy's decision
 (:mod:`t3sim.memory.write_drain.base`), and is compiled once per pair of policies with those
 names bound to the policies' own functions, inlined
-(:func:`t3sim.memory.controller_fast.kernels`). The arbitration policy's parameters are
+(:func:`t3sim.memory.fast.controller_fast.kernels`). The arbitration policy's parameters are
 ``P[NP:NP + P[P_NPP]]``, the write-drain policy's follow them; the arbitration state of a channel
 is ``arb[u, LAST_STREAM..THRESHOLD]``, its drain state ``US[u, DRAINING]``, ``US[u, DRAIN_LEFT]``.
 
@@ -21,7 +21,7 @@ State layout (all int64, ``u`` a unit):
   node 0 the channel, ``1 + g`` bank group ``g``, ``ready.shape[1] - NB + b``
   bank ``b``;
 * ``Q[u, q, s, f]``: unit ``u``'s read (``q`` 0) and write (1) queues, slots on linked lists
-  (:mod:`t3sim.memory.queue_lists`: admission order, and per bank, so an issue moves no entry and
+  (:mod:`t3sim.memory.fast.queue_lists`: admission order, and per bank, so an issue moves no entry and
   FR-FCFS compares each bank's oldest candidate, steps 5-6 of :func:`run_kernel`);
 * ``hits[u, q, b]`` / ``qcnt[u, q, b]``: entries of queue ``q`` that hit bank ``b``'s
   open row / that go to bank ``b``; a closing bank has no hits;
@@ -38,19 +38,20 @@ from __future__ import annotations
 
 import numba as nb
 
-from t3sim.memory.command_kernel import (ACT, AWAITED, BIG, CYC, DRAIN_LEFT, DRAINING, LAST_DIR, NCLOSING, NEXT, NP,
-                                         STOP_NO_REQUESTS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_HARD, P_NB,
-                                         P_NPP, P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI,
-                                         P_WLIM, P_WQ, PRE, RD, REF, REF_DUE, REF_PENDING, RQN, SEQ, UPD, WQN, WR)
-from t3sim.memory.command_kernel import issue as _issue
-from t3sim.memory.command_kernel import ready as _ready
 from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_AWAITED, F_BANK, F_BATCH, F_CLASS, F_DONE, F_ISSUE, F_KIND,
                                       F_LINE, F_NDEPS, F_NEXT, F_ROW, F_SEQ, F_SOURCE, F_STREAM, O_ARRIVE, O_BATCH,
                                       O_CLASS, O_DONE, O_KIND, O_SOURCE, O_STREAM)
+from t3sim.memory.fast.command_kernel import (ACT, AWAITED, BIG, CYC, DRAIN_LEFT, DRAINING, LAST_DIR, NCLOSING, NEXT,
+                                              NP, STOP_NO_REQUESTS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_HARD,
+                                              P_NB, P_NPP, P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL,
+                                              P_TREFI, P_WLIM, P_WQ, PRE, RD, REF, REF_DUE, REF_PENDING, RQN, SEQ, UPD,
+                                              WQN, WR)
+from t3sim.memory.fast.command_kernel import issue as _issue
+from t3sim.memory.fast.command_kernel import ready as _ready
+from t3sim.memory.fast.queue_lists import (QF_BANK, QF_BN, QF_GN, QF_KIND, QF_LINE, QF_NDEPS, QF_REQ, QF_ROW, QF_SEQ,
+                                           count_line, dequeue, enqueue)
 from t3sim.memory.page_policy import OPEN, closes_row
 from t3sim.memory.policies.base import DRAIN, LAST_COMM, LAST_STREAM, THRESHOLD
-from t3sim.memory.queue_lists import (QF_BANK, QF_BN, QF_GN, QF_KIND, QF_LINE, QF_NDEPS, QF_REQ, QF_ROW, QF_SEQ,
-                                     count_line, dequeue, enqueue)
 
 #: cycles per round of :func:`run_kernel` (a time slice all units advance through before the next)
 SLICE = 512
@@ -79,17 +80,17 @@ def _eligible(u, h, RQ, US, Q, P):
 
 def policy_choose(c, e0, e1, a0, a1, occ, last_stream, last_comm, drain, threshold, pp):  # pragma: no cover
     """Placeholder: bound to the policy's decision per specialisation of :func:`run_kernel`."""
-    raise NotImplementedError("run_kernel is a template: use t3sim.memory.controller_fast.kernels(policy)")
+    raise NotImplementedError("run_kernel is a template: use t3sim.memory.fast.controller_fast.kernels(policy)")
 
 
 def policy_wake(c, a0, a1, occ, last_stream, last_comm, drain, threshold, pp):  # pragma: no cover
     """Placeholder: bound to the policy's wake-up per specialisation of :func:`run_kernel`."""
-    raise NotImplementedError("run_kernel is a template: use t3sim.memory.controller_fast.kernels(policy)")
+    raise NotImplementedError("run_kernel is a template: use t3sim.memory.fast.controller_fast.kernels(policy)")
 
 
 def drain_decide(draining, nr, nw, aged, left, cap, dp):  # pragma: no cover
     """Placeholder: bound to the write-drain policy's decision per specialisation of :func:`run_kernel`."""
-    raise NotImplementedError("run_kernel is a template: use t3sim.memory.controller_fast.kernels(policy, drain)")
+    raise NotImplementedError("run_kernel is a template: use t3sim.memory.fast.controller_fast.kernels(policy, drain)")
 
 
 def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row, act_hist, Q, hits, qcnt, closing,

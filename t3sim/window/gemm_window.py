@@ -3,7 +3,7 @@
 The reference path runs each WG slot of a :class:`~t3sim.compute.gemm_kernel.GemmKernel` as a simpy
 process: per k-group a math timeout, an L2 read, a DRAM submission and a join event, plus the
 memory port's pump steps and completion dispatch -- about ten Python-level events per k-group.
-:class:`GemmWindow` runs the same events in :func:`~t3sim.compute.window_kernel.run_window`
+:class:`GemmWindow` runs the same events in :func:`~t3sim.window.window_kernel.run_window`
 instead, one compiled loop over a heap with simpy's ``(tick, priority, eid)`` keys and eids taken
 from the environment's own counter, so the two heaps form one total order (the kernel module's
 docstring lists the mirrored events). simpy sees one *bridge* entry at the compiled heap's first
@@ -15,8 +15,8 @@ counts simpy events.
 When. A kernel runs windowed (:func:`eligible`) only where the mirrored events are all that
 happens on its GPU while it runs: the caller marks it ``exclusive`` (nothing else uses the GPU's
 memory or CUs meanwhile: a program with one stream, :func:`t3sim.schemes.program.run_program`),
-the output goes through :class:`~t3sim.compute.gemm_kernel.CachedLocalOutput` or
-:class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` (:func:`sink_kind`), no cluster, prologue,
+the output goes through :class:`~t3sim.compute.sinks.CachedLocalOutput` or
+:class:`~t3sim.compute.sinks.AccumulatingOutput` (:func:`sink_kind`), no cluster, prologue,
 stage callback, WG trace, CU mask, enqueue hook, functional data or command log, the memory is idle
 and the CUs are free. Otherwise the kernel takes the reference path. In explicit mode every GPU's GEMM
 of an exclusive phase runs windowed, all behind one bridge (:class:`_Group`: one window after another
@@ -35,19 +35,20 @@ import itertools
 import numpy as np
 import simpy
 
-from t3sim.cache import l2_kernel as L2K
 from t3sim.cache.common import cycles_to_ticks
-from t3sim.compute import memhier_kernel
-from t3sim.compute import window_heap as WH
-from t3sim.compute import window_kernel as WK
+from t3sim.cache.fast import access_uniform
 from t3sim.compute.addresses import slice_requests, wg_store_requests
-from t3sim.compute.memhier import CATEGORY_SOURCE, REQ_B
+from t3sim.compute.dispatcher import CuDispatcher
+from t3sim.compute.fast import REQ_B, l2_read
+from t3sim.compute.memhier import CATEGORY_SOURCE
 from t3sim.compute.occupancy import k_step_compute_cycles
-from t3sim.memory import accum, bookkeeping, fast_kernel, step_kernel
+from t3sim.compute.sinks import AccumulatingOutput, CachedLocalOutput
+from t3sim.memory import Kind, Source, Stream
+from t3sim.memory.fast import NOUT, PUMP_DEPENDS, kernels, specialise
 from t3sim.memory.port import BatchResult
-from t3sim.memory.request import Kind, Source, Stream
-from t3sim.sim import clock
-from t3sim.memory.specialise import specialise
+from t3sim.sim.clock import cycle_start_tick
+from t3sim.window import window_heap as WH
+from t3sim.window import window_kernel as WK
 
 _NO_ID = np.array([-1], dtype=np.int64)
 #: compiled events per window at most (then the bridge is re-armed: progress reports and the watchdog run)
@@ -56,23 +57,28 @@ SESSION_EVENTS = 1 << 16
 
 @functools.lru_cache(maxsize=None)
 def kernel(policy_cls, drain_cls):
-    """:func:`~t3sim.compute.window_kernel.run_window` compiled with the memory's fused pump step for this
-    arbitration / write-drain policy pair (:func:`t3sim.memory.controller_fast.kernels`)."""
-    from t3sim.memory.controller_fast import RUN_DEPENDS, kernels
-
+    """:func:`~t3sim.window.window_kernel.run_window` compiled with the memory's fused pump step for this
+    arbitration / write-drain policy pair (:func:`t3sim.memory.fast.kernels`)."""
     step = kernels(policy_cls, drain_cls)[1]
     return specialise(WK.run_window, f"{policy_cls.__name__}_{drain_cls.__name__}", {"pump_step": step},
-                      depends=(WH.push, memhier_kernel._l2_read, L2K.access_uniform, bookkeeping.fill_requests,
-                               accum.retire, fast_kernel.run_kernel, step_kernel.pump_step, clock.cycle_start_tick,
-                               *RUN_DEPENDS, policy_cls.choose, drain_cls.decide))
+                      depends=(WH.push, l2_read, access_uniform, cycle_start_tick, *PUMP_DEPENDS, policy_cls.choose,
+                               drain_cls.decide))
+
+
+def run_windowed(gk, first_wg: int, slots: int, launch_ticks: int) -> bool:
+    """Run kernel ``gk``'s WGs ``first_wg..`` on ``slots`` slots in compiled windows if it may (:func:`eligible`;
+    True), else nothing (False: its simpy slots run them). The runner :class:`~t3sim.compute.gemm_kernel.GemmKernel`
+    calls at its start where ``simulation.gemm_window`` is on (its ``window``)."""
+    if not eligible(gk):
+        return False
+    GemmWindow(gk, first_wg, slots, launch_ticks)
+    return True
 
 
 def sink_kind(sink):
-    """How the window runs output sink ``sink``: ``"cached"`` (:class:`~t3sim.compute.gemm_kernel.CachedLocalOutput`),
-    ``"accumulate"`` (an :class:`~t3sim.compute.gemm_kernel.AccumulatingOutput` whose ``store`` is that class's; a
+    """How the window runs output sink ``sink``: ``"cached"`` (:class:`~t3sim.compute.sinks.CachedLocalOutput`),
+    ``"accumulate"`` (an :class:`~t3sim.compute.sinks.AccumulatingOutput` whose ``store`` is that class's; a
     subclass may count the reads), or None (another sink: the reference path)."""
-    from t3sim.compute.gemm_kernel import AccumulatingOutput, CachedLocalOutput
-
     if type(sink) is CachedLocalOutput:
         return "cached"
     if isinstance(sink, AccumulatingOutput) and type(sink).store is AccumulatingOutput.store:
@@ -82,8 +88,6 @@ def sink_kind(sink):
 
 def eligible(gk) -> bool:
     """Whether kernel ``gk`` (just registered with its dispatcher) may run windowed (module doc)."""
-    from t3sim.compute.dispatcher import CuDispatcher
-
     h = gk.hier
     mem = h.mem
     sink = gk.sink
@@ -279,7 +283,7 @@ class GemmWindow:
             self.CB = _doubled(self.CB, W[WK.W_CBTOP] + C[WK.C_MARGIN_REQ])
         eng = mem.engine
         if eng._out.shape[1] < W[WK.W_OUT]:
-            eng._out = np.empty((bookkeeping.NOUT, max(int(W[WK.W_OUT]), 2 * eng._out.shape[1])), dtype=np.int64)
+            eng._out = np.empty((NOUT, max(int(W[WK.W_OUT]), 2 * eng._out.shape[1])), dtype=np.int64)
 
     def _retire_grown(self) -> None:
         """The pump step's statistics arrays were too small (``MemorySystem._run``'s slow path)."""

@@ -1,4 +1,4 @@
-"""The compiled event loop of a windowed GEMM (:mod:`t3sim.compute.gemm_window`; issue 17).
+"""The compiled event loop of a windowed GEMM (:mod:`t3sim.window.gemm_window`; issue 17).
 
 One call advances a GEMM kernel's WG slots, their loads through the L2 and its fill table (the
 MSHR merge), the DRAM submissions, the memory controllers and the completion dispatch together,
@@ -37,18 +37,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from t3sim.cache import l2_kernel as L2K
-from t3sim.compute.memhier_kernel import _l2_read, _record_fills, write_plan, writeback_groups
-from t3sim.compute.window_heap import (  # noqa: F401 (state indices: also this module's API)
+from t3sim.cache.fast import access_uniform
+from t3sim.compute.fast import l2_read, record_fills, write_plan, writeback_groups
+from t3sim.memory.fast import P_HARD, P_STOP_IDLE, SC_A0, STOP_NO_REQUESTS, fill_requests
+from t3sim.memory.fast import pump_step  # rebound per arbitration policy (gemm_window.kernel)
+from t3sim.sim.clock import cycle_start_tick
+from t3sim.window.window_heap import (  # noqa: F401 (state indices: also this module's API)
     EV_DISPATCH, EV_INIT, EV_JOIN, EV_TIMEOUT, NORMAL, URGENT, _ch_pop, next_cycle, pop, push, register_done,
     W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
     W_NB, W_NFILL, W_TAG, W_TRACKED, W_LIVEB, W_N, W_OUT, W_OUTW, W_FRONTIER, W_KAT, W_LASTSUB, W_NEXTLB, W_PUMPS,
     W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, W_LAG, NW)
-from t3sim.memory.accum import SC_A0
-from t3sim.memory.bookkeeping import fill_requests
-from t3sim.memory.command_kernel import P_HARD, P_STOP_IDLE, STOP_NO_REQUESTS
-from t3sim.memory.step_kernel import pump_step  # rebound per arbitration policy (gemm_window.kernel)
-from t3sim.sim.clock import cycle_start_tick
 
 # constants C
 (C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
@@ -163,7 +161,7 @@ def _read(addrs, jkind, cat, scat, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):
     S, G, V, occ, cnt, fl_line, fl_tag = LS
     RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
     now = W[W_NOW]
-    ready, tags, req, E = _l2_read(addrs, False, cat, next_cycle(now, C[C_L2_F]), S, G, V, occ, cnt, fl_line,
+    ready, tags, req, E = l2_read(addrs, False, cat, next_cycle(now, C[C_L2_F]), S, G, V, occ, cnt, fl_line,
                                    fl_tag, C[C_FLMASK], W[W_NFILL] > 0, C[C_LINE_B], C[C_SECTOR_B], C[C_ACCESS_B])
     _writebacks(E, W, C, BI, TR, cat_src, SA)
     k = _new_join(J, W, jkind, ready if ready >= 0 else now, C[C_L2_LAT])
@@ -182,7 +180,7 @@ def _read(addrs, jkind, cat, scat, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):
         TB[tag - C[C_TAG0]] = bid
         BI[bid - C[C_BID0], B_FILL] = tag
         W[W_NFILL] += 1
-        _record_fills(req, fl_line, fl_tag, C[C_FLMASK], tag)
+        record_fills(req, fl_line, fl_tag, C[C_FLMASK], tag)
         _attach(BI, CB, W, C, bid, k, J)
     if J[k, J_N] == 0:
         J[k, J_STATE] = 1
@@ -199,7 +197,7 @@ def _store(a, jkind, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cov
     S, G, V, occ, cnt, fl_line, fl_tag = LS
     RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
     now = W[W_NOW]
-    R, E, _cyc = L2K.access_uniform(a, True, False, C[C_STCAT], C[C_REQ_B], next_cycle(now, C[C_L2_F]), S, G, V,
+    R, E, _cyc = access_uniform(a, True, False, C[C_STCAT], C[C_REQ_B], next_cycle(now, C[C_L2_F]), S, G, V,
                                     occ, cnt)
     _writebacks(E, W, C, BI, TR, cat_src, SA)
     t, sel, sp = write_plan(a, R, C[C_REQ_B], C[C_ACCESS_B])

@@ -5,7 +5,7 @@ the per-cycle order), with two differences that do not change results:
 
 * state is held in flat numpy arrays (per unit: timing-ready cycles per
   scope node and command, open rows, the ACT window ring, queues whose entries
-  carry copies of their requests' fields; layout in :mod:`t3sim.memory.fast_kernel`);
+  carry copies of their requests' fields; layout in :mod:`t3sim.memory.fast.fast_kernel`);
 * a cycle in which nothing happens ends with the earliest cycle at which
   anything *could* happen (a command's timing becomes satisfied, a pending
   request arrives, a refresh falls due, a write ages past the starvation
@@ -28,29 +28,34 @@ import functools
 
 import numpy as np
 
-from t3sim.memory import accum, bookkeeping, command_kernel, page_policy, queue_lists, step_kernel
-from t3sim.memory import fast_kernel as K
+from t3sim.memory import accum, bookkeeping, page_policy
 from t3sim.memory import timing as T
-from t3sim.memory.command_kernel import (
+from t3sim.memory.bookkeeping import NOUT
+from t3sim.memory.fast import command_kernel, queue_lists, step_kernel
+from t3sim.memory.fast import fast_kernel as K
+from t3sim.memory.fast.command_kernel import (
     AWAITED, BIG, CYC, LAST_DIR, NEXT, NP, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_HARD, P_LOG,
     P_NB, P_NPP, P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, RQN, WQN,
     STOP_NO_REQUESTS)
-from t3sim.memory.queue_lists import QF_REQ
-from t3sim.memory.bookkeeping import NOUT
-from t3sim.memory.specialise import specialise
+from t3sim.memory.fast.queue_lists import QF_REQ
+from t3sim.memory.fast.specialise import specialise
 
 
-#: functions of other modules that :func:`~t3sim.memory.fast_kernel.run_kernel` compiles in (their source files go
+#: functions of other modules that :func:`~t3sim.memory.fast.fast_kernel.run_kernel` compiles in (their source files go
 #: into every cache digest of code that contains it)
 RUN_DEPENDS = (command_kernel.issue, page_policy.closes_row, queue_lists.enqueue)
+#: the memory's functions that compiled code calling a specialised :func:`~t3sim.memory.fast.step_kernel.pump_step`
+#: and :func:`~t3sim.memory.bookkeeping.fill_requests` compiles in (the ``depends`` of such code's
+#: :func:`~t3sim.memory.fast.specialise.specialise`: the GEMM window's kernel, :mod:`t3sim.window`)
+PUMP_DEPENDS = (bookkeeping.fill_requests, accum.retire, K.run_kernel, step_kernel.pump_step, *RUN_DEPENDS)
 
 
 @functools.lru_cache(maxsize=None)
 def kernels(policy_cls, drain_cls):
     """``(run_kernel, pump_step)`` compiled for arbitration policy class ``policy_cls`` and write-drain
-    policy class ``drain_cls``: the templates of :mod:`~t3sim.memory.fast_kernel` and
-    :mod:`~t3sim.memory.step_kernel` with the arbitration policy's ``choose`` and ``wake`` and the
-    write-drain policy's ``decide`` inlined (:func:`~t3sim.memory.specialise.specialise`; cached on disk
+    policy class ``drain_cls``: the templates of :mod:`~t3sim.memory.fast.fast_kernel` and
+    :mod:`~t3sim.memory.fast.step_kernel` with the arbitration policy's ``choose`` and ``wake`` and the
+    write-drain policy's ``decide`` inlined (:func:`~t3sim.memory.fast.specialise.specialise`; cached on disk
     per pair). Compiled on first call."""
     if policy_cls.choose is None:
         raise TypeError(f"arbitration policy {policy_cls.__name__} defines no choose function")
@@ -148,7 +153,7 @@ class FastController:
         :data:`OUT_CAP` requests outstanding (and no command log, whose runs :meth:`run` cuts itself),
         ``OUT_CAP // (units x admissions per cycle)``, so that a call issues and admits at most ``OUT_CAP``
         (a unit issues one column command per cycle). The same simulation: a unit's run does not depend on
-        where it is cut (:func:`~t3sim.memory.fast_kernel.run_kernel`)."""
+        where it is cut (:func:`~t3sim.memory.fast.fast_kernel.run_kernel`)."""
         ms = self.ms
         if ms.record_commands or ms.outstanding <= self.OUT_CAP:
             return 0
@@ -205,7 +210,7 @@ class FastController:
         return self._out
 
     def step(self, until: int, hook: bool, writes_only: bool, ahead: bool = False, hard: int = 0):
-        """One fused pump step (:func:`~t3sim.memory.step_kernel.pump_step`): simulate up to ``until``
+        """One fused pump step (:func:`~t3sim.memory.fast.step_kernel.pump_step`): simulate up to ``until``
         (``ahead``: a lookahead, ``MemorySystem.advance``: a unit stops at its first cycle without requests, or from
         cycle ``hard`` on at its first without awaited requests, ``STOP_NO_REQUESTS``; :attr:`lag` then says where)
         and retire; only without functional data or a command log. Returns ``pump_step``'s tuple and the number of

@@ -1,4 +1,4 @@
-"""Heaps of the windowed GEMM's compiled event loop (:mod:`t3sim.compute.window_kernel`).
+"""Heaps of the windowed GEMM's compiled event loop (:mod:`t3sim.window.window_kernel`).
 
 The event heap ``H`` holds rows ``(tick, priority, eid, kind, arg)`` ordered as simpy orders its events, by
 ``(tick, priority, eid)``; a push takes the next eid from ``W[W_EID]`` (the environment's counter while a window
