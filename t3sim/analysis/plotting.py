@@ -7,8 +7,8 @@ import csv
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence
 
-from t3sim.analysis.comparison import write_csv_atomic
 from t3sim.analysis.runs import SCHEME_STYLES, scheme_color
+from t3sim.analysis.tables import write_csv_atomic
 
 FORMATS = ("png", "pdf", "svg")
 class _SchemeColors(Mapping):
