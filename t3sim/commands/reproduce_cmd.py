@@ -21,13 +21,17 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from t3sim.analysis.tables import write_csv_atomic
 from t3sim.commands import cli_argv
 from t3sim.errors import InputError, check_writable_dir
 from t3sim.reproduction.spec import REPO, Spec
+from t3sim.reproduction.t3.experiments import VALIDATION_STEM, VALIDATION_SYSTEM, validation_csv, validation_inputs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _run_specs(specs: Sequence[Spec], out: Path, quick: bool, jobs: int, log) -> List[Dict[str, object]]:
     """Run every point of ``specs`` as one sweep (one worker pool, so no experiment file waits on another's
     last point and workers start once); one info dict per spec, in order."""
-    from t3sim.config.sweep import expand  # lazy: the runner's modules load only when the command runs
+    from t3sim.config.sweep import expand  # lazy: the runner's modules load only when the command runs points
     from t3sim.exec.progress import Progress
     from t3sim.exec.runner import run_points
 
@@ -84,13 +88,6 @@ class _Validation:
         self.info: Dict[str, object] = {}
 
     def start(self) -> "_Validation":
-        import subprocess
-        import tempfile
-
-        from t3sim.analysis.tables import write_csv_atomic  # lazy: loads only when the command runs
-        from t3sim.reproduction.t3.experiments import VALIDATION_STEM, VALIDATION_SYSTEM, validation_csv, \
-            validation_inputs
-
         out, quick = self.out, self.quick
         vin = validation_inputs()
         measured = REPO / vin["measured"]
@@ -150,7 +147,7 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
               only: Sequence[str] = (), run: bool = True, log=sys.stderr, failures: Optional[list] = None) -> Path:
     """Run (or reuse) the experiments, draw the figures, write ``<out>/REPRODUCTION.md``; returns its path.
     Points that failed are listed in the report's notes and appended to ``failures`` if given."""
-    from t3sim.exec import executors  # lazy: the runner and the report load only when the command runs
+    from t3sim.exec import executors  # lazy: the runner and every paper's report modules load only when it runs
     from t3sim.reproduction import build
     from t3sim.reproduction.catalog import SPECS
 
@@ -186,7 +183,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.from_snapshot:
         snap_out = Path(args.out) if args.out else Path(args.from_snapshot)
         check_writable_dir(snap_out, "--out")
-        from t3sim.reproduction.build import from_snapshot  # lazy: the report loads only when the command runs
+        from t3sim.reproduction.build import from_snapshot  # lazy: every paper's report modules load only here
 
         sys.stdout.write(f"report: {from_snapshot(Path(args.from_snapshot), snap_out)}\n")
         return 0

@@ -6,8 +6,8 @@ from t3sim.reproduction.spec import Spec, set_arg
 
 #: FiCCO's results experiments
 EXPERIMENTS = ("ficco-sp", "ficco-ep", "ficco-synthetic", "ficco-scale", "ficco-char")
-#: FiCCO's experiments (issue 14); --quick: Table I g2 at a tiny scale (128 x 2048 x 512 per GPU), the baseline and
-#: the four DMA schedules, and four characterization points
+#: --quick: Table I g2 at a tiny scale (128 x 2048 x 512 per GPU), the baseline and the four DMA schedules, and four
+#: characterization points
 _FICCO_TINY = {"name": "g2", "M": 131072, "N": 16384, "K": 16384, "scale_M": 1024, "scale_K": 32}
 _FICCO_QUICK = (set_arg("sweep.grid", {"workload.gemm": [_FICCO_TINY]}),
                 set_arg("sweep.cases", [{"scheme.kind": "sequential"}] + [

@@ -7,9 +7,10 @@ from t3sim.reproduction.spec import Spec, set_arg
 
 #: FLUX's results experiments, one per node
 EXPERIMENTS = ("flux-op-a100-pcie", "flux-op-a100-nvlink", "flux-op-h800")
-#: FLUX's operation-level experiments, one per node (issue 13); --quick: the A100 NVLink node only, at m = 64 with a
-#: 2048-wide model and the non-overlapped, Transformer Engine (DMA) and FLUX schemes of each direction
-_FLUX_QUICK = ("workload.model.hidden_size=2048", set_arg("sweep.grid", {"workload.tokens": [64]}), set_arg("sweep.cases", [
+#: --quick: the A100 NVLink node only, at m = 64 with a 2048-wide model and the non-overlapped, Transformer Engine
+#: (DMA) and FLUX schemes of each direction
+_FLUX_QUICK = ("workload.model.hidden_size=2048", set_arg("sweep.grid", {"workload.tokens": [64]}),
+               set_arg("sweep.cases", [
     {"workload.collective": "reduce_scatter", "scheme.kind": "sequential"},
     {"workload.collective": "reduce_scatter", "scheme.kind": "chunked_dma", "scheme.chunks": 8},
     {"workload.collective": "reduce_scatter", "scheme.kind": "flux_rs", "scheme.flux_reduce": "a2a_local"},

@@ -24,7 +24,7 @@ from t3sim.reproduction.t3.numbers import BY_KEY
 class PaperFigure:
     """One number stated in the paper's Sec. 6 text, computed over the sixteen cases.
 
-    ``key`` names it in :data:`t3sim.analysis.paper_numbers.NUMBERS`, which holds the paper's value,
+    ``key`` names it in :data:`t3sim.reproduction.t3.numbers.NUMBERS`, which holds the paper's value,
     section and quote (one table of the paper's numbers, not two); ``agg`` is ``geomean`` or ``max``;
     ``tp`` restricts the cases (None: all).
     """

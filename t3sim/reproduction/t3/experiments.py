@@ -8,6 +8,7 @@ from typing import Dict
 
 from t3sim.reproduction.spec import REPO, Spec, set_arg
 
+#: --quick's one T-NLG case at TP=8
 TNLG8 = {"workload.tp": 8, "system.interconnect.num_gpus": 8}
 #: the results experiments the T3 section reads (``results/<name>/``)
 EXPERIMENTS = ("t3-sublayers", "fig06", "fig17", "fig19", "fig20", "sweep-tracker", "sweep-mca")
@@ -26,8 +27,9 @@ SPECS = (
          ("workload.tokens=128", set_arg("sweep.cases", [TNLG8]),
           set_arg("sweep.grid", {"workload.sublayer": ["OP", "FC-2"], "scheme.kind": ["sequential", "t3_mca"]}))),
     Spec("sweep-tracker", "sweep-tracker", "tracker entries / ways / granularity",
-         ("workload.tokens=128", set_arg("sweep.cases", [{"scheme.kind": "sequential"}, {}, {"system.tracker.entries": 16},
-                                                      {"system.tracker.granularity": "wg"}]),
+         ("workload.tokens=128", set_arg("sweep.cases", [{"scheme.kind": "sequential"}, {},
+                                                         {"system.tracker.entries": 16},
+                                                         {"system.tracker.granularity": "wg"}]),
           set_arg("sweep.grid", {"workload.sublayer": ["FC-2"]}))),
     Spec("sweep-tracker", "sweep-tracker", "tracker size at TP=32 (Sec. 6.4; deadlock-free admission)",
          ("workload.tokens=128", set_arg("sweep.cases", [{"scheme.kind": "sequential"}, {}]),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -255,8 +256,6 @@ def sweep_rows(runs: Sequence[Run], study: str) -> List[Dict]:
 
 
 def _value_key(v: str):
-    import re
-
     m = re.search(r"-?\d+(\.\d+)?", v)
     return (0, float(m.group(0)), v) if m else (1, 0.0, v)
 
