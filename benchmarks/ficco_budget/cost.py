@@ -2,7 +2,7 @@
 their wall times (``meta.json``: CPU-hours at the concurrency they ran at) and the mean per point.
 Usage: python benchmarks/ficco_budget/cost.py DIR   (DIR/res/<experiment>/<hash>/: study.sh's results)
 
-A point's kind is its method in ``ficco.csv`` (:func:`t3sim.analysis.ficco.method_of`: baseline, shard, ficco-dma,
+A point's kind is its method in ``ficco.csv`` (:func:`t3sim.reproduction.ficco.speedups.method_of`: baseline, shard, ficco-dma,
 ficco-rccl), a FiCCO schedule's split into 1D and 2D, or else its scheme (the characterization's ``ficco_char``)."""
 
 import glob
@@ -11,8 +11,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from t3sim.analysis.ficco import method_of
 from t3sim.analysis.runs import read_run
+from t3sim.reproduction.ficco.speedups import method_of
 
 
 def kind(run) -> str:

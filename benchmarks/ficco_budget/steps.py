@@ -35,8 +35,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from t3sim.analysis.ficco import method_of
 from t3sim.analysis.runs import read_run
+from t3sim.reproduction.ficco.speedups import method_of
 
 STEP = re.compile(r"gemm_s(\d+)(_p\d+)?$")
 DETAIL = (3, 4, 5)

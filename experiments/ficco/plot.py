@@ -5,7 +5,7 @@ Reads only results files (results/ficco-*/); writes ficco.csv and ficco.png unde
 Usage: python experiments/ficco/plot.py [--results DIR] [--out DIR] [--formats png,pdf]
 """
 
-from t3sim.analysis.catalog import plot_main
+from t3sim.reproduction.catalog import plot_main
 
 if __name__ == "__main__":
     plot_main("ficco", __doc__)

@@ -10,7 +10,7 @@ experiments/reproduction/); the half study's from the results (``--results``) of
 Writes, under ``--out``, the half study's figures and their tables (``ficco-half.{csv,png}``,
 ``ficco-char-half.{csv,png}``: the study's ``ficco`` and ``ficco-char`` figures) and ``sizes.csv``, the comparison
 (columns scenario, method, variant, kind, study, half): first the stated numbers (scenario empty, method the
-number's key, kind its unit or trend as in t3sim/analysis/ficco_numbers.py), then every scenario's speedups (kind
+number's key, kind its unit or trend as in t3sim/reproduction/ficco/numbers.py), then every scenario's speedups (kind
 speedup_x), and ``REPRODUCTION-ficco-half.md``, the report's FiCCO section made from the half study
 (:func:`half_report`). Prints the stated numbers at both sizes.
 Usage: python experiments/ficco/sizes.py [--results DIR] [--study DIR] [--out DIR] [--formats png,pdf]
@@ -25,13 +25,14 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from t3sim.analysis import ficco, ficco_char
-from t3sim.analysis.comparison import write_csv_atomic
-from t3sim.analysis.facts import read_table
-from t3sim.analysis.ficco_numbers import NUMBERS, metrics_from_tables
 from t3sim.analysis.plotting import FORMATS, rows_csv
 from t3sim.analysis.runs import load_runs
+from t3sim.analysis.tables import read_table, write_csv_atomic
 from t3sim.config.ficco import SCHEDULES
+from t3sim.reproduction.build import from_snapshot
+from t3sim.reproduction.ficco import char as ficco_char
+from t3sim.reproduction.ficco import speedups as ficco
+from t3sim.reproduction.ficco.numbers import NUMBERS, metrics_from_tables
 
 #: the half study's experiments, each with the study's experiment it repeats at half the FLOP budget
 HALF = {f"{e}-half": e for e in ("ficco-sp", "ficco-ep", "ficco-synthetic", "ficco-char")}
@@ -89,7 +90,7 @@ def scenario_rows(study: Sequence[Dict], half: Sequence[Dict]) -> List[Dict]:
     return out
 
 
-#: the FiCCO section's heading in REPRODUCTION.md (t3sim.analysis.report)
+#: the FiCCO section's heading in REPRODUCTION.md (t3sim.reproduction.report)
 FICCO_SECTION = "## FiCCO (paper 001)"
 
 
@@ -100,8 +101,6 @@ def half_report(snapshot: str | Path, tabs: Dict[str, List[Dict]], out: Path) ->
     committed report's folder; a copy of it, with its FiCCO tables replaced, is re-made in a temporary folder."""
     import shutil
     import tempfile
-
-    from t3sim.commands.reproduce_cmd import from_snapshot
 
     with tempfile.TemporaryDirectory() as tmp:
         snap = Path(tmp) / "snapshot"
@@ -116,7 +115,7 @@ def half_report(snapshot: str | Path, tabs: Dict[str, List[Dict]], out: Path) ->
             f"(`configs/experiments/ficco-*-half.yaml`, at most {HALF_GFLOP:g} GFLOP per GPU) instead of the "
             "study. The report itself stays on the study (experiments/ficco/README.md, \"The two sizes\").")
     body = "\n".join(lines[i:j])
-    # the readings state the study's budget (t3sim.analysis.ficco_numbers.READINGS): here it is the half study's
+    # the readings state the study's budget (t3sim.reproduction.ficco.numbers.READINGS): here it is the half study's
     study_budget = f"at most {STUDY_GFLOP:g} GFLOP per GPU"
     if study_budget not in body:
         raise RuntimeError(f"sizes: the FiCCO section no longer says {study_budget!r}; update half_report")

@@ -5,7 +5,7 @@ Reads only results files (results/<experiment>/<hash>/...); writes fig16.csv and
 under --out (default results/figures/). Usage: python experiments/fig16/plot.py [--results DIR] [--out DIR] [--formats png,pdf]
 """
 
-from t3sim.analysis.catalog import plot_main
+from t3sim.reproduction.catalog import plot_main
 
 if __name__ == "__main__":
     plot_main("fig16", __doc__)

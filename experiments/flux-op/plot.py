@@ -6,7 +6,7 @@ run: operation time, best non-split GEMM, ECT, E_overlap) and flux-op.png under 
 Usage: python experiments/flux-op/plot.py [--results DIR] [--out DIR] [--formats png,pdf]
 """
 
-from t3sim.analysis.catalog import plot_main
+from t3sim.reproduction.catalog import plot_main
 
 if __name__ == "__main__":
     plot_main("flux-op", __doc__)

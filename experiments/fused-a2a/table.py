@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from t3sim.analysis.fused_a2a import STATED, STUDIES, markdown, rows, summary
+from t3sim.reproduction.fused.a2a_table import STATED, STUDIES, markdown, rows, summary
 
 
 def main(argv=None) -> int:

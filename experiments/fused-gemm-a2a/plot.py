@@ -5,7 +5,7 @@ Reads only results files; writes fused-gemm-a2a.csv and fused-gemm-a2a.png under
 Usage: python experiments/fused-gemm-a2a/plot.py [--results DIR] [--out DIR] [--formats png,pdf]
 """
 
-from t3sim.analysis.catalog import plot_main
+from t3sim.reproduction.catalog import plot_main
 
 if __name__ == "__main__":
     plot_main("fused-gemm-a2a", __doc__)

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from t3sim.analysis.fused_gemv import STATED, markdown, rows, summary, write_csv
+from t3sim.reproduction.fused.gemv_table import STATED, markdown, rows, summary, write_csv
 
 
 def main(argv=None) -> int:

@@ -5,7 +5,7 @@ Reads only results files; writes fused-occupancy.csv and fused-occupancy.png und
 Usage: python experiments/fused-occupancy/plot.py [--results DIR] [--out DIR] [--formats png,pdf]
 """
 
-from t3sim.analysis.catalog import plot_main
+from t3sim.reproduction.catalog import plot_main
 
 if __name__ == "__main__":
     plot_main("fused-occupancy", __doc__)

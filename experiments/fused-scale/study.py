@@ -8,7 +8,7 @@ file says why and with which sources:
      tables) and fused (the fused kernel's pooling part, its puts included), at 2 tables x global batch 1024 and
      2048 on the 2-node preset; time = intercept + bags x per-bag time, fitted through the two points;
    * one MLP layer's forward GEMM (local batch x 682 x 682, fp32) at each local batch of the grid;
-2. :func:`t3sim.system.scaleout.iteration` on the analytical 8 x 16 torus (200 Gb/s = 25 GB/s per link and
+2. :func:`t3sim.reproduction.fused.scaleout.iteration` on the analytical 8 x 16 torus (200 Gb/s = 25 GB/s per link and
    direction, 700 ns per hop) for every point of the grid: baseline vs fused per iteration.
 
 Run: ``python experiments/fused-scale/study.py [--out DIR]`` (writes results.csv beside this file).
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from t3sim.interconnect.torus import Torus2D  # noqa: E402
-from t3sim.system.scaleout import DlrmScaleOut, KernelTimes, iteration  # noqa: E402
+from t3sim.reproduction.fused.scaleout import DlrmScaleOut, KernelTimes, iteration  # noqa: E402
 
 # Table II of the paper
 DIM, POOLING, MLP_LAYERS, MLP_SIZE = 92, 70, 43, 682

@@ -5,7 +5,7 @@ Reads only results files; writes fused-skew.csv and fused-skew.png under --out (
 Usage: python experiments/fused-skew/plot.py [--results DIR] [--out DIR] [--formats png,pdf]
 """
 
-from t3sim.analysis.catalog import plot_main
+from t3sim.reproduction.catalog import plot_main
 
 if __name__ == "__main__":
     plot_main("fused-skew", __doc__)

@@ -4,7 +4,7 @@
 A :class:`Claim` is a text template (``str.format`` fields name *facts*) and the :class:`Cond` s under which
 it explains a difference. Facts are named values computed when the report is made: the row's own
 (:func:`row_facts`: ``value``, ``paper``, ``diff``), every stated number's t3sim value (by its key) and
-paper value (``P_<key>``), and quantities read from the results (:mod:`t3sim.analysis.facts`). So a claim
+paper value (``P_<key>``), and quantities read from the results (``t3sim.reproduction.<paper>.facts``). So a claim
 quotes no measured number as fixed prose, and :func:`check` refuses it -- the row is then "not yet
 explained", with the condition that failed -- when the results no longer say what it says.
 
@@ -122,5 +122,5 @@ NO_VALUE = Cond("t3sim has no value for it", "has_value", "<", 1.0)
 
 
 def paper_facts(numbers: Sequence) -> Dict[str, float]:
-    """``P_<key>``: every numeric paper value of ``numbers`` (:class:`~t3sim.analysis.paper_numbers.PaperNumber`)."""
+    """``P_<key>``: every numeric paper value of ``numbers`` (:class:`~t3sim.reproduction.stated.PaperNumber`)."""
     return {f"P_{n.key}": float(n.value) for n in numbers if n.kind != "direction"}

@@ -46,7 +46,7 @@ def series_keys(runs: Sequence[Run]) -> List[str]:
 
 def _shade(color: str, i: int) -> str:
     """``color`` lightened for the ``i``-th variant of a scheme (0: unchanged)."""
-    from matplotlib.colors import to_hex, to_rgb
+    from matplotlib.colors import to_hex, to_rgb  # lazy: matplotlib is slow to import
 
     return to_hex(tuple(c + (1 - c) * min(0.25 * i, 0.75) for c in to_rgb(color))) if i else color
 

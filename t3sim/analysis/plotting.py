@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
+import math
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence
 
-from t3sim.analysis.comparison import write_csv_atomic
 from t3sim.analysis.runs import SCHEME_STYLES, scheme_color
+from t3sim.analysis.tables import write_csv_atomic
 
 FORMATS = ("png", "pdf", "svg")
 class _SchemeColors(Mapping):
@@ -34,7 +36,7 @@ PART_COLORS = {"GEMM": "#1f77b4", "RS": "#d62728", "AG": "#ff7f0e", "Other": "#b
 
 def pyplot():
     """matplotlib.pyplot on the non-interactive Agg backend (unless a notebook already chose one)."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib is slow to import
 
     if "inline" not in str(matplotlib.get_backend()).lower():
         matplotlib.use("Agg")
@@ -44,8 +46,6 @@ def pyplot():
 
 
 def rows_csv(rows: Sequence[Mapping], columns: Sequence[str] | None = None) -> str:
-    import io
-
     cols = list(columns or (rows[0].keys() if rows else []))
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n", extrasaction="ignore")
@@ -91,8 +91,6 @@ def report(paths: Sequence[Path]) -> None:
 def grouped_bars(ax, groups: Sequence[str], series: Dict[str, Sequence[float]], colors: Mapping[str, str],
                  labels: Mapping[str, str] | None = None, width: float = 0.8) -> None:
     """Side-by-side bars: one group per x tick, one bar per series (NaN bars skipped)."""
-    import math
-
     n = max(len(series), 1)
     w = width / n
     for i, (name, vals) in enumerate(series.items()):

@@ -50,6 +50,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from t3sim.config.loader import read_text
 from t3sim.config.workload import DTYPE_BYTES
 from t3sim.errors import InputError
+from t3sim.results.store import read_csv
 
 COLLECTIVE_COLUMNS = ("collective", "gpus", "size_mb", "dtype", "median_us")
 GEMM_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "dtype", "median_us")
@@ -369,8 +370,6 @@ def write_records_csv(recs: Sequence[Dict[str, object]], path: str | Path) -> Pa
 def read_comparison(path: str | Path, system: str) -> Comparison:
     """A :class:`Comparison` back from the CSV :meth:`Comparison.write_csv` wrote (measured and simulated times;
     wall times when present), e.g. to check documentation against committed results."""
-    from t3sim.results.store import read_csv
-
     rows, sims, walls = [], [], []
     recs = read_csv(path, ["measured_us", "simulated_us"])
     kind = "collective" if recs and "collective" in recs[0] else "overlap" if recs and "what" in recs[0] else "gemm"
@@ -394,7 +393,7 @@ def read_comparison(path: str | Path, system: str) -> Comparison:
 
 def plot_comparison(cmp: Comparison, path: str | Path, title: Optional[str] = None) -> Path:
     """Fig. 14-style plot: simulated vs measured time (us) on log-log axes with the ideal ``y = x`` dotted line."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib is slow to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -420,7 +419,7 @@ def plot_comparison(cmp: Comparison, path: str | Path, title: Optional[str] = No
 
 def log_log_axes(ax, lo: float, hi: float, subs) -> None:
     """Both axes of ``ax`` logarithmic over ``[lo, hi]``, labelled at ``subs`` x powers of ten, plain numbers."""
-    from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
+    from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter  # lazy: matplotlib
 
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -434,7 +433,7 @@ def log_log_axes(ax, lo: float, hi: float, subs) -> None:
 
 def save_figure(fig, path: str | Path) -> Path:
     """Lay out ``fig``, write it to ``path`` (creating its folder) at 150 dpi and close it."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib is slow to import
 
     fig.tight_layout()
     path = Path(path)

@@ -185,7 +185,7 @@ def _r(v: Optional[float]) -> Optional[float]:
 
 def plot_contention(cmp: ContentionComparison, path, title: Optional[str] = None) -> Path:
     """Simulated vs measured GEMM slowdown and copy slowdown (two panels, log-log, y = x dotted)."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib is slow to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

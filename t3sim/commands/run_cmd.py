@@ -134,7 +134,9 @@ def simulate_with_progress(simulate, cfg, label: str = "base", **kwargs):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from t3sim.analysis.comparison import compare, format_tables, group_cases, to_csv, write_csv_atomic
+    from t3sim.analysis.comparison import group_cases
+    from t3sim.analysis.tables import write_csv_atomic
+    from t3sim.reproduction.t3.comparison import compare, format_tables, to_csv
     from t3sim.system.run import run_experiment
 
     if args.timeline:

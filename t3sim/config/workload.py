@@ -38,7 +38,7 @@ class ModelConfig(Model):
                               descriptive="the degrees `t3sim trace gen --all` writes traces for (each must divide hidden_size); a run uses workload.tp")
     ffn_multiplier: int = F(4, unit="count", desc="FC-1 output width / H", source="paper Sec. 6.1 (K = 4H/TP for FC layers)", gt=0)
     attention_heads: Optional[int] = F(None, unit="count", desc="attention heads (only for end-to-end breakdowns)", source="model paper", gt=0,
-                                       descriptive="read by the end-to-end analysis (t3sim/analysis/endtoend.py), not by a run")
+                                       descriptive="read by the end-to-end analysis (t3sim/reproduction/t3/endtoend.py), not by a run")
 
     @property
     def tokens(self) -> int:

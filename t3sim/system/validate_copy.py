@@ -278,15 +278,15 @@ _FINGERPRINT: Optional[str] = None
 
 
 def code_fingerprint() -> str:
-    """Hash of the simulator's source (every ``t3sim/**/*.py`` but ``analysis/`` and ``commands/``, which
-    only report): a cached outcome is reused only by the code that simulated it."""
+    """Hash of the simulator's source (every ``t3sim/**/*.py`` but ``analysis/``, ``reproduction/`` and
+    ``commands/``, which only report): a cached outcome is reused only by the code that simulated it."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
         root = Path(__file__).resolve().parents[1]
         h = hashlib.sha256()
         for f in sorted(root.rglob("*.py")):
             rel = f.relative_to(root).as_posix()
-            if rel.split("/")[0] not in ("analysis", "commands"):
+            if rel.split("/")[0] not in ("analysis", "reproduction", "commands"):
                 h.update(rel.encode() + b"\0" + f.read_bytes() + b"\0")
         _FINGERPRINT = h.hexdigest()[:16]
     return _FINGERPRINT

@@ -10,8 +10,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from t3sim.commands.reproduce_cmd import SPECS
 from t3sim.config.sweep import expand
+from t3sim.reproduction.catalog import SPECS
 from t3sim.results.stats import Stats
 from t3sim.results.store import ResultStore, RunResult
 
@@ -156,9 +156,9 @@ def fake_stats(summary: dict) -> Stats:
 
 
 def fake_inputs(quick: bool = False):
-    """The same synthetic runs in memory (no files): a :class:`t3sim.analysis.report.Inputs` without stats."""
-    from t3sim.analysis.report import Inputs
+    """The same synthetic runs in memory (no files): a :class:`t3sim.reproduction.inputs.Inputs` without stats."""
     from t3sim.analysis.runs import Run
+    from t3sim.reproduction.inputs import Inputs
 
     runs = {}
     for spec in SPECS:
@@ -170,7 +170,7 @@ def fake_inputs(quick: bool = False):
                     fake_summary(p.config),
                     fake_fused(p.config)[1] if p.config.scheme.kind in FUSED_KINDS else
                     fake_ficco(p.config)[1] if p.config.workload.gemm is not None else None))
-    from t3sim.analysis.catalog import FUSED_SCALE_CSV
+    from t3sim.reproduction.catalog import FUSED_SCALE_CSV
 
     return Inputs(runs, None, FUSED_SCALE_CSV)
 

@@ -11,11 +11,15 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from t3sim.analysis import ficco_numbers, flux_numbers
 from t3sim.analysis.claims import ABOVE, Claim, Cond, check, row_facts
-from t3sim.analysis.explanations import EXPLANATIONS, FICCO_EXPLANATIONS, FLUX_EXPLANATIONS
-from t3sim.analysis.paper_numbers import BY_KEY, NUMBERS
-from t3sim.analysis.report import FLAG_PTS, compare_number, number_facts, section_facts, table_rows
+from t3sim.reproduction.ficco import numbers as ficco_numbers
+from t3sim.reproduction.ficco.explanations import FICCO_EXPLANATIONS
+from t3sim.reproduction.flux import numbers as flux_numbers
+from t3sim.reproduction.flux.explanations import FLUX_EXPLANATIONS
+from t3sim.reproduction.report import compare_number, number_facts, section_facts, table_rows
+from t3sim.reproduction.stated import FLAG_PTS
+from t3sim.reproduction.t3.explanations import EXPLANATIONS
+from t3sim.reproduction.t3.numbers import BY_KEY, NUMBERS
 from tests.conftest import REPO
 
 SETS = ((EXPLANATIONS, NUMBERS), (FLUX_EXPLANATIONS, flux_numbers.NUMBERS), (FICCO_EXPLANATIONS, ficco_numbers.NUMBERS))
@@ -56,8 +60,8 @@ def test_every_explanation_is_a_claim_with_conditions_about_a_stated_number():
 
 def test_every_fact_a_claim_names_is_computed_from_a_full_results_set():
     """No typo in a fact name: the full (synthetic) results set gives every fact every claim checks or quotes."""
-    from t3sim.analysis import catalog
-    from t3sim.analysis.report import metrics
+    from t3sim.reproduction import catalog
+    from t3sim.reproduction.t3.metrics import metrics
     from tests.analysis.fakes import fake_inputs
 
     inp = fake_inputs(quick=False)
@@ -240,7 +244,7 @@ def test_ficco_claim_checks_where_the_contention_lands():
 @given(i=st.integers(0, len(NUMBERS) + len(flux_numbers.NUMBERS) - 1), v=st.floats(-300, 300))
 def test_snapshot_values_read_back_as_reported(i, v):
     """A value taken back from reproduction.csv's cells prints as the report printed it."""
-    from t3sim.analysis.snapshot import value_of
+    from t3sim.reproduction.snapshot import value_of
 
     n = (list(NUMBERS) + list(flux_numbers.NUMBERS))[i]
     if n.kind in ("speedup_x", "reduction_x"):
@@ -254,7 +258,7 @@ def test_snapshot_values_read_back_as_reported(i, v):
 def test_committed_snapshot_is_its_own_checked_report(tmp_path):
     """experiments/reproduction/ re-made from its own CSVs is unchanged: every explanation in it was checked
     against its results by the current claims (re-make it with `t3sim reproduce --from-snapshot`)."""
-    from t3sim.commands.reproduce_cmd import from_snapshot
+    from t3sim.reproduction.build import from_snapshot
 
     snap = REPO / "experiments" / "reproduction"
     from_snapshot(snap, tmp_path)
@@ -276,8 +280,8 @@ def test_nan_facts_never_fill_a_text():
 
 def test_snapshot_value_on_a_double_rounding_edge():
     """Hypothesis' find: '1.1 %' and '-73.8 pts' for a 75 % paper value, only float rounding of v - 75 apart."""
-    from t3sim.analysis.paper_numbers import PaperNumber
-    from t3sim.analysis.snapshot import value_of
+    from t3sim.reproduction.snapshot import value_of
+    from t3sim.reproduction.stated import PaperNumber
 
     n = PaperNumber("x", "1", "q", 75, "pct", "f")
     v = next(x for x in (1.15 - k * 1e-16 for k in range(100)) if compare_number(n, x)[:2] == ("1.1 %", "-73.8 pts"))

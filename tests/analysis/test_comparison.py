@@ -8,8 +8,10 @@ import math
 
 import pytest
 
-from t3sim.analysis.comparison import (FLAG_PTS, aggregate, case_metrics, compare, format_tables, group_cases,
-                                       ordering_violations, to_csv, write_csv_atomic)
+from t3sim.analysis.comparison import aggregate, case_metrics, group_cases, ordering_violations
+from t3sim.analysis.tables import write_csv_atomic
+from t3sim.reproduction.stated import FLAG_PTS
+from t3sim.reproduction.t3.comparison import compare, format_tables, to_csv
 
 
 def _row(scheme, total, model="t-nlg", sub="FC-2", tp=8, rs_us=100.0, **mb):

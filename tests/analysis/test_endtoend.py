@@ -1,10 +1,10 @@
-"""The Sec. 5.1.2 end-to-end model (t3sim/analysis/endtoend.py)."""
+"""The Sec. 5.1.2 end-to-end model (t3sim/reproduction/t3/endtoend.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from t3sim.analysis import endtoend as e2e
+from t3sim.reproduction.t3 import endtoend as e2e
 
 SHAPE = e2e.LayerShape(hidden=4256, heads=28, seq_len=1024, tokens=8192, tp=8, hbm_GBps=1024.0)
 

@@ -1,4 +1,4 @@
-"""analysis.ficco and ficco_numbers (issue 14): speedups, ideal, heuristic scoring and the figure, on the real
+"""reproduction.ficco (speedups, numbers; issue 14): speedups, ideal, heuristic scoring and the figure, on the real
 ficco-synthetic points with made-up times (nothing simulated)."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from t3sim.analysis import ficco, ficco_numbers
 from t3sim.analysis.runs import Run
 from t3sim.config.sweep import expand
 from t3sim.config.ficco import SCHEDULES
+from t3sim.reproduction.ficco import numbers as ficco_numbers
+from t3sim.reproduction.ficco import speedups as ficco
 
 from tests.analysis.fakes import assert_same_metrics
 from tests.conftest import REPO
@@ -71,8 +72,8 @@ def test_metrics_and_figure(tmp_path):
 
 def test_metrics_from_the_figure_table_equal_those_from_the_runs(tmp_path):
     """``ficco.csv`` read back (what a snapshot's ``figures/`` holds) gives the runs' values (snapshot.FROM_TABLES)."""
-    from t3sim.analysis.facts import read_table
-    from t3sim.analysis.snapshot import FROM_TABLES
+    from t3sim.analysis.tables import read_table
+    from t3sim.reproduction.snapshot import FROM_TABLES
 
     runs = _runs(lambda n: "hetero_fused_1d" if n.endswith(("1", "3", "5")) else "uniform_fused_2d")
     csv_path = next(p for p in ficco.figure(runs, tmp_path) if p.suffix == ".csv")
@@ -89,8 +90,8 @@ def test_a_snapshot_takes_the_ficco_values_from_its_figure_tables(tmp_path):
     import csv
     import shutil
 
-    from t3sim.analysis import snapshot
-    from t3sim.commands.reproduce_cmd import from_snapshot
+    from t3sim.reproduction import snapshot
+    from t3sim.reproduction.build import from_snapshot
 
     snap = tmp_path / "snap"
     shutil.copytree(REPO / "experiments" / "reproduction", snap)
@@ -114,7 +115,7 @@ def test_a_snapshot_takes_the_ficco_values_from_its_figure_tables(tmp_path):
 
 def _char_runs(comm_us, gemm_us=100.0):
     """Runs of every ficco-char point with made-up times: ``comm_us(key)`` per communication point."""
-    from t3sim.analysis.ficco_char import _key
+    from t3sim.reproduction.ficco.char import _key
 
     out = []
     for p in expand(REPO / "configs/experiments/ficco-char.yaml"):
@@ -130,7 +131,7 @@ def _char_runs(comm_us, gemm_us=100.0):
 def test_communication_dil_is_the_scaled_down_collective_eight_times():
     """Sec. IV-C2 ("we scale down collective size 8-way ... and study resultant slowdown"): DIL = 8 t(A/8) / t(A)
     from the one-step-alone point, not the 8 pipelined steps; the fixed part and the copy engines' link bound."""
-    from t3sim.analysis import ficco_char
+    from t3sim.reproduction.ficco import char as ficco_char
 
     def comm(k, cfg):
         a_B = 2 * (cfg["workload"]["gemm"]["M"] // cfg["workload"]["gemm"].get("scale_M", 1)) * \

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from t3sim.analysis import ficco, ficco_numbers
 from t3sim.analysis.runs import Run
 from t3sim.config.sweep import expand
+from t3sim.reproduction.ficco import numbers as ficco_numbers
+from t3sim.reproduction.ficco import speedups as ficco
 
 from tests.conftest import REPO, load_script
 

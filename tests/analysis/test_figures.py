@@ -10,9 +10,10 @@ import sys
 
 import pytest
 
-from t3sim.analysis import catalog
-from t3sim.analysis.paper_numbers import NUMBERS
-from t3sim.analysis.report import compare_number, metrics, table_rows
+from t3sim.reproduction import catalog
+from t3sim.reproduction.report import compare_number, table_rows
+from t3sim.reproduction.t3.metrics import metrics
+from t3sim.reproduction.t3.numbers import NUMBERS
 from tests.analysis.fakes import assert_same_metrics, fake_inputs, write_fake_results
 from tests.conftest import REPO
 
@@ -70,7 +71,7 @@ def test_figures_drawn_on_two_processes_are_the_same_files(fake_root, tmp_path):
 
 def test_fig16_and_fig14_values_are_the_inputs(fake_root, tmp_path):
     """The figure CSVs hold the speedups and errors computed independently here from the synthetic inputs."""
-    from t3sim.commands.reproduce_cmd import SPECS
+    from t3sim.reproduction.catalog import SPECS
     from t3sim.config.sweep import expand
     from tests.analysis.fakes import fake_summary
 
@@ -126,8 +127,8 @@ def test_report_lists_every_stated_number(fake_root):
     path = reproduce(fake_root, quick=True, run=False)
     text = path.read_text()
     t3_text, flux_text = text.split("\n## FLUX (Chang et al. 2024)")
-    from t3sim.analysis import flux_numbers
-    from t3sim.analysis.explanations import NOT_REPRODUCIBLE
+    from t3sim.reproduction.flux import numbers as flux_numbers
+    from t3sim.reproduction.t3.explanations import NOT_REPRODUCIBLE
 
     with (fake_root / "reproduction.csv").open(newline="") as fh:
         checked = {r["key"]: r for r in csv.DictReader(fh)}
@@ -150,8 +151,7 @@ def test_report_lists_every_stated_number(fake_root):
 
 
 def test_analysis_never_imports_simulation_code():
-    code = ("import sys, t3sim.analysis.catalog, t3sim.analysis.report, t3sim.analysis.snapshot, "
-            "t3sim.analysis.facts, t3sim.analysis.facts_ops, t3sim.analysis.explanations_ops; "
+    code = ("import sys, t3sim.reproduction.build, t3sim.analysis.overlap, t3sim.analysis.validation_copy; "
             "bad = [m for m in sys.modules if m.split('.')[:2] in (['t3sim', s] for s in "
             "('sim', 'system', 'memory', 'compute', 'cache', 'dma', 'schemes', 'collectives', 'interconnect'))]; "
             "print(bad); sys.exit(1 if bad else 0)")
@@ -167,7 +167,8 @@ def test_full_fake_set_gives_every_reproducible_number():
     missing = [k for k, r in rows.items() if r["t3sim"] == "not run" and k != "s511_rs_error"]
     assert missing == []
     assert rows["s24_comm_future_max"]["t3sim"] == "n/a"
-    from t3sim.analysis import catalog, flux_numbers
+    from t3sim.reproduction import catalog
+    from t3sim.reproduction.flux import numbers as flux_numbers
 
     fv = flux_numbers.metrics(catalog.flux_runs(inp))  # every FLUX number has a value from the full point set
     assert [n.key for n in flux_numbers.NUMBERS if not math.isfinite(fv[n.key])] == []
@@ -176,7 +177,8 @@ def test_full_fake_set_gives_every_reproducible_number():
 def test_flux_metrics_follow_the_runs():
     """FLUX's E and its speedup over TE are computed from the runs (FLUX Eqs. 1-2): on the synthetic set FLUX
     hides 85 % of the RS (its rs is 0.15 of the non-overlapped one) at 1.03x the GEMM."""
-    from t3sim.analysis import catalog, flux_op
+    from t3sim.reproduction import catalog
+    from t3sim.reproduction.flux import op as flux_op
 
     inp = fake_inputs(quick=False)
     rows = flux_op.flux_rows(catalog.flux_runs(inp))
@@ -196,8 +198,10 @@ def test_flux_metrics_from_the_figure_table_equal_those_from_the_runs(tmp_path):
     """``flux-op.csv`` read back (what a snapshot's ``figures/`` holds) gives the runs' values, so a FLUX re-run
     re-plotted into the snapshot updates its section (snapshot.FROM_TABLES); on the committed snapshot the values
     from its table are those its report printed."""
-    from t3sim.analysis import catalog, flux_numbers, flux_op, snapshot
-    from t3sim.analysis.facts import read_table, read_tables
+    from t3sim.analysis.tables import read_table, read_tables
+    from t3sim.reproduction import catalog, snapshot
+    from t3sim.reproduction.flux import numbers as flux_numbers
+    from t3sim.reproduction.flux import op as flux_op
 
     inp = fake_inputs(quick=False)
     runs = catalog.flux_runs(inp)
@@ -222,7 +226,7 @@ def test_flux_metrics_from_the_figure_table_equal_those_from_the_runs(tmp_path):
     ("pct", 20, 27.0, 7.0), ("speedup_x", 1.67, 1.60, -7.0), ("reduction_x", 2.0, 4.0, 25.0),
     ("range_pct", 40, 47.0, 2.0), ("range_pct", 40, 42.0, 0.0), ("range_pct", 40, 30.0, -10.0)])
 def test_compare_number_differences(kind, paper, value, diff):
-    from t3sim.analysis.paper_numbers import PaperNumber
+    from t3sim.reproduction.stated import PaperNumber
 
     n = PaperNumber("x", "6.1", "q", paper, kind, "fig16", hi=45 if kind == "range_pct" else None)
     _, _, d, flagged = compare_number(n, value)
@@ -231,7 +235,7 @@ def test_compare_number_differences(kind, paper, value, diff):
 
 
 def test_compare_direction_and_missing():
-    from t3sim.analysis.paper_numbers import PaperNumber
+    from t3sim.reproduction.stated import PaperNumber
 
     n = PaperNumber("x", "7.5", "q", "higher", "direction", "fig20")
     assert compare_number(n, 3.0)[1] == "agrees" and not compare_number(n, 3.0)[3]

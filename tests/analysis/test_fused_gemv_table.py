@@ -1,8 +1,8 @@
-"""The fused GEMV+AllReduce study's table (t3sim.analysis.fused_gemv) on two tiny real runs."""
+"""The fused GEMV+AllReduce study's table (t3sim.reproduction.fused.gemv_table) on two tiny real runs."""
 
 from __future__ import annotations
 
-from t3sim.analysis.fused_gemv import STATED, markdown, rows, summary, write_csv
+from t3sim.reproduction.fused.gemv_table import STATED, markdown, rows, summary, write_csv
 from tests.conftest import REPO
 
 

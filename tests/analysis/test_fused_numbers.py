@@ -7,14 +7,15 @@ import math
 
 import pytest
 
-from t3sim.analysis import fused_numbers
-from t3sim.analysis.explanations_fused import FUSED_EXPLANATIONS
-from t3sim.analysis.fused_numbers import BY_KEY, NUMBERS, metrics_from_tables
-from t3sim.analysis.report import FLAG_PTS, section_facts, table_rows
+from t3sim.reproduction.fused import numbers as fused_numbers
+from t3sim.reproduction.fused.explanations import FUSED_EXPLANATIONS
+from t3sim.reproduction.fused.numbers import BY_KEY, NUMBERS, metrics_from_tables
+from t3sim.reproduction.report import section_facts, table_rows
+from t3sim.reproduction.stated import FLAG_PTS
 
 
 def row(op: str, size: int, bc: float, ba: float, fc: float, fa: float, group: str, **kw) -> dict:
-    """One operator row as :func:`t3sim.analysis.fused.op_rows` makes it."""
+    """One operator row as :func:`t3sim.reproduction.fused.tables.op_rows` makes it."""
     bt, ft = bc + ba, fc + fa
     r = {"operator": op, "point": str(size), "group": group, "size": size, "tables": kw.pop("tables", 16),
          "base_compute_us": bc, "base_comm_us": ba, "base_total_us": bt, "fused_compute_us": fc, "fused_tail_us": fa,
@@ -264,8 +265,8 @@ def test_a_snapshot_takes_the_fused_values_from_its_figure_tables(tmp_path):
     import shutil
     from pathlib import Path
 
-    from t3sim.analysis import snapshot
-    from t3sim.commands.reproduce_cmd import from_snapshot
+    from t3sim.reproduction import snapshot
+    from t3sim.reproduction.build import from_snapshot
 
     snap = tmp_path / "snap"
     shutil.copytree(Path(__file__).resolve().parents[2] / "experiments" / "reproduction", snap)

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from t3sim.analysis import catalog
-from t3sim.commands.reproduce_cmd import SPECS
 from t3sim.config.sweep import expand
+from t3sim.reproduction import catalog
+from t3sim.reproduction.catalog import SPECS
 from t3sim.results.store import config_hash
 from tests.conftest import REPO
 
@@ -79,7 +79,7 @@ def test_reproduce_quick_end_to_end(tmp_path, run_cli):
     rc, out, err = run_cli("reproduce", "--quick", "--out", str(tmp_path), "-j", "2")
     assert rc == 0, err
     text = (tmp_path / "REPRODUCTION.md").read_text()
-    from t3sim.analysis.paper_numbers import NUMBERS
+    from t3sim.reproduction.t3.numbers import NUMBERS
 
     assert all(n.quote.replace("|", "\\|") in text for n in NUMBERS)
     for fig in catalog.FIGURES:

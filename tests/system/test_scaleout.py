@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from t3sim.interconnect.torus import Torus2D
-from t3sim.system.scaleout import DlrmScaleOut, KernelTimes, fused_backward_ns, fused_forward_ns, iteration
+from t3sim.reproduction.fused.scaleout import DlrmScaleOut, KernelTimes, fused_backward_ns, fused_forward_ns, iteration
 
 times = st.floats(1.0, 1e7)
 

@@ -22,35 +22,44 @@ fused-*            paper 000 Figs. 8-10, 12 (one figure per fused operator: ``fu
 
 from __future__ import annotations
 
+import multiprocessing
+import threading
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from t3sim.analysis import figs_study as S
-from t3sim.analysis import figs_sublayer as L
-from t3sim.analysis import ficco, ficco_char, flux_op, fused
-from t3sim.analysis.report import Inputs
+from t3sim.analysis.plotting import plot_args, pyplot
 from t3sim.analysis.runs import load_runs
+from t3sim.reproduction.ficco import char as ficco_char
+from t3sim.reproduction.ficco import experiments as ficco_experiments
+from t3sim.reproduction.ficco import speedups as ficco
+from t3sim.reproduction.flux import experiments as flux_experiments
+from t3sim.reproduction.flux import op as flux_op
+from t3sim.reproduction.fused import experiments as fused_experiments
+from t3sim.reproduction.fused import figures as fused_figures
+from t3sim.reproduction.fused import tables as fused
+from t3sim.reproduction.inputs import Inputs
+from t3sim.reproduction.spec import REPO, Spec
+from t3sim.reproduction.t3 import experiments as t3_experiments
+from t3sim.reproduction.t3 import figs_study as S
+from t3sim.reproduction.t3 import figs_sublayer as L
+from t3sim.reproduction.t3.experiments import VALIDATION_SYSTEM, validation_csv
 
-#: FLUX's operation-level experiments (configs/experiments/flux-op*.yaml), one per node
-FLUX_EXPERIMENTS = ("flux-op-a100-pcie", "flux-op-a100-nvlink", "flux-op-h800")
-#: FiCCO's experiments (configs/experiments/ficco-*.yaml; issue 14)
-FICCO_EXPERIMENTS = ("ficco-sp", "ficco-ep", "ficco-synthetic", "ficco-scale", "ficco-char")
-#: the fused GPU-initiated kernels' experiments (paper 000; issue 15)
+#: every experiment file ``t3sim reproduce`` runs, paper by paper
+SPECS: Tuple[Spec, ...] = (t3_experiments.SPECS + flux_experiments.SPECS + ficco_experiments.SPECS
+                           + fused_experiments.SPECS)
+#: FLUX's operation-level experiments, one per node
+FLUX_EXPERIMENTS = flux_experiments.EXPERIMENTS
+#: FiCCO's experiments
+FICCO_EXPERIMENTS = ficco_experiments.EXPERIMENTS
+#: the fused GPU-initiated kernels' experiments
 FUSED_EXPERIMENTS = fused.EXPERIMENTS
-RESULT_EXPERIMENTS = (("t3-sublayers", "fig06", "fig17", "fig19", "fig20", "sweep-tracker", "sweep-mca") + FLUX_EXPERIMENTS
-                      + FICCO_EXPERIMENTS + FUSED_EXPERIMENTS)
+RESULT_EXPERIMENTS = t3_experiments.EXPERIMENTS + FLUX_EXPERIMENTS + FICCO_EXPERIMENTS + FUSED_EXPERIMENTS
 #: the fused studies' figures that are not one operator's
 FUSED_TABLES = ("fused-skew", "fused-occupancy", "fused-scale")
 FIGURES = ("fig04", "fig06", "fig14", "fig15", "fig16", "fig17", "fig18", "fig19", "fig20", "sweep-tracker", "sweep-mca",
            "flux-op", "ficco", "ficco-char") + tuple(fused.OPERATORS) + FUSED_TABLES
 #: the 128-node study's committed rows (experiments/fused-scale/study.py), used when the results root has none
-FUSED_SCALE_CSV = Path(__file__).resolve().parents[2] / "experiments" / "fused-scale" / "results.csv"
-VALIDATION_SYSTEM = "h200-4gpu"
-VALIDATION_STEM = "reduce_scatter_4gpu"
-
-
-def validation_csv(root: str | Path, system: str = VALIDATION_SYSTEM) -> Path:
-    return Path(root) / "validation" / system / f"{VALIDATION_STEM}.csv"
+FUSED_SCALE_CSV = REPO / "experiments" / "fused-scale" / "results.csv"
 
 
 def load_inputs(root: str | Path, hashes: Optional[Mapping[str, Iterable[str]]] = None,
@@ -94,10 +103,10 @@ def draw(fig: str, inp: Inputs, out: str | Path, formats: Sequence[str] = ("png"
         return ficco_char.figure(runs, out, formats) if ficco_char.char_rows(runs) else []
     if fig in fused.OPERATORS:
         rows = fused.op_rows(fused_runs(inp), fig)
-        return fused.figure(rows, fig, out, formats) if rows else []
+        return fused_figures.figure(rows, fig, out, formats) if rows else []
     if fig in FUSED_TABLES:
         rows = fused_tables(inp)[fig]
-        return fused.table_figure(rows, fig, out, formats) if rows else []
+        return fused_figures.table_figure(rows, fig, out, formats) if rows else []
     if fig in ("sweep-tracker", "sweep-mca"):
         runs = inp.get(fig)
         return S.sweep(runs, fig.split("-")[1], out, formats) if runs else []
@@ -120,13 +129,14 @@ def fused_runs(inp: Inputs) -> List:
 
 
 def fused_tables(inp: Inputs) -> Dict[str, List[Dict]]:
-    """The fused studies' tables by stem (:func:`t3sim.analysis.fused.tables`), the 128-node study's rows included."""
+    """The fused studies' tables by stem (:func:`t3sim.reproduction.fused.tables.tables`), the 128-node study's rows
+    included."""
     return fused.tables(fused_runs(inp), fused.read_scale_csv(inp.fused_scale_csv))
 
 
 def tables(inp: Inputs) -> Dict[str, List[Dict]]:
     """The rows each figure plots (and writes as ``<stem>.csv``), by figure stem, without drawing: what the
-    explanations' facts read (:mod:`t3sim.analysis.facts`)."""
+    explanations' facts read (``t3sim.reproduction.<paper>.facts``)."""
     sub = inp.get("t3-sublayers")
     both = sub + inp.get("fig19")
     return {"fig04": S.fig04_rows(both), "fig06": S.fig06_rows(inp.get("fig06")), "fig15": L.fig15_rows(sub),
@@ -144,14 +154,9 @@ def draw_all(inp: Inputs, out: str | Path, formats: Sequence[str] = ("png",),
     one process and writes only its own files, so the files are the same as drawn here), where the platform
     forks and this process runs no other thread (forking a threaded process is unsafe); else here, in order.
     """
-    import multiprocessing
-    import threading
-
     if jobs > 1 and len(figures) > 1 and "fork" in multiprocessing.get_all_start_methods() \
             and threading.active_count() == 1:
         global _FORKED
-        from t3sim.analysis.plotting import pyplot
-
         pyplot()  # matplotlib imported (Agg) before the fork: the workers inherit it
         _FORKED = (inp, out, tuple(formats))
         try:
@@ -174,8 +179,6 @@ def _draw_forked(fig: str):
 
 def plot_main(fig: str, description: str) -> None:
     """Entry point of ``experiments/<fig>/plot.py``: read results, draw ``fig``, print the files written."""
-    from t3sim.analysis.plotting import plot_args
-
     a = plot_args(description, "results/figures")
     paths = draw(fig, load_inputs(a.results), a.out, a.formats)
     if not paths:

@@ -43,7 +43,7 @@ ASSUMPTIONS = (
     "Sliced sub-layers (fwd OP, FC-2; bwd FC-1, IP input-gradient GEMMs, each followed by RS + AG) take their simulated Sequential times.",
     "Every other GEMM runs at the achieved FLOP rate of the simulated sliced GEMMs of the same pass (fwd: OP+FC-2, bwd: FC-1+IP).",
     "Backward GEMMs: input gradient + weight gradient per linear layer (2x forward FLOPs); attention QK^T/AV backward = 2x forward.",
-    "Memory-bound ops (unfused softmax/dropout over the T x S x a/t score tensor, LayerNorm, residual, dropout, bias+GeLU, Adam) stream at the simulated system's HBM peak bandwidth; pass counts in t3sim/analysis/endtoend.py.",
+    "Memory-bound ops (unfused softmax/dropout over the T x S x a/t score tensor, LayerNorm, residual, dropout, bias+GeLU, Adam) stream at the simulated system's HBM peak bandwidth; pass counts in t3sim/reproduction/t3/endtoend.py.",
     "Mixed-precision Adam: 28 B read+written per parameter (fp32 master, m, v; fp16 weight and gradient); 12 H^2 / t parameters per layer and GPU.",
     "Prompt phase = forward pass without dropout; training = forward + backward + optimizer.",
 )

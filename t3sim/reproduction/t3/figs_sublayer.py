@@ -1,4 +1,4 @@
-"""Figures of the sixteen sliced sub-layers (paper Figs. 15-18, 20): data from runs, then plots (pure).
+"""The T3 paper's figures of the sixteen sliced sub-layers (Figs. 15-18, 20): data from runs, then plots (pure).
 
 Each ``figNN_rows`` turns runs (:mod:`t3sim.analysis.runs`) into the plotted numbers (a list of dicts,
 also the CSV); each ``figNN`` draws them and writes CSV + images via :func:`t3sim.analysis.plotting.save`.
@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from t3sim.analysis.comparison import aggregate, case_metrics, dram_bytes_MB
+from t3sim.analysis.comparison import case_metrics, dram_bytes_MB, geomean_speedup_pct
 from t3sim.analysis.plotting import PART_COLORS, SCHEME_COLORS, grouped_bars, pyplot, save
 from t3sim.analysis.runs import Run, case_label, case_sort_key, f, scheme_name
 
@@ -90,11 +90,6 @@ def fig16_rows(runs: Sequence[Run]) -> List[Dict]:
             row[f"{k}_speedup_pct"] = met[k]["speedup_pct"] if k in met else math.nan
         rows.append(row)
     return rows
-
-
-def geomean_speedup_pct(vals: Sequence[float]) -> float:
-    """Geomean of speedups in percent, over the finite values (NaN when none)."""
-    return aggregate(vals, "speedup_pct", "geomean")
 
 
 def fig16(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png",)) -> List[Path]:
@@ -269,8 +264,3 @@ def fig20(runs_2x: Sequence[Run], runs_1x: Sequence[Run], out: str | Path,
     ax.set_title("Fig. 20: T3 on future hardware with 2x compute", fontsize=9)
     ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     return save(fig, rows, out, "fig20", formats)
-
-
-def mean_by(rows: Sequence[Mapping], key: str, where: Optional[Mapping] = None) -> float:
-    v = [r[key] for r in rows if all(r.get(k) == w for k, w in (where or {}).items()) and math.isfinite(r[key])]
-    return sum(v) / len(v) if v else math.nan

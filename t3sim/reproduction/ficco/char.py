@@ -28,9 +28,9 @@ import math
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence
 
-from t3sim.analysis.figs_study import geomean
 from t3sim.analysis.plotting import pyplot, save
 from t3sim.analysis.runs import Run
+from t3sim.analysis.tables import geomean
 from t3sim.config.ficco import mt_B, otb
 
 #: the communication's decomposition degree: one all-to-all step per GPU of the 8-GPU system (Sec. IV-C2)
@@ -141,7 +141,7 @@ def char_rows(runs: Sequence[Run]) -> List[Dict]:
 
 
 def metrics(runs: Sequence[Run]) -> Dict[str, float]:
-    """The characterization's stated-number values (t3sim.analysis.ficco_numbers; module doc for the readings)."""
+    """The characterization's stated-number values (t3sim.reproduction.ficco.numbers; module doc for the readings)."""
     return metrics_from_rows(char_rows(runs))
 
 

@@ -1,7 +1,7 @@
 """Every number the FiCCO paper (paper 001) states in its text (pure data), and how t3sim's values are read.
 
 The figures survive only as captions, so only these stated numbers can be compared. t3sim's values come
-from :func:`t3sim.analysis.ficco.metrics` over the ``ficco-*`` experiments; :data:`READINGS` says how the
+from :func:`metrics` over the ``ficco-*`` experiments; :data:`READINGS` says how the
 text is read where it is not explicit.
 """
 
@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Mapping, Sequence
 
-from t3sim.analysis.paper_numbers import PaperNumber, lo_hi
 from t3sim.analysis.runs import Run
 from t3sim.config.ficco import SCHEDULES
+from t3sim.reproduction.ficco import char, speedups
+from t3sim.reproduction.stated import PaperNumber, lo_hi
 
 P = PaperNumber
 
@@ -85,36 +86,33 @@ if len({n.key for n in NUMBERS}) != len(NUMBERS):
 
 def metrics(runs: Sequence[Run]) -> Dict[str, float]:
     """``{key: t3sim value}`` from the FiCCO experiments' runs (NaN where they have no results): their figure tables'
-    rows (:func:`t3sim.analysis.ficco.ficco_rows`, :func:`t3sim.analysis.ficco_char.char_rows`) through
-    :func:`metrics_from_tables`."""
-    from t3sim.analysis import ficco, ficco_char
-
-    return metrics_from_tables({"ficco": ficco.ficco_rows(runs), "ficco-char": ficco_char.char_rows(runs)})
+    rows (:func:`t3sim.reproduction.ficco.speedups.ficco_rows`, :func:`t3sim.reproduction.ficco.char.char_rows`)
+    through :func:`metrics_from_tables`."""
+    return metrics_from_tables({"ficco": speedups.ficco_rows(runs), "ficco-char": char.char_rows(runs)})
 
 
 def metrics_from_tables(tabs: Mapping[str, Sequence[Mapping]]) -> Dict[str, float]:
     """``{key: t3sim value}`` from the tables ``ficco`` (``ficco.csv``: one row per run) and ``ficco-char``
     (``ficco-char.csv``: one row per scenario), as ``t3sim reproduce`` writes them into ``figures/`` (NaN where
     a table is missing); the characterization's numbers (DIL, CIL) come from
-    :func:`t3sim.analysis.ficco_char.metrics_from_rows`."""
-    from t3sim.analysis import ficco, ficco_char
-
+    :func:`t3sim.reproduction.ficco.char.metrics_from_rows`."""
     every = list(tabs.get("ficco", []))
     rows = [r for r in every if r["experiment"] in ("ficco-sp", "ficco-ep")]
-    scs = ficco.scenarios(rows)
+    scs = speedups.scenarios(rows)
     out: Dict[str, float] = {}
     out["ideal_max"] = lo_hi([r["ideal_speedup"] for r in rows])[1]
-    best_1d = [lo_hi([ficco.speedup(rows, s, "ficco-dma", v) for v in SCHEDULES if v.endswith("_1d")])[1] for s in scs]
+    best_1d = [lo_hi([speedups.speedup(rows, s, "ficco-dma", v) for v in SCHEDULES if v.endswith("_1d")])[1]
+               for s in scs]
     out["ficco_1d_max"] = lo_hi(best_1d)[1]
-    out["ficco_2d_max"] = lo_hi([ficco.speedup(rows, s, "ficco-dma", "uniform_fused_2d") for s in scs])[1]
-    lo, hi = lo_hi([ficco.speedup(rows, s, "shard") for s in scs])
+    out["ficco_2d_max"] = lo_hi([speedups.speedup(rows, s, "ficco-dma", "uniform_fused_2d") for s in scs])[1]
+    lo, hi = lo_hi([speedups.speedup(rows, s, "shard") for s in scs])
     out["shard_slowdown_max"], out["shard_best_speedup"] = 1 / lo, hi - 1
     for key, exp in (("heuristic_table_i", None), ("heuristic_synthetic", "ficco-synthetic")):
-        accs = [ficco.heuristic_accuracy(every, e) for e in ((exp,) if exp else ("ficco-sp", "ficco-ep"))]
+        accs = [speedups.heuristic_accuracy(every, e) for e in ((exp,) if exp else ("ficco-sp", "ficco-ep"))]
         n = sum(a[2] for a in accs)
         out[key] = 100 * sum(a[0] * a[2] for a in accs if a[2]) / n if n else math.nan
         if exp:
             out["heuristic_loss"] = 100 * accs[0][1] if accs[0][2] else math.nan
     keys = [n.key for n in NUMBERS]
-    out.update({k: v for k, v in ficco_char.metrics_from_rows(tabs.get("ficco-char", [])).items() if k in keys})
+    out.update({k: v for k, v in char.metrics_from_rows(tabs.get("ficco-char", [])).items() if k in keys})
     return {k: out.get(k, math.nan) for k in keys}

@@ -2,12 +2,12 @@
 
 Each entry is a :class:`~t3sim.analysis.claims.Claim`: the conditions it explains (the direction of the
 difference, a range for t3sim's value, or the mechanism's own measured quantity) and a text whose numbers are
-filled from the results when the report is made (fact names: :mod:`t3sim.analysis.facts`; ``P_<key>``,
+filled from the results when the report is made (fact names: :mod:`t3sim.reproduction.t3.facts`; ``P_<key>``,
 ``D_<key>``, ``A_<key>``: a stated number's paper value, t3sim - paper in points, and its size;
 ``value``/``paper``/``diff``: the row's own). A row whose claim's conditions fail is reported "not yet
 explained", with the condition that failed -- never a stale text. Only causes that were checked go here, each
-saying where the check is written down. Keys are :mod:`t3sim.analysis.paper_numbers` keys. FLUX's and
-FiCCO's claims: :mod:`t3sim.analysis.explanations_ops`.
+saying where the check is written down. Keys are :mod:`t3sim.reproduction.t3.numbers` keys. The other papers'
+claims: ``t3sim.reproduction.<paper>.explanations``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Dict
 
 from t3sim.analysis.claims import ABOVE, BELOW, DISAGREES, NO_VALUE, Claim, Cond
-from t3sim.analysis.explanations_ops import FICCO_EXPLANATIONS, FLUX_EXPLANATIONS  # noqa: F401 (one import site)
 
 C = Cond
 #: "barely": below the shortfall the paper reports for its T3 in the FC layers, "far from those with
@@ -112,7 +111,7 @@ EXPLANATIONS: Dict[str, Claim] = {
                                          "s63_prompt_mca_geo")},
     "s63_attention_share": Claim(
         "method: the paper's share is a measured MI210 MLPerf-BERT profile; t3sim's ({value:.1f} %) is analytical "
-        "(softmax/dropout at HBM peak, QK^T/AV at the sliced-GEMM FLOP rate: a lower bound; t3sim/analysis/endtoend.py)",
+        "(softmax/dropout at HBM peak, QK^T/AV at the sliced-GEMM FLOP rate: a lower bound; t3sim/reproduction/t3/endtoend.py)",
         (BELOW,)),
     **{k: _TP32 for k in ("s64_layer_max", "s64_layer_geo", "s64_train_max", "s64_prompt_max")},
     "s611_nmc_rs_8": Claim(

@@ -1,18 +1,19 @@
-"""Figures 4, 6, 14, 19 and the tracker / MCA parameter sweeps: data from results files, then plots (pure)."""
+"""The T3 paper's Figures 4, 6, 14, 19 and the tracker / MCA parameter sweeps: data from results files, then plots
+(pure)."""
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from t3sim.analysis import endtoend as e2e
-from t3sim.analysis.figs_sublayer import geomean_speedup_pct
+from t3sim.analysis.comparison import geomean_speedup_pct
 from t3sim.analysis.plotting import PART_COLORS, SCHEME_COLORS, grouped_bars, pyplot, save
-from t3sim.analysis.runs import scheme_name
-from t3sim.analysis.runs import Run, case_sort_key, f, model_name
-from t3sim.results.store import read_csv
+from t3sim.analysis.runs import Run, case_sort_key, f, model_name, scheme_name
 from t3sim.analysis.validation import geomean_error
+from t3sim.reproduction.t3 import endtoend as e2e
+from t3sim.results.store import read_csv
 
 
 # ---------------------------------------------------------------- Figs. 4 and 19: end to end
@@ -108,7 +109,7 @@ def fig19(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png",
         ax.set_title("training" if phase == "training" else "inference (prompt phase)", fontsize=9)
     axes[0].set_ylabel("end-to-end speedup over Sequential (x)")
     axes[1].legend(fontsize=7)
-    fig.suptitle("Fig. 19: end-to-end model speedups (Sec. 5.1.2 method, t3sim/analysis/endtoend.py)", fontsize=9)
+    fig.suptitle("Fig. 19: end-to-end model speedups (Sec. 5.1.2 method, t3sim/reproduction/t3/endtoend.py)", fontsize=9)
     return save(fig, rows, out, "fig19", formats)
 
 
@@ -143,11 +144,6 @@ def fig06_rows(runs: Sequence[Run], full_cus: Optional[int] = None) -> List[Dict
             rows.append({"model": m, "sublayer": s, "split": lab, "gemm_us": g, "ar_us": a, "gemm_norm": g / g0,
                          "ar_norm": a / a0, "potential_overlap_speedup": seq / max(g, a)})
     return rows
-
-
-def geomean(vals: Sequence[float]) -> float:
-    v = [x for x in vals if x > 0 and math.isfinite(x)]
-    return math.exp(sum(map(math.log, v)) / len(v)) if v else math.nan
 
 
 def fig06(runs: Sequence[Run], out: str | Path, formats: Sequence[str] = ("png",)) -> List[Path]:
@@ -260,8 +256,6 @@ def sweep_rows(runs: Sequence[Run], study: str) -> List[Dict]:
 
 
 def _value_key(v: str):
-    import re
-
     m = re.search(r"-?\d+(\.\d+)?", v)
     return (0, float(m.group(0)), v) if m else (1, 0.0, v)
 

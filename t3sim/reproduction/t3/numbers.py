@@ -1,52 +1,22 @@
 """Every number the T3 paper (Pati et al., ASPLOS'24) states in its text for the studied results (pure data).
 
-Sections 2.4, 3.2.1, 5.1.1, 6.1-6.4 and 7.5. Each entry names the section, a verbatim quote, the paper's
-value, how it compares with t3sim's (``kind``) and the metric key that
-:func:`t3sim.analysis.report.metrics` computes. ``kind``:
-
-* ``pct``: a percentage; difference = t3sim - paper in percentage points;
-* ``speedup_x``: a speedup ratio (1.67x); difference = 100 x (t3sim - paper), in points of speedup;
-* ``reduction_x``: a reduction ratio (2.4x fewer reads); both turned into ``100 (1 - 1/x)`` first, so the
-  difference is in points of traffic removed (as in :mod:`t3sim.analysis.comparison`);
-* ``range_pct``: a stated range ``lo-hi`` %; difference = distance from the range (0 inside);
-* ``direction``: a stated direction (``higher``/``lower``); compared by sign, no difference in points.
+Sections 2.4, 3.2.1, 5.1.1, 6.1-6.4 and 7.5. Each entry (:class:`~t3sim.reproduction.stated.PaperNumber`) names
+the section, a verbatim quote, the paper's value, how it compares with t3sim's (``kind``, as
+:mod:`t3sim.reproduction.stated` defines them) and the metric key that :func:`t3sim.reproduction.t3.metrics.metrics`
+computes.
 
 Figures 14-20 appear in the text only through these numbers (their captions survive, their bars do not).
 """
 
 from __future__ import annotations
 
-import math
+from typing import Tuple
 
-from dataclasses import dataclass
-from typing import Optional, Tuple
+from t3sim.reproduction.stated import PaperNumber
 
-
-@dataclass(frozen=True)
-class PaperNumber:
-    key: str
-    section: str
-    quote: str
-    value: float | str
-    kind: str
-    figure: str
-    hi: Optional[float] = None  # range_pct upper bound (value is the lower)
-
-    def paper_text(self) -> str:
-        if self.kind == "range_pct":
-            return f"{self.value:g}-{self.hi:g} %"
-        if self.kind == "pct":
-            return f"{self.value:g} %"
-        if self.kind.endswith("_x"):
-            return f"{self.value:g}x"
-        return str(self.value)
-
-
-def lo_hi(vals) -> tuple:
-    """(smallest, largest) of the finite floats among ``vals``; (NaN, NaN) if none (a stated range's ends)."""
-    v = [x for x in vals if isinstance(x, float) and math.isfinite(x)]
-    return (min(v), max(v)) if v else (math.nan, math.nan)
-
+#: the models of Secs. 6.1-6.3 (TP 8 and 16) and the large ones of Sec. 6.4 (TP 32)
+SMALL = ("mega-gpt-2", "t-nlg")
+LARGE = ("gpt-3", "palm", "mt-nlg")
 
 P = PaperNumber
 NUMBERS: Tuple[PaperNumber, ...] = (

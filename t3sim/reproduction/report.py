@@ -1,124 +1,38 @@
-"""The reproduction report: t3sim's value beside every number the paper states (pure; reads results files).
+"""The reproduction report: t3sim's value beside every number each paper states (pure; writes no file).
 
-:func:`metrics` turns the experiments' runs (and the validation CSV) into one value per
-:mod:`~t3sim.analysis.paper_numbers` key; :func:`compare_number` puts it beside the paper's;
-:func:`render` writes ``REPRODUCTION.md``.
+One section per paper (T3, FLUX, FiCCO, the fused GPU-initiated kernels), each from its package
+``t3sim.reproduction.<paper>``: its stated numbers (``numbers``), t3sim's values, its explanations' claims
+(``explanations``) and the facts they are checked against (``facts``, :func:`section_facts`).
+:func:`compare_number` puts t3sim's value beside the paper's; :func:`table_rows` gives a section's rows, each
+flagged row with its checked cause; :func:`render` writes ``REPRODUCTION.md``'s text and :func:`all_rows`
+``reproduction.csv``'s rows.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from t3sim import __version__
-from t3sim.analysis import endtoend as e2e
-from t3sim.analysis.comparison import FLAG_PTS, PAPER, PAPER_CASE_KEYS, compare, metric_points
-from t3sim.analysis import ficco_numbers, flux_numbers, fused_numbers
 from t3sim.analysis.claims import Claim, check, row_facts
-from t3sim.analysis.explanations import EXPLANATIONS, FICCO_EXPLANATIONS, FLUX_EXPLANATIONS, NOT_REPRODUCIBLE
-from t3sim.analysis.explanations_fused import FUSED_EXPLANATIONS
-from t3sim.analysis.figs_study import fig04_rows, fig06_rows, fig14_geomean_error_pct, fig14_rows, fig19_rows, geomean
-from t3sim.analysis.figs_sublayer import fig20_rows, geomean_speedup_pct, mean_by
-from t3sim.analysis.paper_numbers import NUMBERS, PaperNumber
-from t3sim.analysis.runs import Run, f
-
-SMALL = ("mega-gpt-2", "t-nlg")
-LARGE = ("gpt-3", "palm", "mt-nlg")
-
-@dataclass
-class Inputs:
-    """Everything the report reads: runs per results experiment, and the validation CSV."""
-
-    runs: Dict[str, List[Run]] = field(default_factory=dict)
-    validation_csv: Optional[Path] = None
-    #: the 128-node fused DLRM study's rows (experiments/fused-scale/study.py's results.csv)
-    fused_scale_csv: Optional[Path] = None
-
-    def get(self, name: str) -> List[Run]:
-        return self.runs.get(name, [])
+from t3sim.reproduction.ficco import numbers as ficco_numbers
+from t3sim.reproduction.ficco.explanations import FICCO_EXPLANATIONS
+from t3sim.reproduction.ficco.facts import ficco_facts
+from t3sim.reproduction.flux import numbers as flux_numbers
+from t3sim.reproduction.flux.explanations import FLUX_EXPLANATIONS
+from t3sim.reproduction.flux.facts import flux_facts
+from t3sim.reproduction.fused import numbers as fused_numbers
+from t3sim.reproduction.fused.explanations import FUSED_EXPLANATIONS
+from t3sim.reproduction.fused.facts import fused_facts
+from t3sim.reproduction.stated import FLAG_PTS, PaperNumber, metric_points
+from t3sim.reproduction.t3 import endtoend as e2e
+from t3sim.reproduction.t3.explanations import EXPLANATIONS, NOT_REPRODUCIBLE
+from t3sim.reproduction.t3.facts import t3_facts
+from t3sim.reproduction.t3.numbers import NUMBERS
 
 
 def _finite(v) -> bool:
     return isinstance(v, (int, float)) and math.isfinite(v)
-
-
-def _max(vals) -> float:
-    v = [x for x in vals if _finite(x)]
-    return max(v) if v else math.nan
-
-
-def metrics(inp: Inputs) -> Dict[str, object]:
-    """``{paper_numbers key: t3sim value}`` (NaN where the experiment has no results)."""
-    out: Dict[str, object] = {}
-    # Sec. 6.1-6.2 from the sixteen cases
-    sub = inp.get("t3-sublayers")
-    if sub:
-        c = compare([r.summary for r in sub])
-        for row, pf in zip(c.summary, PAPER):
-            out[pf.key] = row["t3sim"]
-        for ck, key in PAPER_CASE_KEYS.items():
-            m = c.cases.get(ck[:3], {})
-            out[key] = m.get(ck[3], {}).get("speedup_pct", math.nan)
-        out["s613_gap_to_ideal"] = (out.get("s611_ideal_geo", math.nan) - out.get("s613_mca_geo", math.nan))
-    # Sec. 2.4 and 6.3-6.4 (end to end)
-    both = sub + inp.get("fig19")
-    if both:
-        rows = fig04_rows(both)
-        out["s24_comm_mega_max"] = _max(r["comm_pct"] for r in rows if r["model"] == "mega-gpt-2")
-        out["s24_comm_tnlg_max"] = _max(r["comm_pct"] for r in rows if r["model"] == "t-nlg")
-        out["s24_comm_large_max"] = _max(r["comm_pct"] for r in rows if r["model"] in LARGE)
-        out["s24_comm_gemm2x"] = _max(r["comm_pct_gemm_2x_faster"] for r in rows)
-        att = [r["attention_pct"] for r in rows if r["model"] in SMALL and r["phase"] == "training"]
-        out["s63_attention_share"] = sum(att) / len(att) if att else math.nan
-        e = fig19_rows(both)
-        for phase, tag in (("training", "train"), ("prompt", "prompt")):
-            for s, st in (("t3", "t3"), ("t3_mca", "mca")):
-                v = [r["end_to_end_speedup_pct"] for r in e if r["phase"] == phase and r["scheme"] == s and r["model"] in SMALL]
-                out[f"s63_{tag}_{st}_max"] = _max(v)
-                out[f"s63_{tag}_{st}_geo"] = geomean_speedup_pct(v)
-            v = [r["end_to_end_speedup_pct"] for r in e if r["phase"] == phase and r["scheme"] == "t3_mca" and r["model"] in LARGE]
-            out[f"s64_{tag}_max"] = _max(v)
-        layer = _layer_speedups(inp.get("fig19"), "t3_mca")
-        out["s64_layer_max"] = _max(layer)
-        out["s64_layer_geo"] = geomean_speedup_pct(layer)
-    # Sec. 3.2.1
-    rows = fig06_rows(inp.get("fig06"))
-    if rows:
-        def sel(split, key):
-            return [r[key] for r in rows if r["split"] == split]
-        splits = {r["split"] for r in rows} - {"Ideal"}
-        s8 = next((s for s in splits if s.endswith("-8")), None)
-        s16 = next((s for s in splits if s.endswith("-16")), None)
-        out["s321_ideal_pos"] = geomean(sel("Ideal", "potential_overlap_speedup"))
-        if s8:
-            out["s321_ar_slow_8"] = 100 * (geomean(sel(s8, "ar_norm")) - 1)
-            out["s321_pos_72_8"] = geomean(sel(s8, "potential_overlap_speedup"))
-        if s16:
-            out["s321_ar_slow_16"] = 100 * (geomean(sel(s16, "ar_norm")) - 1)
-            out["s321_gemm_slow_64"] = 100 * (geomean(sel(s16, "gemm_norm")) - 1)
-            out["s321_pos_64_16"] = geomean(sel(s16, "potential_overlap_speedup"))
-    # Sec. 5.1.1
-    if inp.validation_csv is not None and Path(inp.validation_csv).is_file():
-        out["s511_rs_error"] = fig14_geomean_error_pct(fig14_rows(inp.validation_csv))
-    # Sec. 7.5
-    r20 = fig20_rows(inp.get("fig20"), sub)
-    if r20:
-        for key, s in (("s75_fc2_benefit", "FC-2"), ("s75_op_benefit", "OP")):
-            d = mean_by(r20, "t3_mca_speedup_pct_2x", {"sublayer": s}) - mean_by(r20, "t3_mca_speedup_pct_1x", {"sublayer": s})
-            out[key] = d
-        out["s75_ratio"] = (sum(r["gemm_rs_ratio_2x"] for r in r20) / len(r20)
-                            - sum(r["gemm_rs_ratio_1x"] for r in r20) / len(r20))
-    return out
-
-
-def _layer_speedups(runs: Sequence[Run], scheme: str) -> List[float]:
-    by: Dict[Tuple[str, str, int], Dict[str, Run]] = {}
-    for r in runs:
-        by.setdefault((r.model, r.sublayer, r.tp), {})[r.scheme] = r
-    return [100 * (f(v["sequential"].summary, "total_us") / f(v[scheme].summary, "total_us") - 1)
-            for v in by.values() if "sequential" in v and scheme in v]
 
 
 def compare_number(n: PaperNumber, v) -> Tuple[str, str, Optional[float], bool]:
@@ -167,7 +81,7 @@ def table_rows(values: Dict[str, object], numbers: Sequence[PaperNumber] = NUMBE
                explanations: Dict[str, Claim] = EXPLANATIONS,
                facts: Optional[Dict[str, object]] = None) -> List[Dict[str, object]]:
     """One row per stated number. A flagged row (or one t3sim cannot reproduce) gets its claim checked against
-    ``facts`` (:mod:`t3sim.analysis.facts`) plus the numbers' own: the filled text if its conditions hold, else
+    ``facts`` (a section's: :func:`section_facts`) plus the numbers' own: the filled text if its conditions hold, else
     "not yet explained" with the condition that failed (``explained`` False, ``failed_condition`` set)."""
     known = {**number_facts(numbers, values), **(facts or {})}
     rows = []
@@ -262,13 +176,13 @@ def render(values: Dict[str, object], *, quick: bool, experiments: Sequence[Dict
     out = list(header) + [f"# Reproduction of {title} with t3sim", "",
            f"Generated by `t3sim reproduce{' --quick' if quick else ''}` (t3sim {__version__}). "
            "Every number the paper states in its text for its results (Secs. 2.4, 3.2.1, 5.1.1, 6.1-6.4, 7.5; "
-           "`t3sim/analysis/paper_numbers.py`) beside t3sim's. Differences are in percentage points "
-           "(ratios compared as the percent they remove or add; `t3sim/analysis/paper_numbers.py`). "
-           f"Differences over {FLAG_PTS:.0f} points carry a one-line cause from `t3sim/analysis/explanations.py` "
-           "(FLUX, FiCCO: `explanations_ops.py`). Each cause is a checked claim: it states the conditions it explains "
+           "`t3sim/reproduction/t3/numbers.py`) beside t3sim's. Differences are in percentage points "
+           "(ratios compared as the percent they remove or add; `t3sim/reproduction/stated.py`). "
+           f"Differences over {FLAG_PTS:.0f} points carry a one-line cause from `t3sim/reproduction/t3/explanations.py` "
+           "(FLUX, FiCCO: `flux/explanations.py`, `ficco/explanations.py`). Each cause is a checked claim: it states the conditions it explains "
            "(the direction of the difference, a range for t3sim's value, or the mechanism's own measured quantity) and "
-           "its numbers are filled from the results when this report is made (`t3sim/analysis/facts.py`, "
-           "`facts_ops.py`); where a condition fails the row reads \"not yet explained\" with the condition that "
+           "its numbers are filled from the results when this report is made (`t3sim/reproduction/t3/facts.py`, "
+           "`flux/facts.py`, `ficco/facts.py`); where a condition fails the row reads \"not yet explained\" with the condition that "
            "failed, as does a difference with no recorded cause.", ""]
     if quick:
         out += ["**Quick mode:** reduced token counts and cases (see the experiments table). These values exercise the "
@@ -298,11 +212,7 @@ def render(values: Dict[str, object], *, quick: bool, experiments: Sequence[Dict
 
 def section_facts(tables: Dict[str, List[Dict[str, object]]], values: Dict[str, object]) -> Dict[str, Dict[str, object]]:
     """Per report section, the facts its claims are checked against, from the figure tables (rows by figure
-    stem: :func:`t3sim.analysis.catalog.tables`, or a snapshot's figure CSVs)."""
-    from t3sim.analysis.facts import t3_facts
-    from t3sim.analysis.facts_fused import fused_facts
-    from t3sim.analysis.facts_ops import ficco_facts, flux_facts
-
+    stem: :func:`t3sim.reproduction.catalog.tables`, or a snapshot's figure CSVs)."""
     return {"t3": t3_facts(tables, values, NUMBERS), "flux": flux_facts(tables.get("flux-op", [])),
             "ficco": ficco_facts(tables.get("ficco", []), tables.get("ficco-char", [])), "fused": fused_facts(tables)}
 

@@ -4,7 +4,7 @@ A snapshot folder (``experiments/reproduction/``) holds ``REPRODUCTION.md``, ``r
 number's t3sim value and difference) and ``figures/<stem>.csv`` (the rows each figure plots). Its runs are not
 committed, so :func:`load` takes t3sim's values back from ``reproduction.csv`` (:func:`value_of` inverts the
 difference the report computed, exact to the CSV's six significant digits) and the explanations' facts from the
-figure CSVs (:func:`t3sim.analysis.facts.read_tables`): re-checking every explanation against the snapshot's
+figure CSVs (:func:`t3sim.analysis.tables.read_tables`): re-checking every explanation against the snapshot's
 results without simulating. A section whose values are a function of its figure tables alone (:data:`FROM_TABLES`)
 takes them from the figure CSVs instead, so that a study re-run and re-plotted into ``figures/`` updates its numbers.
 The hand-written header (the leading ``>`` lines), the figure list and the notes of
@@ -20,11 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from t3sim.analysis import ficco_numbers, flux_numbers, fused_numbers
-from t3sim.analysis.comparison import metric_points
-from t3sim.analysis.facts import read_tables
-from t3sim.analysis.paper_numbers import NUMBERS, PaperNumber
+from t3sim.analysis.tables import read_tables
 from t3sim.errors import InputError
+from t3sim.reproduction.ficco import numbers as ficco_numbers
+from t3sim.reproduction.flux import numbers as flux_numbers
+from t3sim.reproduction.fused import numbers as fused_numbers
+from t3sim.reproduction.report import compare_number
+from t3sim.reproduction.stated import PaperNumber, metric_points
+from t3sim.reproduction.t3.numbers import NUMBERS
 
 SETS = {"t3": NUMBERS, "flux": flux_numbers.NUMBERS, "ficco": ficco_numbers.NUMBERS, "fused": fused_numbers.NUMBERS}
 #: sections whose t3sim values are a function of their figure tables alone: re-computed from ``figures/*.csv``
@@ -61,8 +64,6 @@ def _edges(text: str) -> tuple:
 def value_of(n: PaperNumber, t3sim: str, diff_pts: str, diff: str | None = None) -> float:
     """t3sim's value of ``n`` from its report cells (the ``t3sim`` text, ``diff_pts`` and, to settle a value that the
     six significant digits of ``diff_pts`` leave on a rounding edge, the ``diff`` text); NaN where it has none."""
-    from t3sim.analysis.report import compare_number
-
     t3sim = t3sim.strip()
     if t3sim in ("not run", "n/a", ""):
         return math.nan
@@ -125,8 +126,7 @@ def load(folder: str | Path) -> Snapshot:
         for i, row in enumerate(csv.DictReader(fh), start=2):
             if row.get("key") not in by_key:
                 raise InputError(f"{csv_path}:{i}: key", repr(row.get("key")), "a stated number's key "
-                                 "(t3sim/analysis/paper_numbers.py, flux_numbers.py, ficco_numbers.py, "
-                                 "fused_numbers.py)")
+                                 "(t3sim/reproduction/<paper>/numbers.py)")
             sec, n = by_key[row["key"]]
             try:
                 values[sec][n.key] = value_of(n, row.get("t3sim", ""), row.get("diff_pts", ""), row.get("diff"))

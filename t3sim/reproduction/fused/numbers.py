@@ -2,7 +2,7 @@
 data), and how t3sim's values are read.
 
 The figures (8-15) survive only as captions, so only these stated numbers can be compared. t3sim's values come from
-:func:`metrics` over the fused experiments' tables (:func:`t3sim.analysis.fused.tables`); :data:`READINGS` says how
+:func:`metrics` over the fused experiments' tables (:func:`t3sim.reproduction.fused.tables.tables`); :data:`READINGS` says how
 the text is read where it is not explicit. Nothing here is fitted: a number without the runs it needs is NaN.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Mapping, Sequence
 
-from t3sim.analysis.fused import MAIN_GROUP, tables
-from t3sim.analysis.paper_numbers import PaperNumber, lo_hi
 from t3sim.analysis.runs import Run
+from t3sim.reproduction.fused.tables import MAIN_GROUP, tables
+from t3sim.reproduction.stated import PaperNumber, lo_hi
 
 P = PaperNumber
 NAN = math.nan
@@ -118,7 +118,7 @@ def _mean(vals) -> float:
 
 
 def main_rows(tabs: Mapping[str, Sequence[Mapping]], key: str) -> List[Mapping]:
-    """The rows of operator ``key`` that its stated averages are taken over (:data:`t3sim.analysis.fused.MAIN_GROUP`)."""
+    """The rows of operator ``key`` that its stated averages are taken over (:data:`t3sim.reproduction.fused.tables.MAIN_GROUP`)."""
     return [r for r in tabs.get(key, []) if r.get("group") == MAIN_GROUP[key]]
 
 

@@ -1,10 +1,10 @@
 """Causes of differences from the fused-collective paper's (paper 000) stated numbers, as checked claims (maintained
 by hand; pure data).
 
-As :mod:`t3sim.analysis.explanations_ops`: each :class:`~t3sim.analysis.claims.Claim` states the conditions it
-explains and fills its numbers from facts (:mod:`t3sim.analysis.facts_fused`) when the report is made, so it is
+As :mod:`t3sim.reproduction.t3.explanations`: each :class:`~t3sim.analysis.claims.Claim` states the conditions it
+explains and fills its numbers from facts (:mod:`t3sim.reproduction.fused.facts`) when the report is made, so it is
 refused ("not yet explained") when the results no longer show its mechanism. Keys are
-:mod:`t3sim.analysis.fused_numbers` keys; where each mechanism was found: experiments/fused-gemv/README.md,
+:mod:`t3sim.reproduction.fused.numbers` keys; where each mechanism was found: experiments/fused-gemv/README.md,
 experiments/fused-a2a/README.md, experiments/fused-scale/README.md.
 """
 

@@ -1,10 +1,10 @@
-"""The measured quantities that the explanations' claims quote and check (pure; reads figure tables only).
+"""The T3 section's measured quantities that the explanations' claims quote and check (pure; reads figure tables
+only).
 
 Facts come from *tables*: the rows each figure plots and writes as ``<stem>.csv`` (``fig04`` ... ``fig20``,
-``sweep-mca``, ``flux-op``, ``ficco``, ``ficco-char``). ``t3sim reproduce`` computes them from the runs
-(:func:`t3sim.analysis.catalog.tables`); a committed snapshot gives them back from its figure CSVs
-(:func:`read_tables`), so the same facts are checked either way. This module: the T3 paper's facts
-(:func:`t3_facts`); :mod:`t3sim.analysis.facts_ops` holds FLUX's and FiCCO's.
+``sweep-mca``). ``t3sim reproduce`` computes them from the runs (:func:`t3sim.reproduction.catalog.tables`); a
+committed snapshot gives them back from its figure CSVs (:func:`t3sim.analysis.tables.read_tables`), so the same
+facts are checked either way. Each paper keeps its own facts beside its claims: ``t3sim.reproduction.<paper>.facts``.
 
 Every fact is a number (NaN where the tables lack it) or a short label (a case name); names are distinct from
 the stated numbers' keys, which are facts too (t3sim's values), beside ``P_<key>`` (the paper's).
@@ -12,49 +12,14 @@ the stated numbers' keys, which are facts too (t3sim's values), beside ``P_<key>
 
 from __future__ import annotations
 
-import csv
-import math
-from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Sequence
+from typing import Dict, List, Mapping, Sequence
 
-from t3sim.analysis.figs_study import geomean
 from t3sim.analysis.runs import case_label, model_name
+from t3sim.analysis.tables import NAN, Rows, Tables, fin, geomean, lo_hi
+from t3sim.reproduction.t3.numbers import LARGE
 
-Rows = Sequence[Mapping[str, object]]
-Tables = Mapping[str, Rows]
-NAN = math.nan
 #: sub-layers per model in the sweeps (a model with fewer results lacks some)
 SUBLAYERS = 4
-
-
-def _typed(v: str):
-    if v in ("True", "False"):
-        return v == "True"
-    try:
-        x = float(v)
-    except ValueError:
-        return v
-    return int(x) if x.is_integer() and "." not in v and "e" not in v.lower() and "n" not in v.lower() else x
-
-
-def read_table(path: str | Path) -> List[Dict[str, object]]:
-    """A figure CSV back as rows: numbers typed, ``True``/``False`` as booleans, other cells as text."""
-    with Path(path).open(newline="") as fh:
-        return [{k: _typed(v) for k, v in r.items()} for r in csv.DictReader(fh)]
-
-
-def read_tables(folder: str | Path) -> Dict[str, List[Dict[str, object]]]:
-    """Every ``<stem>.csv`` in ``folder`` (a snapshot's ``figures/``), by stem."""
-    return {p.stem: read_table(p) for p in sorted(Path(folder).glob("*.csv"))}
-
-
-def fin(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def lo_hi(vals: Iterable) -> tuple:
-    v = [float(x) for x in vals if fin(x)]
-    return (min(v), max(v)) if v else (NAN, NAN)
 
 
 def _case(r: Mapping) -> str:
@@ -219,9 +184,7 @@ def _fig20(rows: Rows) -> Dict[str, object]:
 
 def t3_facts(tables: Tables, values: Mapping[str, object], numbers: Sequence = ()) -> Dict[str, object]:
     """The T3 section's facts from the figure tables, and those derived from its values (t3sim's and the
-    paper's: ``numbers``, the :class:`~t3sim.analysis.paper_numbers.PaperNumber` s)."""
-    from t3sim.analysis.report import LARGE  # the large models of Sec. 6.4
-
+    paper's: ``numbers``, the :class:`~t3sim.reproduction.stated.PaperNumber` s)."""
     out: Dict[str, object] = {}
     out.update(_sweep_mca(tables.get("sweep-mca", ())))
     out.update(_fig16(tables.get("fig16", ())))

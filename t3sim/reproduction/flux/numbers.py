@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Mapping, Sequence
 
-from t3sim.analysis.flux_op import LARGE_M, SMALL_M, flux_rows, select, speedups_over
-from t3sim.analysis.paper_numbers import PaperNumber, lo_hi
 from t3sim.analysis.runs import Run
+from t3sim.reproduction.flux.op import LARGE_M, SMALL_M, flux_rows, select, speedups_over
+from t3sim.reproduction.stated import PaperNumber, lo_hi
 
 #: how the stated numbers are read (shown with the table in REPRODUCTION.md)
 READINGS = (
@@ -27,8 +27,8 @@ READINGS = (
     "(m = 1024-8192, both directions), the figures they summarise (an assumption: the text does not say).",
     "\"up to 96%\" (abstract) = the largest FLUX E over every operation-level point of the three nodes.",
     "FLUX and Transformer Engine are each represented at a point by their fastest configuration (the paper reports TE's "
-    "best configuration and autotunes FLUX): t3sim/analysis/flux_op.py. FLUX's atomic reduction is not run: no bf16 "
-    "atomics on A100/H800 (FLUX footnote 5).",
+    "best configuration and autotunes FLUX): t3sim/reproduction/flux/op.py. FLUX's atomic reduction is not run: no "
+    "bf16 atomics on A100/H800 (FLUX footnote 5).",
     "Out of scope (no t3sim value): Fig. 15 (TP=16 over two nodes: t3sim models no NIC or inter-node network yet) and "
     "the model-level results of Sec. 5.2 (128-GPU Megatron-LM training, vLLM prefill and decoding: t3sim's end-to-end "
     "model covers the T3 paper's Transformers, not pipeline-parallel training or vLLM serving).",
@@ -94,14 +94,14 @@ def metrics(runs: Sequence[Run]) -> Dict[str, float]:
 
 
 def metrics_from_tables(tabs: Mapping[str, Sequence[Mapping]]) -> Dict[str, float]:
-    """:func:`metrics` from the table ``flux-op`` (``flux-op.csv``: :func:`~t3sim.analysis.flux_op.flux_rows`, one
+    """:func:`metrics` from the table ``flux-op`` (``flux-op.csv``: :func:`~t3sim.reproduction.flux.op.flux_rows`, one
     row per run, as ``t3sim reproduce`` writes it into ``figures/``; NaN where it is missing): the same values to
     the table's six significant digits."""
     return metrics_from_rows(tabs.get("flux-op", []))
 
 
 def metrics_from_rows(rows: Sequence[Mapping]) -> Dict[str, float]:
-    """:func:`metrics` from :func:`~t3sim.analysis.flux_op.flux_rows`' rows (or the same rows read back from
+    """:func:`metrics` from :func:`~t3sim.reproduction.flux.op.flux_rows`' rows (or the same rows read back from
     ``flux-op.csv``)."""
     out: Dict[str, float] = {}
     e_all = []

@@ -1,19 +1,19 @@
 """The fused GPU-initiated kernels' facts for the explanations' claims (pure; reads figure tables only).
 
-Same contract as :mod:`t3sim.analysis.facts`: from the tables of :func:`t3sim.analysis.fused.tables` (``fused-gemv``,
-``fused-emb-a2a``, ``fused-emb-a2a-2node``, ``fused-gemm-a2a``, ``fused-skew``, ``fused-occupancy``,
-``fused-scale``), computed from the runs by ``t3sim reproduce`` or read back from a snapshot's figure CSVs. Each
+Same contract as :mod:`t3sim.reproduction.t3.facts`: from the tables of
+:func:`t3sim.reproduction.fused.tables.tables` (``fused-gemv``, ``fused-emb-a2a``, ``fused-emb-a2a-2node``,
+``fused-gemm-a2a``, ``fused-skew``, ``fused-occupancy``, ``fused-scale``), computed from the runs by ``t3sim reproduce`` or read back from a snapshot's figure CSVs. Each
 fact is the measured quantity of a mechanism named in experiments/fused-gemv, fused-a2a and fused-scale READMEs;
 NaN where the tables lack it. The stated numbers' own values are facts too
-(:func:`t3sim.analysis.report.number_facts`).
+(:func:`t3sim.reproduction.report.number_facts`).
 """
 
 from __future__ import annotations
 
 from typing import Dict, List, Mapping
 
-from t3sim.analysis.facts import NAN, Rows, Tables, fin, lo_hi
-from t3sim.analysis.fused import MAIN_GROUP
+from t3sim.analysis.tables import NAN, Rows, Tables, fin, lo_hi
+from t3sim.reproduction.fused.tables import MAIN_GROUP
 
 
 #: what the GEMV claim says of GEMVs whose fused GEMV part is slower than the baseline's (a fact, so that the claim
