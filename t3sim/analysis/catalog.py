@@ -13,7 +13,7 @@ sweep-mca          MCA sweep
 validation/<sys>   Fig. 14 (``t3sim validate`` output CSV)
 flux-op-*          FLUX Figs. 11-14 (``flux-op``: ECT and E_overlap per node; every token count kept)
 ficco-*            FiCCO Figs. 12(b)-14 (``ficco``: speedups per scenario) and 7-9 (``ficco-char``: DIL, CIL)
-fused-*            paper 000 Figs. 8-10, 12 (one figure per fused operator: ``fused-gemv``, ``fused-emb-a2a``,
+fused-*            fused computation-collective paper Figs. 8-10, 12 (one figure per fused operator: ``fused-gemv``, ``fused-emb-a2a``,
                    ``fused-emb-a2a-2node``, ``fused-gemm-a2a``) and the tables ``fused-skew`` (Fig. 14),
                    ``fused-occupancy`` (Fig. 13), ``fused-scale`` (Fig. 15: ``fused-scale/results.csv``, or
                    experiments/fused-scale's committed one)
@@ -33,9 +33,9 @@ from t3sim.analysis.runs import load_runs
 
 #: FLUX's operation-level experiments (configs/experiments/flux-op*.yaml), one per node
 FLUX_EXPERIMENTS = ("flux-op-a100-pcie", "flux-op-a100-nvlink", "flux-op-h800")
-#: FiCCO's experiments (configs/experiments/ficco-*.yaml; issue 14)
+#: FiCCO's experiments (configs/experiments/ficco-*.yaml)
 FICCO_EXPERIMENTS = ("ficco-sp", "ficco-ep", "ficco-synthetic", "ficco-scale", "ficco-char")
-#: the fused GPU-initiated kernels' experiments (paper 000; issue 15)
+#: the fused GPU-initiated kernels' experiments (fused computation-collective paper)
 FUSED_EXPERIMENTS = fused.EXPERIMENTS
 RESULT_EXPERIMENTS = (("t3-sublayers", "fig06", "fig17", "fig19", "fig20", "sweep-tracker", "sweep-mca") + FLUX_EXPERIMENTS
                       + FICCO_EXPERIMENTS + FUSED_EXPERIMENTS)

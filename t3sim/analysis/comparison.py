@@ -1,4 +1,4 @@
-"""Per-case comparison of the Sec. 5.3 schemes and the paper's Sec. 6 figures (pure; issue 5).
+"""Per-case comparison of the Sec. 5.3 schemes and the paper's Sec. 6 figures (pure).
 
 Input: run summaries (the ``summary`` dict of a :class:`~t3sim.results.store.RunResult`, or a
 ``summary.csv`` row): ``scheme, model, sublayer, tp, gemm_us, rs_us, ag_us, total_us`` (times in
@@ -213,7 +213,7 @@ def compare(summaries: Iterable[Mapping]) -> Comparison:
 
 
 def ordering_violations(metrics: Mapping[str, Mapping[str, float]], tol: float) -> List[str]:
-    """Issue 5's ordering on one case's :func:`case_metrics`: sequential slower than t3; t3_mca no
+    """The schemes' expected ordering on one case's :func:`case_metrics`: sequential slower than t3; t3_mca no
     slower than t3, and neither T3 scheme faster than ideal_rs_nmc, each within relative ``tol``
     (e.g. 0.02 = 2 % of the compared time). Returns human-readable violations (empty: ordered)."""
     t = {k: v["total_us"] for k, v in metrics.items()}

@@ -159,7 +159,7 @@ FLUX_EXPLANATIONS: Dict[str, Claim] = {
     **{k: _FAST for k in ("flux_e_max", "te_e_nvlink_hi")},
 }
 
-# ---------------------------------------------------------------- FiCCO (paper 001), from the ficco-* runs
+# ---------------------------------------------------------------- FiCCO, from the ficco-* runs
 _NO_CIL_TEXT = (
     "t3sim predicts almost no contention (GEMM beside a DMA step {cil_gemm_dma_geo:.3f}x geomean; no DMA or p2p point "
     "slows by more than {cil_quiet_max_pct:.1f} %): a step's copies take a small share of HBM bandwidth, and the "

@@ -1,5 +1,5 @@
 """``t3sim reproduce [--quick] [--out DIR] [-j N]``: run (or reuse) every experiment of the T3 paper, FLUX's
-operation-level ones, FiCCO's and the fused GPU-initiated kernels' (paper 000), draw every figure and write
+operation-level ones, FiCCO's and the fused GPU-initiated kernels', draw every figure and write
 ``<out>/REPRODUCTION.md`` (paper value, t3sim value, difference, cause).
 
 Full mode runs the experiments under ``experiments/`` at the paper's sizes into ``results/`` (finished
@@ -85,7 +85,7 @@ SPECS = (
              {"scheme.kind": "sequential"}, {}, {"system.memory_controller.arbitration.starvation_limit_cycles": 1000}]),
           _set("sweep.grid", {"workload.sublayer": ["FC-2"]})), "experiments/sweep-mca/tp32.yaml"),
 )
-#: FLUX's operation-level experiments, one per node (issue 13); --quick: the A100 NVLink node only, at m = 64 with a
+#: FLUX's operation-level experiments, one per node; --quick: the A100 NVLink node only, at m = 64 with a
 #: 2048-wide model and the non-overlapped, Transformer Engine (DMA) and FLUX schemes of each direction
 _FLUX_QUICK = ("workload.model.hidden_size=2048", _set("sweep.grid", {"workload.tokens": [64]}), _set("sweep.cases", [
     {"workload.collective": "reduce_scatter", "scheme.kind": "sequential"},
@@ -100,7 +100,7 @@ SPECS += (
     Spec("flux-op-h800", "flux-op-h800", "FLUX Figs. 13, 14 (H800 NVLink; FLUX Sec. 5.1)", None,
          "experiments/flux-op/h800.yaml"),
 )
-#: FiCCO's experiments (issue 14); --quick: Table I g2 at a tiny scale (128 x 2048 x 512 per GPU), the baseline and
+#: FiCCO's experiments; --quick: Table I g2 at a tiny scale (128 x 2048 x 512 per GPU), the baseline and
 #: the four DMA schedules, and four characterization points
 _FICCO_TINY = {"name": "g2", "M": 131072, "N": 16384, "K": 16384, "scale_M": 1024, "scale_K": 32}
 _FICCO_QUICK = (_set("sweep.grid", {"workload.gemm": [_FICCO_TINY]}),
@@ -122,25 +122,25 @@ SPECS += (
          "experiments/ficco/scale.yaml"),
 )
 
-#: the fused GPU-initiated kernels' experiments (paper 000; issue 15); --quick: one tiny point per operator (a 1k x 1k
+#: the fused GPU-initiated kernels' experiments; --quick: one tiny point per operator (a 1k x 1k
 #: GEMV, global batch 128 at 2 tables, a 2048 x 256 x 256 MoE GEMM: its smallest M, one 128-row tile per GPU and
 #: destination), the skew and occupancy points at that batch
 _EMB_TINY = ("workload.embedding_bag.tables_per_gpu=2", "workload.embedding_bag.global_batch=128")
 _EMB_QUICK = _EMB_TINY + (_set("sweep.grid", {"scheme.kind": ["emb_a2a", "fused_emb_a2a"]}),)
 _SKEW_QUICK = _EMB_TINY + (_set("sweep.grid", {"scheme.fused_comm_aware": [True, False]}),)
 SPECS += (
-    Spec("fused-gemv", "fused-gemv", "paper 000 Fig. 9 (GEMV + AllReduce, 4 MI210; Sec. IV-B)",
+    Spec("fused-gemv", "fused-gemv", "Fused computation-collective Fig. 9 (GEMV + AllReduce, 4 MI210; Sec. IV-B)",
          (_set("sweep.cases", [{"workload.gemv.name": "quick.1k", "workload.gemv.model": "quick", "workload.gemv.M": 1024,
                                 "workload.gemv.K": 1024}]),)),
-    Spec("fused-emb-a2a", "fused-a2a", "paper 000 Fig. 8 (embedding + All-to-All, 4 MI210; Sec. IV-B; 256 tables per "
+    Spec("fused-emb-a2a", "fused-a2a", "Fused computation-collective Fig. 8 (embedding + All-to-All, 4 MI210; Sec. IV-B; 256 tables per "
          "GPU, the baseline sampled by tables)", _EMB_QUICK),
-    Spec("fused-gemm-a2a", "fused-gemm-a2a", "paper 000 Fig. 10 (MoE GEMM + All-to-All, 4 MI210; Sec. IV-B)",
+    Spec("fused-gemm-a2a", "fused-gemm-a2a", "Fused computation-collective Fig. 10 (MoE GEMM + All-to-All, 4 MI210; Sec. IV-B)",
          (_set("sweep.cases", [{"workload.gemm.name": "quick", "workload.gemm.M": 2048, "workload.gemm.N": 256,
                                 "workload.gemm.K": 256}]),)),
-    Spec("fused-emb-a2a-2node", "fused-a2a-2node", "paper 000 Fig. 12 (embedding + All-to-All, 2 nodes; Sec. IV-C; "
+    Spec("fused-emb-a2a-2node", "fused-a2a-2node", "Fused computation-collective Fig. 12 (embedding + All-to-All, 2 nodes; Sec. IV-C; "
          "256 tables per GPU, the baseline sampled by tables)", _EMB_QUICK),
-    Spec("fused-skew", "fused-skew", "paper 000 Fig. 14 (skew, communication-aware order; Sec. IV-C)", _SKEW_QUICK),
-    Spec("fused-occupancy", "fused-occupancy", "paper 000 Fig. 13 (fused kernel time vs occupancy; Sec. IV-C)",
+    Spec("fused-skew", "fused-skew", "Fused computation-collective Fig. 14 (skew, communication-aware order; Sec. IV-C)", _SKEW_QUICK),
+    Spec("fused-occupancy", "fused-occupancy", "Fused computation-collective Fig. 13 (fused kernel time vs occupancy; Sec. IV-C)",
          _EMB_TINY + (_set("sweep.grid", {"scheme.fused_library_registers_per_thread": [16, 33, 41, 137]}),)),
 )
 
