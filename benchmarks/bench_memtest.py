@@ -1,5 +1,5 @@
-"""Benchmark: simulated DRAM accesses (requests of hbm.access_size_B: 32 B on Table 1, 64 B before issue 16
-item 2) per wall-clock second of the fast HBM model (issue 3).
+"""Benchmark: simulated DRAM accesses (requests of hbm.access_size_B: 32 B on Table 1, 64 B in the
+earlier memory model) per wall-clock second of the fast HBM model.
 
     python benchmarks/bench_memtest.py [--requests 2000000] [--repeat 3] [--pattern stream-read]
 

@@ -1,4 +1,4 @@
-"""``t3sim bench`` (issue 7): the command runs and reports every metric; no timing assertions."""
+"""``t3sim bench``: the command runs and reports every metric; no timing assertions."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_sweep_counts_a_shared_simulation_once(tmp_path):
 
 
 def test_every_registered_scheme_has_a_bench_case():
-    """issue 17: a t3sim bench case per scheme (named in a case's overrides, in its config, or in the fc2-tp8 set)."""
+    """A t3sim bench case per scheme (named in a case's overrides, in its config, or in the fc2-tp8 set)."""
     from t3sim.commands.bench_cmd import CASES
     from t3sim.schemes import SCHEMES
     from tests.conftest import REPO
@@ -60,7 +60,7 @@ def test_every_registered_scheme_has_a_bench_case():
 
 
 def test_scheme_set_has_a_small_case_per_scheme_schedule_and_comm():
-    """issue 17 item 4: ``t3sim bench --schemes`` holds a case for every registered scheme, every FiCCO schedule
+    """``t3sim bench --schemes`` holds a case for every registered scheme, every FiCCO schedule
     and every FiCCO communication kind (their resolved configs say so), and only cases that exist."""
     from t3sim.commands.bench_cmd import SCHEME_SET, _repo_path
     from t3sim.config import load_experiment

@@ -1,4 +1,4 @@
-"""Docs that quote numbers quote the committed results they come from (issue 18). Nothing here is timed:
+"""Docs that quote numbers quote the committed results they come from. Nothing here is timed:
 the README's wall times must be what ``benchmarks/RESULTS.md`` (latest section) records, and the
 validation pages must be what ``t3sim validate`` generates from the committed result CSVs."""
 

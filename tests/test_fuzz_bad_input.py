@@ -1,8 +1,8 @@
-"""Bad-input fuzz corpus (issue 18): every bad input gets exit code 2, exactly one line on stderr naming the
+"""Bad-input fuzz corpus: every bad input gets exit code 2, exactly one line on stderr naming the
 file / field / ``--set``, and no traceback -- and nothing is simulated first.
 
 Most cases call the CLI's entry function in-process (:func:`cli`); a few run ``python -m t3sim.cli`` in a
-subprocess (the real entry point, real stderr). The corpus: the inputs issue 18 found mishandled, one
+subprocess (the real entry point, real stderr). The corpus: inputs once mishandled, one
 wrong-type and one out-of-range override for every config field (generated from the config schema), files
 that are not what they claim (binary, truncated, wrong kind), and hypothesis-generated overrides, YAML files,
 trace records and measured CSVs. Every case fails during validation, so the corpus runs in seconds.
@@ -158,7 +158,7 @@ def test_every_constraint_is_enforced(path, value, tmp_path):
     assert_clean(rc, err, f"--set {path}")
 
 
-# ------------------------------------------------------------------------- the inputs of issue 18
+# ------------------------------------------------------------------------- inputs once mishandled
 
 
 def _huge_trace(tmp: Path) -> str:

@@ -1,5 +1,6 @@
 #!/bin/bash
-# The FiCCO study (or part of it) measured whole on a lent host, resumable across device calls (issue 14's budget).
+# The FiCCO study (or part of it) measured whole on a many-core host, resumable across
+# time-limited calls (its CPU-hour budget).
 #   usage: benchmarks/ficco_budget/study.sh SECONDS EXP:JOBS [EXP:JOBS ...]
 #   e.g.   benchmarks/ficco_budget/study.sh 480 ficco-ep:6 ficco-sp:10
 # Runs each configs/experiments/EXP.yaml with JOBS workers, all at once, for at most SECONDS, into .whl/res; points

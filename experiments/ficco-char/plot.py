@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 14: FiCCO's characterization (DIL, CIL; FiCCO Secs. IV-C, IV-D, Figs. 7-9) from results/ficco-char/.
+"""FiCCO's characterization (DIL, CIL; FiCCO Secs. IV-C, IV-D, Figs. 7-9) from results/ficco-char/.
 
 Writes ficco-char.csv and ficco-char.png under --out (default results/figures/).
 Usage: python experiments/ficco-char/plot.py [--results DIR] [--out DIR] [--formats png,pdf]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 14: FiCCO's evaluation (speedups per scenario, Figs. 12(b)-14); the characterization: ../ficco-char/plot.py.
+"""FiCCO's evaluation (speedups per scenario, Figs. 12(b)-14); the characterization: ../ficco-char/plot.py.
 
 Reads only results files (results/ficco-*/); writes ficco.csv and ficco.png under --out (default results/figures/).
 Usage: python experiments/ficco/plot.py [--results DIR] [--out DIR] [--formats png,pdf]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The FiCCO study at two sizes side by side (issue 14's budget): every number the paper states, and every
+"""The FiCCO study at two sizes side by side (the half size fits a ~4 CPU-hour budget): every number the paper states, and every
 scenario's speedups, from the study (``ficco-*``, at most 256 GFLOP per GPU: the report's) and from the same study
 at half the FLOP budget (``ficco-*-half``; experiments/ficco/make_configs.py ``SIZES``).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 13 item 4: FLUX's operation-level evaluation (Chang et al. 2024, Sec. 5.1, Figs. 11-14) on its three nodes.
+"""FLUX's operation-level evaluation (Chang et al. 2024, Sec. 5.1, Figs. 11-14) on its three nodes.
 
 Reads only results files (results/flux-op-a100-pcie/, flux-op-a100-nvlink/, flux-op-h800/); writes flux-op.csv (every
 run: operation time, best non-split GEMM, ECT, E_overlap) and flux-op.png under --out (default results/figures/).

@@ -1,4 +1,4 @@
-"""The fused All-to-All studies' tables (issue 15 phase 2): reads results/fused-a2a and results/fused-gemm-a2a,
+"""The fused All-to-All studies' tables: reads results/fused-a2a and results/fused-gemm-a2a,
 prints Markdown and the paper's stated numbers.
 
     python experiments/fused-a2a/table.py [--results results]

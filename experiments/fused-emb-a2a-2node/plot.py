@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 15 (paper 000): fused embedding + All-to-All between two nodes vs the baseline per batch (Fig. 12's quantities).
+"""Fused computation-collective paper: fused embedding + All-to-All between two nodes vs the baseline per batch (Fig. 12's quantities).
 
 Reads only results files; writes fused-emb-a2a-2node.csv and fused-emb-a2a-2node.png under --out (default results/figures/).
 Usage: python experiments/fused-emb-a2a-2node/plot.py [--results DIR] [--out DIR] [--formats png,pdf]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 15 (paper 000): fused embedding + All-to-All on one node vs the baseline per batch (Fig. 8's quantities).
+"""Fused computation-collective paper: fused embedding + All-to-All on one node vs the baseline per batch (Fig. 8's quantities).
 
 Reads only results files; writes fused-emb-a2a.csv and fused-emb-a2a.png under --out (default results/figures/).
 Usage: python experiments/fused-emb-a2a/plot.py [--results DIR] [--out DIR] [--formats png,pdf]

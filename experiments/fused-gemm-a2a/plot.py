@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 15 (paper 000): fused MoE GEMM + All-to-All combine vs the baseline per size (Fig. 10's quantities).
+"""Fused computation-collective paper: fused MoE GEMM + All-to-All combine vs the baseline per size (Fig. 10's quantities).
 
 Reads only results files; writes fused-gemm-a2a.csv and fused-gemm-a2a.png under --out (default results/figures/).
 Usage: python experiments/fused-gemm-a2a/plot.py [--results DIR] [--out DIR] [--formats png,pdf]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 15 (paper 000): fused GEMV + AllReduce vs the bulk-synchronous baseline per GEMV (Fig. 9's quantities).
+"""Fused computation-collective paper: fused GEMV + AllReduce vs the bulk-synchronous baseline per GEMV (Fig. 9's quantities).
 
 Reads only results files; writes fused-gemv.csv and fused-gemv.png under --out (default results/figures/).
 Usage: python experiments/fused-gemv/plot.py [--results DIR] [--out DIR] [--formats png,pdf]

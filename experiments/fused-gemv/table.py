@@ -1,4 +1,4 @@
-"""The fused GEMV+AllReduce study's table (issue 15): reads results/fused-gemv, writes fused-gemv.csv, prints Markdown.
+"""The fused GEMV+AllReduce study's table: reads results/fused-gemv, writes fused-gemv.csv, prints Markdown.
 
     python experiments/fused-gemv/table.py [--results results] [--out experiments/fused-gemv]
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 15 (paper 000): the fused kernel's time against its occupancy (Fig. 13's quantities).
+"""Fused computation-collective paper: the fused kernel's time against its occupancy (Fig. 13's quantities).
 
 Reads only results files; writes fused-occupancy.csv and fused-occupancy.png under --out (default results/figures/).
 Usage: python experiments/fused-occupancy/plot.py [--results DIR] [--out DIR] [--formats png,pdf]

@@ -1,4 +1,4 @@
-"""The 128-node DLRM scale-out study (issue 15 item 4; fused-collective paper Sec. IV-D, Table II, Fig. 15).
+"""The 128-node DLRM scale-out study (fused-collective paper Sec. IV-D, Table II, Fig. 15).
 
 Method (as the paper's: per-kernel times from a GPU model, fed to a network/system model), README.md beside this
 file says why and with which sources:

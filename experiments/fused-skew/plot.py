@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 15 (paper 000): each node's fused kernel time with and without communication-aware WG order, and their skew (Fig. 14's quantities).
+"""Fused computation-collective paper: each node's fused kernel time with and without communication-aware WG order, and their skew (Fig. 14's quantities).
 
 Reads only results files; writes fused-skew.csv and fused-skew.png under --out (default results/figures/).
 Usage: python experiments/fused-skew/plot.py [--results DIR] [--out DIR] [--formats png,pdf]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 12: every overlap scheme side by side -- speedup over Sequential and FLUX's overlap efficiency.
+"""Every overlap scheme side by side -- speedup over Sequential and FLUX's overlap efficiency.
 
 Reads only results files (results/overlap-schemes/, overlap-schemes-h200/, overlap-schemes-mi300x/); writes overlap-schemes.csv
 and overlap-schemes.png under --out (default results/figures/).

@@ -106,7 +106,7 @@ def geomean_speedup_pct(vals: Sequence[float]) -> float:
 
 
 def ordering_violations(metrics: Mapping[str, Mapping[str, float]], tol: float) -> List[str]:
-    """Issue 5's ordering on one case's :func:`case_metrics`: sequential slower than t3; t3_mca no
+    """The T3 paper's ordering (Sec. 6.1) on one case's :func:`case_metrics`: sequential slower than t3; t3_mca no
     slower than t3, and neither T3 scheme faster than ideal_rs_nmc, each within relative ``tol``
     (e.g. 0.02 = 2 % of the compared time). Returns human-readable violations (empty: ordered)."""
     t = {k: v["total_us"] for k, v in metrics.items()}

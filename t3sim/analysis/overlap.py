@@ -1,4 +1,4 @@
-"""Every overlap scheme side by side (issue 12): speedups and FLUX's overlap metrics (pure; reads results only).
+"""Every overlap scheme side by side: speedups and FLUX's overlap metrics (pure; reads results only).
 
 For each case (model, sub-layer, TP, system) and scheme, from the runs of ``overlap-schemes`` experiments:
 

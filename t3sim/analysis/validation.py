@@ -1,4 +1,4 @@
-"""Validation against hardware: measured CSVs, error metrics and the Fig. 14-style plot (pure; issue 4).
+"""Validation against hardware: measured CSVs, error metrics and the Fig. 14-style plot (pure).
 
 Nothing here simulates (that is :mod:`t3sim.system.validate`); this module
 reads and checks measured data, compares simulated with measured times and
@@ -14,7 +14,7 @@ Measured CSV kinds (detected from the header):
   ``K x N`` GEMM on one GPU; measured median time in microseconds.
 * ``overlap``: ``model,sublayer,tp,M,N,K,gemm_us,rs_us,sequential_us,concurrent_independent_us,
   chunked_decomposition_us`` -- a GEMM and a ``tp``-GPU reduce-scatter of its output, alone, in sequence,
-  concurrently and chunked (shared/reference/h200/README.md; bf16, or a ``dtype`` column). Each measured
+  concurrently and chunked (H200 measurements, experiments/validation/README.md; bf16, or a ``dtype`` column). Each measured
   column becomes one row (``what`` = gemm, rs, sequential, concurrent, chunked), so every column is compared
   and :meth:`Comparison.summary_by` gives the errors per column.
 * ``copy_contention``: ``model,sublayer,tp,M,N,K,gemm_alone_us,gemm_with_<bg>_us...,copy_slowdown_<bg>...``
@@ -59,7 +59,7 @@ OVERLAP_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "gemm_us", "rs_us",
 #: overlap row ``what`` -> its measured column (t3sim.system.validate_overlap simulates each)
 OVERLAP_MEASURED = {"gemm": "gemm_us", "rs": "rs_us", "sequential": "sequential_us",
                     "concurrent": "concurrent_independent_us", "chunked": "chunked_decomposition_us"}
-#: GEMM alone and beside background copies (t3sim.analysis.validation_copy; issue 12 item 6); bf16
+#: GEMM alone and beside background copies (t3sim.analysis.validation_copy); bf16
 CONTENTION_BACKGROUNDS = ("d2d1", "d2d2", "pcie")
 CONTENTION_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "gemm_alone_us",
                       *(f"gemm_with_{b}_us" for b in CONTENTION_BACKGROUNDS),

@@ -1,11 +1,11 @@
-"""GEMM / copy contention CSVs: reading, comparing simulated with measured, plotting (pure; issue 12 item 6).
+"""GEMM / copy contention CSVs: reading, comparing simulated with measured, plotting (pure).
 
 Nothing here simulates (that is :mod:`t3sim.system.validate_copy`). CSV kind ``copy_contention``
 (columns ``CONTENTION_COLUMNS`` of :mod:`t3sim.analysis.validation`, detected from the header by
 :func:`t3sim.analysis.validation.detect_kind`): one GEMM (``M x K`` by ``K x N``, bf16) timed alone
 (``gemm_alone_us``) and while background copies run (``gemm_with_<bg>_us``), and the copies' slowdown
 (``copy_slowdown_<bg>``: copy time beside the GEMMs over copy time alone), for each background
-``bg`` of :data:`BACKGROUNDS` (shared/reference/h200/README.md).
+``bg`` of :data:`BACKGROUNDS` (H200 measurements, experiments/validation/README.md: gemm_copy_contention).
 
 Derived quantities (all dimensionless): GEMM slowdown ``gemm_with / gemm_alone``; per-value error
 ``sim / meas - 1``; geomean error as in :mod:`t3sim.analysis.validation` (geometric mean of

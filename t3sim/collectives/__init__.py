@@ -1,5 +1,5 @@
 """Collectives as plans on logical topologies, their DRAM-traffic accounting, analytic bounds,
-a symbolic verifier and a timing runner on the simulated network (issue 4).
+a symbolic verifier and a timing runner on the simulated network.
 
 Importing this package registers every plan builder under the ``"collective"``
 registry category (see :mod:`t3sim.collectives.algorithms`).

@@ -1,4 +1,4 @@
-"""Running a collective as GPU kernels on simulated GPUs, in the two simulation modes (issue 4).
+"""Running a collective as GPU kernels on simulated GPUs, in the two simulation modes.
 
 ``explicit``: every GPU has its own :class:`~t3sim.compute.memhier.MemoryHierarchy`
 and is charged real costs by :class:`~t3sim.collectives.gpu_hook.GpuCollectiveHook`;

@@ -1,4 +1,4 @@
-"""``t3sim bench``: simulator speed on fixed cases (issue 7).
+"""``t3sim bench``: simulator speed on fixed cases.
 
 ::
 
@@ -56,7 +56,7 @@ CASES: Dict[str, dict] = {
     "fc2-tp8-mca-1k": dict(kind="experiment", config=_DEFAULT, overrides=["workload.tokens=1024", "scheme.kind=t3_mca"],
                            what="T-NLG FC-2 TP=8 T3-MCA, 1024 tokens"),
     "op-tp8-2k": dict(kind="experiment", config=_DEFAULT, overrides=["workload.sublayer=OP", "workload.tokens=2048"],
-                      what="T-NLG OP TP=8 Sequential, 2048 tokens (the issue-7 profiling run)"),
+                      what="T-NLG OP TP=8 Sequential, 2048 tokens (the memory-path profiling run)"),
     "fc2-tp8": dict(kind="experiment", config=_DEFAULT, overrides=[],
                     what="T-NLG FC-2 TP=8 Sequential sub-layer (configs/experiments/default.yaml)"),
     "fc2-tp8-x2": dict(kind="experiment", config=_DEFAULT, overrides=["workload.tokens=16384"],

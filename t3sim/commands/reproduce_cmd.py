@@ -1,5 +1,5 @@
 """``t3sim reproduce [--quick] [--out DIR] [-j N]``: run (or reuse) every experiment of the T3 paper, FLUX's
-operation-level ones, FiCCO's and the fused GPU-initiated kernels' (paper 000), draw every figure and write
+operation-level ones, FiCCO's and the fused GPU-initiated kernels', draw every figure and write
 ``<out>/REPRODUCTION.md`` (paper value, t3sim value, difference, cause).
 
 Full mode runs the experiments under ``experiments/`` at the paper's sizes into ``results/`` (finished

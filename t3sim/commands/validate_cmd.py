@@ -1,4 +1,4 @@
-"""``t3sim validate``: simulated vs measured hardware times, per row and geomean (issue 4).
+"""``t3sim validate``: simulated vs measured hardware times, per row and geomean.
 
 ::
 

@@ -1,4 +1,4 @@
-"""The GPU's WG dispatcher: CUs shared between kernels that run at once (issue 12).
+"""The GPU's WG dispatcher: CUs shared between kernels that run at once.
 
 One :class:`CuDispatcher` per simulated GPU places every kernel's WGs (CTAs) on
 CUs. A WG occupies a :class:`Footprint` of its CU's resources (threads, 32-bit

@@ -1,4 +1,4 @@
-"""An embedding-bag pooling kernel on one GPU's CUs: memory-bound gathers of random table rows (issue 15 phase 2).
+"""An embedding-bag pooling kernel on one GPU's CUs: memory-bound gathers of random table rows.
 
 Structure (PyTorch's ``EmbeddingBag_updateOutputKernel_sum_mean``, the kernel the DLRM code's ``nn.EmbeddingBag``
 runs; :data:`~t3sim.config.embedding.PYTORCH_EMBBAG`): a WG of ``threads_per_wg`` threads pools one *bag* -- sample

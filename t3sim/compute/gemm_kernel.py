@@ -1,4 +1,4 @@
-"""A tiled GEMM kernel running on one GPU's CUs (paper Secs. 2.5, 5.2; issue 4).
+"""A tiled GEMM kernel running on one GPU's CUs (paper Secs. 2.5, 5.2).
 
 Dispatch. The kernel's WGs are dispatched in the given tile order. The GPU
 holds ``wgs_per_cu x num_cus`` WG slots (the occupancy of

@@ -1,4 +1,4 @@
-"""A GEMV kernel on one GPU's CUs: ``y = W x``, memory-bound as on hardware (issue 15).
+"""A GEMV kernel on one GPU's CUs: ``y = W x``, memory-bound as on hardware.
 
 Structure (rocBLAS's non-transposed GEMV, ``rocblas_gemvn_kernel_calc``; the defaults of
 :class:`~t3sim.config.workload.GemvShapeConfig` cite it): ``W`` is ``M x K`` column-major (element ``(i, k)`` at byte

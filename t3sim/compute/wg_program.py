@@ -1,4 +1,4 @@
-"""A kernel whose WGs run programs on the CUs, placed by the GPU's WG dispatcher (issue 15).
+"""A kernel whose WGs run programs on the CUs, placed by the GPU's WG dispatcher.
 
 :class:`ProgramKernel` is a kernel of ``num_wgs`` WGs of one :class:`~t3sim.compute.dispatcher.Footprint`; WG ``w``
 runs ``program(w, cu)``, a generator yielding simpy events (its loads, math, stores, waits), on the CU the dispatcher

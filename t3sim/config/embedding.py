@@ -1,4 +1,4 @@
-"""The embedding-bag workload of the fused embedding + All-to-All (fused-collective paper, issue 15 phase 2).
+"""The embedding-bag workload of the fused embedding + All-to-All (fused-collective paper).
 
 DLRM's model-parallel embedding layer (Naumov et al. 2019, the paper's ref. [48]; its public code, ref. [7]): every
 GPU holds ``tables_per_gpu`` embedding tables of ``rows_per_table`` rows of ``embedding_dim`` elements and pools,

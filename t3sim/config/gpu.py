@@ -66,7 +66,7 @@ class GemmKernelConfig(Model):
 
     When a system sets one, every experiment on it runs its sliced GEMMs with this kernel (instead of a
     trace's or the generator's default tile), and ``t3sim validate`` times measured GEMMs with the same
-    kernel, so what was validated is what experiments run (issue 12)."""
+    kernel, so what was validated is what experiments run."""
 
     tile_m: int = F(128, unit="count", desc="output tile rows per WG", source="the BLAS kernel's name/config", gt=0)
     tile_n: int = F(128, unit="count", desc="output tile columns per WG", source="the BLAS kernel's name/config", gt=0)
@@ -93,7 +93,7 @@ class L2Config(Model):
     index_hash: Literal["xor", "linear"] = F(
         "xor", unit="enum", desc="line -> bank and set index function: xor-folded line bits (xor) or plain modulo (linear)",
         source="assumption: xor-based hashed indexing as in Accel-Sim's L2 (IPOLY-style set/partition hashing) so power-of-two strides spread over banks")
-    replacement: Literal["lru"] = F("lru", unit="enum", desc="replacement policy", source="issue 4 (LRU)",
+    replacement: Literal["lru"] = F("lru", unit="enum", desc="replacement policy", source="t3sim model choice (LRU)",
                                     descriptive="LRU is the only policy implemented: the field names the model's choice and accepts no other")
 
     @model_validator(mode="after")

@@ -79,7 +79,7 @@ class HBMConfig(Model):
         "HBM2", unit="name",
         desc="DRAM standard: selects the registered timing rule set (t3sim/memory/standards: HBM2 and HBM2E = JESD235 rules; HBM3 and HBM3E = JESD238 rules, which add the PRE-to-PRE delay tPPD); what each does not model is listed in its file",
         source="paper Table 1 (HBM2); rule sets from JESD235/JESD238 as Ramulator 2 tabulates them")
-    channels: int = F(32, unit="count", desc="independent channels (memory controllers) per GPU", source="issue 2: 32 channels x 32 B/clk x 1 GHz = 1 TB/s (paper Table 1)", gt=0)
+    channels: int = F(32, unit="count", desc="independent channels (memory controllers) per GPU", source="paper Table 1: 32 channels x 32 B/clk x 1 GHz = 1 TB/s", gt=0)
     pseudo_channels: int = F(1, unit="count", desc="pseudo-channels per channel (1 = legacy mode)", source="assumption: legacy mode, as Accel-Sim models HBM2", ge=1)
     bank_groups: int = F(4, unit="count", desc="bank groups per (pseudo-)channel", source=f"{REF11}: nbkgrp=4; paper Table 1", gt=0)
     banks_per_group: int = F(4, unit="count", desc="banks per bank group", source=f"{REF11}: nbk=16 over 4 groups", gt=0)
@@ -136,9 +136,9 @@ class HBMConfig(Model):
 class AddressMapConfig(Model):
     """Physical address -> (channel, bank group, bank, row, column)."""
 
-    kind: str = F("channel_interleave", unit="name", desc="registered address map (see `t3sim params`)", source="issue 3")
+    kind: str = F("channel_interleave", unit="name", desc="registered address map (see `t3sim params`)", source="t3sim model choice (t3sim/memory/README.md)")
     interleave_granularity_B: int = F(256, unit="B", desc="contiguous bytes mapped to one channel before moving to the next", source="assumption: 256 B channel interleave, common in GPU memory systems", gt=0)
-    xor_bank_hash: bool = F(True, unit="bool", desc="XOR row bits into bank/bank-group bits to spread strided streams", source="issue 3 (XOR bank hash)")
+    xor_bank_hash: bool = F(True, unit="bool", desc="XOR row bits into bank/bank-group bits to spread strided streams", source="t3sim model choice (t3sim/memory/README.md)")
     channel_hash: bool = F(
         True, unit="bool",
         desc="fold the address bits above the channel digit into the channel index, so strides that are multiples of channels x granularity (e.g. a column-major tile's columns) spread over channels",
@@ -146,7 +146,7 @@ class AddressMapConfig(Model):
     field_order: str = F(
         "col_low,channel,col_high,bankgroup,bank,row", unit="text",
         desc="row_bank_column_channel map: address digits, least significant first (col_low = granularity-sized column chunk)",
-        source="issue 3 (configurable interleaving); default equals channel_interleave")
+        source="t3sim model choice (configurable interleaving); default equals channel_interleave")
 
     @field_validator("kind")
     @classmethod
@@ -187,7 +187,7 @@ class ArbitrationConfig(Model):
              "in + out), the longest limit at which communication, when compute requests are always queued, is still "
              "served as fast as the links move it (Table 1: 32 x 32 B accesses x 1 GHz / 300 GB/s -> 3 cycles; t3sim/memory/policies/t3_mca.py)",
         source="paper Sec. 4.5 names the limit (\"to ensure it is not starved\") but not its value; derived from Table 1's HBM "
-               "and ring bandwidths (issue 16 item 4). 1000 was the earlier assumption", gt=0)
+               "and ring bandwidths. 1000 was the earlier assumption", gt=0)
     dynamic_occupancy_levels: List[float] = F(
         [32.0, 8.0, 1.0], unit="list",
         desc="t3_mca dynamic: mean queue occupancy (entries) observed in the isolated stage at or above level i selects dynamic_thresholds[i]; below all levels = unlimited",
@@ -250,12 +250,12 @@ class MemoryControllerConfig(Model):
         100, unit="cycles",
         desc="GPU core-clock cycles (gpu.clock_GHz) every DRAM request spends between the L2 and the controller's queues, before arbitration and scheduling (a fixed pipeline delay; replies take none): the controller pipeline the DRAM timing model does not cover",
         source=f"{QV100}: -dram_latency 100, counted in gpu_sim_cycle, the core clock (gpu-sim.cc), on the request path only (l2cache.cc memory_partition_unit::dram_cycle: the L2-to-DRAM queue enters m_dram_latency_queue, which feeds the DRAM scheduler when ready_cycle is reached); 100 cycles at Table 1's 1.4 GHz = 71.4 ns", ge=0)
-    scheduler: Literal["frfcfs"] = F("frfcfs", unit="enum", desc="command scheduler (row hits first, then oldest)", source="issue 3",
+    scheduler: Literal["frfcfs"] = F("frfcfs", unit="enum", desc="command scheduler (row hits first, then oldest)", source="Accel-Sim/GPGPU-Sim (FR-FCFS)",
                                      descriptive="FR-FCFS is the only scheduler implemented: the field names the model's choice and accepts no other")
     page_policy: Literal["open", "closed", "closed_adaptive"] = F(
         "open", unit="enum",
         desc="row-buffer policy (t3sim/memory/page_policy.py): open = a row stays open until a queued request to another row needs the bank and none of the active queue hits it; closed = every column command closes its row (auto-precharge at the earliest legal cycle); closed_adaptive = a column command closes its row unless another request of its queue still hits it",
-        source="open: issue 3 (Accel-Sim/GPGPU-Sim FR-FCFS keep rows open); closed: DRAMsim3 row_buf_policy=CLOSE_PAGE (every access READ_/WRITE_PRECHARGE) and gem5 page_policy=close; closed_adaptive: gem5 page_policy=close_adaptive")
+        source="open: Accel-Sim/GPGPU-Sim (FR-FCFS keeps rows open); closed: DRAMsim3 row_buf_policy=CLOSE_PAGE (every access READ_/WRITE_PRECHARGE) and gem5 page_policy=close; closed_adaptive: gem5 page_policy=close_adaptive")
     arbitration: ArbitrationConfig = F(ArbitrationConfig, unit="mapping", desc="compute/communication arbitration", source="paper Sec. 4.5")
 
     @field_validator("write_drain")

@@ -19,7 +19,7 @@ REQUEST_B = 64
 class InterconnectConfig(Model):
     """Inter-GPU network (paper Table 1: ring, 150 GB/s bi-directional, 500 ns links)."""
 
-    kind: str = F("ring", unit="name", desc="topology: ring, direct (fully connected), switch, or multinode (nodes of gpus_per_node GPUs joined through NICs)", source="paper Table 1; issue 4; issue 15 (multinode)")
+    kind: str = F("ring", unit="name", desc="topology: ring, direct (fully connected), switch, or multinode (nodes of gpus_per_node GPUs joined through NICs)", source="paper Table 1; multinode: fused computation-collective paper Table I")
     num_gpus: int = F(8, unit="count", desc="GPUs in the tensor-parallel group (1: a single GPU, no collectives)", source="paper Table 1 (8, 16)", ge=1)
     link_bandwidth_GBps: float = F(
         75.0, unit="GBps", desc="bandwidth of one link in one direction (a switch: per port, per direction)",
@@ -116,18 +116,18 @@ class TrackerConfig(Model):
     entries: int = F(256, unit="count", desc="tracker sets, indexed by the WG id's low bits", source="paper Sec. 4.2.1 (256 entries)", gt=0)
     ways: int = F(8, unit="count", desc="ways per set, tagged by (wg_msb, wf_id)", source="paper Sec. 4.2.1 (wf_id is 3 bits: up to 8 WFs per WG)", gt=0)
     granularity: Literal["wf", "wg"] = F("wf", unit="enum", desc="region tracked by one entry: a WF's or a WG's output tile", source="paper Sec. 4.2.1 (WF granularity)")
-    granularity_multiple: int = F(1, unit="count", desc="tiles per tracked region (coarser tracking)", source="issue 5", gt=0)
+    granularity_multiple: int = F(1, unit="count", desc="tiles per tracked region (coarser tracking)", source="t3sim extension (the paper tracks one tile per region, Sec. 4.2.1)", gt=0)
     address_bits: int = F(48, unit="bits", desc="bits of the starting virtual address stored per entry", source="assumption: 48-bit virtual addresses (x86-64/GPU VA width)", gt=0)
     counter_bits: int = F(16, unit="bits", desc="bits of the access counter per entry", source="assumption: enough for wf_tile_size x 2 updates; with address_bits=48 and wg_id_bits=16 gives the paper's 19 KB (t3sim/dma/tracker.py)", gt=0)
     wg_id_bits: int = F(16, unit="bits", desc="bits of a WG id; the tag's wg_msb is wg_id_bits - log2(entries)", source="assumption: 16-bit WG ids (64K WGs per kernel) make the paper's stated fields total its 19 KB (Sec. 4.2.1)", gt=0)
-    full_policy: Literal["stall"] = F("stall", unit="enum", desc="what an access does when its set is full", source="issue 5",
+    full_policy: Literal["stall"] = F("stall", unit="enum", desc="what an access does when its set is full", source="t3sim model choice (the paper states no policy for full sets, Sec. 4.2.1)",
                                       descriptive="stalling is the only policy implemented: the field names the model's choice and accepts no other")
     admission: str = F(
         "reserve_ready", unit="name",
         desc="who may take a free way of a set (t3sim/dma/tracker_policy.py): reserve_ready = the last free way only for an "
              "access that leaves a ready region (one whose every access is sure to arrive) in the set, deadlock-free, one "
              "ready bit per way (19.25 KiB at the paper's geometry); first_come = any access, can deadlock round the ring",
-        source="issue 16 item 4: the paper sizes the tracker for one producer stage (Sec. 4.2.1) and states no policy for "
+        source="the paper sizes the tracker for one producer stage (Sec. 4.2.1) and states no policy for "
                "full sets; first_come deadlocks GPT-3 FC-1/IP at TP=32 (experiments/t3-sublayers/README.md item 7)")
 
     @field_validator("admission")
@@ -184,7 +184,7 @@ class NcclConfig(Model):
 
 
 class CopyEngineConfig(Model):
-    """GPU copy engines executing cudaMemcpyAsync-style copies (t3sim/dma/copy_engine.py; issue 12 item 6).
+    """GPU copy engines executing cudaMemcpyAsync-style copies (t3sim/dma/copy_engine.py).
 
     A copy runs on one engine; each engine streams its copy in requests of ``request_B``, keeping at
     most ``max_outstanding_requests`` 64 B requests in flight (issued, not yet written), no faster
@@ -264,7 +264,7 @@ class CollectiveConfig(Model):
         source=f"'steps': paper Sec. 2.3 (RCCL ring); 'nccl_simple': {NCCL_SRC} src/device/prims_simple.h, reduce_scatter.h, all_gather.h, all_reduce.h, src/enqueue.cc")
     cus: Optional[int] = F(None, unit="count", desc="CUs given to a collective kernel (None = all CUs); protocol nccl_simple: the number of channels (one CTA each)", source="paper Fig. 6 (72-8, 64-16 splits)", gt=0)
     nccl: NcclConfig = F(NcclConfig, unit="mapping", desc="NCCL Simple-protocol constants (used by protocol nccl_simple only)", source=NCCL_SRC)
-    launch_overhead_ns: float = F(5000.0, unit="ns", desc="per-collective launch and synchronisation overhead", source="assumption until fitted against measured reduce-scatter times (issue 4)", ge=0)
+    launch_overhead_ns: float = F(5000.0, unit="ns", desc="per-collective launch and synchronisation overhead", source="assumption until fitted against measured reduce-scatter times", ge=0)
     ring_bidirectional: bool = F(
         True, unit="bool", desc="protocol 'steps': ring RS/AG split every chunk in halves sent around the ring both ways at once (needs interconnect.bidirectional; else one direction)",
         source="assumption: RCCL/NCCL run rings in both directions (channels) so the 150 GB/s bi-directional ring of paper Table 1 is usable")
@@ -308,14 +308,14 @@ class SystemConfig(Model):
     gpu: GPUConfig = F(GPUConfig, unit="mapping", desc="per-GPU compute", source="paper Table 1")
     gemm_kernel: Optional[GemmKernelConfig] = F(
         None, unit="mapping", desc="the GEMM kernel this system's BLAS runs; None = the workload's (trace or generator default tile)",
-        source="issue 12 (h200-4gpu: the cuBLAS sm90 kernel that t3sim validate validated)")
+        source="h200-4gpu: the cuBLAS sm90 kernel that t3sim validate validated (experiments/validation/README.md)")
     l2: L2Config = F(L2Config, unit="mapping", desc="L2 cache", source="paper Table 1")
     hbm: HBMConfig = F(HBMConfig, unit="mapping", desc="HBM device", source="paper Table 1")
-    address_map: AddressMapConfig = F(AddressMapConfig, unit="mapping", desc="address interleaving", source="issue 3")
-    memory_controller: MemoryControllerConfig = F(MemoryControllerConfig, unit="mapping", desc="per-channel memory controller", source="issue 3")
+    address_map: AddressMapConfig = F(AddressMapConfig, unit="mapping", desc="address interleaving", source="t3sim/memory/README.md")
+    memory_controller: MemoryControllerConfig = F(MemoryControllerConfig, unit="mapping", desc="per-channel memory controller", source="t3sim/memory/README.md")
     tracker: TrackerConfig = F(TrackerConfig, unit="mapping", desc="T3 tracker", source="paper Sec. 4.2.1")
     dma: DMAConfig = F(DMAConfig, unit="mapping", desc="DMA engines", source="paper Sec. 4.2.2")
-    copy_engine: CopyEngineConfig = F(CopyEngineConfig, unit="mapping", desc="copy engines (cudaMemcpyAsync)", source="issue 12")
+    copy_engine: CopyEngineConfig = F(CopyEngineConfig, unit="mapping", desc="copy engines (cudaMemcpyAsync)", source="experiments/validation/copy_contention/README.md")
     interconnect: InterconnectConfig = F(InterconnectConfig, unit="mapping", desc="inter-GPU network", source="paper Table 1")
     collective: CollectiveConfig = F(CollectiveConfig, unit="mapping", desc="collective kernels", source="paper Sec. 2.3")
 

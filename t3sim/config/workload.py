@@ -55,7 +55,7 @@ class ModelConfig(Model):
 class GemmShapeConfig(Model):
     """A GEMM given by its shape instead of a model's sub-layer: the whole operator over the ``tp`` GPUs.
 
-    Reading of FiCCO Table I (issue 14): the table's (M, N, K) are the whole operator, not one GPU's
+    Reading of FiCCO Table I: the table's (M, N, K) are the whole operator, not one GPU's
     share. N is the layer's full output width (g9's 18432 = 16384 + 2 x 1024 is llama-3-405b's fused QKV
     projection, g10's 106496 = 2 x 53248 its fused gate+up FFN; g11/g12 the same for llama-2-70b; g14-g16's
     28672 = 2 x 14336 a whole Mixtral expert's gate+up), and the all-gathered A is M x K. So with
@@ -66,7 +66,7 @@ class GemmShapeConfig(Model):
 
     name: str = F(..., unit="name", desc="the GEMM's name (e.g. FiCCO Table I's g1..g16); names results, traces and plots",
                   descriptive="names results, traces and plots; a run simulates the shape (M, N, K)",
-                  source="FiCCO (paper 001) Table I", min_length=1)
+                  source="FiCCO Table I", min_length=1)
     M: int = F(..., unit="count", desc="rows of A and C over all GPUs (the gathered / routed token dimension)",
                source="FiCCO Table I", gt=0)
     N: int = F(..., unit="count", desc="columns of B and C of the whole operator (ag_gemm: each GPU holds N/tp of them)",
@@ -77,9 +77,9 @@ class GemmShapeConfig(Model):
     scale_M: int = F(1, unit="count",
                      desc="simulate M / scale_M rows instead of M (a scaled shape for a GEMM too large to simulate "
                           "whole; results are the scaled GEMM's, and analyses say so); 1 = as given",
-                     source="issue 14 (scaled shapes while no sampled simulation exists)", ge=1)
+                     source="t3sim: a scaled shape for a GEMM too large to simulate whole (experiments/ficco/README.md)", ge=1)
     scale_K: int = F(1, unit="count", desc="simulate K / scale_K instead of K (as scale_M); 1 = as given",
-                     source="issue 14 (scaled shapes while no sampled simulation exists)", ge=1)
+                     source="t3sim: a scaled shape for a GEMM too large to simulate whole (experiments/ficco/README.md)", ge=1)
 
     @property
     def sim_M(self) -> int:
@@ -106,7 +106,7 @@ ROCBLAS_GEMVN = ("ROCm/rocBLAS library/src/blas2/rocblas_gemv_kernels.cpp (rocbl
 
 
 class GemvShapeConfig(Model):
-    """A matrix-vector product y = W x given by its whole-operator shape (issue 15): the token (decode) phase of a
+    """A matrix-vector product y = W x given by its whole-operator shape: the token (decode) phase of a
     tensor-parallel Transformer layer, whose row-parallel weight W (M x K) is split along K over the ``tp`` GPUs
     (Megatron-LM, the fused-collective paper's Fig. 3): every GPU multiplies its M x K/tp slice by its K/tp slice of
     x and the M-element partial outputs are all-reduced. The kernel fields describe the GEMV kernel that runs it
@@ -155,19 +155,19 @@ class WorkloadConfig(Model):
         None, unit="mapping",
         desc="a GEMM given by its whole-operator shape (M, N, K) instead of a model's sub-layer (FiCCO Table I); only "
              "with direction ag_gemm or a2a_gemm; exactly one of model, gemm and gemv",
-        source="FiCCO (paper 001) Table I; issue 14")
+        source="FiCCO Table I")
     gemv: Optional[GemvShapeConfig] = F(
         None, unit="mapping",
         desc="a GEMV (matrix-vector product, the decode phase) given by its whole-operator shape (M, K), whose M-element "
              "output is all-reduced; only with direction gemm_rs and collective all_reduce, and with the schemes that run "
              "a GEMV (gemv_ar, fused_gemv_ar); exactly one of model, gemm and gemv",
-        source="fused-collective paper (shared/papers/000_*) Secs. II-A, III-B, IV-B; issue 15")
+        source="fused computation-collective paper Secs. II-A, III-B, IV-B")
     embedding_bag: Optional[EmbeddingBagConfig] = F(
         None, unit="mapping",
         desc="a DLRM embedding-bag pooling layer (tables per GPU, global batch, dimension, pooling) whose pooled "
              "vectors are all-to-all'ed to their samples' GPUs (tp = the GPUs); only with the schemes that run it "
              "(emb_a2a, fused_emb_a2a); exactly one of model, gemm, gemv and embedding_bag",
-        source="fused-collective paper Secs. II-A, III-A, IV-A/B; DLRM (its refs. [7], [48]); issue 15")
+        source="fused computation-collective paper Secs. II-A, III-A, IV-A/B; DLRM (its refs. [7], [48])")
     sublayer: Sublayer = F("FC-2", unit="enum", desc="sliced sub-layer: OP, FC-2 (forward), FC-1, IP (backward)", source="paper Sec. 6.1")
     tp: int = F(8, unit="count", desc="tensor-parallel degree (GPUs sharing the sub-layer)", source="paper Table 2", gt=0)
     tokens: Optional[int] = F(None, unit="count", desc="override T (tokens = SL x B when unset)", source="paper Sec. 5.2", gt=0)

@@ -1,4 +1,4 @@
-"""GPU copy engines: cudaMemcpyAsync-style copies through one GPU's memory hierarchy (issue 12 item 6).
+"""GPU copy engines: cudaMemcpyAsync-style copies through one GPU's memory hierarchy.
 
 :class:`CopyEngines` (one per GPU) runs copies on ``copy_engine.engines`` engines. A copy
 (:meth:`CopyEngines.copy`) waits in one FIFO until an engine is free (copies on different streams
@@ -192,7 +192,7 @@ class CopyPath(Component):
                     tuple(int(a) for a in srcs), tag)
 
     def _stream(self, st: _EngineState, c: Copy, j0: int, j1: int):
-        """Issue 64 B requests ``[j0, j1)`` of copy ``c`` in copier requests, under ``st``'s credits and rate."""
+        """Send 64 B requests ``[j0, j1)`` of copy ``c`` as copier requests, under ``st``'s credits and rate."""
         env = self.env
         k = 1 + len(c.srcs)  # lines read per line written
         step = max(1, min(self.req_n, st.capacity // k))

@@ -1,4 +1,4 @@
-"""Device-to-device copies executed by SMs: the CUDA driver's copy kernel (issue 12 item 6).
+"""Device-to-device copies executed by SMs: the CUDA driver's copy kernel.
 
 On the measured H200 (CUDA 13.0, driver 580) a device-to-device ``cudaMemcpyAsync`` does not run on a
 copy engine: issued while a kernel holds every SM's thread slots it makes no progress until that

@@ -1,4 +1,4 @@
-"""The tracker's stall FIFOs (:class:`~t3sim.dma.tracker.Tracker`, module doc "Full sets"; issue 17).
+"""The tracker's stall FIFOs (:class:`~t3sim.dma.tracker.Tracker`, module doc "Full sets").
 
 An access whose region holds no way and that its set does not admit waits in the set's FIFO, as part of a *run*:
 consecutive stalled accesses of one region from one stream, ``[region id, from a peer, their arrival ticks]``

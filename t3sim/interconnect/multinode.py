@@ -1,5 +1,5 @@
-"""``multinode`` topology: GPUs in nodes, nodes joined through NICs (fused-collective paper Sec. III-A, Table I;
-issue 15 item 4).
+"""``multinode`` topology: GPUs in nodes, nodes joined through NICs (fused computation-collective paper Sec.
+III-A, Table I).
 
 ``interconnect.num_gpus`` GPUs in ``num_gpus / gpus_per_node`` nodes; GPU ``g`` sits in node ``g // gpus_per_node``.
 

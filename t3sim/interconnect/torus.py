@@ -1,4 +1,4 @@
-"""An analytical (flow-level) model of a 2D torus network for scale-out studies (issue 15 item 4).
+"""An analytical (flow-level) model of a 2D torus network for scale-out studies.
 
 Used where t3sim does not simulate every node at cycle level (the fused-collective paper's 128-node DLRM study,
 which it ran in ASTRA-sim with a "2D Torus (BW: 200Gb/s, lat: 700ns)", its Table II). Written for t3sim; it

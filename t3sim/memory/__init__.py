@@ -1,4 +1,4 @@
-"""Cycle-level HBM and memory controllers (issue 3). See README.md in this package."""
+"""Cycle-level HBM and memory controllers. See README.md in this package."""
 
 from t3sim.memory.request import Kind, Source, Stream
 from t3sim.memory.interface import EnqueueInfo, Geometry

@@ -1,4 +1,4 @@
-"""Memory statistics accumulated as requests retire (issue 7: no per-request arrays kept for stats).
+"""Memory statistics accumulated as requests retire (no per-request arrays kept for stats).
 
 When a request's column command issues, :func:`retire` (compiled) accounts it to its batch
 and to :class:`Accum`: request counts by (stream, kind, source), row-buffer class, the first

@@ -1,5 +1,5 @@
 """The enqueue hook's feed: requests admitted to controller queues, handed to a hook (T3's tracker) in canonical
-order (issue 17).
+order.
 
 Order. The hook sees admissions by admission cycle, then unit, then a unit's own admission order, independent of
 the memory's pump cadence and lookahead. After every controller run, :meth:`EnqueueFeed.offer` hands over the

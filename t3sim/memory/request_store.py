@@ -1,5 +1,5 @@
 """The request arrays of a :class:`~t3sim.memory.system.MemorySystem`: every submitted DRAM access as a row of
-fields, and the per-unit, per-stream pending FIFOs linked through them (issue 3; capacity policy issue 17).
+fields, and the per-unit, per-stream pending FIFOs linked through them (with a capacity policy).
 
 Layout. ``RQ`` is the transpose of a C-ordered ``[capacity, NF]`` int64 array: indexed field-first
 (``RQ[F_*]``, :mod:`t3sim.memory.bookkeeping`), stored request-major, so the fields of one request share a

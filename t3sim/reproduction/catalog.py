@@ -13,7 +13,7 @@ sweep-mca          MCA sweep
 validation/<sys>   Fig. 14 (``t3sim validate`` output CSV)
 flux-op-*          FLUX Figs. 11-14 (``flux-op``: ECT and E_overlap per node; every token count kept)
 ficco-*            FiCCO Figs. 12(b)-14 (``ficco``: speedups per scenario) and 7-9 (``ficco-char``: DIL, CIL)
-fused-*            paper 000 Figs. 8-10, 12 (one figure per fused operator: ``fused-gemv``, ``fused-emb-a2a``,
+fused-*            fused computation-collective paper Figs. 8-10, 12 (one figure per fused operator: ``fused-gemv``, ``fused-emb-a2a``,
                    ``fused-emb-a2a-2node``, ``fused-gemm-a2a``) and the tables ``fused-skew`` (Fig. 14),
                    ``fused-occupancy`` (Fig. 13), ``fused-scale`` (Fig. 15: ``fused-scale/results.csv``, or
                    experiments/fused-scale's committed one)

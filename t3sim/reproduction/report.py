@@ -149,7 +149,7 @@ def ficco_section(ficco_values: Dict[str, object], facts: Optional[Dict[str, obj
 
 
 def fused_section(fused_values: Dict[str, object], facts: Optional[Dict[str, object]] = None) -> List[str]:
-    """REPRODUCTION.md's section of the fused GPU-initiated kernels (paper 000): every number it states, beside
+    """REPRODUCTION.md's section of the fused GPU-initiated kernels (fused computation-collective paper): every number it states, beside
     t3sim's (Markdown lines)."""
     return _paper_section(
         ["## Fused GPU-initiated kernels (paper 000): GEMV+AllReduce, GEMM+All-to-All, Embedding+All-to-All "

@@ -1,5 +1,5 @@
 """Checks of a resolved experiment point that need more than one config section: is it a system and
-workload the simulator can run, physically and on this machine? (issue 18)
+workload the simulator can run, physically and on this machine?
 
 Each config section validates itself (:mod:`t3sim.config`); these checks combine sections with the
 workload's GEMM (generated or from a trace) and run before anything is simulated -- by

@@ -1,4 +1,4 @@
-"""The built system: engine, network, per-GPU memory hierarchies and buffer layout (issue 4).
+"""The built system: engine, network, per-GPU memory hierarchies and buffer layout.
 
 Simulation modes (paper Sec. 5.1.1, Fig. 13):
 

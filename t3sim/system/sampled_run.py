@@ -1,4 +1,4 @@
-"""Running a sampled simulation (issue 17): the detailed runs, the steady-state checks and the extrapolated
+"""Running a sampled simulation: the detailed runs, the steady-state checks and the extrapolated
 results. What is simulated and why, the criterion and the arithmetic: :mod:`t3sim.system.sampling`.
 """
 

@@ -1,4 +1,4 @@
-"""Sampled simulation of an embedding-bag layer by its tables (``simulation.sampling.mode: tables``; issues 15, 17).
+"""Sampled simulation of an embedding-bag layer by its tables (``simulation.sampling.mode: tables``).
 
 An embedding-bag layer (:mod:`t3sim.config.embedding`) is ``tables_per_gpu`` copies of one table's work: the same
 bags, the same pooling, the same share of the all-to-all. Under a scheme whose kernels repeat table by table (the

@@ -1,5 +1,5 @@
 """Sampled simulation: detailed runs of a workload's first GEMM waves, the rest advanced at steady-state rates
-(issue 17; ``simulation.sampling``).
+(``simulation.sampling``).
 
 The field's GPU sampling methods simulate part of a kernel in detail and project the rest once its behaviour
 is stable: PKA (Baddouh et al., *Principal Kernel Analysis*, MICRO'21, the kernel sampling of Accel-Sim)

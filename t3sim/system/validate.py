@@ -1,4 +1,4 @@
-"""Simulation side of ``t3sim validate``: simulate measured rows on a system config (issue 4).
+"""Simulation side of ``t3sim validate``: simulate measured rows on a system config.
 
 Each row of a measured CSV (:mod:`t3sim.analysis.validation` reads and checks
 them) is simulated in isolation, the way it was measured:
@@ -7,7 +7,7 @@ them) is simulated in isolation, the way it was measured:
   collective as a GPU kernel (:func:`~t3sim.collectives.gpu_run.simulate_collective_on_gpus`,
   homogeneous mode: the paper's Sec. 5.1.1 method) on ``system`` with
   ``interconnect.num_gpus = gpus``. ``size_mb`` is the whole input array on
-  each GPU in **MiB** (2^20 B), as ``../shared/reference/h200/README.md`` defines it
+  each GPU in **MiB** (2^20 B), as the H200 measurements define it
   for its ``torch.distributed`` benchmarks (experiments/validation/README.md);
   the simulated time is launch to the last GPU's last step, including
   ``collective.launch_overhead_ns``.
@@ -39,7 +39,7 @@ from t3sim.workload.gemm import tile_grid
 from t3sim.workload.record import KernelRecord
 from t3sim.workload.wg_order import row_major
 
-#: Bytes in the CSV's ``size_mb`` unit: MiB (2^20 B; see module doc and shared/reference/h200/README.md).
+#: Bytes in the CSV's ``size_mb`` unit: MiB (2^20 B; see module doc and experiments/validation/README.md).
 MIB = 1 << 20
 
 #: GEMM kernel shape per GPU family, keyed by ``gpu.threads_per_wf`` (32: NVIDIA, 64: AMD).

@@ -1,4 +1,4 @@
-"""Simulation side of ``t3sim validate`` for GEMM / copy contention rows (issue 12 item 6).
+"""Simulation side of ``t3sim validate`` for GEMM / copy contention rows.
 
 A row of ``gemm_copy_contention.csv`` times one GEMM (``M x K`` by ``K x N``, bf16, the
 :func:`~t3sim.system.validate.gemm_kernel_record` kernel that ``t3sim validate`` checks against
@@ -50,7 +50,7 @@ from t3sim.workload.wg_order import row_major
 
 MiB = 1 << 20
 GiB = 1 << 30
-#: background copies of each measured column: (direction, bytes) per stream (shared/reference/h200/README.md)
+#: background copies of each measured column: (direction, bytes) per stream (H200 measurements, experiments/validation/README.md)
 BACKGROUNDS: Dict[str, Tuple[Tuple[str, int], ...]] = {
     "d2d1": (("d2d", 256 * MiB),),
     "d2d2": (("d2d", 256 * MiB), ("d2d", 256 * MiB)),

@@ -1,6 +1,6 @@
-"""Simulation side of ``t3sim validate`` for measured GEMM/collective overlap (issue 12).
+"""Simulation side of ``t3sim validate`` for measured GEMM/collective overlap.
 
-``shared/reference/h200/overlap_4gpu.csv`` times, for each Mega-GPT-2 sub-layer shape at TP=4 on 4 H200s, a
+``experiments/validation/overlap_4gpu.csv`` times, for each Mega-GPT-2 sub-layer shape at TP=4 on 4 H200s, a
 bf16 GEMM ``M x K`` by ``K x N`` and a 4-GPU reduce-scatter of its ``M x N`` output: each alone, in sequence,
 concurrently (the RS of an *independent* array on a second stream) and chunked (the GEMM in 4 chunks of M/4
 rows, chunk i's RS issued after chunk i on a second stream); its README says how. Each measured column

@@ -1,4 +1,4 @@
-"""How much of a run's workload is done: the meter behind the percent and ETA of ``t3sim run`` (issue 18).
+"""How much of a run's workload is done: the meter behind the percent and ETA of ``t3sim run``.
 
 The workload of a sub-layer run is the GEMM and its collectives, each weighted by the bytes it moves:
 
@@ -19,7 +19,7 @@ wrong one) where this model of the work holds: a GEMM *followed* by its collecti
 ``gemm_rs`` or ``gemm_a2a``: the Transformer sub-layers, GEMV + all-reduce, embedding and MoE-combine workloads).
 Where the collective feeds the GEMM (``ag_gemm``, ``a2a_gemm``: FiCCO, FLUX's AllGather, chunked DMA all-gathers)
 its copies are DMA or CU kernels that no collective runner counts, and the meter read 0.04-0.17 at half the run's
-wall time (session 13, ``t3sim bench --schemes`` cases). Counting those copies as the bytes each GPU injects into
+wall time (``t3sim bench --schemes`` cases). Counting those copies as the bytes each GPU injects into
 the network (exactly ``(n - 1) / n x M x K`` per GPU in every such case) was tried and does not help: the gather is
 ~2 % of the bytes but about half of the wall time, so the meter still read 0.08-0.14 there. The meter only reads
 counters the simulation keeps anyway, so it never changes a result. It estimates *progress*, not wall time: the ETA

@@ -1,4 +1,4 @@
-"""Windowed GEMM: a kernel's WGs, its GPU's L2 and memory advanced in compiled code (issue 17).
+"""Windowed GEMM: a kernel's WGs, its GPU's L2 and memory advanced in compiled code.
 
 The reference path runs each WG slot of a :class:`~t3sim.compute.gemm_kernel.GemmKernel` as a simpy
 process: per k-group a math timeout, an L2 read, a DRAM submission and a join event, plus the

@@ -1,4 +1,4 @@
-"""The compiled event loop of a windowed GEMM (:mod:`t3sim.window.gemm_window`; issue 17).
+"""The compiled event loop of a windowed GEMM (:mod:`t3sim.window.gemm_window`).
 
 One call advances a GEMM kernel's WG slots, their loads through the L2 and its fill table (the
 MSHR merge), the DRAM submissions, the memory controllers and the completion dispatch together,

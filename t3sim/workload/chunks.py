@@ -1,4 +1,4 @@
-"""Software decomposition of a GEMM into chunks (CoCoNet, Transformer Engine, PyTorch AsyncTP; issue 12).
+"""Software decomposition of a GEMM into chunks (CoCoNet, Transformer Engine, PyTorch AsyncTP).
 
 A GEMM ``C[M, N] = A[M, K] B[K, N]`` split into ``C`` chunks along ``M``
 (rows of A and C), ``N`` (columns of B and C) or ``K`` (the reduction: columns

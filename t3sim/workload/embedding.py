@@ -1,4 +1,4 @@
-"""The kernel record of an embedding-bag workload (``workload.embedding_bag``, issue 15 phase 2).
+"""The kernel record of an embedding-bag workload (``workload.embedding_bag``).
 
 Each of the ``tp`` GPUs pools, for all ``B`` samples of the global batch, its ``T`` tables' bags into a ``B x T x D``
 output (``D`` the embedding dimension), which is then all-to-all'ed. The record is a

@@ -1,4 +1,4 @@
-"""The kernel record of a GEMV workload (``workload.gemv``, issue 15).
+"""The kernel record of a GEMV workload (``workload.gemv``).
 
 A GEMV ``y = W x`` of the whole-operator shape ``M x K`` (:class:`~t3sim.config.workload.GemvShapeConfig`) runs on
 each of the ``tp`` GPUs as ``M x K/tp`` (W split along K, Megatron's row-parallel layer): each GPU's ``M``-element

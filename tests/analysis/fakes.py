@@ -51,7 +51,7 @@ FUSED_KINDS = ("gemv_ar", "fused_gemv_ar", "emb_a2a", "fused_emb_a2a", "gemm_a2a
 
 
 def fake_fused(cfg) -> tuple:
-    """(summary, stats as nested dict) of a fused-kernel study point (paper 000): made-up times from its size, the
+    """(summary, stats as nested dict) of a fused-kernel study point (fused computation-collective paper): made-up times from its size, the
     fused kernel hiding most of the collective; explicit-mode fused embedding runs get per-GPU kernel times whose
     skew is larger without communication-aware order."""
     from t3sim.schemes import scheme_for

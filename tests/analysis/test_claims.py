@@ -1,4 +1,4 @@
-"""Explanations as checked claims (issue 16, item 6): a claim states the conditions it explains and quotes numbers
+"""Explanations as checked claims: a claim states the conditions it explains and quotes numbers
 computed from the results; where a condition fails, the row is "not yet explained" -- never a stale text."""
 
 from __future__ import annotations
@@ -122,8 +122,8 @@ def test_t3_claim_holds_exactly_when_its_conditions_do(diff, slow_pct, gap, seq)
 
 def test_sweep_mca_fact_pairs_tp8_rows_by_case():
     """The TP=32 points of experiments/sweep-mca/tp32.yaml share the results folder: they neither pair with a
-    T-NLG TP=8 row of the same sub-layer name nor enter the TP=8 slowdown (session 10: a PALM TP=32 Sequential row
-    made T3's TP=8 GEMM slowdown read 44 %)."""
+    T-NLG TP=8 row of the same sub-layer name nor enter the TP=8 slowdown (a PALM TP=32 Sequential row
+    once made T3's TP=8 GEMM slowdown read 44 %)."""
     rows = _sweep(1000.0, 1060.0)
     big = [dict(r, model="palm", tp=32, gemm_us=r["gemm_us"] * (0.5 if r["scheme"] == "sequential" else 3.0))
            for r in rows]

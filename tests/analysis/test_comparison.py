@@ -1,4 +1,4 @@
-"""Comparison layer (issue 5): per-case metrics, aggregates beside the paper, ordering check, CSV."""
+"""Comparison layer: per-case metrics, aggregates beside the paper, ordering check, CSV."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""reproduction.ficco (speedups, numbers; issue 14): speedups, ideal, heuristic scoring and the figure, on the real
+"""reproduction.ficco (speedups, numbers): speedups, ideal, heuristic scoring and the figure, on the real
 ficco-synthetic points with made-up times (nothing simulated)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""experiments/ficco/sizes.py (issue 14's budget): the half-size study read with the study's readings, and the
+"""experiments/ficco/sizes.py: the half-size study read with the study's readings, and the
 per-scenario comparison, on the real ficco-synthetic(-half) points with made-up times (nothing simulated)."""
 
 from __future__ import annotations

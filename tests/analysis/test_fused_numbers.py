@@ -1,4 +1,4 @@
-"""The fused GPU-initiated kernels' stated numbers (paper 000): t3sim's values from synthetic tables, and each cause of
+"""The fused GPU-initiated kernels' stated numbers (fused computation-collective paper): t3sim's values from synthetic tables, and each cause of
 a difference a checked claim -- explained where its mechanism shows in the tables, refused where it does not."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""analysis.overlap (issues 12, 13): one series per scheme variant, one case per sub-layer at its largest size."""
+"""analysis.overlap: one series per scheme variant, one case per sub-layer at its largest size."""
 
 from __future__ import annotations
 

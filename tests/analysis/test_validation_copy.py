@@ -1,4 +1,4 @@
-"""GEMM / copy contention CSVs (t3sim/analysis/validation_copy.py; issue 12 item 6): reading and metrics."""
+"""GEMM / copy contention CSVs (t3sim/analysis/validation_copy.py): reading and metrics."""
 
 from __future__ import annotations
 

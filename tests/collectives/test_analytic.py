@@ -1,4 +1,4 @@
-"""Analytic collective estimates: closed forms and the plan lower bound agree (issue 4)."""
+"""Analytic collective estimates: closed forms and the plan lower bound agree."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Collectives as GPU kernels on simulated memory (issue 4): traffic, modes, CUs, conservation, stalls."""
+"""Collectives as GPU kernels on simulated memory: traffic, modes, CUs, conservation, stalls."""
 
 from __future__ import annotations
 
@@ -153,8 +153,8 @@ def test_homogeneous_matches_explicit_ring(n, elems, variant):
     """Issue bar: on a symmetric system the two modes agree within 3 %. Homogeneous mode mirrors GPU 0's timing;
     explicit mode's GPUs place their chunks at different addresses, so their DRAM timing differs a little and the
     ring waits at each step for the later neighbour. With 16 GPUs and 130 KB chunks that spread is 3.2 % of the
-    run (explicit GPUs end at 59.7-61.6 us, homogeneous 59.2 us: 4.0 % apart, since issue 16 item 2's memory
-    model): there the homogeneous end must lie within 1 % of the explicit GPUs' ends."""
+    run (explicit GPUs end at 59.7-61.6 us, homogeneous 59.2 us: 4.0 % apart, with 32 B DRAM
+    accesses): there the homogeneous end must lie within 1 % of the explicit GPUs' ends."""
     r = _both_modes(_system(n), "reduce_scatter", elems, variant)
     h, e = r["homogeneous"][0], r["explicit"][0]
     ends = [t / 1e3 for t in r["explicit"][3].gpu_end]  # ps -> ns
@@ -284,8 +284,8 @@ def test_tnlg_fc2_tp8_rs_on_table1_near_ring_estimate():
     """T-NLG FC-2, TP=8: 8192 x 4256 fp16 = 69.7 MB ring RS on Table 1 with all 80 CUs (homogeneous).
 
     The links bound it from below (the ring estimate). Above it is DRAM time: each step's CU reduction reads both
-    operands and writes the sum, a 2:1 read/write mix that 32 B accesses serve at 59 % efficiency (since issue 16
-    item 2 the RS is 15 % above the estimate, 478 us; experiments/t3-sublayers/README.md item 8). So the RS lies
+    operands and writes the sum, a 2:1 read/write mix that 32 B accesses serve at 59 % efficiency (with
+    them the RS is 15 % above the estimate, 478 us; experiments/t3-sublayers/README.md item 8). So the RS lies
     0-25 % above the estimate, and the NMC variant, whose updates remove the received operand's reads, within 10 %."""
     system = _system(8)
     elems = 8192 * 4256

@@ -1,4 +1,4 @@
-"""Collective plans: structure, ownership, registry, and symbolic proof of correctness (issue 4)."""
+"""Collective plans: structure, ownership, registry, and symbolic proof of correctness."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Timing runner on the simulated network vs the analytic estimates (issue 4 "done when")."""
+"""Timing runner on the simulated network vs the analytic estimates."""
 
 from __future__ import annotations
 

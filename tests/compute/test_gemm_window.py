@@ -215,7 +215,7 @@ def test_explicit_mode_runs_every_gpu_windowed(windows, sublayer):
 
 def test_progress_reports_arrive_while_a_windowed_gemm_runs(monkeypatch):
     """A windowed GEMM hands control back to simpy at least every SESSION_EVENTS compiled events, also when its
-    arrays grow, so the progress display sees the GEMM part-way (session 10: a whole full-size GEMM ran inside one
+    arrays grow, so the progress display sees the GEMM part-way (without it, a whole full-size GEMM ran inside one
     simpy event and the display showed nothing for its 12 s)."""
     from t3sim.config import load_experiment
     from t3sim.sim import report

@@ -1,4 +1,4 @@
-"""The memory hierarchy issues whole DRAM accesses of ``hbm.access_size_B`` (issue 16 item 2).
+"""The memory hierarchy issues whole DRAM accesses of ``hbm.access_size_B``.
 
 The CUs, L2 and DMA engines speak 64 B requests; the DRAM moves 32 B per column command on Table 1. A
 read miss fetches the accesses covering the *missing sectors* only (a sector miss of one 32 B sector is

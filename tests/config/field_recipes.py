@@ -110,7 +110,7 @@ CONTEXTS: Dict[str, Context] = {
     "fused_gemv": Context("run", GEMV + ("scheme.kind=fused_gemv_ar",), str(FUSED_GEMV)),
     "fused_gemv_x": Context("run", GEMV + ("scheme.kind=fused_gemv_ar", "simulation.mode=explicit"), str(FUSED_GEMV)),
     "mem": Context("mem", ("system.hbm.channels=4",)),
-    # a fixed 1000-cycle starvation limit (the pre-issue-16 default): under the link-rate default (a few cycles)
+    # a fixed 1000-cycle starvation limit (the earlier default): under the link-rate default (a few cycles)
     # the limit serves communication so often that the occupancy thresholds rarely decide anything
     "mem_mca": Context("mem", ("system.hbm.channels=4", "system.memory_controller.arbitration.kind=t3_mca",
                                "system.memory_controller.read_queue_entries=8",

@@ -1,4 +1,4 @@
-"""Bad input -> one line on stderr naming file/line/field, what was found and what is allowed; exit 2 (issue 2)."""
+"""Bad input -> one line on stderr naming file/line/field, what was found and what is allowed; exit 2."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def test_usage_error_is_one_line(run_cli):
 
 
 @pytest.mark.parametrize("sets,expect", [
-    # an option read only by another kind or mode would be accepted and ignored (issue 16 item 3)
+    # an option read only by another kind or mode would be accepted and ignored
     (["system.address_map.field_order=col_low,col_high,channel,bankgroup,bank,row"],
      ("field_order", "channel_interleave", "row_bank_column_channel")),
     (["system.memory_controller.arbitration.occupancy_threshold=5"], ("occupancy_threshold=5", "threshold_mode=dynamic")),

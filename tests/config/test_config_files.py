@@ -35,7 +35,7 @@ def test_cli_check_all(run_cli):
 
 
 def test_table1_values():
-    """Paper Table 1 and the ref. [11] HBM2 timings (issue 2)."""
+    """Paper Table 1 and the ref. [11] HBM2 timings."""
     s = load_system(REPO / "configs/systems/t3-table1.yaml")
     assert (s.gpu.num_cus, s.gpu.clock_GHz, s.gpu.max_threads_per_cu) == (80, 1.4, 2048)
     assert (s.gpu.lds_l1_size_KiB, s.gpu.register_file_size_KiB, s.gpu.l1_write_allocate) == (128, 256, False)
@@ -52,7 +52,7 @@ def test_table1_values():
 
 
 def test_mi300x_preset_matches_its_sources():
-    """FiCCO's MI300X platform (issue 14 item 1): datasheet compute and HBM peaks, the whitepaper's aggregate L2
+    """FiCCO's MI300X platform: datasheet compute and HBM peaks, the whitepaper's aggregate L2
     read bandwidth, a full mesh of 48 GB/s (payload) links, and a GEMM kernel that fits one workgroup per CU."""
     from t3sim.compute.occupancy import occupancy
 
@@ -70,7 +70,7 @@ def test_mi300x_preset_matches_its_sources():
 
 
 def test_mi210_fc_preset_matches_its_sources():
-    """The fused computation-collective paper's Table I node (issue 15): MI210 datasheet compute and HBM peaks, a full
+    """The fused computation-collective paper's Table I node: MI210 datasheet compute and HBM peaks, a full
     mesh of 3 links per GPU at the paper's 80 GB/s read as both directions, gfx90a's 8 waves per SIMD and VGPR
     granule (LLVM), and everything else as mi210-4gpu.yaml (the same GPU)."""
     s = load_system(REPO / "configs/systems/mi210-4gpu-fc.yaml")

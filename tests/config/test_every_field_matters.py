@@ -1,4 +1,4 @@
-"""No parameter is accepted and then ignored (issue 16 item 3).
+"""No parameter is accepted and then ignored.
 
 Every config field reachable from an experiment config either changes some statistic of some small run
 when perturbed (a recipe in :mod:`tests.config.field_recipes`), is refused where its value cannot hold

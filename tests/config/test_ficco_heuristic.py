@@ -1,4 +1,4 @@
-"""FiCCO's metrics and schedule heuristic (paper 001 Secs. IV-C1, IV-D1, V-C; t3sim.config.ficco)."""
+"""FiCCO's metrics and schedule heuristic (FiCCO Secs. IV-C1, IV-D1, V-C; t3sim.config.ficco)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One-GPU systems (issue 12 item 6: the h200-1gpu preset for the copy scheme)."""
+"""One-GPU systems (the h200-1gpu preset for the copy scheme)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Copy engines (t3sim/dma/copy_engine.py; issue 12 item 6): unit and component tests.
+"""Copy engines (t3sim/dma/copy_engine.py): unit and component tests.
 
 Unit: the issue-rate cap, the in-flight cap, bytes conserved per direction, queueing on busy
 engines, the host link's rate, bad input. Component: a copy through the real memory hierarchy

@@ -1,4 +1,4 @@
-"""The tracker's compiled common increment equals its Python reference and the general path (issue 17).
+"""The tracker's compiled common increment equals its Python reference and the general path.
 
 ``Tracker.counting`` selects how accesses that only increment a counter are counted: ``compiled``
 (numba, :func:`t3sim.dma.fast.tracker_kernel.count_common`), ``python`` (the same function as Python) and

@@ -1,4 +1,4 @@
-"""The tracker's admission policies against the ring reduce-scatter's dependences (issue 16 item 4).
+"""The tracker's admission policies against the ring reduce-scatter's dependences.
 
 An abstract, event-level model of T3's fused ring RS drives the real :class:`Tracker` of every GPU:
 GEMM stores (local updates, and remote stores of ring step 0) arrive in each GPU's dispatch order,

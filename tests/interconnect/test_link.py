@@ -1,4 +1,4 @@
-"""Link: integer serialisation, FIFO queueing, latency, statistics and byte conservation (issue 4)."""
+"""Link: integer serialisation, FIFO queueing, latency, statistics and byte conservation."""
 
 from __future__ import annotations
 

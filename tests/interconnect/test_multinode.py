@@ -1,4 +1,4 @@
-"""The multinode topology and its NIC (issue 15 item 4): routes, and the NIC's bandwidth, latency and message-rate
+"""The multinode topology and its NIC: routes, and the NIC's bandwidth, latency and message-rate
 bounds measured at component level (a source GPU, the NIC path, a sink GPU)."""
 
 from __future__ import annotations

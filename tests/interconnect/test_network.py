@@ -1,4 +1,4 @@
-"""Network: routing, packetisation, per-packet delivery with metadata, contention, conservation (issue 4)."""
+"""Network: routing, packetisation, per-packet delivery with metadata, contention, conservation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Topologies: link counts, directions, attributes, connectivity (issue 4)."""
+"""Topologies: link counts, directions, attributes, connectivity."""
 
 from __future__ import annotations
 

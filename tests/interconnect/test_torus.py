@@ -1,4 +1,4 @@
-"""The analytical 2D torus (issue 15 item 4): routes, link loads of an all-to-all, its time's bounds, all-reduce."""
+"""The analytical 2D torus: routes, link loads of an all-to-all, its time's bounds, all-reduce."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Statistics accumulated at retirement and request-array compaction (issue 7).
+"""Statistics accumulated at retirement and request-array compaction.
 
 The accumulators must give what the end-of-run computation over per-request arrays gave,
 and compacting the request arrays (reusing slots of issued requests) must not change any

@@ -3,7 +3,7 @@
 With Table 1's 32 B accesses (BL2 on a 16 B DDR channel: tBL = 1 = tCCD_S, tCCD_L = 2) a stream of
 column commands within one bank group is tCCD_L-bound (half the channel's peak) and a stream spread over
 bank groups is tCCD_S-bound (peak). With 64 B accesses (BL4: tBL = 2 = tCCD_L) both take tBL: bank-group
-interleaving could not matter (issue 16 item 2). The access size follows the config.
+interleaving could not matter. The access size follows the config.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Speed-ups of the memory path (issue 7) never change results.
+"""Speed-ups of the memory path never change results.
 
 ``MemorySystem.advance`` skips controller runs that cannot issue anything; the
 bookkeeping after each run and the FIFO linking in ``submit`` are compiled. A
 whole small system run must give byte-identical statistics with the lazy path
-on and off (the eager path is the pre-issue-7 behaviour).
+on and off (the eager path is the earlier behaviour).
 """
 
 from __future__ import annotations

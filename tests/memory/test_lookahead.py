@@ -1,4 +1,4 @@
-"""The pump's lookahead (issue 17): the memory runs up to one frontend latency ahead of now, with the same results.
+"""The pump's lookahead: the memory runs up to one frontend latency ahead of now, with the same results.
 
 A request submitted at tick ``t`` or later reaches the controllers at the first memory cycle starting at or after
 ``t + frontend`` (``memory_controller.frontend_latency_gpu_cycles``), so at ``t`` the cycles before it are already
@@ -139,7 +139,7 @@ def test_a_unit_with_only_write_backs_skips_no_idle_cycles_past_now():
     """The end of a run at ``T``: a lookahead called at ``t < T`` must not carry a unit that is behind ``t`` and
     whose only request is a write-back still on its way (arriving after ``T``) through its idle cycles to that
     arrival: the statistics at ``T`` would count idle cycles past it (``LookaheadPastEnd``; 13 of 56 FiCCO study
-    points met it on a lent host before the fix). It stops at ``t`` instead."""
+    points met it before the fix). It stops at ``t`` instead."""
     cfg = system(2, memory_controller={"frontend_latency_gpu_cycles": 100})
     probe = MemorySystem(cfg)
     probe.submit(0, [0], "write", "compute", "gemm")

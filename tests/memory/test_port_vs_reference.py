@@ -1,4 +1,4 @@
-"""The path real runs take, held against the Python reference controller (issue 17).
+"""The path real runs take, held against the Python reference controller.
 
 Real runs drive the memory through :class:`~t3sim.memory.port.MemoryPort`: a callback pump armed at
 :meth:`~t3sim.memory.system.MemorySystem.next_event_tick` (4 or 16 memory cycles), lazy advances,

@@ -1,7 +1,7 @@
 """The resolved config saved beside the stats (``results/<experiment>/<hash>/config.yaml``, gem5's config.ini) is an
 experiment file of its own: it validates again, hashes to its folder's name and re-runs to byte-identical statistics.
 
-Before session 13 it did not for 1159 of the 2625 shipped points: a rule "field X only with Y" rejected X written out
+Once it did not for 1159 of the 2625 shipped points: a rule "field X only with Y" rejected X written out
 at its default (every GEMM-by-shape, GEMV and embedding point, and the static-threshold MCA sweep points)."""
 
 from __future__ import annotations

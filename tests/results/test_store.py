@@ -143,7 +143,7 @@ def test_replace_swaps_in_a_new_result(tmp_path):
 
 
 def test_source_revision_outside_git_hashes_the_sources(tmp_path):
-    """A copied tree without git metadata still names its code (session 2's lent-host runs had none)."""
+    """A copied tree without git metadata still names its code (a tree copied to another host may have none)."""
     from t3sim.results.store import source_revision
 
     pkg = tmp_path / "t3sim" / "sub"

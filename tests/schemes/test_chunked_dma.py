@@ -1,4 +1,4 @@
-"""``chunked_dma`` (issue 12 item 3): copy-engine scatters, a local reduction, exactness,
+"""``chunked_dma``: copy-engine scatters, a local reduction, exactness,
 conservation, bounds, determinism, option checks and the timeline's dma stream."""
 
 from __future__ import annotations

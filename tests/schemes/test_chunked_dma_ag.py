@@ -1,4 +1,4 @@
-"""``chunked_dma`` in the ``ag_gemm`` direction (issue 13's Transformer Engine-style baseline, issue 14's
+"""``chunked_dma`` in the ``ag_gemm`` direction (FLUX's Transformer Engine-style baseline, FiCCO's
 shard-based overlap): bytes moved, stream waits, step order, bounds, modes, rejections."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``copy`` scheme (issue 12): the GEMM beside background copies on copy streams.
+"""The ``copy`` scheme: the GEMM beside background copies on copy streams.
 
 A scaled-down h200-1gpu (16 CUs, 16 HBM channels, 10 MiB L2), Mega-GPT-2 OP at 512 tokens (4 x 12 tiles of
 128 x 256: three stages on 16 CUs) and 2 MiB copies keep each run to about 2 s.

@@ -1,4 +1,4 @@
-"""The WG dispatcher (issue 12): footprints fit, launch order, most-room placement (compute/dispatcher.py)."""
+"""The WG dispatcher: footprints fit, launch order, most-room placement (compute/dispatcher.py)."""
 
 from __future__ import annotations
 

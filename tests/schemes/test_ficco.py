@@ -1,4 +1,4 @@
-"""``ficco`` (issue 14): FiCCO's four AllGather+GEMM schedules -- functional exactness on 2, 4 and 8 GPUs,
+"""``ficco``: FiCCO's four AllGather+GEMM schedules -- functional exactness on 2, 4 and 8 GPUs,
 bytes moved, GEMM counts, flags before GEMMs, bounds, modes, determinism, rejections."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``ficco_char`` (issue 14 item 4): FiCCO's DIL/CIL characterization -- chunk GEMMs along M and K, the
+"""``ficco_char``: FiCCO's DIL/CIL characterization -- chunk GEMMs along M and K, the
 all-gather alone (a2a steps by copy engines or RCCL, p2p shards), a GEMM shard beside one step; bounds,
 bytes, modes, determinism, rejections."""
 
@@ -208,7 +208,7 @@ def test_shipped_config_is_generated():
 
 @pytest.mark.parametrize("axis,count", [("K", 4), ("M", 4)])
 def test_chunk_gemms_run_windowed_with_the_reference_statistics(axis, count, monkeypatch):
-    """The chunk GEMMs run back to back on one stream, so each takes the windowed GEMM (issue 17), the K chunks
+    """The chunk GEMMs run back to back on one stream, so each takes the windowed GEMM, the K chunks
     with their accumulating stores (C += the tile); stats.json as with ``simulation.gemm_window: false``, but the
     simpy event count."""
     from t3sim.window import gemm_window

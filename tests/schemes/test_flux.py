@@ -1,4 +1,4 @@
-"""``flux_rs`` (issue 13 item 1): FLUX's fused GEMM+RS -- exact reductions, conservation, bounds, swizzle, rejections."""
+"""``flux_rs``: FLUX's fused GEMM+RS -- exact reductions, conservation, bounds, swizzle, rejections."""
 
 from __future__ import annotations
 
@@ -202,7 +202,7 @@ def test_stats_carry_units_and_descriptions():
     ("a100-sxm4-8gpu", 2039, 312, 1.41, False), ("a100-pcie-8gpu", 1935, 312, 1.41, False),
     ("h800-8gpu", 3352, 989, 1.83, False)])
 def test_flux_presets_match_their_datasheets(name, hbm_GBps, tflops, boost_GHz, atomic_bf16):
-    """FLUX's three 8-GPU nodes (issue 13 item 3): datasheet HBM bandwidth and dense bf16 TFLOPS at the datasheet
+    """FLUX's three 8-GPU nodes: datasheet HBM bandwidth and dense bf16 TFLOPS at the datasheet
     boost clock; the simulated SM clock is the boost clock (A100) or the H200's measured sustained clock under GEMM
     load (H800: same GH100 die and 700 W limit); no bf16 atomics (FLUX footnote 5)."""
     from t3sim.config import load_system

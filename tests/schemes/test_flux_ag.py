@@ -1,4 +1,4 @@
-"""``flux_ag`` (issue 13 item 2): FLUX's fused AllGather+GEMM -- bytes moved, signal waits, bounds, rejections,
+"""``flux_ag``: FLUX's fused AllGather+GEMM -- bytes moved, signal waits, bounds, rejections,
 homogeneous mode against explicit; and the ``ag_gemm`` workload direction it runs on."""
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def test_one_copy_stream_lands_tiles_in_issue_order(mode):
 def test_copy_streams_need_explicit_mode():
     with pytest.raises(InputError, match="scheme.flux_ag_copy_streams"):
         _run("simulation.mode=homogeneous", "scheme.flux_ag_copy_streams=1")
-# ---------------------------------------------------------------- functional data (issue 13 done-when)
+# ---------------------------------------------------------------- functional data
 def _functional(n, mode, *extra, tile_rows=0):
     """FC-1 of a 256-wide model at TP=n with functional data: shards of 128 rows (one GEMM tile row), or 256 rows
     cut into communication tiles of ``tile_rows``; 8 CUs, so later tile rows' WGs start after the first stage."""

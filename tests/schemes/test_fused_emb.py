@@ -1,4 +1,4 @@
-"""``emb_a2a`` and ``fused_emb_a2a`` (issue 15 phase 2): the embedding workload's config, the remote-first order,
+"""``emb_a2a`` and ``fused_emb_a2a``: the embedding workload's config, the remote-first order,
 occupancy from the stated register count, and whole runs at reduced sizes: every pooled vector arrives exactly once
 with the right value, no slice is taken before its ready flag, the bytes on the links are the analytic count."""
 

@@ -1,4 +1,4 @@
-"""``fused_emb_a2a`` and ``emb_a2a`` between nodes (issue 15 items 4, 5): on a multinode interconnect the fused
+"""``fused_emb_a2a`` and ``emb_a2a`` between nodes: on a multinode interconnect the fused
 kernel puts each slice for another node through the NIC as one message, then a fence and the flag; every pooled
 vector still arrives exactly once with its value, flags land after their slice, receivers see every flag."""
 

@@ -1,4 +1,4 @@
-"""``gemm_a2a`` and ``fused_gemm_a2a`` (issue 15 phase 2, MoE combine) at reduced sizes: every output tile arrives
+"""``gemm_a2a`` and ``fused_gemm_a2a`` (MoE combine) at reduced sizes: every output tile arrives
 exactly once at its tokens' GPU with the right value, flags follow their slices' data and are seen before use, the
 bytes on the links are the analytic count, remote rows go first, occupancy follows the stated register count."""
 

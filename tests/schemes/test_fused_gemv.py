@@ -1,4 +1,4 @@
-"""``fused_gemv_ar`` (issue 15): the GPU-initiated library pieces (grid, occupancy, slices), the remote-first order,
+"""``fused_gemv_ar``: the GPU-initiated library pieces (grid, occupancy, slices), the remote-first order,
 flag counts, and whole runs: every output element arrives exactly once with the right value, no owner reads a
 partial before its ready flag, the bytes on the links are the analytic count, homogeneous agrees with explicit."""
 

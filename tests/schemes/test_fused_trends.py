@@ -1,5 +1,5 @@
-"""Trend tests of the fused GPU-initiated kernels (issue 15 item 5, last bullet): the paper's explanations of where
-fusion helps less (paper 000 Sec. IV-B) -- small batches, M = 64k, a GEMM-dominated run -- each as a test of the trend
+"""Trend tests of the fused GPU-initiated kernels: the paper's explanations of where
+fusion helps less (fused computation-collective paper Sec. IV-B) -- small batches, M = 64k, a GEMM-dominated run -- each as a test of the trend
 t3sim shows at small, fast sizes on the paper's Table I node (mi210-4gpu-fc, all 104 CUs). Where t3sim disagrees with
 the paper, the test asserts t3sim's trend and its docstring names the cause; the reproduction reports the
 disagreement (t3sim/reproduction/fused/numbers.py: ``emb_a2a_intra_batch``, ``gemv_ar_64k``, ``gemm_a2a_gemm_dominates``).

@@ -1,4 +1,4 @@
-"""The GEMV workload and kernel (issue 15): config rules, the record, the geometry's requests and FLOPs (no padding),
+"""The GEMV workload and kernel: config rules, the record, the geometry's requests and FLOPs (no padding),
 the library kernel's memory-bound timing, and the ``gemv_ar`` baseline."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``concurrent`` and ``chunked`` (issue 12): bounds against the kernels alone, conservation, decomposition."""
+"""``concurrent`` and ``chunked``: bounds against the kernels alone, conservation, decomposition."""
 
 from __future__ import annotations
 

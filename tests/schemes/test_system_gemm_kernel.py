@@ -1,4 +1,4 @@
-"""Experiments on a system run the GEMM kernel its preset names, the one ``t3sim validate`` validated (issue 12)."""
+"""Experiments on a system run the GEMM kernel its preset names, the one ``t3sim validate`` validated."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``workload.collective`` (issue 13 item 4): a GEMM+ReduceScatter operation (FLUX Sec. 5.1) ends at the
+"""``workload.collective``: a GEMM+ReduceScatter operation (FLUX Sec. 5.1) ends at the
 reduce-scatter in every gemm_rs scheme, with the GEMM and RS phases of the all-reduce run unchanged."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The simpy internals t3sim's engine relies on (issue 18): fail loudly when an installed simpy changes them.
+"""The simpy internals t3sim's engine relies on: fail loudly when an installed simpy changes them.
 
 ``t3sim/sim/engine.py`` steps simpy's event heap itself (``Environment._queue``, ``_now``, ``schedule``;
 ``Event._ok``, ``_value``, ``_defused``) for speed, and ``pyproject.toml`` pins the simpy versions whose

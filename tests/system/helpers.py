@@ -33,7 +33,7 @@ def tiny_sweep(name: str, schemes) -> str:
     return _TINY_SWEEP.format(name=name, schemes=", ".join(schemes))
 
 
-#: The Table 1 memory model before issue 16 item 2: 64 B DRAM accesses (BL4, tRTW = 16) and no controller frontend
+#: The earlier Table 1 memory model: 64 B DRAM accesses (BL4, tRTW = 16) and no controller frontend
 #: latency. The homogeneous-vs-explicit tests run on it: they check the mirroring machinery at the tolerances that
 #: were measured on it. Under the current defaults (32 B accesses, 100-cycle frontend latency) per-GPU data placement
 #: matters more (bank groups, latency-bound in-flight limits), and the explicit runs' per-GPU spread, which

@@ -1,4 +1,4 @@
-"""A GEMM beside copies (issue 12 item 6): SM copy kernels, copy engines, host copies.
+"""A GEMM beside copies: SM copy kernels, copy engines, host copies.
 
 A scaled-down H200 (the h200-1gpu preset with 16 CUs, 16 HBM channels and a 10 MiB L2) and small shapes
 keep each run to seconds; what matters is

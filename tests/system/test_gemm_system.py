@@ -1,4 +1,4 @@
-"""Component/integration tests of the GEMM on one simulated GPU (issue 4): directions and roofline bounds.
+"""Component/integration tests of the GEMM on one simulated GPU: directions and roofline bounds.
 
 Small token counts keep each run to a few seconds; the directions are what matter.
 """

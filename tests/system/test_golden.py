@@ -1,6 +1,6 @@
 """Golden statistics: every scheme's results held to the values committed in ``golden_stats.json``.
 
-Issue 17 asks that speed work leave results unchanged: exactly for Sequential and the ideal schemes, within a
+Speed work must leave results unchanged: exactly for Sequential and the ideal schemes, within a
 stated tolerance elsewhere. The stated tolerance here is **none**: every statistic of every case (phase and
 kernel times, DRAM traffic per category, HBM, L2, link, DMA and tracker counts; all but the ``sim.*`` wall-clock
 and event counts) must equal the committed value, because the model is deterministic and every speed change so

@@ -1,4 +1,4 @@
-"""Progress with percent and ETA (issue 18): the workload meter, the run reporter, the sweep display, and what
+"""Progress with percent and ETA: the workload meter, the run reporter, the sweep display, and what
 ``t3sim run`` / ``t3sim validate`` print on a terminal and into a log."""
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def test_timeline_on_a_cached_point_keeps_its_results(tmp_path, run_cli):
 
 def test_meter_gives_no_fraction_where_the_collective_feeds_the_gemm(monkeypatch):
     """Where the collective comes first (ag_gemm: FiCCO, FLUX AllGather, DMA all-gathers) its copies are not counted
-    by the meter, which read 0.04-0.17 at half the wall time (session 13): no percent and no ETA there, rather than a
+    by the meter, which read 0.04-0.17 at half the wall time: no percent and no ETA there, rather than a
     wrong one; the simulated time and the GEMM's WGs are still reported."""
     from t3sim.commands.bench_cmd import CASES
 

@@ -1,4 +1,4 @@
-"""Sampled simulation of an embedding-bag layer by tables (t3sim/system/sampled_tables.py; issues 15, 17): the
+"""Sampled simulation of an embedding-bag layer by tables (t3sim/system/sampled_tables.py): the
 criterion, the configuration, and sampled vs whole runs of a small layer."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sampled simulation (t3sim/system/sampling.py, issue 17): the steady-state detector, the extrapolation
+"""Sampled simulation (t3sim/system/sampling.py): the steady-state detector, the extrapolation
 arithmetic, the plan that cuts the workload, and sampled vs full runs of small sub-layers."""
 
 from __future__ import annotations

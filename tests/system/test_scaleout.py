@@ -1,4 +1,4 @@
-"""The scale-out DLRM iteration model (issue 15 item 4): the fused kernels' overlap event model and its bounds."""
+"""The scale-out DLRM iteration model: the fused kernels' overlap event model and its bounds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Whole Sequential runs (issue 4): modes agree, links conserve bytes, RS near the analytic ring estimate."""
+"""Whole Sequential runs: modes agree, links conserve bytes, RS near the analytic ring estimate."""
 
 from __future__ import annotations
 
@@ -62,15 +62,15 @@ def test_unrunnable_scheme_is_an_input_error():
 
 @pytest.mark.slow
 def test_tnlg_fc2_tp8_reduce_scatter_near_ring_estimate():
-    """T-NLG FC-2, TP=8, Table 1 (issue 4 'done when').
+    """T-NLG FC-2, TP=8, Table 1.
 
     The array is the GEMM output T x H = 8192 x 4256 fp16 = S = 69,730,304 B. The ring RS uses both link
     directions (two rings, each carrying half the array), so each of the N-1 = 7 steps moves a chunk of
     S / N / 2 bytes per direction over a 75 GB/s link and pays the 500 ns link latency once:
         t = (N-1) * (S / (2 N B) + L) + launch = 7 * (4,358,144 B / 75 GB/s + 0.5 us) + 5 us = 415.3 us.
     The links bound it from below. Above that bound is DRAM time: each ring step's CU reduction reads both
-    operands and writes the sum, a 2:1 read/write mix that 32 B accesses serve at 59 % efficiency (issue 16 item 2,
-    session 10: the RS went from within 15 % of the estimate to 15.4 % above it, 479.1 us;
+    operands and writes the sum, a 2:1 read/write mix that 32 B accesses serve at 59 % efficiency (with
+    64 B accesses the RS was within 15 % of the estimate, with 32 B it is 15.4 % above it, 479.1 us;
     experiments/t3-sublayers/README.md item 8, claim ``s611_nmc_rs_8``). So the Sequential RS lies 0-25 % above the
     estimate, and the Ideal-RS+NMC RS, whose near-memory updates remove the received operand's reads, within 10 %.
     """

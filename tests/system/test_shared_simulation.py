@@ -1,4 +1,4 @@
-"""Schemes that need the same simulation share one run (issue 7): Sequential and Ideal-GEMM-RS-Overlap.
+"""Schemes that need the same simulation share one run: Sequential and Ideal-GEMM-RS-Overlap.
 
 The results of a shared run are byte-identical to separate runs (only ``meta`` tells), and a sweep
 simulates each shared simulation once, whatever ``-j``.

@@ -1,4 +1,4 @@
-"""Sweeps on a Dask distributed cluster (issue 6): a LocalCluster on loopback gives the local pool's results."""
+"""Sweeps on a Dask distributed cluster: a LocalCluster on loopback gives the local pool's results."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sweeps (issue 6): any -j gives identical results, re-runs reuse, interrupted sweeps resume, failures per point."""
+"""Sweeps: any -j gives identical results, re-runs reuse, interrupted sweeps resume, failures per point."""
 
 from __future__ import annotations
 

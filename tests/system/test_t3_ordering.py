@@ -1,4 +1,4 @@
-"""Issue 5 ordering: sequential slower than T3; T3-MCA no slower than T3; neither T3 scheme faster
+"""The schemes' ordering: sequential slower than T3; T3-MCA no slower than T3; neither T3 scheme faster
 than Ideal-RS+NMC, each within TOL. Reduced size: workload.tokens=1024 on the Table 1 system gives
 the T-NLG GEMMs 272 WGs = 2 stages of 160 (full size: 14), so the fused RS can overlap the GEMM.
 

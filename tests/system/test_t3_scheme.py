@@ -1,4 +1,4 @@
-"""T3 fused GEMM-RS (issue 5): runs in both modes, numerically exact reduce-scatter, tracker/DMA invariants."""
+"""T3 fused GEMM-RS: runs in both modes, numerically exact reduce-scatter, tracker/DMA invariants."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_t3_mca_uses_its_arbitration():
 
 def test_t3_mca_static_threshold_on_a_round_robin_system():
     """The scheme switches the system's round-robin arbitration to t3_mca without marking the unused dynamic mapping as
-    given (session 10: the full-size sweep-mca static-threshold points failed to build)."""
+    given (else the full-size sweep-mca static-threshold points fail to build)."""
     arb = "system.memory_controller.arbitration"
     m = _model(4, "homogeneous", "t3_mca", "ring", f"{arb}.threshold_mode=static", f"{arb}.occupancy_threshold=5")
     a = m.system.memory_controller.arbitration

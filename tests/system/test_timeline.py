@@ -1,4 +1,4 @@
-"""Timelines (issue 6): a traced run's Perfetto/Chrome trace is valid trace-event JSON, shows the
+"""Timelines: a traced run's Perfetto/Chrome trace is valid trace-event JSON, shows the
 overlap (phases, GEMM stages, WGs, DMA commands, DRAM/link/queue counters) and changes no statistic."""
 
 from __future__ import annotations

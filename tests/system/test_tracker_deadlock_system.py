@@ -1,4 +1,4 @@
-"""The tracker deadlock at TP=32 (issue 16 item 4), reproduced on small systems and gone under the default policy.
+"""The tracker deadlock at TP=32, reproduced on small systems and gone under the default policy.
 
 A 1024-wide model's OP sub-layer on 16 CUs with 512 tokens has 32 WGs, all in one GEMM stage, so the
 stage spans every ring step -- as GPT-3 FC-1's 160-WG stages span 3.3 steps of 48 WGs at TP=32 -- and

@@ -108,7 +108,7 @@ def test_h200_full_reduce_scatter_and_gemm(run_cli, tmp_path):
     assert len(rs["rows"]) == 6 and len(gemm["rows"]) == 4
     assert rs["geomean_error"] <= 0.10, rs
     assert gemm["geomean_error"] <= 0.15, gemm
-    # NCCL Simple model with the measured CTA copy rate and NCCL's Simple hop (issue 16): geomean 2.1 %, log-ratio
+    # NCCL Simple model with the measured CTA copy rate and NCCL's Simple hop: geomean 2.1 %, log-ratio
     # 2.7 %, max 5.7 % (the 12 MiB row; experiments/validation/README.md)
     assert rs["log_ratio_error"] <= 0.03 and rs["max_abs_error"] <= 0.06
     assert [r["simulated_us"] for r in rs["rows"]] == committed_sim_us("reduce_scatter_4gpu")
@@ -124,8 +124,8 @@ def test_mi210_config_runs_on_h200_csv(run_cli, tmp_path):
 
 
 def test_overlap_csv_simulates_each_column_as_measured(run_cli, tmp_path):
-    """An overlap CSV (shared/reference/h200/overlap_4gpu.csv's columns) gives one row per measured column,
-    each simulated as its own program (issue 12): the sequential time is the GEMM and the RS back to back, the
+    """An overlap CSV (experiments/validation/overlap_4gpu.csv's columns) gives one row per measured column,
+    each simulated as its own program: the sequential time is the GEMM and the RS back to back, the
     concurrent one lies between the longer of the two and their sum, and the JSON reports errors per column."""
     p = tmp_path / "ov.csv"
     p.write_text("model,sublayer,tp,M,N,K,gemm_us,rs_us,sequential_us,concurrent_independent_us,chunked_decomposition_us\n"
@@ -137,7 +137,7 @@ def test_overlap_csv_simulates_each_column_as_measured(run_cli, tmp_path):
     sim = {r["what"]: r["simulated_us"] for r in res["rows"]}
     assert set(sim) == {"gemm", "rs", "sequential", "concurrent", "chunked"} == set(res["by_column"])
     assert sim["sequential"] >= 0.95 * (sim["gemm"] + sim["rs"])  # back to back (the RS reads a warm output)
-    # a cycle-level memory system is not monotone: with the H200's 32 B pseudo-channel accesses (issue 16 item 2)
+    # a cycle-level memory system is not monotone: with the H200's 32 B pseudo-channel accesses
     # the RS beside the GEMM ends 0.39 % before the RS alone (43.052 vs 43.219 us; 35.6 of them launch overhead)
     assert max(sim["gemm"], sim["rs"]) * 0.995 <= sim["concurrent"] <= sim["gemm"] + sim["rs"] + 5.0
     assert len(set(sim.values())) == 5  # five different simulations, not one reused

@@ -1,4 +1,4 @@
-"""``workload.gemm``: a GEMM given by its whole-operator shape (FiCCO Table I, issue 14 item 2), and the
+"""``workload.gemm``: a GEMM given by its whole-operator shape (FiCCO Table I), and the
 ``a2a_gemm`` direction (expert parallelism: the all-to-all that feeds an expert GEMM)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shipped traces regenerate byte for byte and match the paper's GEMM shapes (issue 2)."""
+"""Shipped traces regenerate byte for byte and match the paper's GEMM shapes."""
 
 from __future__ import annotations
 

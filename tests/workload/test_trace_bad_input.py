@@ -1,4 +1,4 @@
-"""Malformed traces -> one stderr line naming file:line/field, found and allowed; exit 2; no traceback (issue 2)."""
+"""Malformed traces -> one stderr line naming file:line/field, found and allowed; exit 2; no traceback."""
 
 from __future__ import annotations
 

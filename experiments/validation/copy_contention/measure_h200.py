@@ -1,4 +1,4 @@
-"""Measure GEMM / copy-engine contention on one H200 (issue 12 item 6), separating mechanisms.
+"""Measure GEMM / copy-engine contention on one H200, separating mechanisms.
 
 Run on a machine with one Hopper GPU, PyTorch and CuPy:  python3 measure_h200.py OUT.json
 

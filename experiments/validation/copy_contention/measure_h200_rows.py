@@ -1,4 +1,4 @@
-"""Re-measure gemm_copy_contention.csv's rows on one H200 with a written-down protocol (issue 12 item 6).
+"""Re-measure gemm_copy_contention.csv's rows on one H200 with a written-down protocol.
 
 Run: ``python3 measure_h200_rows.py ROWS.csv OUT.csv OUT.json`` (ROWS.csv: the reference CSV; its
 model/sublayer/tp/M/N/K columns are used). Writes OUT.csv with the reference CSV's columns.

@@ -1,4 +1,4 @@
-"""Second H200 measurement (issue 12 item 6): do copies and GEMMs on two streams overlap at all?
+"""Second H200 measurement: do copies and GEMMs on two streams overlap at all?
 
 The first measurement (measure_h200.py) found copies and GEMMs in lockstep: each copy's CUDA-event
 interval equals one GEMM's. This script separates the candidate causes:

@@ -1,4 +1,4 @@
-"""Is a device-to-device cudaMemcpyAsync executed by a copy engine or by SMs? (issue 12 item 6)
+"""Is a device-to-device cudaMemcpyAsync executed by a copy engine or by SMs?
 
 Run: ``python3 probe_memcpy_kind.py`` (and under ``ncu`` to list the kernels it launches).
 A spin kernel holds every SM's thread slots (2 x 1024-thread blocks per SM) or only one SM's

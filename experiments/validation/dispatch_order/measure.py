@@ -1,4 +1,4 @@
-"""Measure how one H200 shares SMs between a cuBLAS GEMM and a second kernel launched beside it (issue 12).
+"""Measure how one H200 shares SMs between a cuBLAS GEMM and a second kernel launched beside it.
 
 The question t3sim's WG dispatcher (t3sim/compute/dispatcher.py) answers by assumption from the literature:
 when two kernels on two streams run at once, does the GPU dispatch the later-launched kernel's CTAs only onto

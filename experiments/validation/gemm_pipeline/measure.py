@@ -1,4 +1,4 @@
-"""Measure what t3sim's GEMM pipeline model needs on one H200 (issue 12 item 5).
+"""Measure what t3sim's GEMM pipeline model needs on one H200.
 
 Three measurements, one GPU, bf16, PyTorch + CuPy (as ``dispatch_order/measure.py``):
 

@@ -1,4 +1,4 @@
-"""The tracker's common increment, in compiled code and as its Python reference (issue 17).
+"""The tracker's common increment, in compiled code and as its Python reference.
 
 :class:`~t3sim.dma.tracker.Tracker` keeps each programmed region's state in dense arrays indexed by
 a region id (``rid``, in programming order): rows of one ``int64 [3, regions]`` array: ``thr[rid]`` the threshold, ``cnt[rid]`` the

@@ -1,4 +1,4 @@
-"""One compiled call per pump step of the fast memory model (issue 7).
+"""One compiled call per pump step of the fast memory model.
 
 :func:`pump_step` runs the controllers (:func:`~t3sim.memory.fast.fast_kernel.run_kernel`), then
 accounts the issued requests to their batches and the statistics

@@ -21,7 +21,7 @@ stage end, end) reach the controllers a frontend latency (``frontend_latency_gpu
 request sent then would (``MemoryPort._producer_event``; an assumption: the paper does not say how the controllers
 learn of them); that keeps the results independent of the memory's pump cadence and lookahead.
 
-The starvation limit when compute requests are always queued (issue 16 item 4). Sec. 4.5:
+The starvation limit when compute requests are always queued. Sec. 4.5:
 "The MC always prioritizes compute stream accesses, but if empty, falls back to communication
 stream. Additionally, it monitors the DRAM queue occupancy and only issues communication-related
 accesses if occupancy is below a threshold. [...] Finally, the MC tracks cycles elapsed since the
@@ -42,7 +42,7 @@ least as fast as it can use memory, and no faster is useful. The communication s
 cannot use more than its links carry, in (DMA updates, remote stores) plus out (DMA reads): the
 default limit (``starvation_limit_cycles: null``) is the longest that still serves that rate,
 floor(channels x access size x HBM clock / (links x link bandwidth x 2)) -- Table 1 (32 channels,
-32 B accesses (hbm.access_size_B, issue 16 item 2), 1 GHz, 2 x 75 GB/s each way): floor(1024 / 300)
+32 B accesses (hbm.access_size_B), 1 GHz, 2 x 75 GB/s each way): floor(1024 / 300)
 = 3 cycles (6 when accesses were 64 B). Communication then gets at most the link
 rate's share of each channel, and compute the rest, whatever the threshold; a communication
 request that has waited less is still admitted only when compute is empty and the occupancy is

@@ -11,7 +11,7 @@ What differs from HBM2 at t3sim's level, from the JEDEC-derived HBM3 table of Ra
 
 The pseudo-channel organisation (JESD238 has only pseudo-channel mode: two 32-bit pseudo-channels
 per 64-bit channel, BL8 = 32 B per access) is the config's: the HBM3 presets set ``pseudo_channels: 2``,
-``bus_width_B: 4``, ``burst_length: 8`` (issue 16 item 2), each pseudo-channel an independent unit.
+``bus_width_B: 4``, ``burst_length: 8``, each pseudo-channel an independent unit.
 
 Not modelled (each listed in :data:`NOT_MODELLED`): the pseudo-channels' shared command buses, half-cycle row
 commands (ACT 1.5 CK, PRE/REF 0.5 CK on the row bus), the 1:4 CK-to-data ratio (t3sim counts the

@@ -1,4 +1,4 @@
-"""FiCCO's characterization of inefficiencies (paper 001, Secs. IV-C, IV-D; Figs. 7-9) from the ``ficco-char``
+"""FiCCO's characterization of inefficiencies (FiCCO Secs. IV-C, IV-D; Figs. 7-9) from the ``ficco-char``
 experiment's ``ficco_char`` runs (pure; reads results only).
 
 Per scenario (a Table I GEMM, at its scaled shape):
@@ -11,7 +11,7 @@ Per scenario (a Table I GEMM, at its scaled shape):
   Reading: the slowdown of the scaled-down collective itself, as a collective run once measures it. Also
   reported: ``steps_comm_*``, the 8 steps as FiCCO's schedules issue them (per-peer streams, a step's copy to a
   peer after the previous step's to it) over the whole, and ``comm_fixed_us_*`` = ``(8 t(A/8) - t(A)) / 7``, the
-  size-independent part of one collective's time if it is ``fixed + bytes / rate``. Before session 14 the DIL
+  size-independent part of one collective's time if it is ``fixed + bytes / rate``. An earlier version's DIL
   columns held the pipelined ratio (dma 0.60-0.86x: the wrong sign against the paper's +10 %);
 * ``p2p`` (shard by shard, peer to peer) over the baseline's whole CU-driven all-gather is the shard-based
   overlap's communication slowdown (Sec. VI-B);

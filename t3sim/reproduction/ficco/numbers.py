@@ -1,4 +1,4 @@
-"""Every number the FiCCO paper (paper 001) states in its text (pure data), and how t3sim's values are read.
+"""Every number the FiCCO paper states in its text (pure data), and how t3sim's values are read.
 
 The figures survive only as captions, so only these stated numbers can be compared. t3sim's values come
 from :func:`metrics` over the ``ficco-*`` experiments; :data:`READINGS` says how the

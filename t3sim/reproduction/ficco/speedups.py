@@ -1,4 +1,4 @@
-"""FiCCO's evaluation (paper 001, Secs. VI-B..VI-E, Figs. 12(b), 13, 14) from the ``ficco-sp``, ``ficco-ep`` and
+"""FiCCO's evaluation (Secs. VI-B..VI-E, Figs. 12(b), 13, 14) from the ``ficco-sp``, ``ficco-ep`` and
 ``ficco-synthetic`` experiments (pure; reads results only).
 
 Per scenario (a ``workload.gemm`` by name) and run:

@@ -1,4 +1,4 @@
-"""The fused All-to-All studies (issue 15 phase 2): ``configs/experiments/fused-a2a.yaml`` (embedding + All-to-All)
+"""The fused All-to-All studies: ``configs/experiments/fused-a2a.yaml`` (embedding + All-to-All)
 and ``configs/experiments/fused-gemm-a2a.yaml`` (MoE GEMM + All-to-All combine): per point, the baseline's and the
 fused kernel's times and the reduction ``1 - fused total / baseline total``, beside the paper's stated numbers
 (pure: reads results only).
@@ -12,7 +12,7 @@ from typing import Dict, List
 
 from t3sim.analysis.runs import load_runs
 
-#: what the fused-collective paper (shared/papers/000_*) states about these two operators (intra-node)
+#: what the fused computation-collective paper states about these two operators (intra-node)
 STATED = {
     "fused-a2a": ((0.20, 0.32), "Sec. IV-B: embedding + All-to-All 'on average 20% (and up to 32%) lower execution "
                                 "time'; 'lower for smaller batch sizes (e.g., 512)'"),

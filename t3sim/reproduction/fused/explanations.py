@@ -1,4 +1,4 @@
-"""Causes of differences from the fused-collective paper's (paper 000) stated numbers, as checked claims (maintained
+"""Causes of differences from the fused computation-collective paper's stated numbers, as checked claims (maintained
 by hand; pure data).
 
 As :mod:`t3sim.reproduction.t3.explanations`: each :class:`~t3sim.analysis.claims.Claim` states the conditions it

@@ -1,4 +1,4 @@
-"""The fused GEMV+AllReduce study (issue 15, ``configs/experiments/fused-gemv.yaml``): per GEMV, the baseline's and
+"""The fused GEMV+AllReduce study (``configs/experiments/fused-gemv.yaml``): per GEMV, the baseline's and
 the fused kernel's times and the reduction, beside the numbers the fused-collective paper states (pure: reads
 results only).
 
@@ -16,7 +16,7 @@ from typing import Dict, List
 
 from t3sim.analysis.runs import load_runs
 
-#: what the paper states about GEMV+AllReduce (shared/papers/000_*: abstract and Sec. IV-B; its conclusion swaps the
+#: what the paper states about GEMV+AllReduce (the fused computation-collective paper: abstract and Sec. IV-B; its conclusion swaps the
 #: GEMV and GEMM figures) and about occupancy (Secs. III-C, IV-C, of its embedding kernel)
 STATED = {
     "mean_reduction": (0.13, "Sec. IV-B: 'on average 13% ... lower execution time'"),

@@ -1,4 +1,4 @@
-"""Every number the fused-collective paper (paper 000, shared/papers/000_*) states in its text for its results (pure
+"""Every number the fused computation-collective paper (Punniyamurthy et al.) states in its text for its results (pure
 data), and how t3sim's values are read.
 
 The figures (8-15) survive only as captions, so only these stated numbers can be compared. t3sim's values come from

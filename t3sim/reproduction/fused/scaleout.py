@@ -1,4 +1,4 @@
-"""Scale-out DLRM iterations from per-kernel times and a network model (issue 15 item 4; fused-collective paper
+"""Scale-out DLRM iterations from per-kernel times and a network model (fused-collective paper
 Sec. IV-D, Table II, Fig. 15).
 
 The paper ran its 128-node DLRM study in ASTRA-sim with per-kernel times profiled on an MI210. t3sim does the same

@@ -1,4 +1,4 @@
-"""The fused GPU-initiated kernels' studies (issue 15; paper 000, shared/papers/000_*): per operator and point, the
+"""The fused GPU-initiated kernels' studies (fused computation-collective paper): per operator and point, the
 bulk-synchronous baseline's and the fused kernel's times and the reduction, the communication-aware scheduling's
 skew, the occupancy sweep and the 128-node study's rows (pure: reads results only; drawn by
 :mod:`t3sim.reproduction.fused.figures`).

@@ -18,8 +18,8 @@ from t3sim.analysis.claims import ABOVE, BELOW, DISAGREES, NO_VALUE, Claim, Cond
 
 C = Cond
 #: "barely": below the shortfall the paper reports for its T3 in the FC layers, "far from those with
-#: Ideal-GEMM-RS-Overlap (>15% slower)" (Sec. 6.1.2). (Until session 10 the bound was the report's 5-point
-#: tolerance, a choice of t3sim's; 32 B DRAM accesses (issue 16 item 2) moved the largest TP=8 slowdown to 6.6 %.)
+#: Ideal-GEMM-RS-Overlap (>15% slower)" (Sec. 6.1.2). (An earlier bound was the report's 5-point
+#: tolerance, a choice of t3sim's; 32 B DRAM accesses moved the largest TP=8 slowdown to 6.6 %.)
 _BARELY = C("T3's GEMM slows by less than the >15 % the paper's T3 falls short of the ideal in the FC layers "
             "(Sec. 6.1.2; largest over the MCA sweep's TP=8 sub-layers)", "t3_gemm_slow_pct", "<", 15.0)
 _GEMM_NOTE = ("{t3_gemm_slow_case}: GEMM {t3_gemm_slow_seq_us:.0f} -> {t3_gemm_slow_t3_us:.0f} us under T3, "
