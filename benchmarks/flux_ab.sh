@@ -1,5 +1,5 @@
 #!/bin/bash
-# A/B sample of the FLUX study's cost (benchmarks/RESULTS.md): flux-op-h800's 21 cases at one m, run by a
+# A/B sample of the FLUX study's cost (docs/performance.md): flux-op-h800's 21 cases at one m, run by a
 # base tree and by this one at the same time, JOBS points each, after a numba warm-up of both on the 21 cases at m = 64.
 # Prints each point's wall time in both trees, whether its statistics (less sim.events) are equal, and the sums
 # (ficco_budget/compare.py).

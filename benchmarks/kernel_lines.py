@@ -1,5 +1,5 @@
-"""Where a run's compiled time goes: samples per numba function and, in one kernel, per source line (PROFILE.md
-step 19).
+"""Where a run's compiled time goes: samples per numba function and, in one kernel, per source line (docs/performance.md,
+profiling method).
 
     python benchmarks/kernel_lines.py record CONFIG DIR [--set key=value ...] [--freq HZ] [--warm]
     python benchmarks/kernel_lines.py report DIR [--kernel NAME] [--top N]
@@ -8,8 +8,8 @@ step 19).
 ``--freq``), with numba compiling every kernel afresh with line tables (``NUMBA_DEBUGINFO=1`` and an empty
 ``NUMBA_CACHE_DIR=DIR/nbc``: code loaded from a cache has no object code at hand) and bounds checks off
 (``NUMBA_BOUNDSCHECK=0``: debug info turns them on otherwise). numba also keeps variables alive to their scope's
-end with debug info, so the code is close to, not the same as, a normal run's (on the FiCCO point of PROFILE.md
-step 19 the controller kernel took about as many seconds of samples as cProfile gives the whole window in a normal
+end with debug info, so the code is close to, not the same as, a normal run's (on a FiCCO characterization point
+the controller kernel took about as many seconds of samples as cProfile gives the whole window in a normal
 run). Without ``--warm`` the child's wall time includes the compilation. When the point is done the child
 writes ``DIR/entries.json`` (every compiled overload: entry address, qualified name, source file and line range, the
 source files of the functions it calls) and ``DIR/obj/<n>.o`` (each overload's object code). Compilation is sampled

@@ -1,4 +1,4 @@
-"""L2-only replay: time the compiled L2 kernel of one simulation point alone (benchmarks/PROFILE.md, step 18).
+"""L2-only replay: time the compiled L2 kernel of one simulation point alone (docs/performance.md, profiling method).
 
     python benchmarks/l2replay.py record CONFIG OUT.pkl [--set key=value ...]
     python benchmarks/l2replay.py replay OUT.pkl [--reps N]

@@ -1,4 +1,4 @@
-"""Memory-only replay: time the memory model of one simulation point alone (benchmarks/PROFILE.md, steps 11, 16, 17).
+"""Memory-only replay: time the memory model of one simulation point alone (docs/performance.md, profiling method).
 
     python benchmarks/memreplay.py record CONFIG OUT.pkl [--set key=value ...]
     python benchmarks/memreplay.py replay OUT.pkl [--reps N] [--perf-map]

@@ -1,4 +1,4 @@
-"""Sampled vs full simulation of experiment points (benchmarks/RESULTS.md, "Sampled simulation").
+"""Sampled vs full simulation of experiment points (docs/performance.md, "Sampled simulation").
 
 For each point: the sampled run as configured by ``--sampling`` (YAML mapping of ``simulation.sampling``) and the
 full run (sampling off); prints one JSON line per point with both phase times, the relative errors, the

@@ -1,5 +1,5 @@
 """Docs that quote numbers quote the committed results they come from. Nothing here is timed:
-the README's wall times must be what ``benchmarks/RESULTS.md`` (latest section) records, and the
+the README's wall times must be what ``docs/performance.md``'s bench table records, and the
 validation pages must be what ``t3sim validate`` generates from the committed result CSVs."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from tests.conftest import REPO
 
 
 def latest_bench_table():
-    """The last ``t3sim bench`` table of benchmarks/RESULTS.md (a case table with wall times): case name ->
-    {column: cell}."""
-    text = (REPO / "benchmarks/RESULTS.md").read_text()
+    """The ``t3sim bench`` table of docs/performance.md (the case table with wall times; the last, should there be
+    several): case name -> {column: cell}."""
+    text = (REPO / "docs/performance.md").read_text()
     tables = re.findall(r"(\| case \| wall s \|[^\n]*\n\|[-:| ]+\|\n(?:\|[^\n]*\n)+)", text)
-    assert tables, "no case table in benchmarks/RESULTS.md"
+    assert tables, "no case table in docs/performance.md"
     lines = tables[-1].strip().splitlines()
     head = [c.strip() for c in lines[0].strip("|").split("|")]
     rows = {}
@@ -33,7 +33,7 @@ def test_readme_wall_times_are_the_latest_bench_results():
     quoted = re.findall(r"(\d+(?:\.\d+)?) s\b[^`]*?bench case `([\w.-]+)`", readme.replace("\n", " "))
     assert {case for _, case in quoted} >= {"fc2-tp8-sequential", "fc2-tp8-1k"}, quoted
     for value, case in quoted:
-        assert case in rows, f"README quotes bench case {case!r}, which the latest RESULTS.md table lacks"
+        assert case in rows, f"README quotes bench case {case!r}, which the bench table of docs/performance.md lacks"
         assert float(value) == pytest.approx(float(rows[case]["wall s"]), abs=0.05), (case, value, rows[case]["wall s"])
     sim = re.search(r"simulation of (\d+(?:\.\d+)?) us of three kernels", readme.replace("\n", " "))
     assert sim and sim.group(1) == rows["fc2-tp8-sequential"]["simulated us"]
@@ -41,7 +41,7 @@ def test_readme_wall_times_are_the_latest_bench_results():
 
 def test_readme_full_size_range_is_the_bench_range():
     readme = (REPO / "README.md").read_text().replace("\n", " ")
-    lo, hi = map(int, re.search(r"full-size sub-layer cases of benchmarks/RESULTS.md take (\d+)-(\d+) s", readme).groups())
+    lo, hi = map(int, re.search(r"full-size sub-layer cases take (\d+)-(\d+) s", readme).groups())
     walls = [float(r["wall s"]) for r in latest_bench_table().values() if "(full size" in r["case"]]
     assert len(walls) == 5  # one per scheme
     assert (lo, hi) == (int(min(walls)), round(max(walls)))

@@ -1,4 +1,4 @@
-"""benchmarks/l2replay.py (the L2-only replay of benchmarks/PROFILE.md step 18): a recorded point replays with the
+"""benchmarks/l2replay.py (the L2-only replay of docs/performance.md): a recorded point replays with the
 recording's write-backs and final L2 state, and a recording with a batch missing is reported, not timed silently."""
 
 import pickle

@@ -1,4 +1,4 @@
-"""benchmarks/memreplay.py (the memory-only replay of benchmarks/PROFILE.md): a recorded point replays with the
+"""benchmarks/memreplay.py (the memory-only replay of docs/performance.md): a recorded point replays with the
 recording's completions and statistics, and a recording with a call missing is reported, not timed silently."""
 
 import pickle

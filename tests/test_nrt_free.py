@@ -1,4 +1,4 @@
-"""The per-element loops of the compiled kernels run without the numba runtime (benchmarks/PROFILE.md step 18).
+"""The per-element loops of the compiled kernels run without the numba runtime (docs/performance.md).
 
 With the runtime, numba reference-counts each array argument of every call, inlined helpers included, with atomic
 updates: in the L2 kernel's per-access loop they were 47 % of its time, and 11-17 % of whole runs (FLUX, explicit

@@ -6,8 +6,8 @@ steps' peer pushes, FiCCO-rccl's step collectives and the kernels):
     PREFIX_STEPS=4 PYTHONPATH=COPY python benchmarks/ficco_budget/prefix_run.py CONFIG... [--jobs N] [--out F.jsonl]
 
 Prints, per point, the wall time, the prefix run's total and step ends (GPU 0's last GEMM of each step, us) and the
-estimate of the whole run, ``total + (tp - S) P`` with ``P = (e[S-1] - e[1]) / (S - 2)`` (benchmarks/PROFILE.md step
-21); ``--out`` also writes them as JSON lines (``steps.py DIR --prefix F.jsonl`` compares them with whole runs).
+estimate of the whole run, ``total + (tp - S) P`` with ``P = (e[S-1] - e[1]) / (S - 2)`` (docs/performance.md,
+profiling findings); ``--out`` also writes them as JSON lines (``steps.py DIR --prefix F.jsonl`` compares them with whole runs).
 Points run in ``--jobs`` worker processes, one point each, in the order given; lines are written as points finish.
 """
 

@@ -24,7 +24,7 @@ overlap, the characterization) are counted whole.
 
 With ``--prefix`` it compares real prefix runs instead (``prefix_run.py`` on a copy of the tree patched with
 ``prefix_steps.patch``: each a schedule's first ``S`` steps, estimating the whole as its own total plus ``(8 - S) P``)
-with the whole runs in DIR: per schedule the error and the ratio of wall times (benchmarks/PROFILE.md step 21).
+with the whole runs in DIR: per schedule the error and the ratio of wall times (docs/performance.md).
 """
 
 import glob

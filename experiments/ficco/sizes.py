@@ -91,7 +91,7 @@ def scenario_rows(study: Sequence[Dict], half: Sequence[Dict]) -> List[Dict]:
 
 
 #: the FiCCO section's heading in REPRODUCTION.md (t3sim.reproduction.report)
-FICCO_SECTION = "## FiCCO (paper 001)"
+FICCO_SECTION = "## FiCCO: "
 
 
 def half_report(snapshot: str | Path, tabs: Dict[str, List[Dict]], out: Path) -> Path:

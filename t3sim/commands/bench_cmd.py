@@ -12,7 +12,7 @@ sweep, whose workers the fork server starts), simulated time,
 slowdown (wall / simulated), DRAM requests per wall-clock second (column accesses of hbm.access_size_B of
 every simulated GPU's HBM), simpy events per wall-clock second, and peak resident memory
 of the process (``ru_maxrss``, which includes the interpreter and imports, ~0.2 GB).
-Benchmarks measure; they assert nothing. ``benchmarks/RESULTS.md`` records measurements
+Benchmarks measure; they assert nothing. ``docs/performance.md`` records measurements
 with the machine they ran on.
 
 ``--schemes`` runs the scheme set (:data:`SCHEME_SET`): one small case (seconds, not minutes) per

@@ -182,7 +182,7 @@ class SamplingConfig(Model):
         8, unit="count",
         desc="GEMM waves (stages: WG slots' worth of WGs) the largest of the three first detailed runs holds at "
              "least (the others about a quarter and a half of it); a workload too small for them is simulated whole",
-        source="assumption: the Table 1 sub-layers' GEMM waves settle after the first (benchmarks/RESULTS.md, "
+        source="assumption: the Table 1 sub-layers' GEMM waves settle after the first (docs/performance.md, "
                "sampled simulation: wave times within about 1 % from the second wave on)", ge=2)
     window_waves: int = F(
         3, unit="count", desc="the steady-state criterion compares the mean of the last window_waves complete waves "

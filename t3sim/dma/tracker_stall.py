@@ -17,7 +17,7 @@ Two shortcuts, each equal to the definition (tests/dma/test_tracker_counting.py 
   there if no run left belongs to a region holding a way (``_live`` counts the queued
   runs that do, ``_qruns`` a region's queued runs); ``"scan"`` asks about every run, the definition. Nothing a
   pass skips could change state. At full size a T3-MCA run re-asked the policy about ~2.8M refused runs, 99.8 % of
-  them in a full set, and handed ~600k stalls to the general path one by one (benchmarks/PROFILE.md step 14).
+  them in a full set, and handed ~600k stalls to the general path one by one (CHANGELOG.md).
 """
 
 from __future__ import annotations

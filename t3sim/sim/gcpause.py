@@ -2,7 +2,7 @@
 
 Setting up a full-size T3 run builds tens of thousands of long-lived objects (DMA blocks, tracker
 callbacks); each generation-0 threshold crossing makes the collector scan them again, which cost a
-third of T3's setup (benchmarks/PROFILE.md step 6). Nothing built there is garbage, so the
+third of T3's setup (CHANGELOG.md). Nothing built there is garbage, so the
 collector is paused for the build and runs normally afterwards (the event loop then freezes the model
 out of its scans: :meth:`t3sim.sim.engine.Engine.run`). Results are unaffected.
 """

@@ -54,7 +54,7 @@ Limits: workloads given by a model sub-layer or a GEMM shape (not a GEMV or an e
 trace file, whose shape is fixed), with a ``row_major`` WG order; no ``--timeline`` (a timeline traces one
 detailed run). A scheme whose behaviour changes with the rows per GPU chunk relative to a wave (T3's ring
 chunks are ``1/tp`` of the GEMM) converges only once each chunk spans several waves: the rate criterion
-catches it (benchmarks/RESULTS.md, sampled simulation).
+catches it (docs/performance.md, sampled simulation).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ MAX_THREADS_PER_WG = 1024
 #: Most registers one thread may use (CUDA limit for compute capability 7.0).
 MAX_REGISTERS_PER_THREAD = 255
 #: Most WGs one kernel may have: the simulator keeps per-WG state and spends ~20-40 ms of wall time per WG
-#: of a full-size run (benchmarks/RESULTS.md), so 2**20 WGs (340x the largest Table 2 kernel, 3072 WGs) is
+#: of a full-size run (docs/performance.md), so 2**20 WGs (340x the largest Table 2 kernel, 3072 WGs) is
 #: already ~10 hours. Assumption: a bound on what one machine simulates, not a property of GPUs.
 MAX_WGS = 2**20
 #: Most WG main-loop steps (``num_wgs * ceil(K / tile_k)``) one kernel may have: 2**28 is ~1300x the largest

@@ -92,7 +92,7 @@ def test_committed_half_report_is_what_the_committed_tables_make(tmp_path):
     path = sizes.half_report(REPO / "experiments/reproduction", tabs, tmp_path)
     assert path.read_text() == (REPO / "experiments/ficco/REPRODUCTION-ficco-half.md").read_text()
     text = path.read_text()
-    assert text.startswith("> GENERATED") and "## FiCCO (paper 001)" in text and "## Fused" not in text
+    assert text.startswith("> GENERATED") and "## FiCCO: " in text and "## Fused" not in text
     assert "at most 128 GFLOP per GPU (the half study)" in text and "256 GFLOP" not in text
     half = ficco_numbers.metrics_from_tables(tabs)
     with (REPO / "experiments/ficco/sizes.csv").open() as fh:

@@ -166,7 +166,7 @@ drained = st.tuples(st.sampled_from([1, 2]), st.sampled_from([0, 3900]), st.samp
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(drained)
 @example((2, 0, 16, 4, 2, None, 100_000, 213314))  # the flag's clearing one cycle after an admission decides a later
-# choice here (found against a trial kernel that skipped ahead from admissions, PROFILE.md step 16)
+# choice here (found against a trial kernel that skipped ahead from admissions, docs/performance.md)
 def test_fast_equals_reference_with_producer_drains(params):
     cfg, events = _drained(*params)
     from t3sim.memory import MemorySystem
@@ -192,8 +192,8 @@ def test_fast_equals_reference_with_producer_drains(params):
 def test_lines_equal_in_their_low_31_bits_are_different_lines():
     """Same-line hazards compare whole lines: requests to lines that differ by 2^31 (the same DRAM location, since
     addresses wrap at the capacity) are no hazard, as in the reference; reads and writes of both, interleaved, give
-    the same commands and completions. (A guard for any narrowing of the queue slots' fields: benchmarks/PROFILE.md
-    step 17 tried 32-bit slots; one that compared the low 31 bits of lines hung or failed here.)"""
+    the same commands and completions. (A guard for any narrowing of the queue slots' fields: docs/performance.md
+    lists 32-bit slots as tried; one that compared the low 31 bits of lines hung or failed here.)"""
     cfg = system(1, memory_controller={"read_queue_entries": 8, "write_queue_entries": 8})
     far = (1 << 31) * cfg.hbm.access_size_B
     rng = np.random.default_rng(3)

@@ -4,7 +4,7 @@ Speed work must leave results unchanged: exactly for Sequential and the ideal sc
 stated tolerance elsewhere. The stated tolerance here is **none**: every statistic of every case (phase and
 kernel times, DRAM traffic per category, HBM, L2, link, DMA and tracker counts; all but the ``sim.*`` wall-clock
 and event counts) must equal the committed value, because the model is deterministic and every speed change so
-far was exact (``benchmarks/PROFILE.md``). A failure lists the statistics that moved.
+far was exact (``CHANGELOG.md``). A failure lists the statistics that moved.
 
 A model change (a fidelity fix, a new mechanism) moves them on purpose: regenerate the file with
 ``python -m tests.system.test_golden --write`` and say in the commit which values moved, by how much and why.

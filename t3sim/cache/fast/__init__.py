@@ -4,7 +4,7 @@
 the two equal).
 
 Other packages use only the names in ``__all__``: the model, and for compiled code that runs a batch through the
-L2 inside its own loop (the memory hierarchy's helpers, :mod:`t3sim.compute.memhier_kernel`, and the GEMM window,
+L2 inside its own loop (the memory hierarchy's helpers, :mod:`t3sim.compute.fast.memhier_kernel`, and the GEMM window,
 :mod:`t3sim.window`), :func:`~t3sim.cache.fast.l2_kernel.access_uniform` and the rows of its two outputs
 (``R_*``: per access; ``E_*``: per write-back).
 """
