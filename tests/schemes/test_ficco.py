@@ -194,7 +194,7 @@ def test_bytes_invariants_vary(n, mult, sched):
     (("scheme.chunks=8",), "scheme.chunks"),  # not ficco's option
 ])
 def test_bad_values_rejected(extra, field):
-    from t3sim.system.checks import check_experiment
+    from t3sim.exec.checks import check_experiment
 
     with pytest.raises(InputError) as e:
         cfg = exp(*_cfg(4, "uniform_fused_1d", "simulation.mode=homogeneous", *extra))
