@@ -131,7 +131,7 @@ def check_row(system, kind: str, f: dict, where: str) -> None:
 
 def simulate_with_progress(system, kind: str, rows, jobs: int, title: str) -> list:
     """Simulate every row (largest first, ``jobs`` processes) with progress on stderr: rows done, the
-    percent of the rows' bytes or FLOPs done and the ETA (:class:`t3sim.exec.Progress`). Outcomes in row order."""
+    percent of the rows' bytes or FLOPs done and the ETA (:class:`t3sim.exec.progress.Progress`). Outcomes in row order."""
     from t3sim.validation.tasks import row_cost, simulate_row  # lazy: the simulator loads when a command runs
 
     tasks = [(kind, system, r.fields, r.where) for r in rows]

@@ -3,7 +3,7 @@ workload the simulator can run, physically and on this machine? (issue 18)
 
 Each config section validates itself (:mod:`t3sim.config`); these checks combine sections with the
 workload's GEMM (generated or from a trace) and run before anything is simulated -- by
-:func:`t3sim.exec.run_points` for every point of a sweep, by ``t3sim config check`` and by
+:func:`t3sim.exec.runner.run_points` for every point of a sweep, by ``t3sim config check`` and by
 ``t3sim run --timeline`` -- so an absurd point is one line of bad input (exit 2), not a crash or a
 meaningless result minutes later:
 

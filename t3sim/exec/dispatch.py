@@ -48,9 +48,11 @@ def run(points: Sequence[core.Resolved], timeline: bool = False) -> List[RunResu
 
 def simulate(exp: ExperimentConfig, timeline: bool = False) -> RunResult:
     """Simulate one point of any ``simulation.sampling.mode`` (:func:`t3sim.system.core.simulate` for ``off``)."""
-    return run([resolve(exp)], timeline=timeline)[0]
+    point = resolve(exp)
+    return run([point], timeline=timeline)[0]
 
 
 def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False) -> List[RunResult]:
     """Simulate points of any mode that share one simulation once (:func:`t3sim.system.core.simulate_shared`)."""
-    return run([resolve(e) for e in exps], timeline=timeline)
+    points = [resolve(e) for e in exps]
+    return run(points, timeline=timeline)

@@ -60,7 +60,7 @@ def _pool_context():
     # forkserver forks workers from one server that has already imported the simulator.
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["t3sim.exec.runner", "t3sim.system.run"])
+        ctx.set_forkserver_preload(["t3sim.exec.runner", "t3sim.system.core"])
         return ctx
     return multiprocessing.get_context("spawn")  # pragma: no cover - not POSIX
 

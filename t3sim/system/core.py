@@ -99,7 +99,8 @@ def simulate(exp: ExperimentConfig, timeline: bool = False) -> RunResult:
     ``timeline``: also record a Chrome/Perfetto trace of the run (:mod:`t3sim.system.timeline`) into
     ``result.timeline``; tracing only observes, so the statistics are the same either way.
     """
-    return simulate_resolved([resolve(exp)], timeline=timeline)[0]
+    point = resolve(exp)
+    return simulate_resolved([point], timeline=timeline)[0]
 
 
 def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False, probe=None) -> List[RunResult]:
@@ -163,6 +164,7 @@ def _simulate_model(points: Sequence[Resolved], timeline: bool, probe, t0: float
     False: no memory lookahead whatever ``simulation.memory_lookahead`` says; ``note``: why, for ``meta``)."""
     exps = [r.exp for r in points]
     schemes = [r.scheme for r in points]
+    shared = sharer_labels(exps) if len(exps) > 1 else None
     collect_earlier_garbage()  # before the model is built, so that it reuses the memory earlier runs' garbage held
     model = SystemModel(exps[0], kernel=points[0].kernel)
     if not lookahead:
@@ -195,8 +197,8 @@ def _simulate_model(points: Sequence[Resolved], timeline: bool, probe, t0: float
                 "peak_rss_MiB": round(peak_rss_MiB(), 1)}
         if note is not None:
             meta["memory_lookahead"] = f"re-run without: {note}"
-        if len(exps) > 1:
-            meta["shared_simulation"] = sharer_labels(exps)
+        if shared is not None:
+            meta["shared_simulation"] = shared
         trace = tl.build(model, stats, samples) if timeline else None
         results.append(RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed, meta,
                                  trace))

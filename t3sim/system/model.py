@@ -59,6 +59,7 @@ class SystemModel:
             d.setdefault("system", {}).setdefault("memory_controller", {}).setdefault("arbitration", {})["kind"] = arb
             exp = type(exp).model_validate(d)
             self.exp = exp
+        self.kernel = kernel if kernel is not None else point_kernel(exp)
         self.system = exp.system
         sim = exp.simulation
         self.mode = sim.mode
@@ -78,7 +79,6 @@ class SystemModel:
             h.port.lookahead = sim.memory_lookahead
         #: each simulated GPU's WG dispatcher, shared by every kernel launched on it (CUs of concurrent kernels)
         self.dispatchers: Dict[int, CuDispatcher] = {g: CuDispatcher(exp.system.gpu, f"gpu{g}") for g in self.sim_gpus}
-        self.kernel = kernel if kernel is not None else point_kernel(exp)
         k = self.kernel
         eb = DTYPE_BYTES[k.dtype]
         self.elem_B = eb

@@ -199,7 +199,7 @@ def test_bad_values_rejected(extra, field):
     with pytest.raises(InputError) as e:
         cfg = exp(*_cfg(4, "uniform_fused_1d", "simulation.mode=homogeneous", *extra))
         check_experiment(cfg)
-        scheme_for("ficco").check_options(cfg.scheme)  # as t3sim.system.run does before simulating
+        scheme_for("ficco").check_options(cfg.scheme)  # as t3sim.system.core does before simulating
         scheme_for("ficco").simulate(SystemModel(cfg))
     assert e.value.where == field
 
