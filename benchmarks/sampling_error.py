@@ -14,7 +14,7 @@ import json
 import time
 
 from t3sim.config.sweep import expand
-from t3sim.system.run import simulate
+from t3sim.exec.dispatch import simulate
 
 
 def main() -> None:

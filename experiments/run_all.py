@@ -5,7 +5,8 @@ import glob
 import sys
 
 from t3sim.config.sweep import expand
-from t3sim.exec import Progress, run_points
+from t3sim.exec.progress import Progress
+from t3sim.exec.runner import run_points
 from t3sim.results.store import config_hash
 from t3sim.workload import workload_kernel
 

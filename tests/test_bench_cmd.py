@@ -25,7 +25,7 @@ def test_unknown_case_is_an_input_error(capsys):
 
 def test_sweep_counts_a_shared_simulation_once(tmp_path):
     """A sweep case sums simulated time and DRAM requests over simulations, not points: Sequential and
-    Ideal-GEMM-RS-Overlap of one config share one simulation (t3sim.system.run.simulate_shared)."""
+    Ideal-GEMM-RS-Overlap of one config share one simulation (t3sim.system.core.simulate_shared)."""
     from t3sim.commands.bench_cmd import _run_sweep
     from tests.system.helpers import tiny_sweep
 

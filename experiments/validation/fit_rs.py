@@ -44,7 +44,7 @@ def golden_min(f, lo, hi, tol=1e-4):
 def _sim(args):
     system_path, lat, mb, sets = args
     from t3sim.config import load_system
-    from t3sim.system.validate import simulate_collective_row
+    from t3sim.validation.rows import simulate_collective_row
     over = ["collective.launch_overhead_ns=0"] + list(sets) + ([f"interconnect.link_latency_ns={lat}"] if lat is not None else [])
     s = load_system(system_path, over)
     o = simulate_collective_row(s, "reduce_scatter", 4, mb, "bf16")

@@ -37,7 +37,7 @@ def nccl_choice(collective: str, n: int, size_mib: float) -> str:
 def _one(args):
     coll, gpus, mb = args
     from t3sim.config import load_system
-    from t3sim.system.validate import simulate_collective_row
+    from t3sim.validation.rows import simulate_collective_row
     o = simulate_collective_row(load_system(SYSTEM), coll, gpus, mb, "bf16")
     return coll, gpus, mb, o.sim_us, o.wall_s
 

@@ -1,6 +1,6 @@
 """Validation against hardware: measured CSVs, error metrics and the Fig. 14-style plot (pure).
 
-Nothing here simulates (that is :mod:`t3sim.system.validate`); this module
+Nothing here simulates (that is :mod:`t3sim.validation`); this module
 reads and checks measured data, compares simulated with measured times and
 draws the comparison.
 
@@ -56,7 +56,7 @@ COLLECTIVE_COLUMNS = ("collective", "gpus", "size_mb", "dtype", "median_us")
 GEMM_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "dtype", "median_us")
 OVERLAP_COLUMNS = ("model", "sublayer", "tp", "M", "N", "K", "gemm_us", "rs_us", "sequential_us",
                    "concurrent_independent_us", "chunked_decomposition_us")
-#: overlap row ``what`` -> its measured column (t3sim.system.validate_overlap simulates each)
+#: overlap row ``what`` -> its measured column (t3sim.validation.overlap simulates each)
 OVERLAP_MEASURED = {"gemm": "gemm_us", "rs": "rs_us", "sequential": "sequential_us",
                     "concurrent": "concurrent_independent_us", "chunked": "chunked_decomposition_us"}
 #: GEMM alone and beside background copies (t3sim.analysis.validation_copy); bf16

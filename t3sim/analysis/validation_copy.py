@@ -1,6 +1,6 @@
 """GEMM / copy contention CSVs: reading, comparing simulated with measured, plotting (pure).
 
-Nothing here simulates (that is :mod:`t3sim.system.validate_copy`). CSV kind ``copy_contention``
+Nothing here simulates (that is :mod:`t3sim.validation.contention`). CSV kind ``copy_contention``
 (columns ``CONTENTION_COLUMNS`` of :mod:`t3sim.analysis.validation`, detected from the header by
 :func:`t3sim.analysis.validation.detect_kind`): one GEMM (``M x K`` by ``K x N``, bf16) timed alone
 (``gemm_alone_us``) and while background copies run (``gemm_with_<bg>_us``), and the copies' slowdown

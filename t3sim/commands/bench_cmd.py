@@ -29,11 +29,13 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List
 
 from t3sim.commands import cli_argv
+from t3sim.errors import InputError
 
 _DEFAULT = "configs/experiments/default.yaml"
 _TP16 = ["workload.tp=16", "system.interconnect.num_gpus=16"]
@@ -213,7 +215,7 @@ def machine() -> Dict[str, object]:
                     break
     except OSError:
         pass
-    try:
+    try:  # lazy: numba is slow to import, and only this report needs the versions
         import numba
         import numpy
         import simpy
@@ -227,8 +229,9 @@ def machine() -> Dict[str, object]:
 def run_case(name: str) -> Dict[str, object]:
     """Run one case in this process and measure it (CPU seconds: this process's, the warm-up excluded; None
     for a sweep)."""
-    import resource
+    import resource  # lazy: POSIX only
 
+    # lazy: the simulator loads when a command runs (fast --help)
     from t3sim.config import SystemConfig
     from t3sim.memory.memtest import warm_up
     from t3sim.sim.engine import peak_rss_MiB
@@ -241,15 +244,16 @@ def run_case(name: str) -> Dict[str, object]:
     if case["kind"] == "sweep":
         out.update(_run_sweep(case))
     elif case["kind"] == "memtest":
-        from t3sim.memory.memtest import simulate
+        from t3sim.memory.memtest import simulate  # lazy: the simulator (fast --help)
 
         ms, wall = simulate(SystemConfig(), case["pattern"], case["requests"])
         sim_s = ms.now_tick * 1e-12
         out.update(wall_s=wall, simulated_us=sim_s * 1e6, dram_requests=case["requests"], simpy_events=0)
     else:
+        # lazy: the simulator loads when a command runs (fast --help)
         from t3sim.config import load_experiment
+        from t3sim.exec.dispatch import simulate as simulate_exp
         from t3sim.sim import engine as engine_mod
-        from t3sim.system import simulate as simulate_exp
 
         # count simpy events over every Engine.run of the case
         counted = {"events": 0}
@@ -298,8 +302,7 @@ def _run_sweep(case: dict) -> Dict[str, object]:
     the largest process's: the ``t3sim run`` process, or the largest pool worker's (each point's ``meta.json``
     records its process's peak so far; the workers are the fork server's children, which ``getrusage`` does
     not reach)."""
-    import resource
-    import tempfile
+    import resource  # lazy: POSIX only
 
     with tempfile.TemporaryDirectory() as tmp:
         cmd = cli_argv("run", str(_repo_path(case["config"])), "--out", tmp, "--force", "-j", str(case.get("jobs", 2)))
@@ -365,8 +368,6 @@ def _g(x) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from t3sim.errors import InputError
-
     if args._child:
         print(json.dumps(run_case(args._child)))
         return 0

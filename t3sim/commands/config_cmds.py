@@ -2,7 +2,7 @@
 
 ``check`` validates every file it is given and reports every error it finds (one line each on stderr):
 all pydantic errors of a file, and for an experiment every sweep point that cannot be simulated
-(:func:`t3sim.system.checks.check_experiment`). Exit 0 when every file is good, else 2.
+(:func:`t3sim.exec.checks.check_experiment`). Exit 0 when every file is good, else 2.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from t3sim.config import ROOT_MODELS, detect_kind, load_config, load_raw
 from t3sim.config.loader import validation_errors
+from t3sim.config.sweep import expand
 from t3sim.errors import EXIT_INPUT_ERROR, InputError
 
 
@@ -83,10 +84,9 @@ def file_errors(path: str) -> List[InputError]:
 
 
 def _check_points(path: str, overrides, collect: bool = False) -> List[InputError]:
-    """Check every point of an experiment (:func:`t3sim.system.checks.check_experiment`); raise the first
+    """Check every point of an experiment (:func:`t3sim.exec.checks.check_experiment`); raise the first
     error, or return them all with ``collect``."""
-    from t3sim.config.sweep import expand
-    from t3sim.system.checks import check_experiment
+    from t3sim.exec.checks import check_experiment  # lazy: the simulator loads when a command runs (fast --help)
 
     points = expand(path, overrides)
     errors = []

@@ -20,7 +20,11 @@ import argparse
 import json
 import sys
 
-from t3sim.exec import Progress
+from t3sim.config.sweep import expand
+from t3sim.errors import InputError, check_writable_dir
+from t3sim.exec.progress import Progress
+from t3sim.results.store import ResultStore, summary_csv
+from t3sim.sim import report
 
 # (the simulator itself is imported when a command runs, so `t3sim --help` and bad input answer fast)
 
@@ -73,12 +77,10 @@ def _timeline(args: argparse.Namespace) -> int:
     """Trace one point. A point that already has a result is re-simulated (a timeline is recorded only
     while simulating) and ``timeline.json`` is added beside the cached result, whose files stay untouched
     (``--force`` replaces them with the new run's)."""
-    from t3sim.config.sweep import expand
-    from t3sim.errors import InputError, check_writable_dir
+    # lazy: the simulator loads when a command runs (fast --help)
+    from t3sim.exec.checks import check_experiment
+    from t3sim.exec.dispatch import run
     from t3sim.exec.runner import load_cached
-    from t3sim.results.store import ResultStore, summary_csv
-    from t3sim.system.checks import check_experiment
-    from t3sim.system.run import simulate
 
     points = expand(args.config, args.overrides)
     if len(points) != 1:
@@ -88,7 +90,7 @@ def _timeline(args: argparse.Namespace) -> int:
     if cfg.simulation.sampling.mode != "off":
         raise InputError(f"{args.config}: simulation.sampling.mode", f"{cfg.simulation.sampling.mode} with --timeline "
                          "(a timeline traces one detailed simulation)", "simulation.sampling.mode=off for a timeline")
-    check_experiment(cfg, args.config)
+    point = check_experiment(cfg, args.config)
     store = ResultStore(args.out)
     check_writable_dir(store.root, "--out")
     found = None if args.force else store.find(cfg.name, cfg.model_dump(mode="json"))
@@ -96,7 +98,7 @@ def _timeline(args: argparse.Namespace) -> int:
     if found is not None:
         sys.stderr.write(f"t3sim: {found} already has this point's results; re-simulating it to record the timeline "
                          "(the cached results are kept; --force replaces them)\n")
-    result = simulate_with_progress(simulate, cfg, points[0].label, timeline=True)
+    result = simulate_with_progress(run, point, points[0].label, timeline=True)
     if cached is None:
         path = store.write(result, replace=True)
     else:
@@ -113,16 +115,15 @@ def _timeline(args: argparse.Namespace) -> int:
     return 0
 
 
-def simulate_with_progress(simulate, cfg, label: str = "base", **kwargs):
-    """``simulate(cfg, **kwargs)`` in this process with its progress (percent, ETA) on stderr."""
-    from t3sim.sim import report
-
+def simulate_with_progress(run, point, label: str = "base", **kwargs):
+    """``run([point], **kwargs)[0]`` (:func:`t3sim.exec.dispatch.run` of a resolved point) in this process with
+    its progress (percent, ETA) on stderr."""
     progress = Progress(sys.stderr)
-    progress.begin(cfg.name, 1, 0, "this process")
+    progress.begin(point.exp.name, 1, 0, "this process")
     how = "stopped"
     try:
         with report.reporting(lambda status: progress.update(0, status)):
-            result = simulate(cfg, **kwargs)
+            result = run([point], **kwargs)[0]
         progress.point_done(label, f"done in {result.meta.get('wall_s', 0):.1f} s", task=0)
         how = "done"
     except KeyboardInterrupt:
@@ -134,10 +135,11 @@ def simulate_with_progress(simulate, cfg, label: str = "base", **kwargs):
 
 
 def _run(args: argparse.Namespace) -> int:
+    # lazy: the simulator and analysis load when a command runs (fast --help)
     from t3sim.analysis.comparison import group_cases
     from t3sim.analysis.tables import write_csv_atomic
     from t3sim.reproduction.t3.comparison import compare, format_tables, to_csv
-    from t3sim.system.run import run_experiment
+    from t3sim.exec.runner import run_experiment
 
     if args.timeline:
         return _timeline(args)

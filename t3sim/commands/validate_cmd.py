@@ -19,11 +19,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 from t3sim.analysis.validation import Comparison, plot_comparison, read_comparison, read_measured
 from t3sim.config import load_system
+from t3sim.config.workload import DTYPE_BYTES
 from t3sim.errors import InputError, check_writable_dir
+from t3sim.exec import executors
+from t3sim.exec.progress import Progress
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from t3sim.system.validate import default_jobs, system_for_gpus
+    from t3sim.validation.rows import system_for_gpus  # lazy: the simulator loads when a command runs (fast --help)
 
     inputs = [(path, None) for path in args.measured] + [(path, "gemm") for path in args.gemm]
     if not inputs:
@@ -95,10 +98,10 @@ def _run(args: argparse.Namespace) -> int:
 def check_row(system, kind: str, f: dict, where: str) -> None:
     """Raise :class:`InputError` at ``where`` for a measured row the simulator cannot run: a collective
     array its plan cannot split or that does not fit the HBM, a GEMM too large to simulate or to fit."""
+    # lazy: the simulator loads when a command runs (fast --help)
     from t3sim.collectives.runner import plan_for_system
-    from t3sim.config.workload import DTYPE_BYTES
-    from t3sim.system.checks import hbm_capacity_B
-    from t3sim.system.validate import MIB, gemm_kernel_record
+    from t3sim.system.kernels import gemm_kernel_record, hbm_capacity_B
+    from t3sim.validation.rows import MIB
     from t3sim.workload.trace import check_size
 
     eb = DTYPE_BYTES[f["dtype"]]
@@ -128,10 +131,8 @@ def check_row(system, kind: str, f: dict, where: str) -> None:
 
 def simulate_with_progress(system, kind: str, rows, jobs: int, title: str) -> list:
     """Simulate every row (largest first, ``jobs`` processes) with progress on stderr: rows done, the
-    percent of the rows' bytes or FLOPs done and the ETA (:class:`t3sim.exec.Progress`). Outcomes in row order."""
-    from t3sim.exec import executors
-    from t3sim.exec.progress import Progress
-    from t3sim.system.validate import row_cost, simulate_row
+    percent of the rows' bytes or FLOPs done and the ETA (:class:`t3sim.exec.progress.Progress`). Outcomes in row order."""
+    from t3sim.validation.tasks import row_cost, simulate_row  # lazy: the simulator loads when a command runs
 
     tasks = [(kind, system, r.fields, r.where) for r in rows]
     cost = [row_cost(kind, r.fields) for r in rows]
@@ -167,10 +168,9 @@ def simulate_with_progress(system, kind: str, rows, jobs: int, title: str) -> li
 
 
 def _simulate_contention(args: argparse.Namespace, system, rows):
-    """Simulate every GEMM / copy contention row of every such CSV once (t3sim.system.validate_copy):
+    """Simulate every GEMM / copy contention row of every such CSV once (t3sim.validation.contention):
     (outcomes by (M, N, K), copies alone by background)."""
-    from t3sim.system.validate import default_jobs
-    from t3sim.system.validate_copy import BACKGROUNDS, simulate_contention_rows
+    from t3sim.validation.contention import BACKGROUNDS, simulate_contention_rows  # lazy: the simulator (fast --help)
 
     bgs = tuple(BACKGROUNDS)
     shapes = sorted({(r.fields["M"], r.fields["N"], r.fields["K"]) for r in rows})
@@ -188,8 +188,9 @@ def _simulate_contention(args: argparse.Namespace, system, rows):
 
 def _contention(args: argparse.Namespace, system, path: str, rows, out: Path, shared):
     """Report one GEMM / copy contention CSV from the shared simulations."""
+    # lazy: the simulator and matplotlib load when a command runs (fast --help)
     from t3sim.analysis.validation_copy import ContentionComparison, plot_contention
-    from t3sim.system.validate_copy import BACKGROUNDS
+    from t3sim.validation.contention import BACKGROUNDS
 
     bgs = tuple(BACKGROUNDS)
     by_shape, alone = shared
@@ -213,3 +214,8 @@ def _contention(args: argparse.Namespace, system, path: str, rows, out: Path, sh
                          + "".join(f"simulated copies alone, {b}: {alone[b].copy_us:.1f} us\n" for b in bgs)
                          + f"wrote {csv_path} and {png_path}\n\n")
     return cmp
+
+
+def default_jobs(n_rows: int, cpus: Optional[int] = None) -> int:
+    """Processes to use for ``n_rows`` rows: at most the CPUs this process may use."""
+    return max(1, min(n_rows, cpus or executors.default_jobs()))

@@ -162,8 +162,8 @@ class SchemeConfig(Model):
 
 
 class SamplingConfig(Model):
-    """Sampled simulation: ``waves`` (t3sim/system/sampling.py), detailed runs of the first GEMM waves, the rest
-    advanced at the measured steady-state per-wave rates; ``tables`` (t3sim/system/sampled_tables.py), detailed
+    """Sampled simulation: ``waves`` (t3sim/sampling/plan.py), detailed runs of the first GEMM waves, the rest
+    advanced at the measured steady-state per-wave rates; ``tables`` (t3sim/sampling/tables.py), detailed
     runs of an embedding-bag layer's first tables, the rest at the measured per-table rates. ``tolerance_pct``
     applies to both; the ``*_waves`` fields only with ``waves``, the ``*_tables`` fields only with ``tables``."""
 
@@ -172,10 +172,10 @@ class SamplingConfig(Model):
         desc="off: simulate the whole workload in detail; waves: simulate the workload cut to its first rows "
              "(about detail_waves/4, /2 and detail_waves GEMM waves) in detail, check steady state, and advance "
              "the rest at the measured rates: the GEMM phase at the largest run's steady wave time, every other "
-             "additive statistic on the line through the two larger runs (t3sim/system/sampling.py); tables: an "
+             "additive statistic on the line through the two larger runs (t3sim/sampling/plan.py); tables: an "
              "embedding-bag layer cut to detail_tables/4, /2 and detail_tables tables per GPU, every additive "
              "statistic on the line through the two larger runs once the per-table rates agree "
-             "(t3sim/system/sampled_tables.py)",
+             "(t3sim/sampling/tables.py)",
         source="issue 17; TBPoint (Huang et al., IISWC'14), Photon (Liu et al., MICRO'23), PKA (Baddouh et al., "
                "MICRO'21, Accel-Sim's kernel sampling): simulate until steady state, project the rest")
     detail_waves: int = F(
@@ -206,7 +206,7 @@ class SamplingConfig(Model):
         desc="tables per GPU of the largest of the three first detailed runs of sampling.mode tables (the others a "
              "quarter and a half of it); a layer of no more tables is simulated whole",
         source="assumption: on the fused-a2a node at batch 256 the baseline's layer extrapolated from 4, 8 and 16 "
-               "tables is within 0.3 % of a whole 256-table run (t3sim/system/sampled_tables.py); the criterion "
+               "tables is within 0.3 % of a whole 256-table run (t3sim/sampling/tables.py); the criterion "
                "decides whether more are needed", ge=4)
     max_detail_tables: int = F(
         128, unit="count", desc="the most tables per GPU the larger detailed run of sampling.mode tables may grow "

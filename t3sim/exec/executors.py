@@ -60,7 +60,7 @@ def _pool_context():
     # forkserver forks workers from one server that has already imported the simulator.
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["t3sim.exec.runner", "t3sim.system.run"])
+        ctx.set_forkserver_preload(["t3sim.exec.runner", "t3sim.system.core"])
         return ctx
     return multiprocessing.get_context("spawn")  # pragma: no cover - not POSIX
 
@@ -71,7 +71,7 @@ def prestart() -> None:
     instead of waiting about a second for that import. Optional; idempotent."""
     ctx = _pool_context()
     if ctx.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
+        from multiprocessing import forkserver  # lazy: the fork server exists on POSIX only
 
         forkserver.ensure_running()
 
@@ -201,7 +201,7 @@ def dask(fn: Callable, items: Sequence[Any], client) -> Iterator[Tuple[int, Any]
     Results come back to this process, which writes them: the workers need
     t3sim installed (same version) but no shared filesystem.
     """
-    import distributed
+    import distributed  # lazy: an optional dependency (t3sim[dask]), slow to import
 
     futures = []
     try:
@@ -223,7 +223,7 @@ def dask(fn: Callable, items: Sequence[Any], client) -> Iterator[Tuple[int, Any]
 def import_distributed():
     """``distributed``, or a one-line input error saying how to install it."""
     try:
-        import distributed
+        import distributed  # lazy: an optional dependency (t3sim[dask]), slow to import
     except ImportError:
         raise InputError("--executor dask", "the optional Dask dependencies are not installed",
                          "pip install 't3sim[dask]', or the local executor") from None

@@ -1,17 +1,19 @@
 """Run a sweep's points: reuse finished ones, simulate the rest on an executor, save each as it lands.
 
 ``run_points(points, ...)`` is the engine under ``t3sim run`` and
-:func:`t3sim.system.run.run_experiment`:
+:func:`run_experiment` (an experiment file's points):
 
 1. leftovers of interrupted writes are removed (``ResultStore.clean_partial``);
-2. every point whose result is already complete in the store is reused
-   (unless ``force``);
+2. every point is resolved once into what it runs and checked
+   (:func:`t3sim.exec.checks.check_experiment`), and every point whose result
+   is already complete in the store is reused (unless ``force``);
 3. the rest are grouped by the simulation they need
-   (:func:`t3sim.system.run.shared_groups`: points whose schemes share a
+   (:func:`t3sim.system.core.shared_groups`: points whose schemes share a
    simulation key and whose configs differ only in ``scheme.kind``, e.g.
    Sequential and Ideal-GEMM-RS-Overlap of one sub-layer, or one point that
    two experiment files both contain), and each group runs as one task -- one
-   simulation -- on the chosen executor: in this process (``jobs=1``), on
+   simulation, of the mode :mod:`t3sim.exec.dispatch` picks -- on the chosen
+   executor: in this process (``jobs=1``), on
    ``jobs`` local worker processes (the largest simulations first, by the
    bytes their workloads move, so that no long one starts last), or on a
    Dask cluster; this process writes each result atomically the moment it
@@ -22,7 +24,7 @@
 Results do not depend on the executor or ``jobs``, nor on sharing: each
 simulation is run from its resolved config and seed, and the statistics
 (``stats.json``) are byte-identical to a standalone
-:func:`~t3sim.system.run.simulate` of each point.
+:func:`~t3sim.exec.dispatch.simulate` of each point.
 
 Failures: a point whose simulation raises :class:`~t3sim.errors.InputError`
 (kind ``input``) or :class:`~t3sim.errors.SimulationError` (kind
@@ -44,13 +46,16 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Sequence, Union
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Union
 
-from t3sim.config.sweep import Point
+from t3sim.config.sweep import Point, expand
 from t3sim.errors import InputError, SimulationError, check_writable_dir
-from t3sim.exec import executors
+from t3sim.exec import dispatch, executors
+from t3sim.exec.checks import check_experiment
 from t3sim.exec.progress import Progress, Silent
 from t3sim.results.store import ResultStore, RunResult, code_revision, load_run
+from t3sim.system.core import Resolved, shared_groups, sharer_labels
+from t3sim.system.workmeter import workload_bytes
 
 
 @dataclass(frozen=True)
@@ -91,31 +96,35 @@ class PointOutcome:
         return "failed" if self.error else ("reused" if self.reused else "simulated")
 
 
-def sharer_labels(configs: Sequence) -> List[str]:
-    """How the points of one shared simulation are named (``meta.shared_simulation``, the progress log): their
-    scheme kinds, each as ``experiment:kind`` where the points come from more than one experiment file."""
-    one = len({c.name for c in configs}) == 1
-    return [c.scheme.kind if one else f"{c.name}:{c.scheme.kind}" for c in configs]
+@dataclass(frozen=True)
+class Job(Point):
+    """A sweep point with what it runs, resolved once where the sweep is planned (and checked there) and handed
+    to the process that simulates it."""
+
+    resolved: Optional[Resolved] = None
+
+
+def _run(points: Sequence[Point]) -> List[RunResult]:
+    """The points' results (:func:`t3sim.exec.dispatch.run`), each resolved unless it comes resolved (a :class:`Job`)."""
+    return dispatch.run([p.resolved if isinstance(p, Job) and p.resolved is not None else dispatch.resolve(p.config)
+                         for p in points])
 
 
 def simulate_point(point: Point) -> Union[RunResult, PointError]:
     """Simulate one point; errors come back as a :class:`PointError` value (picklable, no traceback to unpickle)."""
-    from t3sim.system.run import simulate  # lazy: t3sim.system.run imports this module
-
-    return guarded(simulate, point.config)
+    value = guarded(_run, [point])
+    return value if isinstance(value, PointError) else value[0]
 
 
 def simulate_group(points: Sequence[Point]) -> Union[RunResult, List[RunResult], PointError]:
-    """Simulate points that share one simulation (a group of :func:`t3sim.system.run.shared_groups`) once.
+    """Simulate points that share one simulation (a group of :func:`t3sim.system.core.shared_groups`) once.
 
     A group of one is :func:`simulate_point`; a larger group returns one result per point, in order, or
     one :class:`PointError` for the whole group.
     """
     if len(points) == 1:
         return simulate_point(points[0])
-    from t3sim.system.run import simulate_shared
-
-    return guarded(simulate_shared, [p.config for p in points])
+    return guarded(_run, points)
 
 
 def guarded(fn: Callable, *args):
@@ -190,12 +199,11 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
     store = store or ResultStore(out)
     check_writable_dir(store.root, "--out")  # before simulating anything whose result could not be saved
 
-    if simulate_fn is None:  # points we simulate ourselves: absurd ones are bad input before anything runs
-        from t3sim.system.checks import check_experiment  # lazy: t3sim.system imports this module
-
-        for p in points:
+    resolved: List[Optional[Resolved]] = [None] * len(points)
+    if simulate_fn is None:  # points we simulate ourselves: resolved once; absurd ones are bad input before anything runs
+        for i, p in enumerate(points):
             where = [p.source] if p.source else []
-            check_experiment(p.config, ": ".join(where + ([f"point {p.label}"] if len(points) > 1 else [])))
+            resolved[i] = check_experiment(p.config, ": ".join(where + ([f"point {p.label}"] if len(points) > 1 else [])))
     for name in sorted({p.config.name for p in points}):
         store.clean_partial(name)
     outcomes: List[Optional[PointOutcome]] = [None] * len(points)
@@ -209,11 +217,10 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
 
     _note_stale(outcomes, progress)
     if simulate_fn is None:  # one task per shared simulation
-        from t3sim.system.run import shared_groups  # lazy: t3sim.system.run imports this module
-
         tasks = [[todo[k] for k in g] for g in shared_groups([points[i].config for i in todo])]
         fn: Callable = simulate_group
-        items: list = [[points[i] for i in t] for t in tasks]
+        items: list = [[Job(points[i].label, points[i].config, points[i].source, resolved[i]) for i in t]
+                       for t in tasks]
     else:  # one task per point
         tasks = [[i] for i in todo]
         fn = simulate_fn
@@ -221,9 +228,7 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
     # each point's weight: the bytes its workload moves; points sharing a simulation share its weight
     weights = [1.0] * len(points)
     if simulate_fn is None:
-        from t3sim.system.workmeter import workload_bytes
-
-        weights = [workload_bytes(p.config) for p in points]
+        weights = [workload_bytes(p.config, r.kernel) for p, r in zip(points, resolved)]
         for t in tasks:
             for i in t:
                 weights[i] /= len(t)
@@ -320,3 +325,23 @@ def _sigterm_raises_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+def run_experiment(path: Union[str, Path], overrides: Iterable[str] = (), out: Union[str, Path] = "results",
+                   force: bool = False, log=None, *, jobs: int = 1, executor: str = "local",
+                   scheduler: Optional[str] = None, fail_fast: bool = False,
+                   progress: Optional[Progress] = None) -> List[PointOutcome]:
+    """Run every point of an experiment file; outcomes in point order (see :func:`run_points`).
+
+    Finished points are reused unless ``force``; the rest run in this process
+    (``jobs=1``), on ``jobs`` local processes (0 = one per CPU) or, with
+    ``executor="dask"``, on the Dask cluster at ``scheduler``; each result is
+    written as soon as it lands. Progress goes to ``progress``, or to the
+    stream ``log`` if given, else nowhere. A point that fails comes back as an
+    outcome with ``error`` set; the others still run unless ``fail_fast``.
+    """
+    points = expand(path, overrides)
+    if progress is None and log is not None:
+        progress = Progress(log)
+    return run_points(points, out=out, force=force, jobs=jobs, executor=executor, scheduler=scheduler,
+                      fail_fast=fail_fast, progress=progress)

@@ -20,7 +20,7 @@ describe. A run may end with requests in flight that nobody waits for (the
 L2's write-backs, submitted with ``awaited=False``): a unit whose only
 requests left are such is not run past ``t`` (it resumes there), so the
 statistics at a run's end are exact. Exact unless a lookahead ran awaited
-requests past that tick (``stats`` then refuses, and ``t3sim.system.run``
+requests past that tick (``stats`` then refuses, and ``t3sim.system.core``
 re-runs the point without it; tests/memory/test_lookahead.py).
 
 Enqueue hook. Admissions reach the hook (T3's tracker) in canonical order, independent of the cadence and the
@@ -77,7 +77,7 @@ _NO_UNITS = np.zeros(0, dtype=np.int64)
 
 class LookaheadPastEnd(RuntimeError):
     """The memory was asked for its state at a tick that a lookahead (:meth:`MemorySystem.advance`) simulated
-    requests past: that of the reference cadence cannot be given (``t3sim.system.run`` re-runs such a point
+    requests past: that of the reference cadence cannot be given (``t3sim.system.core`` re-runs such a point
     without the lookahead)."""
 
 

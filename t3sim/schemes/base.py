@@ -25,9 +25,9 @@ A :class:`Scheme` is a declarative description consumed by the system builder:
 Schemes with the same ``simulation`` key and otherwise identical configs run
 the identical simulation (the system model depends on the scheme only through
 ``arbitration``, the same for every scheme of a key; :func:`register_scheme` checks it): Sequential and Ideal-GEMM-RS-Overlap both need ``sequential/baseline``
-and differ only in ``compose``. :func:`t3sim.system.run.simulate_shared` runs
+and differ only in ``compose``. :func:`t3sim.system.core.simulate_shared` runs
 such a simulation once for all of them, and a sweep
-(:func:`t3sim.exec.run_points`) simulates it once per group of points.
+(:func:`t3sim.exec.runner.run_points`) simulates it once per group of points.
 
 ============================  ======================  =========================
 scheme                        simulation              compose
@@ -111,7 +111,7 @@ class Scheme:
     #: only the schemes built on the GEMV kernel)
     workloads: Tuple[str, ...] = ("model", "gemm")
     #: for a scheme that runs an embedding-bag layer: "" if its work repeats table by table, so a sampled run by
-    #: tables (t3sim/system/sampled_tables.py) may extrapolate it; otherwise why not (such a layer is simulated
+    #: tables (t3sim/sampling/tables.py) may extrapolate it; otherwise why not (such a layer is simulated
     #: whole, and its ``sampling.note`` says why)
     table_sampling: str = "its time per table was not shown to be steady as the layer grows"
 

@@ -30,12 +30,13 @@ from t3sim.config.experiment import ExperimentConfig
 from t3sim.config.workload import DTYPE_BYTES
 from t3sim.interconnect.network import Network
 from t3sim.results.stats import Stats
+from t3sim.schemes import scheme_for
 from t3sim.sim.clock import TICKS_PER_US, ns_to_ticks
 from t3sim.sim.engine import Engine
+from t3sim.system.kernels import point_kernel
 from t3sim.system.workmeter import WorkMeter
 from t3sim.window import run_windowed
 from t3sim.workload import wg_order
-from t3sim.workload.generate import system_kernel
 
 ALIGN_B = 2 << 20
 
@@ -48,11 +49,10 @@ class SystemModel:
     """Everything one run simulates, wired from an :class:`ExperimentConfig`."""
 
     def __init__(self, exp: ExperimentConfig, kernel=None):
-        """``kernel``: the GEMM to run instead of the workload's (a KernelRecord; e.g. a measured shape)."""
+        """``kernel``: the GEMM it runs (a KernelRecord: the resolved point's, or a measured shape); default
+        :func:`~t3sim.system.kernels.point_kernel` of ``exp``."""
         self.exp = exp
         # the overlap scheme may fix the memory-controller arbitration (paper Sec. 5.3: T3 vs T3-MCA)
-        from t3sim.schemes import scheme_for
-
         arb = scheme_for(exp.scheme.kind).arbitration
         if arb is not None and arb != exp.system.memory_controller.arbitration.kind:
             # only the fields the user set (a full dump would mark every default as given, and validators that
@@ -61,6 +61,7 @@ class SystemModel:
             d.setdefault("system", {}).setdefault("memory_controller", {}).setdefault("arbitration", {})["kind"] = arb
             exp = type(exp).model_validate(d)
             self.exp = exp
+        self.kernel = kernel if kernel is not None else point_kernel(exp)
         self.system = exp.system
         sim = exp.simulation
         self.mode = sim.mode
@@ -80,7 +81,6 @@ class SystemModel:
             h.port.lookahead = sim.memory_lookahead
         #: each simulated GPU's WG dispatcher, shared by every kernel launched on it (CUs of concurrent kernels)
         self.dispatchers: Dict[int, CuDispatcher] = {g: CuDispatcher(exp.system.gpu, f"gpu{g}") for g in self.sim_gpus}
-        self.kernel = kernel if kernel is not None else system_kernel(exp.workload, exp.system)
         k = self.kernel
         eb = DTYPE_BYTES[k.dtype]
         self.elem_B = eb

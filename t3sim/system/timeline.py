@@ -1,7 +1,7 @@
 """Timelines of one run in the Chrome trace-event format (opens in Perfetto, ui.perfetto.dev).
 
 ``t3sim run EXPERIMENT --timeline`` simulates one point with tracing on
-(:func:`t3sim.system.run.simulate` with ``timeline=True``) and writes ``timeline.json`` beside its results. Per simulated GPU (one
+(:func:`t3sim.system.core.simulate` with ``timeline=True``) and writes ``timeline.json`` beside its results. Per simulated GPU (one
 trace *process* each; homogeneous runs simulate GPU 0 only, the shadows mirror it):
 
 * thread "phases": the sub-layer's GEMM / RS / AG phases (the scheme's phase marks);

@@ -35,19 +35,17 @@ from t3sim.collectives.plan import split_ranges
 from t3sim.collectives.runner import CollectiveRunner
 from t3sim.config.system import REQUEST_B
 from t3sim.config.workload import DTYPE_BYTES
+from t3sim.schemes import scheme_for
+from t3sim.system.kernels import point_kernel
 
 
 def _fused(scheme_kind: str) -> bool:
-    from t3sim.schemes import scheme_for
-
     return bool(getattr(scheme_for(scheme_kind), "fused_rs", False))
 
 
 def _collectives(scheme_kind: str) -> bool:
     """Does the scheme run the sub-layer's collectives? (``copy`` does not: its copies run for as long as
     the GEMM does, so the GEMM is the whole of its progress.)"""
-    from t3sim.schemes import scheme_for
-
     return bool(getattr(scheme_for(scheme_kind), "collectives", True))
 
 
@@ -106,12 +104,11 @@ class WorkMeter:
                                                           if self.collectives else "")
 
 
-def workload_bytes(exp) -> float:
+def workload_bytes(exp, kernel=None) -> float:
     """The total a :class:`WorkMeter` measures for the resolved point ``exp``, without building its model:
-    a sweep's weight for the point (:mod:`t3sim.exec.progress`)."""
-    from t3sim.workload.generate import system_kernel
-
-    k = system_kernel(exp.workload, exp.system)  # the kernel the model builds (the system's tile, if it names one)
+    a sweep's weight for the point (:mod:`t3sim.exec.progress`). ``kernel``: the point's resolved kernel
+    (default :func:`~t3sim.system.kernels.point_kernel`, the kernel the model builds)."""
+    k = kernel if kernel is not None else point_kernel(exp)
     eb = DTYPE_BYTES[k.dtype]
     n = exp.system.interconnect.num_gpus
     gpus = n if exp.simulation.mode == "explicit" else 1

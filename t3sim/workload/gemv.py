@@ -4,7 +4,7 @@ A GEMV ``y = W x`` of the whole-operator shape ``M x K`` (:class:`~t3sim.config.
 each of the ``tp`` GPUs as ``M x K/tp`` (W split along K, Megatron's row-parallel layer): each GPU's ``M``-element
 partial y is then all-reduced. The record is a :class:`~t3sim.workload.record.KernelRecord` with ``N = 1`` (x and y
 are ``K x 1`` and ``M x 1`` matrices), so the system model lays out W, x and y as it lays out A, B and C
-(:mod:`t3sim.system.model`), and the checks of :mod:`t3sim.system.checks` (footprint, size, occupancy) apply as they
+(:mod:`t3sim.system.model`), and the checks of :mod:`t3sim.exec.checks` (footprint, size, occupancy) apply as they
 are. Its tile is ``rows_per_wg x 1``, its ``tile_k`` the columns one WG loads per main-loop step; ``sublayer`` is
 ``"GEMV"``. Only the GEMV kernel (:mod:`t3sim.compute.gemv_kernel`) runs it: the GEMM kernel never sees it, so
 nothing computes or moves a tile's width of padding (the schemes that run a GEMV say so in their ``workloads``).

@@ -16,7 +16,7 @@ from t3sim.compute.occupancy import cu_flops_per_cycle, k_step_compute_cycles
 from t3sim.config import load_system
 from t3sim.sim.clock import Clock, ns_to_ticks
 from t3sim.sim.engine import Engine
-from t3sim.system.validate import gemm_kernel_record
+from t3sim.system.kernels import gemm_kernel_record
 from t3sim.workload.wg_order import row_major
 
 H200 = "configs/systems/h200-4gpu.yaml"

@@ -17,7 +17,7 @@ from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config import load_experiment, load_system
 from t3sim.memory.system import MemorySystem
 from t3sim.sim.engine import Engine
-from t3sim.system.validate import gemm_kernel_record
+from t3sim.system.kernels import gemm_kernel_record
 from t3sim.workload.generate import system_kernel
 from t3sim.workload.wg_order import row_major
 
@@ -219,7 +219,7 @@ def test_progress_reports_arrive_while_a_windowed_gemm_runs(monkeypatch):
     simpy event and the display showed nothing for its 12 s)."""
     from t3sim.config import load_experiment
     from t3sim.sim import report
-    from t3sim.system.run import simulate
+    from t3sim.system.core import simulate
     from tests.conftest import REPO
 
     monkeypatch.setattr(report, "POLL_S", 0.0)

@@ -400,7 +400,7 @@ def overrides(recipe: Recipe, path: str, perturbed: bool) -> Tuple[str, ...]:
 def run_context(ctx_name: str, ovr: Tuple[str, ...]) -> str:
     """Simulate context ``ctx_name`` with overrides ``ovr``; return its statistics as canonical JSON."""
     from t3sim.config import load_experiment
-    from t3sim.system.run import simulate
+    from t3sim.exec.dispatch import simulate
 
     ctx = CONTEXTS[ctx_name]
     exp = load_experiment(ctx.config, list(ovr))

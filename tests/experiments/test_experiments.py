@@ -59,7 +59,7 @@ def test_fig06_splits_and_fig20_system():
 
 
 def test_tiny_real_run_feeds_fig17(tmp_path):
-    from t3sim.system.run import run_experiment
+    from t3sim.exec.runner import run_experiment
 
     grid = json.dumps({"scheme.kind": ["t3"]})  # the real stats.json keys, smallest T3 point
     outs = run_experiment(REPO / "experiments/fig17/experiment.yaml",

@@ -272,7 +272,8 @@ def test_stats_past_a_lookahead_rerun_the_point_without_it(monkeypatch, tmp_path
     import io
 
     from t3sim.config.sweep import Point
-    from t3sim.exec import Progress, run_points
+    from t3sim.exec.progress import Progress
+    from t3sim.exec.runner import run_points
     from tests.system.helpers import exp
 
     log = io.StringIO()

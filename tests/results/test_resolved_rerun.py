@@ -14,7 +14,7 @@ import yaml
 from t3sim.config import load_experiment
 from t3sim.config.sweep import expand
 from t3sim.results import config_hash
-from t3sim.system.run import run_experiment
+from t3sim.exec.runner import run_experiment
 
 from tests.conftest import REPO
 from tests.system.helpers import tiny_sweep

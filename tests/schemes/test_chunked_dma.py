@@ -16,7 +16,7 @@ from t3sim.schemes.chunked_dma import chunked_dma_program
 from t3sim.schemes.chunked_dma import DmaScatter, check_reduced
 from t3sim.schemes.program import Kernel, Program, run_program
 from t3sim.system.model import SystemModel
-from t3sim.system.run import simulate
+from t3sim.system.core import simulate
 from t3sim.system.timeline import validate
 from tests.conftest import REPO
 from tests.system.helpers import exp

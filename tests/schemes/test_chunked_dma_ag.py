@@ -144,7 +144,7 @@ def test_bad_values_rejected(extra, field):
 
 
 def test_direction_registered():
-    from t3sim.system.checks import check_experiment
+    from t3sim.exec.checks import check_experiment
 
     assert scheme_for("chunked_dma").directions == ("gemm_rs", "ag_gemm")
     check_experiment(exp(*SMALL))
@@ -152,7 +152,7 @@ def test_direction_registered():
 
 def test_timeline_and_determinism():
     """The timeline shows each GPU's compute and dma streams; the same config gives byte-identical statistics."""
-    from t3sim.system.run import simulate
+    from t3sim.system.core import simulate
     from t3sim.system.timeline import validate
 
     cfg = exp(*SMALL, "simulation.mode=homogeneous")

@@ -12,8 +12,8 @@ from t3sim.config import load_experiment
 from t3sim.errors import InputError
 from t3sim.schemes import scheme_for
 from t3sim.schemes.program import Kernel, Program
-from t3sim.system.checks import check_experiment
-from t3sim.system.run import simulate
+from t3sim.exec.checks import check_experiment
+from t3sim.system.core import simulate
 from tests.conftest import REPO
 
 CONFIG = REPO / "configs/experiments/copy-contention.yaml"

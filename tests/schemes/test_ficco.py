@@ -194,12 +194,12 @@ def test_bytes_invariants_vary(n, mult, sched):
     (("scheme.chunks=8",), "scheme.chunks"),  # not ficco's option
 ])
 def test_bad_values_rejected(extra, field):
-    from t3sim.system.checks import check_experiment
+    from t3sim.exec.checks import check_experiment
 
     with pytest.raises(InputError) as e:
         cfg = exp(*_cfg(4, "uniform_fused_1d", "simulation.mode=homogeneous", *extra))
         check_experiment(cfg)
-        scheme_for("ficco").check_options(cfg.scheme)  # as t3sim.system.run does before simulating
+        scheme_for("ficco").check_options(cfg.scheme)  # as t3sim.system.core does before simulating
         scheme_for("ficco").simulate(SystemModel(cfg))
     assert e.value.where == field
 

@@ -177,7 +177,7 @@ def test_deterministic():
     (("scheme.char_part=comm", "workload.sublayer=OP"), "workload.sublayer"),  # A column-major
 ])
 def test_bad_values_rejected(extra, field):
-    from t3sim.system.checks import check_experiment
+    from t3sim.exec.checks import check_experiment
 
     with pytest.raises(InputError) as e:
         cfg = exp(*_cfg(4, *extra))

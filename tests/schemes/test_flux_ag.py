@@ -149,7 +149,7 @@ def test_bad_values_rejected(extra, field):
 
 def test_direction_checked_both_ways():
     """flux_ag needs ag_gemm; schemes of the gemm_rs direction reject ag_gemm; flux_ag's options only with it."""
-    from t3sim.system.checks import check_experiment
+    from t3sim.exec.checks import check_experiment
 
     with pytest.raises(InputError, match="workload.direction"):
         check_experiment(exp("scheme.kind=flux_ag"))

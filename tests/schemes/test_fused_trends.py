@@ -8,7 +8,7 @@ disagreement (t3sim/reproduction/fused/numbers.py: ``emb_a2a_intra_batch``, ``ge
 from __future__ import annotations
 
 from t3sim.config import load_experiment
-from t3sim.system.run import simulate
+from t3sim.system.core import simulate
 from tests.conftest import REPO
 
 

@@ -14,7 +14,7 @@ from t3sim.schemes.concurrent import concurrent_program
 from t3sim.schemes.program import Kernel, Program, run_program
 from t3sim.schemes.sequential import sequential_program
 from t3sim.system.model import SystemModel
-from t3sim.system.run import simulate
+from t3sim.system.core import simulate
 from t3sim.workload.chunks import chunks
 from tests.system.helpers import exp
 

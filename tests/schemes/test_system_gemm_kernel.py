@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from t3sim.config import load_experiment, load_system
 from t3sim.system.model import SystemModel
-from t3sim.system.validate import gemm_kernel_record
+from t3sim.system.kernels import gemm_kernel_record
 from tests.conftest import REPO
 
 H200 = REPO / "configs/systems/h200-4gpu.yaml"

@@ -17,7 +17,7 @@ from t3sim.dma.copy_kernel import SMCopyKernel
 from t3sim.compute.dispatcher import CuDispatcher, Footprint
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.sim.engine import Engine
-from t3sim.system.validate_copy import simulate_contention, simulate_copies_alone
+from t3sim.validation.contention import simulate_contention, simulate_copies_alone
 
 MiB = 1 << 20
 M, N, K = 1024, 3072, 64  # 8 x 12 = 96 tiles of 128 x 256: six full stages on 16 CUs
@@ -146,7 +146,7 @@ def test_gemm_first_wg_runs_only_the_last_stage():
     stages); alone on a dispatcher it takes as long as on a private one."""
     from t3sim.compute.gemm_kernel import GemmKernel
     from t3sim.compute.sinks import CachedLocalOutput
-    from t3sim.system.validate import gemm_kernel_record
+    from t3sim.system.kernels import gemm_kernel_record
     from t3sim.workload.wg_order import row_major
 
     system = _system("sm")

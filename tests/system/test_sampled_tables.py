@@ -1,4 +1,4 @@
-"""Sampled simulation of an embedding-bag layer by tables (t3sim/system/sampled_tables.py): the
+"""Sampled simulation of an embedding-bag layer by tables (t3sim/sampling/tables.py): the
 criterion, the configuration, and sampled vs whole runs of a small layer."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
-from t3sim.system import sampled_tables as T
-from t3sim.system.sampling import additive
+from t3sim.sampling import tables as T
+from t3sim.sampling.plan import additive
 from tests.conftest import REPO, assert_one_line_error
 
 FUSED_A2A = str(REPO / "configs/experiments/fused-a2a.yaml")
@@ -88,7 +88,7 @@ def test_sampled_layer_matches_the_whole_layer(library_kernels):
     """32 tables extrapolated from runs of 2 and 4 (1, 2, 4 checked): total within 2 % of the whole run's, DRAM
     bytes within 2 %; every statistic keeps its unit and says it was sampled; the all-to-all starts where the
     extrapolated pooling ends."""
-    from t3sim.system.run import simulate
+    from t3sim.exec.dispatch import simulate
 
     lk = f"workload.embedding_bag.library_kernels={library_kernels}"
     full = simulate(exp(lk))
@@ -115,7 +115,7 @@ def test_sampled_layer_matches_the_whole_layer(library_kernels):
 
 def test_fused_kernel_is_simulated_whole_and_says_why():
     """Its link backlog grows with the layer (module doc): sampling declined, the result is the whole layer's."""
-    from t3sim.system.run import simulate
+    from t3sim.exec.dispatch import simulate
 
     fused = ("scheme.kind=fused_emb_a2a", "workload.embedding_bag.tables_per_gpu=8")
     full = simulate(exp(*fused))
@@ -127,7 +127,7 @@ def test_fused_kernel_is_simulated_whole_and_says_why():
 
 
 def test_small_layer_is_simulated_whole_and_says_so():
-    from t3sim.system.run import simulate
+    from t3sim.exec.dispatch import simulate
 
     full = simulate(exp("workload.embedding_bag.tables_per_gpu=4"))
     r = simulate(exp("workload.embedding_bag.tables_per_gpu=4", *TABLES))
@@ -137,7 +137,7 @@ def test_small_layer_is_simulated_whole_and_says_so():
 
 
 def test_failed_criterion_doubles_then_simulates_whole_or_stops_at_the_cap():
-    from t3sim.system.run import simulate
+    from t3sim.exec.dispatch import simulate
 
     # 1, 2, 4, then 8 and 16 (31 tables), then the layer's 32: simulated whole
     st = simulate(exp(*TABLES, "simulation.sampling.tolerance_pct=0.001")).stats

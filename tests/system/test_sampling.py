@@ -1,4 +1,4 @@
-"""Sampled simulation (t3sim/system/sampling.py): the steady-state detector, the extrapolation
+"""Sampled simulation (t3sim/sampling/): the steady-state detector, the extrapolation
 arithmetic, the plan that cuts the workload, and sampled vs full runs of small sub-layers."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
-from t3sim.system import sampled_run as R
-from t3sim.system import sampling as S
+from t3sim.sampling import waves as R
+from t3sim.sampling import plan as S
 from tests.conftest import REPO, assert_one_line_error
 
 DEFAULT = str(REPO / "configs/experiments/default.yaml")
@@ -171,7 +171,7 @@ def test_unsampleable_workloads_and_settings_are_one_line_errors(run_cli):
 # ---------------------------------------------------------------- integration
 
 def _stats_json(e) -> str:
-    from t3sim.system.run import simulate
+    from t3sim.exec.dispatch import simulate
 
     return json.dumps(simulate(e).stats.to_dict(), sort_keys=True)
 
@@ -183,7 +183,7 @@ def test_sampling_off_is_byte_identical_to_no_sampling_section():
 
 
 def test_small_workload_is_simulated_whole_and_says_so():
-    from t3sim.system.run import simulate
+    from t3sim.exec.dispatch import simulate
 
     full = simulate(exp("workload.tokens=512"))
     r = simulate(exp("workload.tokens=512", *SAMPLED))  # 2 waves: not more than detail_waves
@@ -197,7 +197,7 @@ def test_sampled_matches_full_simulation(scheme):
     """16 waves, extrapolated from detailed runs of 2 and 4 waves (T3-MCA: 4 and 8): phases within 2 % of the full
     run's total,
     DRAM bytes within 2 %; every statistic keeps a unit and the sampled ones say so."""
-    from t3sim.system.run import simulate
+    from t3sim.exec.dispatch import simulate
 
     full = simulate(exp("workload.tokens=4096", f"scheme.kind={scheme}"))
     smp = simulate(exp("workload.tokens=4096", f"scheme.kind={scheme}", *SAMPLED,
@@ -221,7 +221,7 @@ def test_sampled_matches_full_simulation(scheme):
 
 @pytest.mark.slow
 def test_failed_criterion_doubles_the_detailed_runs_then_simulates_whole():
-    from t3sim.system.run import simulate
+    from t3sim.exec.dispatch import simulate
 
     r = simulate(exp("workload.tokens=4096", *SAMPLED, "simulation.sampling.tolerance_pct=0.001"))
     st = r.stats

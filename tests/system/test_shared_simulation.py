@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
-import t3sim.system.run as run_mod
+import t3sim.system.core as run_mod
 from t3sim.config import load_experiment
 from t3sim.config.sweep import expand
 from t3sim.errors import SimulationError
-from t3sim.exec import Progress, run_points
+from t3sim.exec.progress import Progress
+from t3sim.exec.runner import run_points
 from t3sim.results.store import ResultStore
 from t3sim.schemes import SCHEMES, scheme_for
 from t3sim.system import simulate, simulate_shared
-from t3sim.system.run import shared_groups, simulation_key
+from t3sim.system.core import shared_groups, simulation_key
 from tests.system.helpers import tiny_sweep
 
 NAME = "shared-sweep"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from t3sim.config.sweep import expand
-from t3sim.exec import run_points
+from t3sim.exec.runner import run_points
 from tests.system.test_sweep_exec import N_POINTS, fail_some, stats_bytes, tiny_experiment
 
 distributed = pytest.importorskip("distributed")

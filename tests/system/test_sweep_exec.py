@@ -16,7 +16,8 @@ import pytest
 
 from t3sim.config.sweep import expand
 from t3sim.errors import InputError, SimulationError
-from t3sim.exec import PointError, Progress, run_points, simulate_point
+from t3sim.exec.progress import Progress
+from t3sim.exec.runner import PointError, run_points, simulate_point
 from t3sim.exec.runner import guarded
 from t3sim.results.store import ResultStore, is_complete
 from tests.conftest import REPO, assert_one_line_error
@@ -138,7 +139,8 @@ def test_interrupt_in_process_keeps_finished_points(tmp_path, reference):
 SCRIPT = textwrap.dedent("""\
     import sys
     from t3sim.config.sweep import expand
-    from t3sim.exec import Progress, run_points
+    from t3sim.exec.progress import Progress
+    from t3sim.exec.runner import run_points
     from tests.system.test_sweep_exec import stall_unless_first
     try:
         run_points(expand(sys.argv[1]), out=sys.argv[2], jobs=int(sys.argv[3]), progress=Progress(sys.stderr),

@@ -14,7 +14,7 @@ from t3sim.analysis.comparison import case_metrics, ordering_violations
 from t3sim.collectives.analytic import ring_time
 from t3sim.config.workload import DTYPE_BYTES
 from t3sim.config.sweep import expand
-from t3sim.system.run import simulate
+from t3sim.system.core import simulate
 from tests.conftest import REPO
 
 SWEEP = REPO / "configs/experiments/t3-sublayers.yaml"

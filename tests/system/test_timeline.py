@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from t3sim.system.run import simulate
+from t3sim.system.core import simulate
 from t3sim.system.timeline import validate
 from tests.conftest import REPO
 from tests.system.helpers import exp

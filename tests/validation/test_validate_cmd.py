@@ -167,7 +167,7 @@ def test_contention_only_needs_cache(run_cli, tmp_path):
 def test_contention_cache_reuses_outcomes(tmp_path, monkeypatch):
     """Outcomes land in the cache as they finish and are reused by the same code, config and task."""
     from t3sim.config import load_system
-    from t3sim.system import validate_copy as V
+    from t3sim.validation import contention as V
 
     system = load_system("configs/systems/h200-1gpu.yaml", [])
     rows = [dict(M=512, N=512, K=64), dict(M=512, N=512, K=64)]
@@ -199,9 +199,9 @@ def test_h200_copy_contention_targets(run_cli, tmp_path):
 
 def test_overlap_rows_are_simulated_as_overlap(monkeypatch):
     """Every column of an overlap CSV row goes to the overlap simulation (not the GEMM alone)."""
-    import t3sim.system.validate_overlap as vo
+    import t3sim.validation.overlap as vo
     from t3sim.analysis.validation import read_measured
-    from t3sim.system.validate import simulate_row
+    from t3sim.validation.tasks import simulate_row
     from t3sim.config import load_system
 
     seen = []

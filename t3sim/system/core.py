@@ -1,14 +1,21 @@
-"""Run experiments: the Python API under ``t3sim run``.
+"""The simulation core: build one system model from a resolved point and run it.
 
-``simulate(exp)`` runs one resolved point and returns a :class:`RunResult`;
+``resolve(exp)`` turns a point (its sweep expanded) into what it runs: a :class:`Resolved` -- the config, its
+scheme and its GEMM kernel (:func:`t3sim.system.kernels.point_kernel`, the one place a config becomes its
+kernel); a sampled mode adds its plan (:mod:`t3sim.sampling`).
+
+``simulate(exp)`` runs one point in full detail and returns a :class:`RunResult`;
 ``simulate_shared(exps)`` runs points that need the same simulation (e.g.
 Sequential and Ideal-GEMM-RS-Overlap of one sub-layer) once and returns one
-result per point, each identical to its own ``simulate``;
-``run_experiment(path, ...)`` expands an experiment file's sweep and hands
-the points to :func:`t3sim.exec.run_points`, which reuses finished points
-from the results store, simulates the rest (in this process, on a local
-process pool or on a Dask cluster; one simulation per group of points that
-share it) and writes each as soon as it finishes.
+result per point, each identical to its own ``simulate``; ``simulate_resolved``
+does the same for points already resolved. ``shared_groups`` groups points by
+the simulation they need.
+
+The core runs every point as given: the runners above it (:mod:`t3sim.sampling`'s
+detailed runs, :mod:`t3sim.exec`'s sweeps and its choice between the detailed
+and the sampled modes) call it, never the other way round. A point with
+``simulation.sampling.mode`` other than ``off`` runs through
+:func:`t3sim.exec.dispatch.simulate`.
 """
 
 from __future__ import annotations
@@ -16,24 +23,43 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from t3sim.config.experiment import ExperimentConfig
-from t3sim.config.sweep import expand
-from t3sim.exec.progress import Progress
-from t3sim.exec.runner import PointOutcome, run_points, sharer_labels  # noqa: F401  (PointOutcome: re-exported)
 from t3sim.memory.system import LookaheadPastEnd
 from t3sim.results.store import RunResult, canonical_json
-from t3sim.schemes import scheme_for
+from t3sim.schemes import Scheme, scheme_for
 from t3sim.sim.engine import collect_earlier_garbage, peak_rss_MiB
+from t3sim.system import timeline as tl
+from t3sim.system.kernels import point_kernel
 from t3sim.system.model import SystemModel
+from t3sim.workload.trace import KernelRecord
 
 
 #: top-level fields that name or describe a point and decide nothing simulated (both ``descriptive`` in
 #: :class:`~t3sim.config.experiment.ExperimentConfig`): points differing only in these share a simulation
 #: (``t3sim reproduce``: Fig. 19's points are also ``sweep-mca``'s and ``sweep-tracker``'s)
 NOT_SIMULATED = ("name", "description")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What one point runs, resolved once and handed down to whatever runs it (picklable: it crosses to
+    worker processes)."""
+
+    exp: ExperimentConfig  #: the point (its sweep expanded)
+    scheme: Scheme  #: its ``scheme.kind``
+    kernel: KernelRecord  #: the GEMM kernel it runs (:func:`~t3sim.system.kernels.point_kernel`)
+    #: how a sampled mode cuts it (:mod:`t3sim.sampling`: a waves ``Plan`` or a tables ``TablePlan``); None: the
+    #: point is simulated whole, by this module
+    plan: Any = None
+
+
+def resolve(exp: ExperimentConfig) -> Resolved:
+    """``exp`` resolved into its scheme and kernel (no sampling plan: :func:`t3sim.exec.dispatch.resolve` adds
+    it). Raises :class:`~t3sim.errors.InputError` for an unknown scheme or a workload without a kernel."""
+    return Resolved(exp, scheme_for(exp.scheme.kind), point_kernel(exp))
 
 
 def simulation_key(exp: ExperimentConfig) -> Tuple[str, str]:
@@ -60,43 +86,52 @@ def shared_groups(exps: Sequence[ExperimentConfig]) -> List[List[int]]:
     return list(groups.values())
 
 
+def sharer_labels(configs: Sequence[ExperimentConfig]) -> List[str]:
+    """How the points of one shared simulation are named (``meta.shared_simulation``, the progress log): their
+    scheme kinds, each as ``experiment:kind`` where the points come from more than one experiment file."""
+    one = len({c.name for c in configs}) == 1
+    return [c.scheme.kind if one else f"{c.name}:{c.scheme.kind}" for c in configs]
+
+
 def simulate(exp: ExperimentConfig, timeline: bool = False) -> RunResult:
-    """Simulate one resolved experiment point (its ``sweep`` must be empty).
+    """Simulate one resolved experiment point in full detail (its ``sweep`` must be empty).
 
     ``timeline``: also record a Chrome/Perfetto trace of the run (:mod:`t3sim.system.timeline`) into
     ``result.timeline``; tracing only observes, so the statistics are the same either way.
     """
-    return simulate_shared([exp], timeline=timeline)[0]
+    point = resolve(exp)
+    return simulate_resolved([point], timeline=timeline)[0]
 
 
 def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False, probe=None) -> List[RunResult]:
+    """:func:`simulate_resolved` of ``exps``, each resolved (:func:`resolve`)."""
+    return simulate_resolved([resolve(e) for e in exps], timeline=timeline, probe=probe)
+
+
+def simulate_resolved(points: Sequence[Resolved], timeline: bool = False, probe=None) -> List[RunResult]:
     """Simulate resolved points that share one simulation once; one :class:`RunResult` per point, in order.
 
     The points must have the same :func:`simulation_key` (the same scheme ``simulation`` key and the same
     config apart from ``scheme.kind``, ``name`` and ``description``), e.g. a ``sequential`` and an
     ``ideal_gemm_rs_overlap`` point of one sub-layer, or one point in two experiment files; otherwise
-    ValueError. One :class:`SystemModel` is built and simulated once; each point's
-    scheme then composes the phase times (:attr:`Scheme.compose`), so every result -- ``stats.json``,
+    ValueError. One :class:`SystemModel` is built (with the first point's kernel) and simulated once; each
+    point's scheme then composes the phase times (:attr:`Scheme.compose`), so every result -- ``stats.json``,
     ``summary.csv`` -- is exactly what :func:`simulate` of that point alone produces (the simulation is
     deterministic). Only ``meta`` tells: ``wall_s`` is the shared run's, and with more than one point
     ``meta["shared_simulation"]`` lists the schemes that shared it. ``timeline`` needs a single point.
 
-    With ``simulation.sampling.mode`` other than ``off`` the points run as a sampled simulation
-    (:func:`t3sim.system.sampled_run.simulate_sampled` by GEMM waves,
-    :func:`t3sim.system.sampled_tables.simulate_tables` by embedding tables). ``probe(model)``: called with the
+    Points with ``simulation.sampling.mode`` other than ``off`` are refused (ValueError): the sampled modes
+    (:mod:`t3sim.sampling`) call this function for their detailed runs. ``probe(model)``: called with the
     built model before it runs (the sampling's detailed runs record their GEMM waves through it).
     """
-    exps = list(exps)
-    if not exps:
+    points = list(points)
+    if not points:
         raise ValueError("simulate_shared() needs at least one point")
-    if exps[0].simulation.sampling.mode == "waves":
-        from t3sim.system.sampled_run import simulate_sampled
-
-        return simulate_sampled(exps, timeline=timeline)
-    if exps[0].simulation.sampling.mode == "tables":
-        from t3sim.system.sampled_tables import simulate_tables
-
-        return simulate_tables(exps, timeline=timeline)
+    exps = [r.exp for r in points]
+    mode = exps[0].simulation.sampling.mode
+    if mode != "off":
+        raise ValueError(f"simulation.sampling.mode={mode}: a sampled point runs through "
+                         "t3sim.exec.dispatch.simulate (t3sim.sampling); the core simulates points whole")
     for exp in exps:
         if exp.sweep.grid or exp.sweep.cases:
             raise ValueError("simulate() takes one point; expand the sweep first (t3sim.config.sweep.expand)")
@@ -110,32 +145,33 @@ def simulate_shared(exps: Sequence[ExperimentConfig], timeline: bool = False, pr
         raise ValueError(f"points do not share one simulation: {exps[0].scheme.kind} and {exps[bad].scheme.kind} "
                          f"need different ones ({why})")
     t0 = time.perf_counter()
-    schemes = [scheme_for(e.scheme.kind) for e in exps]
+    schemes = [r.scheme for r in points]
     schemes[0].check_runnable()
     for exp, scheme in zip(exps, schemes):
         scheme.check_options(exp.scheme)
         scheme.check_direction(exp.workload)
     try:
-        return _simulate_model(exps, schemes, timeline, probe, t0, lookahead=True)
+        return _simulate_model(points, timeline, probe, t0, lookahead=True)
     except LookaheadPastEnd as e:
         # the run ended with memory requests in flight that a lookahead had simulated past its end: the same
         # simulation at the reference pump cadence gives the statistics (tests/memory/test_lookahead.py)
-        return _simulate_model(exps, schemes, timeline, probe, t0, lookahead=False, note=str(e))
+        return _simulate_model(points, timeline, probe, t0, lookahead=False, note=str(e))
 
 
-def _simulate_model(exps, schemes, timeline: bool, probe, t0: float, lookahead: bool,
+def _simulate_model(points: Sequence[Resolved], timeline: bool, probe, t0: float, lookahead: bool,
                     note: Optional[str] = None) -> List[RunResult]:
-    """:func:`simulate_shared` after its checks: build the model, run it, collect the results (``lookahead``
+    """:func:`simulate_resolved` after its checks: build the model, run it, collect the results (``lookahead``
     False: no memory lookahead whatever ``simulation.memory_lookahead`` says; ``note``: why, for ``meta``)."""
+    exps = [r.exp for r in points]
+    schemes = [r.scheme for r in points]
+    shared = sharer_labels(exps) if len(exps) > 1 else None
     collect_earlier_garbage()  # before the model is built, so that it reuses the memory earlier runs' garbage held
-    model = SystemModel(exps[0])
+    model = SystemModel(exps[0], kernel=points[0].kernel)
     if not lookahead:
         for h in model.hiers.values():
             h.port.lookahead = False
     samples = None
     if timeline:
-        from t3sim.system import timeline as tl
-
         model.trace = True
         samples = tl.start_sampler(model)
     if probe is not None:
@@ -161,8 +197,8 @@ def _simulate_model(exps, schemes, timeline: bool, probe, t0: float, lookahead: 
                 "peak_rss_MiB": round(peak_rss_MiB(), 1)}
         if note is not None:
             meta["memory_lookahead"] = f"re-run without: {note}"
-        if len(exps) > 1:
-            meta["shared_simulation"] = sharer_labels(exps)
+        if shared is not None:
+            meta["shared_simulation"] = shared
         trace = tl.build(model, stats, samples) if timeline else None
         results.append(RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed, meta,
                                  trace))
@@ -177,23 +213,3 @@ def traffic_summary(stats) -> Dict[str, float]:
             name = f"gpu0.dram_traffic.{cat}.{kind}_bytes"
             out[f"{cat}_{kind}_MB"] = round(stats.value(name) / 1e6, 6) if name in stats else 0.0
     return out
-
-
-def run_experiment(path: str | Path, overrides: Iterable[str] = (), out: str | Path = "results",
-                   force: bool = False, log=None, *, jobs: int = 1, executor: str = "local",
-                   scheduler: Optional[str] = None, fail_fast: bool = False,
-                   progress: Optional[Progress] = None) -> List[PointOutcome]:
-    """Run every point of an experiment file; outcomes in point order (see :func:`t3sim.exec.run_points`).
-
-    Finished points are reused unless ``force``; the rest run in this process
-    (``jobs=1``), on ``jobs`` local processes (0 = one per CPU) or, with
-    ``executor="dask"``, on the Dask cluster at ``scheduler``; each result is
-    written as soon as it lands. Progress goes to ``progress``, or to the
-    stream ``log`` if given, else nowhere. A point that fails comes back as an
-    outcome with ``error`` set; the others still run unless ``fail_fast``.
-    """
-    points = expand(path, overrides)
-    if progress is None and log is not None:
-        progress = Progress(log)
-    return run_points(points, out=out, force=force, jobs=jobs, executor=executor, scheduler=scheduler,
-                      fail_fast=fail_fast, progress=progress)

@@ -6,11 +6,11 @@ concurrently (the RS of an *independent* array on a second stream) and chunked (
 rows, chunk i's RS issued after chunk i on a second stream); its README says how. Each measured column
 (:data:`t3sim.analysis.validation.OVERLAP_MEASURED`) is one validation row, simulated the way it was measured:
 
-* ``gemm``: the GEMM alone on one GPU (:func:`~t3sim.system.validate.simulate_gemm_row`);
+* ``gemm``: the GEMM alone on one GPU (:func:`~t3sim.validation.rows.simulate_gemm_row`);
 * ``rs``: the reduce-scatter of ``M x N`` elements alone (homogeneous mode, the paper's method);
 * ``sequential``, ``concurrent``, ``chunked``: that scheme's program without the all-gather
   (:mod:`t3sim.schemes`) on ``system`` with ``tp`` GPUs, running the GEMM kernel ``t3sim validate`` validated
-  (:func:`~t3sim.system.validate.gemm_kernel_record`: ``torch.matmul`` operand layouts) over the row's shape.
+  (:func:`~t3sim.system.kernels.gemm_kernel_record`: ``torch.matmul`` operand layouts) over the row's shape.
   ``concurrent`` launches the RS first (``scheme.launch_first: comm``): the README does not state the issue
   order, and under the measured dispatch rules (experiments/validation/dispatch_order) an RS launched after the
   GEMM could not overlap it, which the measured times contradict. ``chunked``: 4 chunks along M.
@@ -29,6 +29,9 @@ from t3sim.schemes.concurrent import concurrent_program
 from t3sim.schemes.program import run_program
 from t3sim.schemes.sequential import sequential_program
 from t3sim.sim.clock import TICKS_PER_US
+from t3sim.system.kernels import gemm_kernel_record
+from t3sim.system.model import SystemModel
+from t3sim.validation.rows import SimOutcome, simulate_collective_elems, simulate_gemm_row, system_for_gpus
 
 #: what each row's scheme program is, and the scheme options it runs with
 PROGRAMS = {"sequential": (sequential_program, {}), "concurrent": (concurrent_program, {"launch_first": "comm"}),
@@ -37,8 +40,6 @@ PROGRAMS = {"sequential": (sequential_program, {}), "concurrent": (concurrent_pr
 
 def overlap_experiment(system, f: Dict[str, object], what: str) -> ExperimentConfig:
     """The experiment point of one overlap row: ``system`` with ``tp`` GPUs, the row's shape, scheme ``what``."""
-    from t3sim.system.validate import system_for_gpus
-
     tp = int(f["tp"])
     sysg = system_for_gpus(system, tp, str(f.get("where", "row")))
     model = {"name": str(f["model"]), "hidden_size": int(f["N"]), "layers": 1, "seq_len": int(f["M"]), "batch": 1,
@@ -50,10 +51,7 @@ def overlap_experiment(system, f: Dict[str, object], what: str) -> ExperimentCon
 
 
 def simulate_overlap_row(system, f: Dict[str, object], where: str = "row"):
-    """Simulated time (us) of one overlap validation row (module doc); a :class:`~t3sim.system.validate.SimOutcome`."""
-    from t3sim.system.model import SystemModel
-    from t3sim.system.validate import SimOutcome, gemm_kernel_record, simulate_collective_elems, simulate_gemm_row
-
+    """Simulated time (us) of one overlap validation row (module doc); a :class:`~t3sim.validation.rows.SimOutcome`."""
     what = str(f["what"])
     M, N, K, dtype = int(f["M"]), int(f["N"]), int(f["K"]), str(f["dtype"])
     if what == "gemm":

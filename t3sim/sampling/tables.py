@@ -5,7 +5,7 @@ bags, the same pooling, the same share of the all-to-all. Under a scheme whose k
 baseline's one pooling kernel per table, then one all-to-all of all pooled vectors), its cost grows by a fixed
 amount per table once past its start-up (the first kernels' cold caches and empty queues), so a layer of many
 tables is the line through runs of fewer tables. This is the kernel-level reading of the sampling methods
-:mod:`t3sim.system.sampling` cites (PKA, Accel-Sim's kernel sampling: simulate until the rate is stable, project
+:mod:`t3sim.sampling.plan` cites (PKA, Accel-Sim's kernel sampling: simulate until the rate is stable, project
 the rest at that rate; TBPoint: simulate one representative of a homogeneous group): here the homogeneous units are
 whole tables, and a detailed run is the layer cut to its first tables, which is what the full layer runs first.
 
@@ -24,14 +24,14 @@ What a sampled run does (:func:`simulate_tables`):
 2. **Steady state**: every phase time (``time.gemm_us``, ``time.rs_us``, ``time.ag_us``: the pooling and the
    all-to-all of these schemes) and the total, extrapolated to the full table count on the line through the two
    smaller and through the two larger runs, differ by at most ``tolerance_pct`` percent of the second total
-   (:func:`t3sim.system.sampling.extrapolate`; the per-table rates agree as the layer grows). If not, the tables
+   (:func:`t3sim.sampling.plan.extrapolate`; the per-table rates agree as the layer grows). If not, the tables
    double (``d/2``, ``d``, ``2d``: the two larger runs are kept) up to ``max_detail_tables``; when the next run
    would reach the layer, or the detailed runs would hold as many tables as the layer, it is simulated whole
    (``sampling.sampled`` false); a run that stops at ``max_detail_tables`` is extrapolated with
    ``sampling.criterion_met`` false.
 3. **Extrapolation**: every additive statistic (times, bytes, counts, cycles; kernel start times too: on this
    line a kernel that starts after the pooling starts where the extrapolated pooling ends) is the value on the
-   line through the two larger runs at the full table count (:func:`t3sim.system.sampling.extrapolate_stats`);
+   line through the two larger runs at the full table count (:func:`t3sim.sampling.plan.extrapolate_stats`);
    statistics that do not add up (means, maxima, rates, ratios, histograms, text) are the largest run's. Every
    description says which, and ``sampling.*`` records the detailed runs, the criterion and the per-table rates.
 
@@ -43,14 +43,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import List, Sequence, Tuple
+from typing import List, Sequence, Tuple, Union
 
 from t3sim.config.experiment import ExperimentConfig
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
+from t3sim.sampling.plan import FIELD, extrapolate, extrapolate_stats, result, sampling_header
 from t3sim.sim.clock import TICKS_PER_US
-from t3sim.system.sampled_run import result, sampling_header
-from t3sim.system.sampling import FIELD, extrapolate, extrapolate_stats
+from t3sim.system.core import Resolved, resolve, simulate_shared, traffic_summary
 
 PHASES = ("gemm", "rs", "ag")
 
@@ -89,11 +89,21 @@ def with_tables(exp: ExperimentConfig, tables: int) -> ExperimentConfig:
                                 f"({' '.join(str(exc).split())[:300]})", "simulation.sampling.mode=off") from None
 
 
-def unsteady(exp: ExperimentConfig) -> str:
-    """Why ``exp``'s scheme cannot be sampled by tables ("" if it can: its work repeats table by table)."""
-    from t3sim.schemes import scheme_for
+@dataclass(frozen=True)
+class TablePlan:
+    """How a sampled run by tables cuts the layer."""
 
-    return scheme_for(exp.scheme.kind).table_sampling
+    tables: int  #: tables per GPU of the full layer
+    declined: str  #: why the scheme cannot be sampled by tables ("" if it can: its work repeats table by table)
+
+
+def plan(point: Union[Resolved, ExperimentConfig]) -> TablePlan:
+    """The plan of a point sampled by tables (InputError for a workload that is not an embedding-bag layer);
+    ``point``: resolved (:func:`t3sim.system.core.resolve`: its scheme) or its config, resolved here."""
+    exp = point.exp if isinstance(point, Resolved) else point
+    full = tables_of(exp)
+    r = point if isinstance(point, Resolved) else resolve(exp)
+    return TablePlan(full, r.scheme.table_sampling)
 
 
 def ladder(detail_tables: int) -> List[int]:
@@ -119,13 +129,16 @@ def _whole_next(tables: Sequence[int], full: int) -> bool:
     return nxt >= full or sum(tables) + nxt >= full
 
 
-def detailed_configs(exp: ExperimentConfig) -> List[ExperimentConfig]:
-    """The largest runs a sampled ``exp`` may simulate (for :mod:`t3sim.system.checks`): the doubling's largest
-    detailed run, and the whole layer when the doubling may end in a full simulation."""
+def detailed_configs(point: Union[Resolved, ExperimentConfig]) -> List[ExperimentConfig]:
+    """The largest runs a sampled point may simulate (for :mod:`t3sim.exec.checks`): the doubling's largest
+    detailed run, and the whole layer when the doubling may end in a full simulation. ``point``: resolved (with
+    its plan) or a config."""
+    exp = point.exp if isinstance(point, Resolved) else point
+    p = point.plan if isinstance(point, Resolved) and point.plan is not None else plan(point)
     s = exp.simulation.sampling
-    full = tables_of(exp)
+    full = p.tables
     runs = ladder(s.detail_tables)
-    if runs[-1] >= full or unsteady(exp):
+    if runs[-1] >= full or p.declined:
         return [with_tables(exp, full)]
     while 2 * runs[-1] <= s.max_detail_tables:
         if _whole_next(runs, full):
@@ -134,45 +147,44 @@ def detailed_configs(exp: ExperimentConfig) -> List[ExperimentConfig]:
     return [with_tables(exp, runs[-1])]
 
 
-def _detailed(exps: Sequence[ExperimentConfig], tables: int) -> TableRun:
-    from t3sim.system.run import simulate_shared
-
+def _detailed(points: Sequence[Resolved], tables: int) -> TableRun:
     t0 = time.perf_counter()
-    results = simulate_shared([with_tables(e, tables) for e in exps])
+    results = simulate_shared([with_tables(e.exp, tables) for e in points])
     st = results[0].stats
     ph = tuple(int(round(st.value(f"time.{p}_us") * TICKS_PER_US)) for p in PHASES + ("total",))
     return TableRun(tables, results, ph, time.perf_counter() - t0)
 
 
-def simulate_tables(exps: Sequence[ExperimentConfig], timeline: bool = False) -> list:
-    """Simulate resolved points sharing one simulation with ``simulation.sampling.mode: tables`` (module doc);
-    one :class:`~t3sim.results.store.RunResult` per point, as :func:`t3sim.system.run.simulate_shared`."""
+def simulate_tables(points: Sequence[Resolved], timeline: bool = False) -> list:
+    """Simulate resolved points sharing one simulation with ``simulation.sampling.mode: tables`` (module doc;
+    each point's ``plan``: its :class:`TablePlan`); one :class:`~t3sim.results.store.RunResult` per point, as
+    :func:`t3sim.system.core.simulate_resolved`."""
     if timeline:
         raise InputError(FIELD, "tables with --timeline (a timeline traces one detailed simulation)",
                          "simulation.sampling.mode=off for a timeline")
     t0 = time.perf_counter()
-    exp = exps[0]
+    exp = points[0].exp
     s = exp.simulation.sampling
-    full = tables_of(exp)
-    why = unsteady(exp)
+    full = points[0].plan.tables
+    why = points[0].plan.declined
     if why:
-        return _whole(exps, full, [], f"sampling by tables declined for scheme.kind={exp.scheme.kind}: {why}", t0)
+        return _whole(points, full, [], f"sampling by tables declined for scheme.kind={exp.scheme.kind}: {why}", t0)
     tables = ladder(s.detail_tables)
     if tables[-1] >= full:
-        return _whole(exps, full, [], f"the layer has {full} tables per GPU, not more than the {tables[-1]} of the "
+        return _whole(points, full, [], f"the layer has {full} tables per GPU, not more than the {tables[-1]} of the "
                                       "largest first detailed run", t0)
-    runs = [_detailed(exps, t) for t in tables]
+    runs = [_detailed(points, t) for t in tables]
     while True:
         last = runs[-3:]
         runs[-1].difference_pct = criterion([r.phases for r in last], [r.tables for r in last], full)
         if runs[-1].difference_pct <= s.tolerance_pct or 2 * runs[-1].tables > s.max_detail_tables:
             break
         if _whole_next([r.tables for r in runs], full):
-            return _whole(exps, full, runs, f"the per-table rates did not agree with {runs[-1].tables} tables "
+            return _whole(points, full, runs, f"the per-table rates did not agree with {runs[-1].tables} tables "
                                             f"({runs[-1].difference_pct:.2f} % > {s.tolerance_pct:g} %) and the next "
                                             "doubling would simulate at least as many tables as the layer", t0)
-        runs.append(_detailed(exps, 2 * runs[-1].tables))
-    return _extrapolated(exps, full, runs, t0)
+        runs.append(_detailed(points, 2 * runs[-1].tables))
+    return _extrapolated(points, full, runs, t0)
 
 
 def _sampling_stats(exp, full: int, runs: List[TableRun], sampled: bool, note: str) -> Stats:
@@ -180,7 +192,7 @@ def _sampling_stats(exp, full: int, runs: List[TableRun], sampled: bool, note: s
     out = sampling_header(s.mode, sampled, note, "tables", "the embedding-bag layer's pooling and all-to-all, by tables",
                           f"every phase and the total extrapolated to the full table count from the two smaller and "
                           f"from the two larger of the last three detailed runs within {s.tolerance_pct:g} % of the "
-                          "second total", "t3sim/system/sampled_tables.py")
+                          "second total", "t3sim/sampling/tables.py")
     out.add("tables", full, "count", "tables per GPU of the full layer")
     for i, r in enumerate(runs):
         out.add(f"detailed.run{i}.tables", r.tables, "count", f"tables per GPU of detailed run {i}")
@@ -207,12 +219,11 @@ def _sampling_stats(exp, full: int, runs: List[TableRun], sampled: bool, note: s
     return out
 
 
-def _whole(exps, full: int, runs: List[TableRun], note: str, t0: float) -> list:
+def _whole(points: Sequence[Resolved], full: int, runs: List[TableRun], note: str, t0: float) -> list:
     """Simulate the layer whole (sampling declined), recording why."""
-    from t3sim.system.run import simulate_shared
-
     out = []
-    for exp, res in zip(exps, simulate_shared([with_tables(e, full) for e in exps])):
+    for point, res in zip(points, simulate_shared([with_tables(e.exp, full) for e in points])):
+        exp = point.exp
         st = Stats()
         st.merge("", res.stats)
         st.merge("sampling", _sampling_stats(exp, full, runs, False, note))
@@ -221,16 +232,15 @@ def _whole(exps, full: int, runs: List[TableRun], note: str, t0: float) -> list:
     return out
 
 
-def _extrapolated(exps, full: int, runs: List[TableRun], t0: float) -> list:
-    from t3sim.system.run import traffic_summary
-
+def _extrapolated(points: Sequence[Resolved], full: int, runs: List[TableRun], t0: float) -> list:
     b, c = runs[-2], runs[-1]
-    s = exps[0].simulation.sampling
+    s = points[0].exp.simulation.sampling
     label = f"detailed runs of {b.tables} and {c.tables} of {full} tables per GPU"
     note = "extrapolated" + ("" if c.difference_pct <= s.tolerance_pct else " although the steady-state criterion "
                                                                            "failed")
     out = []
-    for i, exp in enumerate(exps):
+    for i, point in enumerate(points):
+        exp = point.exp
         sb, sc = b.results[i].stats, c.results[i].stats
         starts = {n: (extrapolate(sb.value(n), st.value, b.tables, c.tables, full), "extrapolated to the full table "
                       "count (a kernel's start moves with the phases before it)")

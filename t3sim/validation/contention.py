@@ -1,7 +1,7 @@
 """Simulation side of ``t3sim validate`` for GEMM / copy contention rows.
 
 A row of ``gemm_copy_contention.csv`` times one GEMM (``M x K`` by ``K x N``, bf16, the
-:func:`~t3sim.system.validate.gemm_kernel_record` kernel that ``t3sim validate`` checks against
+:func:`~t3sim.system.kernels.gemm_kernel_record` kernel that ``t3sim validate`` checks against
 gemm_calibration.csv) alone and while copies run without pause on other streams
 (:data:`BACKGROUNDS`). Every (row, background) pair is one independent simulation
 (:func:`simulate_contention_rows` spreads them over processes), as are the copies alone.
@@ -45,7 +45,7 @@ from t3sim.dma.copy_engine import CopyEngines
 from t3sim.dma.copy_kernel import SMCopyKernel
 from t3sim.sim.clock import TICKS_PER_NS, ns_to_ticks
 from t3sim.sim.engine import Engine
-from t3sim.system.validate import gemm_kernel_record
+from t3sim.system.kernels import gemm_kernel_record
 from t3sim.workload.wg_order import row_major
 
 MiB = 1 << 20

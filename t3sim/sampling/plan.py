@@ -11,7 +11,7 @@ the natural unit here: after the first waves have warmed the L2 and the memory c
 the same kind of A and B slices and stores the same kind of output, and so do the collectives that consume
 the output (their bytes are a fixed amount per wave of output rows).
 
-What a sampled run does (:func:`t3sim.system.sampled_run.simulate_sampled`; this module's own reading of those
+What a sampled run does (:func:`t3sim.sampling.waves.simulate_sampled`; this module's own reading of those
 methods):
 
 1. **Detailed runs.** The workload is cut to its first rows (``workload.tokens`` or ``workload.gemm.M``, a
@@ -30,7 +30,7 @@ methods):
    scales with the rows, e.g. T3's ring chunks of ``1/tp`` of the GEMM), and every communication phase
    extrapolated from the two smaller and from the two larger runs differs by at most ``tolerance_pct`` of
    the extrapolated total, and a GEMM cut into one chunk per GPU (T3) has chunks of at least
-   ``2 x window_waves + 1`` waves in the largest run (:func:`t3sim.system.sampled_run.criterion_b`). If either fails the detailed runs double
+   ``2 x window_waves + 1`` waves in the largest run (:func:`t3sim.sampling.waves.criterion_b`). If either fails the detailed runs double
    (the two larger runs are kept) up to ``max_detail_waves``; when the next run would reach the workload, or
    the detailed runs would hold as many waves as the workload, it is simulated whole instead (``sampling.sampled`` false), and a run that stops at ``max_detail_waves`` is extrapolated
    with ``sampling.criterion_met`` false.
@@ -63,11 +63,15 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 from math import gcd, lcm
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
+from t3sim.compute.gemm_kernel import stage_wgs
 from t3sim.config.experiment import ExperimentConfig
 from t3sim.errors import InputError
+from t3sim.results.store import RunResult
 from t3sim.results.stats import Stats
+from t3sim.system.core import Resolved, resolve
+from t3sim.system.kernels import point_kernel
 
 FIELD = "simulation.sampling.mode"
 #: units of statistics that add up over waves (extrapolated); any other unit is the largest detailed run's
@@ -202,6 +206,29 @@ def extrapolate_stats(small: Stats, large: Stats, rows_small: int, rows_large: i
     return out
 
 
+# ---------------------------------------------------------------- a sampled point's results
+
+def sampling_header(mode: str, sampled: bool, note: str, unit: str, kernels: str, criterion: str,
+                    module: str) -> Stats:
+    """The ``sampling.*`` statistics every sampled mode records first: the mode, whether the result was
+    extrapolated (from detailed runs of the first ``unit``) and why, what was sampled and the criterion."""
+    out = Stats()
+    out.add("mode", mode, "text", "simulation.sampling.mode of this run")
+    out.add("sampled", sampled, "bool", f"true: the result is extrapolated from detailed runs of the first {unit}; "
+                                        "false: the workload was simulated whole")
+    out.add("note", note, "text", "why the run was or was not extrapolated")
+    out.add("kernels", kernels if sampled else "none", "text", "what was sampled")
+    out.add("criterion", criterion, "text", f"the steady-state criterion ({module})")
+    return out
+
+
+def result(exp, res, stats: Stats, summary: dict, meta: dict):
+    """A sampled point's :class:`~t3sim.results.store.RunResult`: ``stats`` and ``summary`` with ``res``'s meta
+    updated by ``meta``."""
+    return RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed,
+                     {**res.meta, **meta}, None)
+
+
 # ---------------------------------------------------------------- the workload cut to its first rows
 
 def _reject(found: str, allowed: str = "simulation.sampling.mode=off") -> InputError:
@@ -296,13 +323,13 @@ class Plan:
             k += 1
 
 
-def plan(exp: ExperimentConfig) -> Plan:
-    """The sampling plan of ``exp`` (raises InputError for a workload that cannot be cut)."""
-    from t3sim.compute.gemm_kernel import stage_wgs
-    from t3sim.workload.generate import system_kernel
-
+def plan(point: Union[Resolved, ExperimentConfig]) -> Plan:
+    """The sampling plan of a point (raises InputError for a workload that cannot be cut); ``point``: the
+    resolved point (:func:`t3sim.system.core.resolve`: its kernel and scheme), or its config, resolved here."""
+    exp = point.exp if isinstance(point, Resolved) else point
     rows = rows_of(exp)
-    k = system_kernel(exp.workload, exp.system)
+    r = point if isinstance(point, Resolved) else resolve(exp)
+    k = r.kernel
     if k.wg_order.get("kind") != "row_major":
         raise _reject(f"waves with a {k.wg_order.get('kind')} WG order, whose first waves are not the first rows'",
                       "sampling of a row_major GEMM")
@@ -310,24 +337,23 @@ def plan(exp: ExperimentConfig) -> Plan:
     per_gpu = exp.workload.direction in ("a2a_gemm", "gemm_a2a")  # each GPU's expert GEMM gets rows / tp
     per_tile_row = k.tile_m * (tp if per_gpu else 1)
     unit = lcm(per_tile_row, tp * tp if per_gpu else tp)
-    from t3sim.schemes import scheme_for
-
-    chunks = tp if scheme_for(exp.scheme.kind).fused_rs else 1  # T3's ring cuts the WGs into one chunk per GPU
+    chunks = tp if r.scheme.fused_rs else 1  # T3's ring cuts the WGs into one chunk per GPU
     p = Plan(rows, unit, per_tile_row, k.tiles_n, stage_wgs(exp.system.gpu, k), chunks, exp.system.gpu.num_cus)
     probe = with_rows(exp, p.rows_for(1))
-    kp = system_kernel(probe.workload, probe.system)
+    kp = point_kernel(probe)
     if (kp.tile_m, kp.tile_n, kp.tiles_n, kp.num_wgs) != (k.tile_m, k.tile_n, k.tiles_n, p.wgs(p.rows_for(1))):
         raise _reject(f"waves, but the GEMM cut to {p.rows_for(1)} rows is tiled differently ({kp.tile_m}x{kp.tile_n}, "
                       f"{kp.tiles_n} tile columns vs {k.tile_m}x{k.tile_n}, {k.tiles_n})")
     return p
 
 
-def detailed_configs(exp: ExperimentConfig) -> List[ExperimentConfig]:
-    """The largest runs a sampled ``exp`` may simulate in detail (for the pre-run checks of
-    :mod:`t3sim.system.checks`): the doubling's largest run below the full workload, and the whole workload
-    when the doubling may end in a full simulation."""
+def detailed_configs(point: Union[Resolved, ExperimentConfig]) -> List[ExperimentConfig]:
+    """The largest runs a sampled point may simulate in detail (for the pre-run checks of
+    :mod:`t3sim.exec.checks`): the doubling's largest run below the full workload, and the whole workload
+    when the doubling may end in a full simulation. ``point``: resolved (with its plan) or a config."""
+    exp = point.exp if isinstance(point, Resolved) else point
     s = exp.simulation.sampling
-    p = plan(exp)
+    p = point.plan if isinstance(point, Resolved) and point.plan is not None else plan(point)
     d = s.detail_waves
     last = ladder(p, d)[-1]
     if last >= p.rows:

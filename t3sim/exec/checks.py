@@ -3,7 +3,7 @@ workload the simulator can run, physically and on this machine?
 
 Each config section validates itself (:mod:`t3sim.config`); these checks combine sections with the
 workload's GEMM (generated or from a trace) and run before anything is simulated -- by
-:func:`t3sim.exec.run_points` for every point of a sweep, by ``t3sim config check`` and by
+:func:`t3sim.exec.runner.run_points` for every point of a sweep, by ``t3sim config check`` and by
 ``t3sim run --timeline`` -- so an absurd point is one line of bad input (exit 2), not a crash or a
 meaningless result minutes later:
 
@@ -22,41 +22,52 @@ meaningless result minutes later:
   another one explicitly (it would be replaced, so the setting would do nothing).
 
 A sampled point (``simulation.sampling.mode: waves`` or ``tables``) is checked as the detailed runs it may
-simulate (:func:`t3sim.system.sampling.detailed_configs`, :func:`t3sim.system.sampled_tables.detailed_configs`):
+simulate (:func:`t3sim.sampling.plan.detailed_configs`, :func:`t3sim.sampling.tables.detailed_configs`):
 the full workload is never simulated, so its size and footprint are not limits (``sampling.full_footprint_B`` in a
 waves run's results says whether it would fit HBM).
+
+The checks read the resolved point (:func:`t3sim.exec.dispatch.resolve`): the kernel they check is the one the
+point runs (:func:`t3sim.system.kernels.point_kernel`).
 """
 
 from __future__ import annotations
 
 from t3sim.config.experiment import ExperimentConfig
-from t3sim.config.workload import DTYPE_BYTES
 from t3sim.errors import InputError
-from t3sim.workload import occupancy, workload_kernel
+from t3sim.exec.dispatch import resolve
+from t3sim.sampling import plan as waves_plan
+from t3sim.sampling import tables
+from t3sim.schemes import SCHEMES
+from t3sim.system import core
+from t3sim.system.kernels import footprint_B, hbm_capacity_B
+from t3sim.workload import occupancy
 from t3sim.workload.trace import check_size
 
 
-def hbm_capacity_B(hbm) -> int:
-    """Bytes the address map decodes on one GPU (:attr:`t3sim.memory.address_map.DigitMap.capacity_B`)."""
-    return hbm.channels * hbm.pseudo_channels * hbm.bank_groups * hbm.banks_per_group * hbm.rows * hbm.row_size_B
-
-
-def footprint_B(kernel) -> int:
-    """Bytes the run keeps in one GPU's HBM: A (M x K), B (K x N), C (M x N) and a receive buffer of C's size."""
-    return (kernel.M * kernel.K + kernel.K * kernel.N + 2 * kernel.M * kernel.N) * DTYPE_BYTES[kernel.dtype]
-
-
-def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
+def check_experiment(exp: ExperimentConfig, where: str = "") -> core.Resolved:
     """Raise :class:`InputError` (one line; ``where`` prefixes it, e.g. the file and point label) if the
-    resolved point ``exp`` cannot be simulated meaningfully (module doc)."""
-    if exp.simulation.sampling.mode != "off":  # what is simulated: the detailed runs (t3sim.system.sampling)
-        if exp.simulation.sampling.mode == "tables":
-            from t3sim.system.sampled_tables import detailed_configs
-        else:
-            from t3sim.system.sampling import detailed_configs
+    resolved point ``exp`` cannot be simulated meaningfully (module doc); else return it resolved
+    (:func:`t3sim.exec.dispatch.resolve`), as the runners hand it down."""
+    try:
+        r = resolve(exp)
+    except InputError as exc:
+        pre = f"{where}: " if where else ""
+        if exp.simulation.sampling.mode != "off":
+            raise InputError(f"{pre}{exc.where}", exc.found, exc.allowed) from None
+        if not exp.workload.trace:
+            raise
+        raise InputError(f"{pre}workload.trace: {exc.where}", exc.found, exc.allowed) from None
+    check_resolved(r, where)
+    return r
 
+
+def check_resolved(r: core.Resolved, where: str = "") -> None:
+    """:func:`check_experiment` of a point already resolved."""
+    exp = r.exp
+    if exp.simulation.sampling.mode != "off":  # what is simulated: the detailed runs (t3sim.sampling)
+        detailed = tables.detailed_configs if exp.simulation.sampling.mode == "tables" else waves_plan.detailed_configs
         try:
-            runs = detailed_configs(exp)
+            runs = detailed(r)
         except InputError as exc:
             raise InputError(f"{where}: {exc.where}" if where else exc.where, exc.found, exc.allowed) from None
         for e in runs:
@@ -64,12 +75,7 @@ def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
         return
     pre = f"{where}: " if where else ""
     w = exp.workload
-    try:
-        k = workload_kernel(w)
-    except InputError as exc:
-        if not w.trace:
-            raise
-        raise InputError(f"{pre}workload.trace: {exc.where}", exc.found, exc.allowed) from None
+    k = r.kernel
     src = f"trace {w.trace}" if w.trace else "workload"
     field = "workload.tokens" if not w.trace else f"{w.trace} kernel {k.name}"
     if k.N < k.tile_n:
@@ -85,10 +91,8 @@ def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
         raise InputError(f"{pre}system.hbm", f"{_size(have)} of HBM per GPU, less than the workload's footprint of "
                          f"{_size(need)} (A {k.M}x{k.K}, B {k.K}x{k.N}, C and a receive buffer {k.M}x{k.N}, {k.dtype})",
                          "channels x pseudo_channels x bank_groups x banks_per_group x rows x row_size_B >= the footprint")
-    from t3sim.schemes import SCHEMES, scheme_for
-
     n = exp.system.interconnect.num_gpus
-    scheme = scheme_for(exp.scheme.kind)
+    scheme = r.scheme
     try:
         scheme.check_direction(w)
     except InputError as exc:

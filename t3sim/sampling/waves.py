@@ -1,5 +1,6 @@
-"""Running a sampled simulation: the detailed runs, the steady-state checks and the extrapolated
-results. What is simulated and why, the criterion and the arithmetic: :mod:`t3sim.system.sampling`.
+"""Running a sampled simulation by GEMM waves: the detailed runs, the steady-state checks and the
+extrapolated results. What is simulated and why, the criterion and the arithmetic: :mod:`t3sim.sampling.plan`.
+Each detailed run is a point simulated whole by the core (:func:`t3sim.system.core.simulate_shared`).
 """
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import List, Optional, Sequence, Tuple
 
-from t3sim.config.experiment import ExperimentConfig
 from t3sim.results.stats import Stats
+from t3sim.sampling.plan import (Plan, Steady, _reject, extrapolate, extrapolate_gemm, extrapolate_stats, ladder,
+                                 rates_agree, result, sampling_header, steady_state, wave_rates_agree, wave_times,
+                                 window_mean, with_rows)
+from t3sim.schemes.program import Phases
 from t3sim.sim.clock import TICKS_PER_US
-from t3sim.system.sampling import (Plan, Steady, _reject, extrapolate, extrapolate_gemm, extrapolate_stats, ladder,
-                                   plan, rates_agree, steady_state, wave_rates_agree, wave_times, window_mean,
-                                   with_rows)
+from t3sim.system.core import Resolved, simulate_shared, traffic_summary
+from t3sim.system.kernels import footprint_B, hbm_capacity_B
 
 
 # ---------------------------------------------------------------- running it
@@ -33,7 +36,7 @@ class Detailed:
 
 
 class _Probe:
-    """Handed to :func:`t3sim.system.run.simulate_shared`: has the model record its GEMM WGs' retirements."""
+    """Handed to :func:`t3sim.system.core.simulate_shared`: has the model record its GEMM WGs' retirements."""
 
     def __init__(self) -> None:
         self.model = None
@@ -53,12 +56,10 @@ def _ticks(stats: Stats, name: str) -> int:
     return int(round(stats.value(name) * TICKS_PER_US))
 
 
-def _detailed(exps: Sequence[ExperimentConfig], rows: int, p: Plan) -> Detailed:
-    from t3sim.system.run import simulate_shared
-
+def _detailed(points: Sequence[Resolved], rows: int, p: Plan) -> Detailed:
     t0 = time.perf_counter()
     probe = _Probe()
-    results = simulate_shared([with_rows(e, rows) for e in exps], probe=probe)
+    results = simulate_shared([with_rows(e.exp, rows) for e in points], probe=probe)
     st = results[0].stats
     phases = tuple(_ticks(st, f"time.{ph}_us") for ph in ("gemm", "rs", "ag"))
     m = probe.model.marks
@@ -94,22 +95,22 @@ def move_with_marks(small: Stats, large: Stats, out: Stats, marks_small: dict, m
     return res
 
 
-def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -> list:
-    """Simulate resolved points sharing one simulation with ``simulation.sampling.mode: waves`` (module doc);
-    one :class:`~t3sim.results.store.RunResult` per point, as :func:`t3sim.system.run.simulate_shared`."""
+def simulate_sampled(points: Sequence[Resolved], timeline: bool = False) -> list:
+    """Simulate resolved points sharing one simulation with ``simulation.sampling.mode: waves`` (module doc;
+    each point's ``plan``: its :class:`~t3sim.sampling.plan.Plan`); one :class:`~t3sim.results.store.RunResult`
+    per point, as :func:`t3sim.system.core.simulate_resolved`."""
     if timeline:
         raise _reject("waves with --timeline (a timeline traces one detailed simulation)",
                       "simulation.sampling.mode=off for a timeline")
     t0 = time.perf_counter()
-    exp = exps[0]
-    s = exp.simulation.sampling
-    p = plan(exp)
+    s = points[0].exp.simulation.sampling
+    p = points[0].plan
     d = s.detail_waves
     rows = ladder(p, d)
     if rows[-1] >= p.rows:
-        return _whole(exps, p, [], f"the workload has {float(p.waves(p.rows)):.2f} waves, too few for detailed "
+        return _whole(points, p, [], f"the workload has {float(p.waves(p.rows)):.2f} waves, too few for detailed "
                                    f"runs of about {d} waves below it", t0)
-    runs = [_detailed(exps, r, p) for r in rows]
+    runs = [_detailed(points, r, p) for r in rows]
     checks: List[Tuple[float, float]] = []
     while True:
         steady = steady_state(runs[-1].waves, s.window_waves, s.tolerance_pct)
@@ -121,11 +122,11 @@ def simulate_sampled(exps: Sequence[ExperimentConfig], timeline: bool = False) -
         d *= 2
         nr = p.rows_for(d, above=runs[-1].rows, exact=p.period_waves() <= d)
         if nr >= p.rows or sum(p.waves(r.rows) for r in runs) + p.waves(nr) >= p.waves(p.rows):
-            return _whole(exps, p, runs, f"steady state not reached with {d // 2} detailed waves (wave spread "
+            return _whole(points, p, runs, f"steady state not reached with {d // 2} detailed waves (wave spread "
                                          f"{steady.spread_pct:.2f} %, rate difference {worst:.2f} %) and the next "
                                          "doubling would simulate at least as many waves as the whole workload", t0)
-        runs.append(_detailed(exps, nr, p))
-    return _extrapolated(exps, p, runs, steady, agree, worst, t0)
+        runs.append(_detailed(points, nr, p))
+    return _extrapolated(points, p, runs, steady, agree, worst, t0)
 
 
 def criterion_b(p: Plan, runs: Sequence[Detailed], window: int, tolerance_pct: float) -> Tuple[bool, float]:
@@ -159,19 +160,17 @@ def _criterion(s) -> str:
             f"into one chunk per GPU (T3) each chunk of the largest run holding at least {2 * w + 1} waves")
 
 
-def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str, steady: Optional[Steady] = None,
-                    agree: bool = False, worst: float = float("inf")) -> Stats:
+def _sampling_stats(point: Resolved, p: Plan, runs: List[Detailed], sampled: bool, note: str,
+                    steady: Optional[Steady] = None, agree: bool = False, worst: float = float("inf")) -> Stats:
+    exp = point.exp
     s = exp.simulation.sampling
     out = sampling_header(s.mode, sampled, note, "rows", "every GEMM kernel of the workload (its waves) with the "
                           "communication that overlaps it and the kernels after it",
-                          _criterion(s), "t3sim/system/sampling.py")
+                          _criterion(s), "t3sim/sampling/plan.py")
     out.add("rows", p.rows, "count", "rows of the full workload (tokens, or the simulated M of a GEMM shape)")
     out.add("waves", float(p.waves(p.rows)), "waves", "GEMM waves (WGs / stage_wgs) of the full workload")
     out.add("stage_wgs", p.stage_wgs, "count", "WGs per wave: the GEMM's WG slots on the GPU")
-    from t3sim.system.checks import footprint_B, hbm_capacity_B
-    from t3sim.workload.generate import system_kernel
-
-    need = footprint_B(system_kernel(exp.workload, exp.system))
+    need = footprint_B(point.kernel)
     out.add("full_footprint_B", need, "B", "A, B, C and a receive buffer of the full workload on one GPU (the "
                                            "detailed runs' footprints are checked against HBM, this one is not)")
     out.add("full_footprint_fits_hbm", need <= hbm_capacity_B(exp.system.hbm), "bool",
@@ -221,55 +220,28 @@ def _sampling_stats(exp, p: Plan, runs: List[Detailed], sampled: bool, note: str
     return out
 
 
-def sampling_header(mode: str, sampled: bool, note: str, unit: str, kernels: str, criterion: str,
-                    module: str) -> Stats:
-    """The ``sampling.*`` statistics every sampled mode records first: the mode, whether the result was
-    extrapolated (from detailed runs of the first ``unit``) and why, what was sampled and the criterion."""
-    out = Stats()
-    out.add("mode", mode, "text", "simulation.sampling.mode of this run")
-    out.add("sampled", sampled, "bool", f"true: the result is extrapolated from detailed runs of the first {unit}; "
-                                        "false: the workload was simulated whole")
-    out.add("note", note, "text", "why the run was or was not extrapolated")
-    out.add("kernels", kernels if sampled else "none", "text", "what was sampled")
-    out.add("criterion", criterion, "text", f"the steady-state criterion ({module})")
-    return out
-
-
-def result(exp, res, stats: Stats, summary: dict, meta: dict):
-    """A sampled point's :class:`~t3sim.results.store.RunResult`: ``stats`` and ``summary`` with ``res``'s meta
-    updated by ``meta``."""
-    from t3sim.results.store import RunResult
-
-    return RunResult(exp.name, exp.model_dump(mode="json"), stats, summary, exp.simulation.seed,
-                     {**res.meta, **meta}, None)
-
-
-def _whole(exps, p: Plan, runs: List[Detailed], note: str, t0: float) -> list:
+def _whole(points: Sequence[Resolved], p: Plan, runs: List[Detailed], note: str, t0: float) -> list:
     """Simulate the workload whole (sampling declined), recording why."""
-    from t3sim.system.run import simulate_shared
-
-    full = simulate_shared([with_rows(e, p.rows) for e in exps])
+    full = simulate_shared([with_rows(e.exp, p.rows) for e in points])
     out = []
-    for exp, res in zip(exps, full):
+    for point, res in zip(points, full):
         st = Stats()
         st.merge("", res.stats)
-        st.merge("sampling", _sampling_stats(exp, p, runs, False, note))
-        out.append(result(exp, res, st, dict(res.summary),
+        st.merge("sampling", _sampling_stats(point, p, runs, False, note))
+        out.append(result(point.exp, res, st, dict(res.summary),
                            {"wall_s": round(time.perf_counter() - t0, 3), "sampled": False}))
     return out
 
 
-def _extrapolated(exps, p: Plan, runs: List[Detailed], steady: Steady, agree: bool, worst: float, t0: float) -> list:
-    from t3sim.schemes import scheme_for
-    from t3sim.schemes.program import Phases
-    from t3sim.system.run import traffic_summary
-
+def _extrapolated(points: Sequence[Resolved], p: Plan, runs: List[Detailed], steady: Steady, agree: bool,
+                  worst: float, t0: float) -> list:
     b, c = runs[-2], runs[-1]
     label = (f"detailed runs of {b.rows} and {c.rows} of {p.rows} rows, {float(p.waves(c.rows)):.2f} of "
              f"{float(p.waves(p.rows)):.2f} GEMM waves")
     note = "extrapolated" + ("" if steady.met and agree else " although the steady-state criterion failed")
     out = []
-    for i, exp in enumerate(exps):
+    for i, point in enumerate(points):
+        exp = point.exp
         mean = window_mean(c.waves, exp.simulation.sampling.window_waves)
         gemm = extrapolate_gemm(c.phases[0], p.rounds(c.rows), p.rounds(p.rows), mean, Fraction(p.stage_wgs, p.cus))
         ext = extrapolate_stats(b.results[i].stats, c.results[i].stats, b.rows, c.rows, p.rows, label, {
@@ -278,7 +250,7 @@ def _extrapolated(exps, p: Plan, runs: List[Detailed], steady: Steady, agree: bo
         g, r, a = (_ticks(ext, f"time.{ph}_us") for ph in ("gemm", "rs", "ag"))
         full_marks = phase_marks({"gemm": g, "rs": r, "ag": a}, list(c.marks))
         ext = move_with_marks(b.results[i].stats, c.results[i].stats, ext, b.marks, c.marks, full_marks)
-        phases = scheme_for(exp.scheme.kind).compose(Phases(g, r, a, g + r + a))
+        phases = point.scheme.compose(Phases(g, r, a, g + r + a))
         st = Stats()
         for name, v in ext.items():
             if name == "time.total_us":
@@ -287,7 +259,7 @@ def _extrapolated(exps, p: Plan, runs: List[Detailed], steady: Steady, agree: bo
                 v = type(v)(sum(int(x.results[i].stats.value(name)) for x in runs), v.unit,
                             "simpy events processed [sampled: summed over all detailed runs, not extrapolated]")
             st.add(name, v.value, v.unit, v.description)
-        st.merge("sampling", _sampling_stats(exp, p, runs, True, note, steady, agree, worst))
+        st.merge("sampling", _sampling_stats(point, p, runs, True, note, steady, agree, worst))
         summary = {**c.results[i].summary, **phases.summary(), **traffic_summary(st)}
         out.append(result(exp, c.results[i], st, summary,
                            {"wall_s": round(time.perf_counter() - t0, 3), "sampled": True}))
