@@ -31,7 +31,7 @@ from t3sim.analysis.facts import read_table
 from t3sim.analysis.ficco_numbers import NUMBERS, metrics_from_tables
 from t3sim.analysis.plotting import FORMATS, rows_csv
 from t3sim.analysis.runs import load_runs
-from t3sim.config.ficco import SCHEDULES
+from t3sim.schemes.ficco.heuristic import SCHEDULES
 
 #: the half study's experiments, each with the study's experiment it repeats at half the FLOP budget
 HALF = {f"{e}-half": e for e in ("ficco-sp", "ficco-ep", "ficco-synthetic", "ficco-char")}

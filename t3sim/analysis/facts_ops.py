@@ -194,7 +194,7 @@ TABLE_I = ("ficco-sp", "ficco-ep")
 def _scored(rows: Rows, experiments: Sequence[str]) -> List[Dict[str, object]]:
     """Per scenario with all four dma schedules (as :func:`t3sim.analysis.ficco.heuristic_accuracy` scores):
     its shape, the heuristic's pick and t3sim's fastest schedule."""
-    from t3sim.config.ficco import SCHEDULES
+    from t3sim.schemes.ficco.heuristic import SCHEDULES
 
     out = []
     for e in experiments:

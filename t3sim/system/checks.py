@@ -85,7 +85,7 @@ def check_experiment(exp: ExperimentConfig, where: str = "") -> None:
         raise InputError(f"{pre}system.hbm", f"{_size(have)} of HBM per GPU, less than the workload's footprint of "
                          f"{_size(need)} (A {k.M}x{k.K}, B {k.K}x{k.N}, C and a receive buffer {k.M}x{k.N}, {k.dtype})",
                          "channels x pseudo_channels x bank_groups x banks_per_group x rows x row_size_B >= the footprint")
-    from t3sim.schemes import SCHEMES, scheme_for
+    from t3sim.schemes.runtime import SCHEMES, scheme_for
 
     n = exp.system.interconnect.num_gpus
     scheme = scheme_for(exp.scheme.kind)

@@ -49,7 +49,7 @@ class SystemModel:
         """``kernel``: the GEMM to run instead of the workload's (a KernelRecord; e.g. a measured shape)."""
         self.exp = exp
         # the overlap scheme may fix the memory-controller arbitration (paper Sec. 5.3: T3 vs T3-MCA)
-        from t3sim.schemes import scheme_for
+        from t3sim.schemes.runtime import scheme_for
 
         arb = scheme_for(exp.scheme.kind).arbitration
         if arb is not None and arb != exp.system.memory_controller.arbitration.kind:

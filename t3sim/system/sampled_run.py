@@ -260,8 +260,8 @@ def _whole(exps, p: Plan, runs: List[Detailed], note: str, t0: float) -> list:
 
 
 def _extrapolated(exps, p: Plan, runs: List[Detailed], steady: Steady, agree: bool, worst: float, t0: float) -> list:
-    from t3sim.schemes import scheme_for
-    from t3sim.schemes.program import Phases
+    from t3sim.schemes.runtime import scheme_for
+    from t3sim.schemes.runtime.program import Phases
     from t3sim.system.run import traffic_summary
 
     b, c = runs[-2], runs[-1]

@@ -9,7 +9,7 @@ tables is the line through runs of fewer tables. This is the kernel-level readin
 the rest at that rate; TBPoint: simulate one representative of a homogeneous group): here the homogeneous units are
 whole tables, and a detailed run is the layer cut to its first tables, which is what the full layer runs first.
 
-Which schemes: each declares it (:attr:`t3sim.schemes.base.Scheme.table_sampling`: "" or why not); the others are
+Which schemes: each declares it (:attr:`t3sim.schemes.runtime.base.Scheme.table_sampling`: "" or why not); the others are
 simulated whole, and ``sampling.note`` gives the reason (so one sweep may mix schemes, as a too-small layer is
 simulated whole too). The fused kernel is declined: it orders its remote slices destination by destination, so
 during each destination's share one link carries all of its stores, the link's backlog (and the fences that wait
@@ -91,7 +91,7 @@ def with_tables(exp: ExperimentConfig, tables: int) -> ExperimentConfig:
 
 def unsteady(exp: ExperimentConfig) -> str:
     """Why ``exp``'s scheme cannot be sampled by tables ("" if it can: its work repeats table by table)."""
-    from t3sim.schemes import scheme_for
+    from t3sim.schemes.runtime import scheme_for
 
     return scheme_for(exp.scheme.kind).table_sampling
 

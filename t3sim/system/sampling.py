@@ -310,7 +310,7 @@ def plan(exp: ExperimentConfig) -> Plan:
     per_gpu = exp.workload.direction in ("a2a_gemm", "gemm_a2a")  # each GPU's expert GEMM gets rows / tp
     per_tile_row = k.tile_m * (tp if per_gpu else 1)
     unit = lcm(per_tile_row, tp * tp if per_gpu else tp)
-    from t3sim.schemes import scheme_for
+    from t3sim.schemes.runtime import scheme_for
 
     chunks = tp if scheme_for(exp.scheme.kind).fused_rs else 1  # T3's ring cuts the WGs into one chunk per GPU
     p = Plan(rows, unit, per_tile_row, k.tiles_n, stage_wgs(exp.system.gpu, k), chunks, exp.system.gpu.num_cus)

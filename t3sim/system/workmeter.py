@@ -38,7 +38,7 @@ from t3sim.config.workload import DTYPE_BYTES
 
 
 def _fused(scheme_kind: str) -> bool:
-    from t3sim.schemes import scheme_for
+    from t3sim.schemes.runtime import scheme_for
 
     return bool(getattr(scheme_for(scheme_kind), "fused_rs", False))
 
@@ -46,7 +46,7 @@ def _fused(scheme_kind: str) -> bool:
 def _collectives(scheme_kind: str) -> bool:
     """Does the scheme run the sub-layer's collectives? (``copy`` does not: its copies run for as long as
     the GEMM does, so the GEMM is the whole of its progress.)"""
-    from t3sim.schemes import scheme_for
+    from t3sim.schemes.runtime import scheme_for
 
     return bool(getattr(scheme_for(scheme_kind), "collectives", True))
 

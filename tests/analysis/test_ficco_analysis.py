@@ -11,7 +11,7 @@ import pytest
 from t3sim.analysis import ficco, ficco_numbers
 from t3sim.analysis.runs import Run
 from t3sim.config.sweep import expand
-from t3sim.config.ficco import SCHEDULES
+from t3sim.schemes.ficco.heuristic import SCHEDULES
 
 from tests.analysis.fakes import assert_same_metrics
 from tests.conftest import REPO

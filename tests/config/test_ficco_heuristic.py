@@ -1,11 +1,11 @@
-"""FiCCO's metrics and schedule heuristic (paper 001 Secs. IV-C1, IV-D1, V-C; t3sim.config.ficco)."""
+"""FiCCO's metrics and schedule heuristic (paper 001 Secs. IV-C1, IV-D1, V-C; t3sim.schemes.ficco.heuristic)."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, strategies as st
 
-from t3sim.config.ficco import SCHEDULES, mt_B, otb, pick
+from t3sim.schemes.ficco.heuristic import SCHEDULES, mt_B, otb, pick
 
 dims = st.integers(1, 1 << 21)
 

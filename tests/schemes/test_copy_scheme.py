@@ -10,8 +10,8 @@ import pytest
 
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
-from t3sim.schemes import scheme_for
-from t3sim.schemes.program import Kernel, Program
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.runtime.program import Kernel, Program
 from t3sim.system.checks import check_experiment
 from t3sim.system.run import simulate
 from tests.conftest import REPO

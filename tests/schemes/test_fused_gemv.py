@@ -11,9 +11,9 @@ from hypothesis import given, settings, strategies as st
 
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
-from t3sim.schemes import scheme_for
-from t3sim.schemes.fused_gemv_ar import READY, FusedGemvAR, analytic_link_bytes
-from t3sim.schemes.gpu_initiated import SliceTracker, occupancies, persistent_grid
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.fused.fused_gemv_ar import READY, FusedGemvAR, analytic_link_bytes
+from t3sim.schemes.fused.gpu_initiated import SliceTracker, occupancies, persistent_grid
 from t3sim.system import simulate
 from t3sim.system.model import SystemModel
 from tests.conftest import REPO
@@ -172,7 +172,7 @@ def test_fence_then_flag_lands_after_the_data_and_a_poll_sees_it():
     from t3sim.compute.memhier import MemoryHierarchy
     from t3sim.dma.engine import Completion, Fabric, Payload
     from t3sim.interconnect.network import Network
-    from t3sim.schemes.gpu_initiated import Fences, Flags, LibraryCosts
+    from t3sim.schemes.fused.gpu_initiated import Fences, Flags, LibraryCosts
     from t3sim.sim.engine import Engine
 
     e = fexp()

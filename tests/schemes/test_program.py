@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from t3sim.schemes.program import Kernel, Program, ProgramRun, Record
+from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, Record
 
 
 def _run(*recs):
