@@ -55,7 +55,7 @@ class Chunks(Model):
                          "ends; chunked_dma with workload.direction=ag_gemm: GEMM steps, a multiple of the GPUs N (one "
                          "step per shard of A, or chunks/N steps per shard); ficco_char: the per-GPU GEMM as C chunks "
                          "along scheme.chunk_axis (FiCCO Sec. IV-C1: 1, 8, 64)",
-                    source="H200 measurements (experiments/validation/README.md; chunked decomposition: 4 chunks of "
+                    source="H200 measurements (experiments/validation/README.md: chunked, 4 chunks of "
                            "M/4 rows); FLUX Sec. 2.2 (ag_gemm: decomposition aligned with the number of devices)", ge=1)
 
 

@@ -1,4 +1,4 @@
-"""FiCCO's metrics and schedule heuristic (paper 001 Secs. IV-C1, IV-D1, V-C; t3sim.schemes.ficco.heuristic)."""
+"""FiCCO's metrics and schedule heuristic (FiCCO Secs. IV-C1, IV-D1, V-C; t3sim.schemes.ficco.heuristic)."""
 
 from __future__ import annotations
 
@@ -42,5 +42,5 @@ def test_bad_arguments_raise():
 def test_config_names_the_same_schedules():
     from typing import get_args
 
-    from t3sim.config.experiment import SchemeConfig
-    assert get_args(SchemeConfig.model_fields["ficco_schedule"].annotation) == SCHEDULES
+    from t3sim.schemes.ficco.options import FiccoOptions
+    assert get_args(FiccoOptions.model_fields["ficco_schedule"].annotation) == SCHEDULES
