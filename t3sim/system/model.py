@@ -63,7 +63,7 @@ class SystemModel:
         sim = exp.simulation
         self.mode = sim.mode
         #: GEMM kernels may run in compiled windows (simulation.gemm_window) when they have the GPU to themselves:
-        #: ``exclusive`` says they do (the scheme's program runs one kernel at a time; schemes.program sets it)
+        #: ``exclusive`` says they do (the scheme's program runs one kernel at a time; schemes.runtime.program sets it)
         self.windowed = sim.gemm_window
         self.exclusive = False
         self.n = exp.system.interconnect.num_gpus
@@ -99,7 +99,7 @@ class SystemModel:
         self.record_wg_spans = False
         self.gemm_kernels: List[GemmKernel] = []
         self.marks: Dict[str, int] = {}
-        #: the scheme program's kernel records (schemes.program.Record: name, kind, stream, start, end), for timelines
+        #: the scheme program's kernel records (schemes.runtime.program.Record: name, kind, stream, start, end), for timelines
         self.kernel_records: list = []
         #: the running scheme's own state (opaque here; e.g. the fused GEMM-RS context of schemes/t3.py)
         self.context = None

@@ -1,4 +1,4 @@
-"""The program runtime's derived quantities (schemes/program.py) on hand-made records: phases, exposed
+"""The program runtime's derived quantities (schemes/runtime/program.py) on hand-made records: phases, exposed
 communication, critical path."""
 
 from __future__ import annotations
