@@ -7,11 +7,15 @@ shadowing each other is a bug that produces plausible wrong numbers).
 Categories in use: ``arbitration`` (memory-controller compute/communication
 arbitration), ``write_drain`` (memory-controller write-drain policies),
 ``dram_standard`` (DRAM timing rule sets), ``address_map``, ``topology``, ``collective``,
-``scheme`` (overlap scheme), ``executor``, ``tracker_admission`` (who may take a free way of a
-T3 tracker set).
+``scheme`` (overlap scheme), ``scheme_options`` (a scheme's options model and family),
+``scheme_family`` (a family's one-line title), ``executor``, ``tracker_admission`` (who may
+take a free way of a T3 tracker set).
 
 Plug-in modules are imported lazily by :func:`load_plugins` so that the config
 layer can validate ``kind`` names without importing the simulator at import time.
+A plug-in may also be registered *by module* (:func:`add_lazy`): its name is known at
+once, and the module that defines it is imported only when :func:`get` first asks for
+it (the overlap schemes: a family's light ``options.py`` names its schemes' modules).
 """
 
 from __future__ import annotations
@@ -49,6 +53,16 @@ class DuplicateRegistration(RuntimeError):
     """A name was registered twice in one category."""
 
 
+class Lazy:
+    """A plug-in registered by the module that defines it (:func:`add_lazy`), until :func:`get` imports it."""
+
+    def __init__(self, module: str):
+        self.module = module
+
+    def __repr__(self) -> str:
+        return f"<defined in {self.module}>"
+
+
 def register(category: str, name: str) -> Callable[[T], T]:
     """Decorator: register ``obj`` as plug-in ``name`` of ``category``."""
 
@@ -60,14 +74,24 @@ def register(category: str, name: str) -> Callable[[T], T]:
 
 
 def add(category: str, name: str, obj: Any) -> None:
-    """Register ``obj`` under ``category``/``name``; raise on duplicates."""
+    """Register ``obj`` under ``category``/``name``; raise on duplicates (a :class:`Lazy` entry is replaced
+    once, by the plug-in its module registers)."""
     table = _registries.setdefault(category, {})
+    if name in table and isinstance(table[name], Lazy) and not isinstance(obj, Lazy):
+        table[name] = obj
+        return
     if name in table:
         raise DuplicateRegistration(
             f"{category} plug-in {name!r} registered twice "
             f"({table[name]!r} and {obj!r})"
         )
     table[name] = obj
+
+
+def add_lazy(category: str, name: str, module: str) -> None:
+    """Register plug-in ``name`` of ``category`` as defined in ``module``: :func:`names` lists it at once,
+    :func:`get` imports ``module`` (which must :func:`add` it) the first time it is asked for."""
+    add(category, name, Lazy(module))
 
 
 def load_plugins() -> None:
@@ -95,17 +119,25 @@ def load_plugins() -> None:
             _loading = False
 
 
-def names(category: str) -> list[str]:
-    """Sorted names registered in ``category``."""
+def names(category: str, sort: bool = True) -> list[str]:
+    """Names registered in ``category``: sorted, or (``sort=False``) in the order they were registered."""
     load_plugins()
-    return sorted(_registries.get(category, {}))
+    table = _registries.get(category, {})
+    return sorted(table) if sort else list(table)
 
 
 def get(category: str, name: str, where: str = "kind") -> Any:
-    """Return the plug-in ``name`` of ``category`` or raise :class:`InputError`."""
+    """Return the plug-in ``name`` of ``category`` or raise :class:`InputError`; a plug-in registered by
+    module (:func:`add_lazy`) is imported now."""
     load_plugins()
     table = _registries.get(category, {})
     if name not in table:
         allowed = ", ".join(sorted(table)) or "(none registered)"
         raise InputError(where, f"{category} kind {name!r}", allowed)
-    return table[name]
+    obj = table[name]
+    if isinstance(obj, Lazy):
+        importlib.import_module(obj.module)
+        obj = table[name]
+        if isinstance(obj, Lazy):
+            raise RuntimeError(f"{obj.module} was imported but registered no {category} plug-in {name!r}")
+    return obj

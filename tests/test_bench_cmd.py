@@ -43,7 +43,7 @@ def test_sweep_counts_a_shared_simulation_once(tmp_path):
 def test_every_registered_scheme_has_a_bench_case():
     """A t3sim bench case per scheme (named in a case's overrides, in its config, or in the fc2-tp8 set)."""
     from t3sim.commands.bench_cmd import CASES
-    from t3sim.schemes import SCHEMES
+    from t3sim.schemes.runtime import SCHEMES
     from tests.conftest import REPO
 
     covered = set()
@@ -64,8 +64,8 @@ def test_scheme_set_has_a_small_case_per_scheme_schedule_and_comm():
     and every FiCCO communication kind (their resolved configs say so), and only cases that exist."""
     from t3sim.commands.bench_cmd import SCHEME_SET, _repo_path
     from t3sim.config import load_experiment
-    from t3sim.config.ficco import SCHEDULES
-    from t3sim.schemes import SCHEMES
+    from t3sim.schemes.ficco.heuristic import SCHEDULES
+    from t3sim.schemes.runtime import SCHEMES
 
     assert set(SCHEME_SET) <= set(CASES) and len(set(SCHEME_SET)) == len(SCHEME_SET)
     kinds, schedules, comms = set(), set(), set()

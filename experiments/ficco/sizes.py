@@ -28,7 +28,7 @@ from typing import Dict, List, Sequence
 from t3sim.analysis.plotting import FORMATS, rows_csv
 from t3sim.analysis.runs import load_runs
 from t3sim.analysis.tables import read_table, write_csv_atomic
-from t3sim.config.ficco import SCHEDULES
+from t3sim.schemes.ficco.heuristic import SCHEDULES
 from t3sim.reproduction.build import from_snapshot
 from t3sim.reproduction.ficco import char as ficco_char
 from t3sim.reproduction.ficco import speedups as ficco

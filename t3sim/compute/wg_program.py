@@ -4,7 +4,7 @@
 runs ``program(w, cu)``, a generator yielding simpy events (its loads, math, stores, waits), on the CU the dispatcher
 gave it. It is the GEMM kernel's dispatch without the GEMM: the bulk GEMV (one WG per output tile,
 :mod:`t3sim.compute.gemv_kernel`) and the fused kernels' persistent WGs (a grid of at most one WG per slot, each
-looping over its logical WGs, :mod:`t3sim.schemes.fused_gemv_ar`) run on it, and so can any kernel whose WGs are
+looping over its logical WGs, :mod:`t3sim.schemes.fused.fused_gemv_ar`) run on it, and so can any kernel whose WGs are
 programs (embedding-bag pooling...).
 
 Dispatch (as :class:`~t3sim.compute.gemm_kernel.GemmKernel`): the GPU holds ``wgs_per_cu x num_cus`` slots (the

@@ -14,10 +14,11 @@ from typing import Iterable, Tuple, Type
 from pydantic import BaseModel
 
 from t3sim.config.base import F, Model
-from t3sim.config.experiment import ExperimentConfig, SchemeConfig, SimulationConfig, SweepConfig
+from t3sim.config.experiment import ExperimentConfig, SimulationConfig, SweepConfig
 from t3sim.config.kinds import detect_kind
 from t3sim.config.gpu import GPUConfig, L2Config
 from t3sim.config.loader import apply_overrides, build, load, load_raw
+from t3sim.config.scheme import SchemeConfig
 from t3sim.config.memory import AddressMapConfig, ArbitrationConfig, HBMConfig, HBMTimingConfig, MemoryControllerConfig
 from t3sim.config.system import CollectiveConfig, DMAConfig, InterconnectConfig, SystemConfig, TrackerConfig
 from t3sim.config.workload import DTYPE_BYTES, ModelConfig, WorkloadConfig

@@ -4,161 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import SerializeAsAny, field_validator, model_validator
 
-from t3sim.config.ficco import SCHEDULES
-from t3sim.config.base import F, Model, check_kind
+from t3sim.config.base import F, Model
+from t3sim.config.scheme import SchemeConfig, base_of_sweep, resolve
 from t3sim.config.system import SystemConfig
 from t3sim.config.workload import WorkloadConfig
-
-
-class SchemeConfig(Model):
-    """Overlap scheme (paper Sec. 5.3): which kernels run, how outputs are mapped, which arbitration applies."""
-
-    kind: str = F("sequential", unit="name", desc="registered overlap scheme (sequential, t3, t3_mca, ideal_gemm_rs_overlap, ideal_rs_nmc, concurrent, chunked, copy, ...)", source="paper Sec. 5.3; issue 12")
-    chunks: int = F(4, unit="count", desc="chunked, chunked_dma: GEMM chunks C; each chunk's reduce-scatter is issued when the chunk ends; chunked_dma with workload.direction=ag_gemm: GEMM steps, a multiple of the GPUs N (one step per shard of A, or chunks/N steps per shard); ficco_char: the per-GPU GEMM as C chunks along scheme.chunk_axis (FiCCO Sec. IV-C1: 1, 8, 64); rejected by schemes that do not chunk",
-                    source="issue 12; shared/reference/h200/README.md (chunked_decomposition: 4 chunks of M/4 rows); FLUX Sec. 2.2 (ag_gemm: decomposition aligned with the number of devices)", ge=1)
-    compute_streams: int = F(1, unit="count",
-                             desc="chunked, chunked_dma: streams the chunk GEMMs are issued over, round robin (chunk i on "
-                                  "stream i mod S), so consecutive chunks run concurrently where the dispatcher has CUs "
-                                  "for them (GPU multiplexing, FLUX Sec. 2.2); ficco with hetero_unfused_1d: the "
-                                  "per-piece GEMMs likewise; 1: one compute stream",
-                             source="Transformer Engine common/comm_gemm_overlap.h: NVTE_COMM_OVERLAP_MAX_STREAMS = 3 "
-                                    "(its split_overlap_rs/_ag issue chunk i's GEMM on _stream_compute[i % 3])", ge=1)
-    chunk_axis: Literal["M", "N", "K"] = F(
-        "M", unit="enum",
-        desc="chunked, chunked_dma: split the GEMM along M (rows of A and C) or N (columns of B and C); ficco_char: M "
-             "(row sharding) or K (column sharding: accumulating chunk GEMMs, C += A_i B_i, beta = 1, A and B stored "
-             "K-block-major, t3sim/workload/chunks.py); K is rejected by the other schemes",
-        source="issue 12 (CoCoNet / Transformer Engine split along the output's rows); FiCCO Sec. IV-C1 (row (M) or "
-               "column (K) sharding, column sharding needs accumulative GEMM kernels)")
-    launch_first: Literal["gemm", "comm"] = F(
-        "gemm", unit="enum", desc="concurrent, copy, ficco_char (char_part=both): which stream launches its kernel first, the GEMM's or the other one (concurrent: the RS; copy: the copy streams; ficco_char: the all-gather step); the GPU dispatches WGs in launch order (t3sim/compute/dispatcher.py)",
-        source="issue 12 (a host program issues one stream's work before the other's)")
-    comm_cus: int = F(0, unit="count", desc="concurrent, chunked: CUs reserved for the communication kernels: the reduce-scatters' CTAs run only on the last comm_cus CUs and the GEMM's WGs only on the others (0: no reservation, every kernel may use every CU in launch order); the all-gather after them uses every CU",
-                      source="paper Sec. 3.2.1, Fig. 6 (72-8 and 64-16 CU splits of an 80-CU GPU); issue 12", ge=0)
-    copy_streams: int = F(1, unit="count", desc="copy: streams issuing background copies back to back while the GEMM runs (0: the GEMM alone)",
-                          source="issue 12; shared/reference/h200/README.md (gemm_copy_contention: one or two copy streams)", ge=0)
-    copy_size_MiB: float = F(256.0, unit="MiB", desc="copy: bytes of each background copy (rounded down to whole 64 B requests)",
-                             source="shared/reference/h200/README.md (gemm_copy_contention: 256 MiB device-to-device, 64 MiB host copies)", gt=0)
-    copy_direction: Literal["d2d", "h2d", "d2h", "h2d+d2h"] = F(
-        "d2d", unit="enum", desc="copy: what each copy stream copies: device to device (an SM copy kernel when system.copy_engine.d2d_path is sm, else a copy engine), host to device or device to host over the host link (copy engines), or h2d+d2h (even streams h2d, odd streams d2h)",
-        source="issue 12; shared/reference/h200/README.md (gemm_copy_contention backgrounds d2d1, d2d2, pcie)")
-
-    flux_reduce: Literal["atomic", "pull", "a2a_local"] = F(
-        "atomic", unit="enum",
-        desc="flux_rs: how the fused GEMM+RS reduces: atomic (each output tile's stores are atomic adds into the owner GPU's "
-             "shard, local or over the links), pull (partials stored locally; dedicated WGs on the owner pull the peers' partials "
-             "over the links and reduce), a2a_local (write-only all-to-all into per-source slots, then a local reduction kernel)",
-        source="FLUX (Chang et al. 2024) Secs. 3.1, 4.2: Write and Reduce branches of Alg. 1, red/atomic instructions, "
-               "thread-block-specialised pull reduction")
-    flux_swizzle: bool = F(True, unit="bool",
-                           desc="flux_rs: shift each GPU's tile coordinates by its rank along the shard axis, so GPUs do not "
-                                "write to the same owner at the same time; flux_ag: start each GPU's tile order at its own "
-                                "shard's rows, then the rows in the order their copies arrive (false: every GPU runs the "
-                                "same tile order)",
-                           source="FLUX Sec. 4.1, Figs. 7-8 (tile coordinate swizzling; for AllGather aligned with the "
-                                  "signal arrival order)")
-    flux_ag_mode: Literal["push", "pull"] = F(
-        "push", unit="enum",
-        desc="flux_ag: push (each GPU's copy engines write its shard's communication tiles into every peer's gathered "
-             "buffer and set the peer's signal) or pull (each GPU's copy engines read the peers' tiles into its own "
-             "buffer and set its own signal)",
-        source="FLUX Alg. 3, Secs. 3.2, 4.3 (pull- and push-based DataTransfer, a tuning knob)")
-    flux_ag_copy_streams: int = F(
-        0, unit="count",
-        desc="flux_ag: host streams the copies are issued on, round robin in topology order; a stream's copies run one "
-             "after another (CUDA stream order), so with 1 the tiles arrive one by one in the order the tile swizzle "
-             "expects; 0: every copy on a stream of its own (all issued at the kernel's launch, queued FIFO on "
-             "system.copy_engine.engines); explicit mode only unless 0",
-        source="FLUX Alg. 3 (one host loop of DataTransfer, SetSignal per tile) and Sec. 4.3 (signals set with "
-               "cuStreamWriteValue on a stream); the paper does not say how many streams: assumption", ge=0)
-    flux_comm_tile_rows: int = F(
-        0, unit="count",
-        desc="flux_ag: rows of A per communication tile (one copy and one signal each); 0: the shard's M/N rows; "
-             "otherwise a divisor of M/N from the GEMM's tile_m up to M/N",
-        source="FLUX Sec. 4.3 (communication tile size, tuned from M/N down to the GEMM tile; Fig. 10)", ge=0)
-    flux_pull_ctas: int = F(8, unit="count",
-                            desc="flux_rs with flux_reduce=pull: dedicated pull-and-reduce CTAs per GPU, resident beside the "
-                                 "GEMM's WGs for the whole fused kernel",
-                            source="assumption: FLUX (Sec. 4.2) does not publish how many thread blocks it specialises for "
-                                   "the pull reduction", gt=0)
-
-    ficco_schedule: Literal[SCHEDULES] = F(
-        "uniform_fused_1d", unit="enum",
-        desc="ficco: which FiCCO schedule runs the AllGather+GEMM: uniform_fused_1d (every step gathers its N row "
-             "pieces, local one included, into one GEMM, then scatters the output rows), hetero_fused_1d (the local "
-             "shard's GEMM first, then one GEMM per step over the N-1 gathered remote pieces, scattered), "
-             "hetero_unfused_1d (the local shard's GEMM, then one GEMM per remote piece, in place: no gather or "
-             "scatter), uniform_fused_2d (K-sharded: every step gathers its N column blocks and runs an accumulating "
-             "GEMM over the whole M rows); t3sim/schemes/ficco.py states the reading of each",
-        source="FiCCO Sec. V-A, V-B (Fig. 11(b), lost: the reading is in t3sim/schemes/ficco.py)")
-    ficco_comm: Literal["dma", "rccl"] = F(
-        "dma", unit="enum",
-        desc="ficco: what moves each step's pieces: dma (copy-engine copies, hipMemcpyDtoDAsync) or rccl (a CU-driven "
-             "collective per step, FiCCO-rccl: t3sim/schemes/ficco_rccl.py); ficco_char: the same for its all-gather "
-             "(rccl: one CU-driven all_gather collective per step)",
-        source="FiCCO Secs. IV-B1, IV-D1, VI-E")
-    char_part: Literal["gemm", "comm", "both"] = F(
-        "gemm", unit="enum",
-        desc="ficco_char: what runs: gemm (the per-GPU GEMM as scheme.chunks chunks back to back, no communication: "
-             "GEMM DIL), comm (the all-gather of A alone, no GEMM: communication DIL), both (the GEMM chunks on one "
-             "stream beside the all-gather steps on others, launched together: CIL)",
-        source="FiCCO Secs. IV-C1, IV-C2, IV-D")
-    char_comm_pattern: Literal["a2a", "p2p"] = F(
-        "a2a", unit="enum",
-        desc="ficco_char: how the all-gather moves A: a2a (FiCCO: in each step every GPU sends 1/char_comm_steps of "
-             "its shard to all N-1 peers at once) or p2p (shard-based overlap, PyTorch AsyncTP / chunked_dma: every "
-             "GPU sends its whole shard to one peer at a time, peers r+1, r+2, ... one after another; copy engines only)",
-        source="FiCCO Secs. III-A, IV-C2, IV-D1 (shard-based overlap CIL), VI-B (7x communication slowdown)")
-    char_comm_steps: int = F(
-        1, unit="count",
-        desc="ficco_char with char_comm_pattern=a2a: steps the all-gather is cut into (1: the whole all-gather at "
-             "once; N: FiCCO's steps, 'collective size scaled down 8-way for eight GPU system'); p2p: 1 only",
-        source="FiCCO Secs. III-A, IV-C2", ge=1)
-    char_pieces: Literal["all", "first"] = F(
-        "all", unit="enum",
-        desc="ficco_char: run every GEMM chunk and every all-gather step (p2p: every peer) back to back, or only the "
-             "first of each (with char_part=both: one M/N-row GEMM shard beside one step, FiCCO Sec. IV-D's CIL unit)",
-        source="FiCCO Sec. IV-D1 ('8-way M-sharded GEMM concurrently with RCCL or DMA-based all-gather')")
-
-    fused_library_registers_per_thread: int = F(
-        16, unit="count",
-        desc="fused_gemv_ar, fused_emb_a2a: 32-bit VGPRs per thread the GPU-initiated communication library's device code adds to the "
-             "fused kernel (its occupancy, and so its persistent grid, is computed with them; the statistic "
-             "fused.occupancy_reduction compares it with the original kernel's)",
-        source="assumption: neither the fused-collective paper (Sec. III-C: ROC_SHMEM calls 'consume GPU registers', 12.5 % "
-               "lower occupancy for its embedding kernel) nor rocSHMEM publishes a register count; a context handle, "
-               "symmetric-heap addresses and a few 64-bit loop values", ge=0)
-    fused_put_api_latency_ns: float = F(
-        100.0, unit="ns",
-        desc="fused_gemv_ar, fused_emb_a2a: time a WG spends in each GPU-initiated library call it makes (a ready-flag put, a fence), "
-             "besides the wait the call implies (a fence's wait for its stores to land is simulated)",
-        source="assumption: the paper names the API latency (Sec. III-C) without a value; ~170 CU cycles at 1.7 GHz of "
-               "library code per call", ge=0)
-    fused_bookkeeping_ns: float = F(
-        120.0, unit="ns",
-        desc="fused_gemv_ar, fused_emb_a2a: time a WG spends after each logical WG on completion tracking (setting its WG_Done bit and "
-             "testing whether it completed its slice)",
-        source="assumption: the paper names the bookkeeping (Sec. III-C, 'setting WG_Done flags') without a value; one "
-               "L2 atomic round trip (~200 L2 cycles at 1.7 GHz)", ge=0)
-    fused_comm_aware: bool = F(
-        True, unit="bool",
-        desc="fused_gemv_ar, fused_emb_a2a: communication-aware order (each persistent WG computes its tiles owned by peers first, "
-             "owners r+1, r+2, ..., its own last) or communication-oblivious (tiles in index order; explicit mode "
-             "only, as it breaks the GPUs' rotation symmetry)",
-        source="fused-collective paper Secs. III-A ('Communication-aware Scheduling'), III-B, IV-C (Fig. 14)")
-    fused_slice_bags: int = F(
-        32, unit="count",
-        desc="fused_emb_a2a: pooled vectors (bags, one logical WG each) per slice: the unit of completion tracking and "
-             "of one ready flag (consecutive samples of one table, all kept by one GPU)",
-        source="fused-collective paper Secs. IV-A ('a cluster of 32 logical WGs compute an output slice'), IV-C "
-               "('slice size of 32 embeddings')", gt=0)
-
-    @field_validator("kind")
-    @classmethod
-    def _kind(cls, v: str) -> str:
-        return check_kind("scheme", v)
 
 
 class SamplingConfig(Model):
@@ -307,9 +158,25 @@ class ExperimentConfig(Model):
                          descriptive="free text for readers; not simulated")
     system: SystemConfig = F(SystemConfig, unit="mapping", desc="the simulated system (usually `base: systems/<name>.yaml`)", source="configs/systems")
     workload: WorkloadConfig = F(..., unit="mapping", desc="what runs", source="paper Table 2")
-    scheme: SchemeConfig = F(SchemeConfig, unit="mapping", desc="overlap scheme", source="paper Sec. 5.3")
+    scheme: SerializeAsAny[SchemeConfig] = F(SchemeConfig, unit="mapping",
+                                             desc="overlap scheme: its kind and that scheme's options",
+                                             source="paper Sec. 5.3")
     simulation: SimulationConfig = F(SimulationConfig, unit="mapping", desc="simulation settings", source="user")
     sweep: SweepConfig = F(SweepConfig, unit="mapping", desc="sweep axes (empty: a single point)", source="user")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sweep_sets_scheme(cls, data: Any) -> Any:
+        """A sweep that sets the scheme may leave options in the base's scheme section that only its points'
+        kinds take: the base keeps its own kind's (t3sim.config.scheme.base_of_sweep)."""
+        if isinstance(data, dict) and "scheme" in data:
+            data = {**data, "scheme": base_of_sweep(data["scheme"], data.get("sweep"))}
+        return data
+
+    @field_validator("scheme", mode="before")
+    @classmethod
+    def _scheme_options(cls, v: Any) -> Any:
+        return resolve(v)
 
     @model_validator(mode="after")
     def _gpus_match_tp(self) -> "ExperimentConfig":

@@ -323,9 +323,12 @@ def _one_error(err, model: Type[BaseModel], prov: Prov, default: str) -> InputEr
     loc = tuple(err["loc"])
     typ = err["type"]
     where = _loc_where(loc, prov, default)
+    if typ == "input_error":  # a validator's InputError, with its own where (t3sim.config.scheme)
+        ctx = err["ctx"]
+        return InputError(ctx["where"], ctx["found"], ctx["allowed"])
     if typ == "extra_forbidden":
-        allowed = _fields_at(model, loc[:-1]) or []
-        return InputError(where, f"unknown key {loc[-1]!r}", ", ".join(allowed))
+        allowed = (err.get("ctx") or {}).get("allowed") or ", ".join(_fields_at(model, loc[:-1]) or [])
+        return InputError(where, f"unknown key {loc[-1]!r}", allowed)
     if typ == "missing":
         return InputError(where, "nothing (required field missing)", "a value for this required field")
     if typ == "value_error":

@@ -1,19 +1,23 @@
 """Parameter reference: every config field with type, default, unit, description and source.
 
 ``t3sim params`` prints it; ``docs/parameters.md`` holds the same text and a
-test keeps the two in sync (regenerate with ``t3sim params --write``).
+test keeps the two in sync (regenerate with ``t3sim params --write``). The scheme's
+options are listed by family, each with the schemes of its family that take it
+(:mod:`t3sim.config.scheme`).
 """
 
 from __future__ import annotations
 
 import typing
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Type
+from typing import Any, Iterator, List, Tuple, Type
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from t3sim import registry
 from t3sim.config.experiment import ExperimentConfig
+from t3sim.config.scheme import SchemeConfig, kinds, option_names
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,9 @@ class Param:
     source: str
     #: why the field changes no simulated statistic ("" for a simulated field; config/base.py F)
     descriptive: str = ""
+    #: a scheme option: its family and the schemes of that family that take it ("" for other fields)
+    family: str = ""
+    schemes: str = ""
 
 
 def _type_name(ann: Any) -> str:
@@ -52,23 +59,69 @@ def _submodel(ann: Any) -> Type[BaseModel] | None:
     return None
 
 
+def _param(path: str, f, **kw) -> Param:
+    extra = f.json_schema_extra or {}
+    if f.default_factory is not None:
+        default = repr(f.default_factory())
+    elif f.default is PydanticUndefined:
+        default = "(required)"
+    else:
+        default = repr(f.default)
+    return Param(path, _type_name(f.annotation), default, str(extra.get("unit", "")), f.description or "",
+                 str(extra.get("source", "")), str(extra.get("descriptive", "")), **kw)
+
+
 def iter_params(model: Type[BaseModel] = ExperimentConfig, prefix: str = "") -> Iterator[Param]:
-    """Every leaf field of ``model`` (depth first), with its documentation."""
+    """Every leaf field of ``model`` (depth first), with its documentation; in the scheme section its kind, then
+    every scheme option by family (:func:`scheme_params`: an option several families take appears once in each)."""
     for name, f in model.model_fields.items():
         path = f"{prefix}{name}"
         extra = f.json_schema_extra or {}
         sub = _submodel(f.annotation)
         if sub is not None and extra.get("unit") == "mapping":
             yield from iter_params(sub, path + ".")
+            if issubclass(sub, SchemeConfig):
+                yield from scheme_params(path + ".")
             continue
-        if f.default_factory is not None:
-            default = repr(f.default_factory())
-        elif f.default is PydanticUndefined:
-            default = "(required)"
-        else:
-            default = repr(f.default)
-        yield Param(path, _type_name(f.annotation), default, str(extra.get("unit", "")),
-                    f.description or "", str(extra.get("source", "")), str(extra.get("descriptive", "")))
+        yield _param(path, f)
+
+
+def families() -> List[Tuple[str, str, List[str]]]:
+    """Every scheme family: (name, title, its schemes), in registration order."""
+    out = {n: (n, registry.get("scheme_family", n), []) for n in registry.names("scheme_family", sort=False)}
+    for k in kinds():
+        out.setdefault(k.family, (k.family, "", []))[2].append(k.name)
+    return list(out.values())
+
+
+def scheme_params(prefix: str = "scheme.") -> Iterator[Param]:
+    """The scheme options by family: each option once per family, with the family's schemes that take it."""
+    by_kind = {k.name: k for k in kinds()}
+    for fam, _title, names in families():
+        takers: dict = {}
+        for kind in names:
+            for opt in option_names(by_kind[kind].options):
+                takers.setdefault(opt, (by_kind[kind].options.model_fields[opt], []))[1].append(kind)
+        for opt, (f, ks) in takers.items():
+            yield _param(f"{prefix}{opt}", f, family=fam, schemes=", ".join(ks))
+
+
+SCHEME_INTRO = [
+    "## Scheme options, by family",
+    "",
+    "`scheme.kind` selects a scheme; each scheme takes its own options only (its family's",
+    "`t3sim/schemes/<family>/options.py`). Another scheme's option is accepted at its default and dropped; set to",
+    "another value it is an error naming the schemes that take it. The resolved config (`t3sim config show`) holds",
+    "the kind and that scheme's options.",
+]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _desc(p: Param) -> str:
+    return p.description + (f" *(descriptive: {p.descriptive})*" if p.descriptive else "")
 
 
 def render_markdown() -> str:
@@ -85,18 +138,40 @@ def render_markdown() -> str:
         "| parameter | type | default | unit | description | source |",
         "|---|---|---|---|---|---|",
     ]
-    for p in iter_params():
-        desc = p.description + (f" *(descriptive: {p.descriptive})*" if p.descriptive else "")
-        cells = [f"`{p.path}`", p.type, f"`{p.default}`", p.unit, desc, p.source]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    params = list(iter_params())
+    for p in params:
+        if not p.family:
+            cells = [f"`{p.path}`", p.type, f"`{p.default}`", p.unit, _desc(p), p.source]
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    lines += [""] + SCHEME_INTRO
+    for fam, title, names in families():
+        opts = [p for p in params if p.family == fam]
+        lines += ["", f"### {fam}", "", (title[:1].upper() + title[1:] + ". ") if title else ""]
+        lines[-1] += "Schemes: " + ", ".join(f"`{n}`" for n in names) + ("; they take no options." if not opts else ".")
+        if not opts:
+            continue
+        lines += ["", "| parameter | schemes | type | default | unit | description | source |",
+                  "|---|---|---|---|---|---|---|"]
+        for p in opts:
+            cells = [f"`{p.path}`", p.schemes, p.type, f"`{p.default}`", p.unit, _desc(p), p.source]
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
+def _text(p: Param) -> str:
+    line = f"{p.path}  [{p.type}] default={p.default} unit={p.unit}"
+    if p.schemes:
+        line += f" schemes={p.schemes}"
+    line += f"\n    {p.description}\n    source: {p.source}"
+    if p.descriptive:
+        line += f"\n    descriptive: {p.descriptive}"
+    return line
+
+
 def render_text() -> str:
-    out = []
-    for p in iter_params():
-        line = f"{p.path}  [{p.type}] default={p.default} unit={p.unit}\n    {p.description}\n    source: {p.source}"
-        if p.descriptive:
-            line += f"\n    descriptive: {p.descriptive}"
-        out.append(line)
+    params = list(iter_params())
+    out = [_text(p) for p in params if not p.family]
+    for fam, title, names in families():
+        out.append(f"\n# scheme family {fam}: {title}\n# schemes: {', '.join(names)}")
+        out += [_text(p) for p in params if p.family == fam] or ["# (no options)"]
     return "\n".join(out) + "\n"

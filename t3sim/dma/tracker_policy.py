@@ -32,7 +32,7 @@ access of R will arrive": its one peer source has started sending (the DMA of a 
 every region of that block completed, and then sends all of it).
 
 In homogeneous mode (GPU 0 simulated, paper Sec. 5.1.1) a shadow GPU's DMA to GPU 0 is sent when GPU 0's
-own block at the same dispatch index is (:mod:`t3sim.schemes.t3`): the same chain folded onto GPU 0, each
+own block at the same dispatch index is (:mod:`t3sim.schemes.t3.t3`): the same chain folded onto GPU 0, each
 region depending on GPU 0 regions dispatched one ring step earlier. ``T3Context`` rejects a mapping in which a
 region receives from more than one peer under this policy (its readiness would not mean "every access will
 arrive").

@@ -37,7 +37,7 @@ from t3sim.errors import InputError
 from t3sim.exec.dispatch import resolve
 from t3sim.sampling import plan as waves_plan
 from t3sim.sampling import tables
-from t3sim.schemes import SCHEMES
+from t3sim.schemes.runtime import SCHEMES
 from t3sim.system import core
 from t3sim.system.kernels import footprint_B, hbm_capacity_B
 from t3sim.workload import occupancy

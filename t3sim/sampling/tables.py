@@ -9,7 +9,7 @@ tables is the line through runs of fewer tables. This is the kernel-level readin
 the rest at that rate; TBPoint: simulate one representative of a homogeneous group): here the homogeneous units are
 whole tables, and a detailed run is the layer cut to its first tables, which is what the full layer runs first.
 
-Which schemes: each declares it (:attr:`t3sim.schemes.base.Scheme.table_sampling`: "" or why not); the others are
+Which schemes: each declares it (:attr:`t3sim.schemes.runtime.base.Scheme.table_sampling`: "" or why not); the others are
 simulated whole, and ``sampling.note`` gives the reason (so one sweep may mix schemes, as a too-small layer is
 simulated whole too). The fused kernel is declined: it orders its remote slices destination by destination, so
 during each destination's share one link carries all of its stores, the link's backlog (and the fences that wait

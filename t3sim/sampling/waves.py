@@ -14,7 +14,7 @@ from t3sim.results.stats import Stats
 from t3sim.sampling.plan import (Plan, Steady, _reject, extrapolate, extrapolate_gemm, extrapolate_stats, ladder,
                                  rates_agree, result, sampling_header, steady_state, wave_rates_agree, wave_times,
                                  window_mean, with_rows)
-from t3sim.schemes.program import Phases
+from t3sim.schemes.runtime.program import Phases
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.system.core import Resolved, simulate_shared, traffic_summary
 from t3sim.system.kernels import footprint_B, hbm_capacity_B

@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from t3sim.config.experiment import ExperimentConfig
 from t3sim.memory.system import LookaheadPastEnd
 from t3sim.results.store import RunResult, canonical_json
-from t3sim.schemes import Scheme, scheme_for
+from t3sim.schemes.runtime import Scheme, scheme_for
 from t3sim.sim.engine import collect_earlier_garbage, peak_rss_MiB
 from t3sim.system import timeline as tl
 from t3sim.system.kernels import point_kernel
@@ -65,7 +65,7 @@ def resolve(exp: ExperimentConfig) -> Resolved:
 def simulation_key(exp: ExperimentConfig) -> Tuple[str, str]:
     """What decides the simulation a resolved point needs: its scheme's ``simulation`` key and its config
     apart from ``scheme.kind`` and the :data:`NOT_SIMULATED` fields (canonical JSON). Points with equal keys
-    run the identical simulation (:mod:`t3sim.schemes.base`); a scheme that cannot run keys on its own name,
+    run the identical simulation (:mod:`t3sim.schemes.runtime.base`); a scheme that cannot run keys on its own name,
     so it shares nothing."""
     scheme = scheme_for(exp.scheme.kind)
     cfg = exp.model_dump(mode="json")

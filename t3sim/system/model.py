@@ -30,7 +30,7 @@ from t3sim.config.experiment import ExperimentConfig
 from t3sim.config.workload import DTYPE_BYTES
 from t3sim.interconnect.network import Network
 from t3sim.results.stats import Stats
-from t3sim.schemes import scheme_for
+from t3sim.schemes.runtime import scheme_for
 from t3sim.sim.clock import TICKS_PER_US, ns_to_ticks
 from t3sim.sim.engine import Engine
 from t3sim.system.kernels import point_kernel
@@ -66,7 +66,7 @@ class SystemModel:
         sim = exp.simulation
         self.mode = sim.mode
         #: GEMM kernels may run in compiled windows (simulation.gemm_window) when they have the GPU to themselves:
-        #: ``exclusive`` says they do (the scheme's program runs one kernel at a time; schemes.program sets it)
+        #: ``exclusive`` says they do (the scheme's program runs one kernel at a time; schemes.runtime.program sets it)
         self.windowed = run_windowed if sim.gemm_window else None
         self.exclusive = False
         self.n = exp.system.interconnect.num_gpus
@@ -101,7 +101,7 @@ class SystemModel:
         self.record_wg_spans = False
         self.gemm_kernels: List[GemmKernel] = []
         self.marks: Dict[str, int] = {}
-        #: the scheme program's kernel records (schemes.program.Record: name, kind, stream, start, end), for timelines
+        #: the scheme program's kernel records (schemes.runtime.program.Record: name, kind, stream, start, end), for timelines
         self.kernel_records: list = []
         #: the running scheme's own state (opaque here; e.g. the fused GEMM-RS context of schemes/t3.py)
         self.context = None

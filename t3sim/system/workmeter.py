@@ -35,7 +35,7 @@ from t3sim.collectives.plan import split_ranges
 from t3sim.collectives.runner import CollectiveRunner
 from t3sim.config.system import REQUEST_B
 from t3sim.config.workload import DTYPE_BYTES
-from t3sim.schemes import scheme_for
+from t3sim.schemes.runtime import scheme_for
 from t3sim.system.kernels import point_kernel
 
 

@@ -24,10 +24,10 @@ import time
 from typing import Dict
 
 from t3sim.config.experiment import ExperimentConfig
-from t3sim.schemes.chunked import chunked_program
-from t3sim.schemes.concurrent import concurrent_program
-from t3sim.schemes.program import run_program
-from t3sim.schemes.sequential import sequential_program
+from t3sim.schemes.baseline.chunked import chunked_program
+from t3sim.schemes.baseline.concurrent import concurrent_program
+from t3sim.schemes.runtime.program import run_program
+from t3sim.schemes.baseline.sequential import sequential_program
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.system.kernels import gemm_kernel_record
 from t3sim.system.model import SystemModel

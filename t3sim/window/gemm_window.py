@@ -14,7 +14,7 @@ counts simpy events.
 
 When. A kernel runs windowed (:func:`eligible`) only where the mirrored events are all that
 happens on its GPU while it runs: the caller marks it ``exclusive`` (nothing else uses the GPU's
-memory or CUs meanwhile: a program with one stream, :func:`t3sim.schemes.program.run_program`),
+memory or CUs meanwhile: a program with one stream, :func:`t3sim.schemes.runtime.program.run_program`),
 the output goes through :class:`~t3sim.compute.sinks.CachedLocalOutput` or
 :class:`~t3sim.compute.sinks.AccumulatingOutput` (:func:`sink_kind`), no cluster, prologue,
 stage callback, WG trace, CU mask, enqueue hook, functional data or command log, the memory is idle

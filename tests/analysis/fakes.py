@@ -20,8 +20,8 @@ K = {"OP": 1, "FC-2": 4, "FC-1": 4, "IP": 3}
 
 def fake_ficco(cfg) -> tuple:
     """(summary, ficco_char stats or None) of a FiCCO point (workload.gemm): made-up times from its shape."""
-    from t3sim.schemes import scheme_for
-    from t3sim.config.ficco import SCHEDULES
+    from t3sim.schemes.runtime import scheme_for
+    from t3sim.schemes.ficco.heuristic import SCHEDULES
 
     w, sc, kind = cfg.workload, cfg.scheme, cfg.scheme.kind
     g = w.gemm
@@ -54,7 +54,7 @@ def fake_fused(cfg) -> tuple:
     """(summary, stats as nested dict) of a fused-kernel study point (fused computation-collective paper): made-up times from its size, the
     fused kernel hiding most of the collective; explicit-mode fused embedding runs get per-GPU kernel times whose
     skew is larger without communication-aware order."""
-    from t3sim.schemes import scheme_for
+    from t3sim.schemes.runtime import scheme_for
 
     w, sc, kind = cfg.workload, cfg.scheme, cfg.scheme.kind
     fused = kind.startswith("fused_")
@@ -132,7 +132,7 @@ def fake_summary(cfg) -> dict:
                    gemm_update_MB=mb if fused else 0.0, rs_read_MB=mb * (0.9 if fused else 2.2),
                    rs_write_MB=0.0 if fused else mb * 0.9, rs_update_MB=mb * 0.8 if fused else 0.0,
                    ag_read_MB=mb * 0.9, ag_write_MB=mb * 0.9, ag_update_MB=0.0)
-    from t3sim.schemes import scheme_for
+    from t3sim.schemes.runtime import scheme_for
 
     s = scheme_for(kind)
     return {"scheme": kind, "scheme_label": s.label, "scheme_color": s.color, "model": w.model.name, "sublayer": w.sublayer, "tp": tp, "mode": "homogeneous",

@@ -10,7 +10,7 @@ import pytest
 
 from t3sim.analysis.runs import Run
 from t3sim.config.sweep import expand
-from t3sim.config.ficco import SCHEDULES
+from t3sim.schemes.ficco.heuristic import SCHEDULES
 from t3sim.reproduction.ficco import numbers as ficco_numbers
 from t3sim.reproduction.ficco import speedups as ficco
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from t3sim.analysis.overlap import overlap_rows, scheme_styles, series_keys
 from t3sim.analysis.runs import Run, remember_scheme
-from t3sim.schemes import scheme_for
+from t3sim.schemes.runtime import scheme_for
 
 
 def _run(kind, tokens, total, gemm=100.0, reduce=None, h=0):

@@ -1,5 +1,5 @@
-"""The FiCCO experiment configs are what experiments/ficco/make_configs.py writes: every scale comes
-from t3sim.config.ficco.scale_for, none is chosen by hand."""
+"""The FiCCO experiment configs are what experiments/ficco/make_configs.py writes (issue 14): every scale comes
+from t3sim.schemes.ficco.heuristic.scale_for, none is chosen by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import runpy
 
 import pytest
 
-from t3sim.config.ficco import scale_for
+from t3sim.schemes.ficco.heuristic import scale_for
 
 from tests.conftest import REPO
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from t3sim.errors import InputError
-from t3sim.schemes import scheme_for
-from t3sim.schemes.chunked_dma_ag import ChunkAgContext, shard_chunks
-from t3sim.schemes.program import Kernel, Program, run_program
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.shared.ag_push import ChunkAgContext
+from t3sim.schemes.decomposed.chunked_dma_ag import shard_chunks
+from t3sim.schemes.runtime.program import Kernel, Program, run_program
 from t3sim.system.model import SystemModel
 from tests.system.helpers import exp
 

@@ -10,8 +10,8 @@ import pytest
 
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
-from t3sim.schemes import scheme_for
-from t3sim.schemes.program import Kernel, Program
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.runtime.program import Kernel, Program
 from t3sim.exec.checks import check_experiment
 from t3sim.system.core import simulate
 from tests.conftest import REPO
@@ -131,15 +131,21 @@ def test_no_copy_streams_is_the_gemm_alone():
 @pytest.mark.parametrize("kind", ["sequential", "concurrent", "chunked", "t3"])
 @pytest.mark.parametrize("opt", ["copy_streams=2", "copy_size_MiB=64", "copy_direction=h2d"])
 def test_copy_options_rejected_by_other_schemes(kind, opt):
-    exp = load_experiment(REPO / "configs/experiments/default.yaml", [f"scheme.kind={kind}", f"scheme.{opt}"])
+    """The config refuses them (each scheme's options are its own, t3sim.config.scheme), naming the scheme that
+    takes them; a config changed without validation is refused by the scheme before it runs."""
+    with pytest.raises(InputError, match=rf"^scheme\.{opt.split('=')[0]}: found .* with scheme.kind={kind}, which does "
+                       "not use it; allowed: .*only with copy$"):
+        load_experiment(REPO / "configs/experiments/default.yaml", [f"scheme.kind={kind}", f"scheme.{opt}"])
+    copy = load_experiment(REPO / "configs/experiments/default.yaml", ["scheme.kind=copy", f"scheme.{opt}"])
+    forged = copy.scheme.model_copy(update={"kind": kind})  # no validation
     with pytest.raises(InputError, match=rf"scheme\.{opt.split('=')[0]}.*only with copy"):
-        scheme_for(kind).check_options(exp.scheme)
+        scheme_for(kind).check_options(forged)
 
 
 @pytest.mark.parametrize("opt", ["chunks=2", "chunk_axis=N"])
 def test_copy_rejects_other_schemes_options(opt):
     with pytest.raises(InputError, match=rf"scheme\.{opt.split('=')[0]}"):
-        scheme_for("copy").check_options(_exp(f"scheme.{opt}").scheme)
+        _exp(f"scheme.{opt}")
     scheme_for("copy").check_options(_exp("scheme.launch_first=gemm", "scheme.copy_streams=2").scheme)
 
 

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from t3sim.errors import InputError
 from t3sim.interconnect.network import Network
-from t3sim.schemes import scheme_for
-from t3sim.config.ficco import SCHEDULES
-from t3sim.schemes.ficco import GEMMS, FiccoContext
-from t3sim.schemes.program import Kernel, Program, run_program
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.ficco.heuristic import SCHEDULES
+from t3sim.schemes.ficco.ficco import GEMMS, FiccoContext
+from t3sim.schemes.runtime.program import Kernel, Program, run_program
 from t3sim.system.model import SystemModel
 from tests.system.helpers import exp
 

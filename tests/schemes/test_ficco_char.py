@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from t3sim.errors import InputError
-from t3sim.schemes import scheme_for
-from t3sim.schemes.program import Kernel, Program, run_program
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.runtime.program import Kernel, Program, run_program
 from t3sim.system.model import SystemModel
 from t3sim.workload.chunks import chunks
 from tests.system.helpers import MEM64, exp

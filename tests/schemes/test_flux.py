@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from t3sim.errors import InputError
-from t3sim.schemes import scheme_for
-from t3sim.schemes.flux import FluxContext, final_shard_check, swizzled_order
-from t3sim.schemes.program import Kernel, Program, run_program
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.flux.flux_rs import FluxContext, final_shard_check, swizzled_order
+from t3sim.schemes.runtime.program import Kernel, Program, run_program
 from t3sim.system.model import SystemModel
 from tests.conftest import REPO
 from tests.system.helpers import MEM64, exp

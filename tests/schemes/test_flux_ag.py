@@ -11,8 +11,8 @@ import pytest
 
 from t3sim.config.workload import ModelConfig
 from t3sim.errors import InputError
-from t3sim.schemes import scheme_for
-from t3sim.schemes.program import Kernel, Program, run_program
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.runtime.program import Kernel, Program, run_program
 from t3sim.system.model import SystemModel
 from t3sim.workload.generate import kernel_for
 from tests.conftest import REPO
@@ -179,7 +179,7 @@ def test_sequential_ag_gemm_homogeneous_matches_explicit():
     assert out["homogeneous"].ag > 0 and out["homogeneous"].total == pytest.approx(out["explicit"].total, rel=0.01)
 
 
-# Homogeneous mode (module doc of t3sim.schemes.flux_ag) against explicit, GPU 0 compared with GPU 0. Tolerances:
+# Homogeneous mode (module doc of t3sim.schemes.flux.flux_ag) against explicit, GPU 0 compared with GPU 0. Tolerances:
 # explicit GPUs are not identical (their A shards sit at different addresses, so DRAM-channel and L2 contention
 # differ: at N=8 their fused-kernel end times spread by 4 %), and homogeneous mode gives every peer GPU 0's memory
 # timing. Measured (ring N=4 and N=8, switch N=4 and N=8, direct N=4; push and pull; 1 or 2 tiles per shard): GPU 0's
@@ -309,7 +309,7 @@ def test_functional_exact_homogeneous(mode):
 
 def test_functional_values_distinct():
     """Every (owner, 4 B word) of A has its own value, exact in float32."""
-    from t3sim.schemes.ag_gemm import a_values
+    from t3sim.schemes.shared.ag_gemm import a_values
 
     n, shard_B = 8, 1 << 16
     addrs = 4096 + 64 * np.arange(n * shard_B // 64)
@@ -336,7 +336,7 @@ def test_functional_check_catches_early_signal(monkeypatch, mode):
 
 def test_functional_final_check_catches_a_wrong_word():
     """The end-of-run check compares every word: one corrupted word of a received shard fails it."""
-    from t3sim.schemes.flux_ag import check_gathered
+    from t3sim.schemes.flux.flux_ag import check_gathered
 
     m = _functional(2, "push")
     ctx = m.context

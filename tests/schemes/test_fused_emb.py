@@ -9,9 +9,9 @@ import pytest
 
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
-from t3sim.schemes import scheme_for
-from t3sim.schemes.fused_emb_a2a import FusedEmbA2A, analytic_link_bytes
-from t3sim.schemes.gpu_initiated import occupancies
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.fused.fused_emb_a2a import FusedEmbA2A, analytic_link_bytes
+from t3sim.schemes.fused.gpu_initiated import occupancies
 from t3sim.system.model import SystemModel
 from tests.conftest import REPO
 

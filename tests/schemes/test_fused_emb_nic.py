@@ -9,7 +9,7 @@ import pytest
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
 from t3sim.interconnect.multinode import FABRIC, nic_name
-from t3sim.schemes import scheme_for
+from t3sim.schemes.runtime import scheme_for
 from t3sim.system.model import SystemModel
 from tests.conftest import REPO
 

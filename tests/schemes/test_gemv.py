@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from t3sim.compute.gemv_kernel import GemvGeometry, span_masks, span_requests
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
-from t3sim.schemes import scheme_for
+from t3sim.schemes.runtime import scheme_for
 from t3sim.system import simulate
 from t3sim.system.model import SystemModel
 from t3sim.workload.gemv import gemv_record, is_gemv

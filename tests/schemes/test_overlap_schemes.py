@@ -8,11 +8,11 @@ import pytest
 from t3sim.collectives.runner import plan_for_system
 from t3sim.collectives.verify import verify
 from t3sim.errors import InputError
-from t3sim.schemes import scheme_for
-from t3sim.schemes.chunked import chunked_program
-from t3sim.schemes.concurrent import concurrent_program
-from t3sim.schemes.program import Kernel, Program, run_program
-from t3sim.schemes.sequential import sequential_program
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.baseline.chunked import chunked_program
+from t3sim.schemes.baseline.concurrent import concurrent_program
+from t3sim.schemes.runtime.program import Kernel, Program, run_program
+from t3sim.schemes.baseline.sequential import sequential_program
 from t3sim.system.model import SystemModel
 from t3sim.system.core import simulate
 from t3sim.workload.chunks import chunks

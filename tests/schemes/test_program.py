@@ -1,11 +1,11 @@
-"""The program runtime's derived quantities (schemes/program.py) on hand-made records: phases, exposed
+"""The program runtime's derived quantities (schemes/runtime/program.py) on hand-made records: phases, exposed
 communication, critical path."""
 
 from __future__ import annotations
 
 import pytest
 
-from t3sim.schemes.program import Kernel, Program, ProgramRun, Record
+from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, Record
 
 
 def _run(*recs):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from t3sim.errors import InputError
-from t3sim.schemes import SCHEMES, scheme_for
+from t3sim.schemes.runtime import SCHEMES, scheme_for
 from t3sim.system.model import SystemModel
 from tests.system.helpers import exp
 

@@ -105,7 +105,7 @@ def _golden() -> dict:
 
 
 def test_every_scheme_has_a_golden_case():
-    from t3sim.schemes import base
+    from t3sim.schemes.runtime import base
 
     kinds = set()
     for path, overrides in CASES.values():

@@ -12,7 +12,7 @@ import pytest
 from t3sim.config.sweep import expand
 from t3sim.exec import executors
 from t3sim.exec.progress import Progress
-from t3sim.schemes import scheme_for
+from t3sim.schemes.runtime import scheme_for
 from t3sim.sim import report
 from t3sim.sim.report import RunStatus, StreamReporter
 from t3sim.system.model import SystemModel

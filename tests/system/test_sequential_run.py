@@ -54,7 +54,7 @@ def test_run_result_is_complete_and_deterministic():
 
 def test_unrunnable_scheme_is_an_input_error():
     from t3sim.errors import InputError
-    from t3sim.schemes.base import Scheme
+    from t3sim.schemes.runtime.base import Scheme
 
     with pytest.raises(InputError, match="cannot run yet"):
         Scheme("future", "a scheme whose mechanism is not built", missing="not built").run(None)

@@ -19,7 +19,7 @@ from t3sim.errors import SimulationError
 from t3sim.exec.progress import Progress
 from t3sim.exec.runner import run_points
 from t3sim.results.store import ResultStore
-from t3sim.schemes import SCHEMES, scheme_for
+from t3sim.schemes.runtime import SCHEMES, scheme_for
 from t3sim.system import simulate, simulate_shared
 from t3sim.system.core import shared_groups, simulation_key
 from tests.system.helpers import tiny_sweep

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from t3sim.schemes import scheme_for
-from t3sim.schemes.t3 import final_chunk_check
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.t3.t3 import final_chunk_check
 from t3sim.system.model import SystemModel
 from tests.system.helpers import exp
 

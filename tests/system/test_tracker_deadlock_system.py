@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from t3sim.errors import SimulationError
-from t3sim.schemes import scheme_for
-from t3sim.schemes.t3 import final_chunk_check
+from t3sim.schemes.runtime import scheme_for
+from t3sim.schemes.t3.t3 import final_chunk_check
 from t3sim.system.model import SystemModel
 from tests.system.helpers import exp
 

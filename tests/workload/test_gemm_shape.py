@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from t3sim.config import load_experiment
 from t3sim.config.workload import GemmShapeConfig
-from t3sim.schemes import scheme_for
+from t3sim.schemes.runtime import scheme_for
 from t3sim.system.model import SystemModel
 from t3sim.workload.generate import shape_kernel, workload_kernel
 from t3sim.workload.trace import Trace, dumps_trace, parse_trace

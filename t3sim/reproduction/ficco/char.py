@@ -31,7 +31,7 @@ from typing import Dict, List, Mapping, Sequence
 from t3sim.analysis.plotting import pyplot, save
 from t3sim.analysis.runs import Run
 from t3sim.analysis.tables import geomean
-from t3sim.config.ficco import mt_B, otb
+from t3sim.schemes.ficco.heuristic import mt_B, otb
 
 #: the communication's decomposition degree: one all-to-all step per GPU of the 8-GPU system (Sec. IV-C2)
 STEPS = 8

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Dict, List, Sequence
 
 from t3sim.analysis.tables import NAN, Rows, fin, geomean, lo_hi
-from t3sim.config.ficco import SCHEDULES
+from t3sim.schemes.ficco.heuristic import SCHEDULES
 from t3sim.reproduction.ficco.numbers import NUMBERS as FICCO_NUMBERS
 
 #: FiCCO's communication DIL (Sec. IV-C2, percent): the fixed part per collective it implies (comm_need_fixed_*)

@@ -11,7 +11,7 @@ import math
 from typing import Dict, List, Mapping, Sequence
 
 from t3sim.analysis.runs import Run
-from t3sim.config.ficco import SCHEDULES
+from t3sim.schemes.ficco.heuristic import SCHEDULES
 from t3sim.reproduction.ficco import char, speedups
 from t3sim.reproduction.stated import PaperNumber, lo_hi
 
@@ -19,7 +19,7 @@ P = PaperNumber
 
 #: how the stated numbers are read (shown with the table in REPRODUCTION.md)
 READINGS = (
-    "Every scenario is simulated at a SCALED shape (workload.gemm.scale_M/scale_K, rule t3sim.config.ficco.scale_for: "
+    "Every scenario is simulated at a SCALED shape (workload.gemm.scale_M/scale_K, rule t3sim.schemes.ficco.heuristic.scale_for: "
     "N kept, K halved first down to 512, then M; at most 256 GFLOP per GPU): the communication-to-GEMM ratio stays, "
     "but the decomposed GEMMs have fewer tiles and the 1D schedules' gathers and scatters weigh more than at full size "
     "(experiments/ficco/README.md), so these are not full-size values.",
@@ -35,7 +35,7 @@ READINGS = (
     "DIL and CIL geomeans are over the scenarios the characterization runs (ficco-char experiment); GEMM CIL = time "
     "of the 8-way M-sharded GEMM beside one step's all-gather / alone; communication CIL = the all-gather's time "
     "beside the GEMM / alone; communication DIL = 8 all-gathers of 1/8 the size / one whole (Sec. IV-C2).",
-    "Heuristic accuracy = the share of scenarios where t3sim.config.ficco.pick (applied to the simulated, scaled "
+    "Heuristic accuracy = the share of scenarios where t3sim.schemes.ficco.heuristic.pick (applied to the simulated, scaled "
     "shape) names the fastest simulated FiCCO schedule; its loss = 1 - (picked speedup / best speedup), mean over the "
     "mispredicted scenarios.",
     "Trends stated in words are given as signs: a Spearman rank correlation (positive = \"higher\"), or the "

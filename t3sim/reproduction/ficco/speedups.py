@@ -9,7 +9,7 @@ Per scenario (a ``workload.gemm`` by name) and run:
 * ``total_us`` and ``speedup`` = the baseline's ``total_us`` over the run's;
 * the scenario's ``ideal`` speedup (Sec. VI-B: "operator decomposition scales linearly with no slowdowns"):
   ``(t_comm + t_GEMM) / max(t_comm, t_GEMM)`` from the baseline's two isolated phases;
-* the heuristic's pick (:func:`t3sim.config.ficco.pick`) for the simulated (scaled) shape and for the full one.
+* the heuristic's pick (:func:`t3sim.schemes.ficco.heuristic.pick`) for the simulated (scaled) shape and for the full one.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from t3sim.analysis.plotting import pyplot, save
 from t3sim.analysis.runs import Run, f
-from t3sim.config.ficco import SCHEDULES, otb, pick
+from t3sim.schemes.ficco.heuristic import SCHEDULES, otb, pick
 
 METHODS = ("baseline", "shard", "ficco-dma", "ficco-rccl")
 COLUMNS = ("experiment", "scenario", "direction", "M", "N", "K", "sim_M", "sim_K", "otb_FLOP_per_B", "mt_GB", "method",

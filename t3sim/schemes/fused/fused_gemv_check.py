@@ -1,0 +1,129 @@
+"""The invariants of ``fused_gemv_ar``, checked at the end of every run (:mod:`t3sim.schemes.fused.fused_gemv_ar`).
+
+:class:`FusedChecks` logs, as the run goes, every store of a partial or reduced tile and its arrival (tick; counted
+at every destination: written at a simulated GPU, delivered at a shadow), and the tick of every owner's reduce
+read. :meth:`FusedChecks.verify` (called when the kernel has ended) raises ``AssertionError`` unless
+
+* **exactly once**: each tile's partial from each GPU arrived once at the tile's owner (its own partial: at a
+  simulated owner), and each reduced tile arrived once at every GPU (the owner's own store: at a simulated owner),
+  and nothing else arrived;
+* **flags after data**: every ready flag landed after every partial it covers (the tiles of its WG owned by its
+  destination, from its source), every done flag after every reduced tile it covers;
+* **no read before its ready flag**: an owner's read of a tile's partials was issued after the ready flags of all
+  peers' counterpart WGs had landed, and after its own partial was written;
+* **values** (functional data): every simulated GPU's ``y`` holds the sum of all GPUs' partials, word by word.
+
+The counts go to the run's statistics (``fused.checks.*``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from t3sim.results.stats import Stats
+from t3sim.schemes.shared.functional_data import store_data, word_mask
+
+
+class FusedChecks:
+    """Logs and end-of-run checks of one fused GEMV+AllReduce (module doc)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        #: (kind, dst, src, tile) -> arrival ticks
+        self.arrivals: Dict[Tuple, List[int]] = defaultdict(list)
+        self.sends: Dict[Tuple, int] = defaultdict(int)
+        #: (gpu, wg, tile, tick) of every reduce read issued
+        self.reads: List[Tuple[int, int, int, int]] = []
+        self.tiles_once = 0
+        self.flags_checked = 0
+        self.reads_checked = 0
+        self.words_checked = 0
+        self.verified = False
+
+    def sent(self, kind: str, dst: int, src: int, tile: int) -> None:
+        self.sends[(kind, dst, src, tile)] += 1
+
+    def arrived(self, kind: str, dst: int, src: int, tile: int) -> None:
+        self.arrivals[(kind, dst, src, tile)].append(self.ctx.env.now)
+
+    def reduce_read(self, g: int, p: int, tile: int) -> None:
+        self.reads.append((g, p, tile, self.ctx.env.now))
+
+    # ---------------------------------------------------------------- the checks
+    def expected(self) -> set:
+        """Every (kind, dst, src, tile) that must arrive exactly once."""
+        c = self.ctx
+        sim = set(c.model.sim_gpus)
+        want = set()
+        for t in range(c.T):
+            o = int(c.owner[t])
+            for s in range(c.N):
+                if s != o or o in sim:
+                    want.add(("partial", o, s, t))
+            for d in range(c.N):
+                if d != o or o in sim:
+                    want.add(("y", d, o, t))
+        return want
+
+    def verify(self) -> None:
+        c = self.ctx
+        want = self.expected()
+        got = set(self.arrivals)
+        assert got == want, (f"fused_gemv_ar: tiles that arrived but should not: {sorted(got - want)[:4]}; "
+                             f"that should have arrived but did not: {sorted(want - got)[:4]}")
+        twice = [k for k, v in self.arrivals.items() if len(v) != 1]
+        assert not twice, f"fused_gemv_ar: tiles that arrived more than once: {twice[:4]}"
+        self.tiles_once = len(want)
+        land = c.flags.land_tick
+        flags = 0
+        for (dst, (kind, src, p)), tick in land.items():  # flags after the data they cover
+            covered = [t for t in c.orders[src][p] if c.owner[t] == (dst if kind == "ready" else src)]
+            what = "partial" if kind == "ready" else "y"
+            for t in covered:
+                at = self.arrivals[(what, dst, src, t)][0]
+                assert at <= tick, (f"fused_gemv_ar: {kind} flag of GPU {src} WG {p} landed at GPU {dst} at {tick} ps, "
+                                    f"before its tile {t} ({at} ps)")
+            flags += 1
+        self.flags_checked = flags
+        for g, p, t, tick in self.reads:  # no read before its ready flags (and the own partial)
+            for s in range(c.N):
+                if s == g:
+                    at = self.arrivals[("partial", g, g, t)][0]
+                else:
+                    at = land.get((g, ("ready", s, p)))
+                    assert at is not None, f"fused_gemv_ar: GPU {g} WG {p} read tile {t} with no ready flag from GPU {s}"
+                assert at <= tick, (f"fused_gemv_ar: GPU {g} WG {p} read the partials of tile {t} at {tick} ps, before "
+                                    f"GPU {s}'s {'partial' if s == g else 'ready flag'} ({at} ps)")
+        self.reads_checked = len(self.reads)
+        if c.functional:
+            self.words_checked = self._values()
+        self.verified = True
+
+    def _values(self) -> int:
+        c, geom = self.ctx, self.ctx.geom
+        n = 0
+        for d in c.model.sim_gpus:
+            fs = c.model.hiers[d].mem.functional
+            for t in range(c.T):
+                addrs, mask = geom.y_requests(t)
+                want = sum(store_data(s, addrs, mask) for s in range(c.N))
+                got = np.stack([fs.read_addr(int(a)) for a in addrs])
+                mine = word_mask(mask)
+                bad = mine & (got != want)
+                assert not bad.any(), (f"fused_gemv_ar: GPU {d} tile {t}: {int(bad.sum())} words of y differ, e.g. got "
+                                       f"{got[bad][:4]}, want {want[bad][:4]}")
+                n += int(mine.sum())
+        return n
+
+    def stats(self) -> Stats:
+        s = Stats()
+        s.add("verified", self.verified, "bool", "the end-of-run invariants were checked and held")
+        s.add("tiles_once", self.tiles_once, "count", "partial and reduced tile arrivals checked to happen exactly once")
+        s.add("flags_checked", self.flags_checked, "count", "flags checked to land after the data they cover")
+        s.add("reads_checked", self.reads_checked, "count", "owner reduce reads checked to follow their ready flags")
+        s.add("words_checked", self.words_checked, "count", "4 B words of y checked against the sum of the partials "
+              "(functional data)")
+        return s
