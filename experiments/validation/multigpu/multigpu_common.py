@@ -19,13 +19,12 @@ header; the test checks each header written here is detected as the intended kin
 from __future__ import annotations
 
 import csv
+import ctypes
 import json
 import math
 import os
 import re
-import shutil
 import statistics
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -220,25 +219,40 @@ def parse_tuning_log(lines: Iterable[str]) -> List[TuningLine]:
 
 def choices_for(lines: Sequence[TuningLine], collective: str, size_mb: float, gpus: int,
                 **mark: object) -> Tuple[str, Optional[int]]:
-    """What NCCL ran for one measured case: ``(choice, channels)`` from the TUNING lines printed under the
-    marker whose fields include ``collective``, ``size_mb`` and ``mark``, for that collective (or an unnamed
-    line) of one of :func:`expected_log_bytes`. ``choice`` is ``Algo/Proto``; several different ones are
-    joined with ``+``; ``""`` when no line matches. ``channels`` is the largest channel count printed."""
+    """What NCCL ran for one measured case: ``(choice, channels)``.
+
+    First the TUNING lines printed under the marker whose fields include ``collective``, ``size_mb`` and
+    ``mark``, for that collective (or an unnamed line) of one of :func:`expected_log_bytes`. When no line
+    lies under a marker (the log's order was lost), the named lines of that collective anywhere in the log
+    with the per-rank byte count (RS, AG) or the whole array (AR): unique per size in one setting's log.
+    ``choice`` is ``Algo/Proto``, several different ones joined with ``+``, ``""`` when no line matches;
+    ``channels`` is the largest channel count printed."""
     want = expected_log_bytes(collective, size_mb, gpus)
-    seen: Dict[str, None] = {}
-    chans: List[int] = []
-    for t in lines:
+
+    def under_mark(t: TuningLine) -> bool:
         m = t.mark or {}
-        if m.get("collective") != collective or float(m.get("size_mb", -1)) != float(size_mb):
-            continue
-        if any(m.get(k) != v for k, v in mark.items()):
-            continue
-        if t.collective not in (None, collective) or t.nbytes not in want:
-            continue
-        seen[t.choice] = None
-        if t.channels is not None:
-            chans.append(t.channels)
+        return (m.get("collective") == collective and float(m.get("size_mb", -1)) == float(size_mb)
+                and all(m.get(k) == v for k, v in mark.items())
+                and t.collective in (None, collective) and t.nbytes in want)
+
+    hits = [t for t in lines if under_mark(t)]
+    if not hits:
+        hits = [t for t in lines if t.collective == collective and t.nbytes == want[0]]
+    seen = dict.fromkeys(t.choice for t in hits)
+    chans = [t.channels for t in hits if t.channels is not None]
     return "+".join(seen), (max(chans) if chans else None)
+
+
+def line_buffer_c_stdout() -> bool:
+    """Make the C library's ``stdout`` line-buffered (NCCL writes its log there without flushing; redirected
+    to a file it would be block-buffered and its lines would no longer follow the markers Python prints).
+    Call before anything writes through C's ``stdout``; False when the C library cannot be reached."""
+    try:
+        libc = ctypes.CDLL(None)
+        stream = ctypes.c_void_p.in_dll(libc, "stdout")
+        return libc.setvbuf(stream, None, 1, 0) == 0  # 1 = _IOLBF
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def mark_line(**fields: object) -> str:
@@ -405,39 +419,65 @@ def write_csv(path: Path, columns: Sequence[str], rows: Sequence[Mapping[str, ob
     return path
 
 
-# ----------------------------------------------------------------------------------------------- sidecar
-def run_quiet(cmd: Sequence[str], timeout: float = 60.0) -> str:
-    """A command's stdout (stderr appended), or a one-line note why it could not run."""
-    if shutil.which(cmd[0]) is None:
-        return f"({cmd[0]} not found)"
-    try:
-        p = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"({' '.join(cmd)} failed: {exc})"
-    return p.stdout + (p.stderr if p.returncode else "")
+# ------------------------------------------------------------------------------------- raw JSON -> CSV rows
+def collective_rows(raw: Mapping[str, object], log: Sequence[TuningLine]) -> List[Dict[str, object]]:
+    """The collective CSV rows of one setting's raw results (``measure_collectives.py`` worker output:
+    ``setting``, ``world_size``, ``dtype``, ``results`` = [{collective, size_mb, times_by_rank}]) with what NCCL
+    chose for each (from that setting's log)."""
+    setting = parse_setting(str(raw["setting"]))
+    gpus = int(raw["world_size"])
+    rows = []
+    for r in raw["results"]:
+        s = summarize(r["times_by_rank"])
+        choice, channels = choices_for(log, r["collective"], r["size_mb"], gpus, setting=setting.label)
+        size = r["size_mb"]
+        rows.append({"collective": r["collective"], "gpus": gpus,
+                     "size_mb": int(size) if float(size).is_integer() else float(size), "dtype": raw["dtype"],
+                     "median_us": s["median_us"], **setting.columns(), "nccl_choice": choice,
+                     "nccl_channels": channels, "min_us": s["min_us"], "max_us": s["max_us"], "runs": s["runs"]})
+    return rows
 
 
-def host_info() -> Dict[str, str]:
-    """What the host says about its GPUs without torch: ``nvidia-smi topo -m``, driver and GPU list."""
-    return {"nvidia_smi_topo": run_quiet(["nvidia-smi", "topo", "-m"]),
-            "nvidia_smi_gpus": run_quiet(["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total,"
-                                          "clocks.max.sm,pci.bus_id", "--format=csv"]),
-            "nvidia_smi_nvlink": run_quiet(["nvidia-smi", "nvlink", "--status"]),
-            "required_env": json.dumps(REQUIRED_ENV)}
+#: overlap cases (raw keys) -> their CSV column; ``pair`` is the case of the row's scheme
+OVERLAP_CASES = {"gemm": "gemm_us", "rs": "rs_us", "ag": "ag_us", "sequential": "sequential_us",
+                 "concurrent": "concurrent_independent_us", "chunked": "chunked_decomposition_us"}
 
 
-def gpu_count() -> int:
-    """GPUs visible to this process without torch: ``CUDA_VISIBLE_DEVICES`` if set, else ``nvidia-smi -L``."""
-    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if vis is not None:
-        return len([d for d in vis.split(",") if d.strip()])
-    out = run_quiet(["nvidia-smi", "-L"])
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+def overlap_rows(raw: Mapping[str, object]) -> List[Dict[str, object]]:
+    """The overlap CSV rows of ``measure_asynctp.py``'s raw results: per shape a ``sequential`` row (every case
+    measured beside it: GEMM alone, the collective alone, the sequential pair, and for gemm_rs the concurrent
+    and chunked cases of the reference protocol; ``pair_us`` = ``sequential_us``) and, when AsyncTP ran, an
+    ``asynctp`` row whose ``pair_us`` is the fused op (its other cells empty)."""
+    rows = []
+    for r in raw["results"]:
+        shape = r["shape"]
+        base = {k: shape[k] for k in ("model", "sublayer", "tp", "M", "N", "K")}
+        base.update(dtype=raw["dtype"], op=shape["op"])
+        stats = {case: summarize(t) for case, t in r["times_by_rank"].items()}
+        seq = {"scheme": "sequential", "pair_us": stats["sequential"]["median_us"],
+               "runs": stats["sequential"]["runs"]}
+        for case, col in OVERLAP_CASES.items():
+            if case in stats:
+                seq[col] = stats[case]["median_us"]
+        rows.append({**base, **seq})
+        if "asynctp" in stats:
+            rows.append({**base, "scheme": "asynctp", "pair_us": stats["asynctp"]["median_us"],
+                         "runs": stats["asynctp"]["runs"]})
+    return rows
 
 
-def write_sidecar(path: Path, info: Mapping[str, object]) -> Path:
-    """Write the environment record (software versions, topology, settings) beside a CSV as JSON."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(info, indent=1, sort_keys=True, default=str) + "\n")
-    return path
+def contention_rows(raw: Mapping[str, object]) -> List[Dict[str, object]]:
+    """The GEMM-beside-copies CSV rows of ``measure_p2p_copy.py``'s raw results (``rows`` = [{shape,
+    gemm_alone_us, with: {bg: copy_window_stats(...)}}])."""
+    out = []
+    for r in raw["rows"]:
+        row: Dict[str, object] = {**{k: r["shape"][k] for k in ("model", "sublayer", "tp", "M", "N", "K")},
+                                  "gemm_alone_us": r["gemm_alone_us"]}
+        for bg, w in r["with"].items():
+            row[f"gemm_with_{bg}_us"] = w.get("gemm_us")
+            row[f"copy_slowdown_{bg}"] = w.get("copy_slowdown")
+        out.append(row)
+    return out
+
+
+CONTENTION_DIGITS = {f"copy_slowdown_{b}": 3 for b in CONTENTION_BACKGROUNDS}
