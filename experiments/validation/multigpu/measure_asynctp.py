@@ -82,6 +82,7 @@ def driver(args: argparse.Namespace) -> int:
     if args.dry_run:
         args.warmup, args.iters = 2, 3
     raw = out / "raw" / "asynctp.json"
+    raw.parent.mkdir(parents=True, exist_ok=True)
     if raw.exists():
         raw.unlink()
     env = mc.child_env({"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "TUNING"})

@@ -93,6 +93,7 @@ def driver(args: argparse.Namespace) -> int:
         if not valid:
             continue
         raw = out / "raw" / f"collectives_{s.label}.json"
+        raw.parent.mkdir(parents=True, exist_ok=True)
         if raw.exists():
             raw.unlink()
         env = mc.child_env({**s.env(), "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": args.debug_subsys})
