@@ -233,7 +233,10 @@ def _enable_symm_mem(group_name: str):
     if hasattr(symm_mem, "enable_symm_mem_for_group"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            symm_mem.enable_symm_mem_for_group(group_name)
+            try:
+                symm_mem.enable_symm_mem_for_group(group_name)
+            except RuntimeError as exc:  # registered already (newer PyTorch does it itself): the ops will say
+                print(f"[asynctp] enable_symm_mem_for_group: {exc}", flush=True)
     return None
 
 
