@@ -92,6 +92,24 @@ def test_tuning_log_parsing_and_choices():
     assert mc.choices_for(two, "reduce_scatter", 4, 4)[0] == "Ring/LL128+Ring/Simple"
 
 
+def test_rank_files_merge(tmp_path):
+    raw = tmp_path / "x.json"
+    for r in (1, 0):
+        mc.rank_path(raw, r).write_text(json.dumps({
+            "rank": r, "world_size": 2, "setting": "default", "dtype": "bf16", "error": "boom" if r else None,
+            "results": [{"collective": "all_gather", "size_mb": 4.0, "times_us": [1.0 + r, 2.0]},
+                        {"shape": {"op": "gemm_rs"}, "times_us": {"gemm": [1.0], "asynctp": [2.0]} if r == 0
+                         else {"gemm": [3.0]}}]}))
+    m = mc.merge_ranks(mc.read_rank_files(raw))
+    assert m["results"][0] == {"collective": "all_gather", "size_mb": 4.0, "times_by_rank": [[1.0, 2.0], [2.0, 2.0]]}
+    assert m["results"][1]["times_by_rank"] == {"gemm": [[1.0], [3.0]]}  # AsyncTP failed on rank 1: dropped
+    assert m["errors"] == ["boom"] and m["setting"] == "default" and "rank" not in m
+    mc.rank_path(raw, 1).unlink()
+    mc.rank_path(raw, 0).write_text(json.dumps({"rank": 0, "world_size": 2, "results": []}))
+    with pytest.raises(ValueError, match="world of 2"):
+        mc.read_rank_files(raw)
+
+
 def test_slowest_rank_median():
     times = [[10.0, 11.0, 30.0, 10.0], [12.0, 10.0, 10.0, 10.5]]
     assert mc.slowest_rank_per_run(times) == [12.0, 11.0, 30.0, 10.5]
@@ -213,37 +231,38 @@ def test_contention_csv_is_read_by_validate(tmp_path):
 
 # ------------------------------------------------------------------------ drivers with a stand-in for torchrun
 FAKE_TORCHRUN = textwrap.dedent('''
-    import json, os, sys
+    import json, os, pathlib, sys
     script, *argv = sys.argv[1:]
     args = argv[argv.index("--worker") + 1:]
     opt = {args[i]: args[i + 1] for i in range(0, len(args) - 1) if args[i].startswith("--") and not args[i + 1].startswith("--")}
     env = {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
                                           "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS")}
     print("env", json.dumps(env), flush=True)
-    if os.environ.get("NCCL_ALGO") == "Tree" and "reduce_scatter" in opt.get("--collectives", ""):
-        sys.exit(3)
-    res = []
-    if "measure_collectives" in script:
-        sizes = [float(x) for x in opt["--sizes"].split(",")]
-        for c in opt["--collectives"].split(","):
-            for s in sizes:
-                print("T3SIM-MARK " + json.dumps({"collective": c, "size_mb": s, "setting": opt["--setting"]}))
-                b = int(s * 2**20) // (1 if c == "all_reduce" else 2)
-                proto = os.environ.get("NCCL_PROTO", "Simple")
-                algo = os.environ.get("NCCL_ALGO", "Ring")
-                name = {"reduce_scatter": "ReduceScatter", "all_gather": "AllGather", "all_reduce": "AllReduce"}[c]
-                print(f"h:1:1 [0] NCCL INFO {name}: {b} Bytes -> Algo {algo} proto {proto} channel{{Lo..Hi}}={{0..23}}")
-                res.append({"collective": c, "size_mb": s, "times_by_rank": [[10.0 * s] * 3, [10.0 * s + 1] * 3]})
-        out = {"setting": opt["--setting"], "world_size": 2, "dtype": "bf16", "versions": {"env": env}, "results": res}
-    else:
-        sh = {"model": "dry", "sublayer": "OP", "tp": 2, "M": 1024, "N": 256, "K": 128}
-        T = [[5.0] * 3, [6.0] * 3]
-        res = [{"shape": {**sh, "op": "gemm_rs"}, "times_by_rank": {k: T for k in ("gemm", "rs", "sequential",
-                                                                                    "concurrent", "chunked")}},
-               {"shape": {**sh, "op": "ag_gemm"}, "times_by_rank": {k: T for k in ("gemm", "ag", "sequential")}}]
-        out = {"world_size": 2, "dtype": "bf16", "versions": {"env": env}, "results": res,
-               "asynctp_error": "asynctp needs >= 2 GPUs (test)", "checks": []}
-    open(opt["--raw"], "w").write(json.dumps(out))
+    raw = pathlib.Path(opt["--raw"])
+    for rank in range(2):  # two ranks, each writing its own file as the workers do
+        res = []
+        if "measure_collectives" in script:
+            for c in opt["--collectives"].split(","):
+                for s in [float(x) for x in opt["--sizes"].split(",")]:
+                    b = int(s * 2**20) // (1 if c == "all_reduce" else 2)
+                    if rank == 0:
+                        print("T3SIM-MARK " + json.dumps({"collective": c, "size_mb": s, "setting": opt["--setting"]}))
+                        name = {"reduce_scatter": "ReduceScatter", "all_gather": "AllGather", "all_reduce": "AllReduce"}[c]
+                        print(f"h:1:1 [0] NCCL INFO {name}: {b} Bytes -> Algo {os.environ.get('NCCL_ALGO', 'Ring')} "
+                              f"proto {os.environ.get('NCCL_PROTO', 'Simple')} channel{{Lo..Hi}}={{0..23}}")
+                    res.append({"collective": c, "size_mb": s, "times_us": [10.0 * s + rank] * 3})
+            out = {"rank": rank, "setting": opt["--setting"], "world_size": 2, "dtype": "bf16", "results": res}
+        else:
+            sh = {"model": "dry", "sublayer": "OP", "tp": 2, "M": 1024, "N": 256, "K": 128}
+            T = [5.0 + rank] * 3
+            res = [{"shape": {**sh, "op": "gemm_rs"}, "times_us": {k: T for k in ("gemm", "rs", "sequential",
+                                                                                   "concurrent", "chunked")}},
+                   {"shape": {**sh, "op": "ag_gemm"}, "times_us": {k: T for k in ("gemm", "ag", "sequential")}}]
+            out = {"rank": rank, "world_size": 2, "dtype": "bf16", "results": res, "checks": [],
+                   "error": "asynctp needs >= 2 GPUs (test)" if rank == 1 else None}
+        if rank == 0:
+            out["versions"] = {"env": env}
+        raw.with_name(f"{raw.stem}.rank{rank}.json").write_text(json.dumps(out))
 ''')
 
 

@@ -83,8 +83,8 @@ def driver(args: argparse.Namespace) -> int:
         args.warmup, args.iters = 2, 3
     raw = out / "raw" / "asynctp.json"
     raw.parent.mkdir(parents=True, exist_ok=True)
-    if raw.exists():
-        raw.unlink()
+    for old in [raw, *raw.parent.glob(f"{raw.stem}.rank*.json")]:
+        old.unlink(missing_ok=True)
     env = mc.child_env({"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "TUNING"})
     cmd = [*ml.torchrun(gpus), str(Path(__file__).resolve()), "--worker", "--raw", str(raw),
            "--models", args.models, "--ops", args.ops, "--warmup", str(args.warmup), "--iters", str(args.iters),
@@ -92,13 +92,17 @@ def driver(args: argparse.Namespace) -> int:
     print(f"[asynctp] {gpus} GPU(s) ...", flush=True)
     run = ml.launch(cmd, env, out / "logs" / "asynctp.log", args.timeout)
     rows, res = [], {}
-    if raw.exists():
-        res = json.loads(raw.read_text())
+    try:
+        res = mc.merge_ranks(mc.read_rank_files(raw))
+    except ValueError as exc:  # a rank did not finish
+        run["error"] = str(exc)
+    else:
+        raw.write_text(json.dumps(res) + "\n")
         rows = mc.overlap_rows(res)
     stem = f"asynctp_{gpus}gpu"
     if rows:
         mc.write_csv(out / f"{stem}.csv", mc.OVERLAP_COLUMNS, rows)
-    note = res.get("asynctp_error")
+    note = "; ".join(res.get("errors", [])) or None
     ml.write_sidecar(out / f"{stem}.env.json", {
         "what": "AsyncTP fused GEMM+RS / AG+GEMM vs sequential (measure_asynctp.py)", "dry_run": args.dry_run,
         "gpus": gpus, "args": vars(args), "run": run, "versions": res.get("versions"), "host": ml.host_info(),
@@ -199,20 +203,13 @@ def worker(args: argparse.Namespace) -> int:
                 fused_err = (f"{NEEDS_TWO} (symmetric memory with world size 1: {type(exc).__name__}: {exc})"
                              if world < 2 else f"asynctp failed: {type(exc).__name__}: {exc}")
         results.append(rec)
-    everyone = mt.gather_to_rank0({"results": results, "checks": checks, "error": fused_err})
+    mine = {"rank": rank, "world_size": world, "dtype": "bf16", "results": results, "checks": checks,
+            "error": fused_err}
     if rank == 0:
-        # a case every rank timed (a rank whose AsyncTP failed drops it everywhere)
-        merged = []
-        for i, rec in enumerate(results):
-            cases = [c for c in rec["times_us"] if all(c in e["results"][i]["times_us"] for e in everyone)]
-            merged.append({"shape": rec["shape"],
-                           "times_by_rank": {c: [e["results"][i]["times_us"][c] for e in everyone] for c in cases}})
-        errors = sorted({e["error"] for e in everyone if e["error"]})
-        raw = Path(args.raw)
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        raw.write_text(json.dumps({"world_size": world, "dtype": "bf16", "versions": mt.versions(),
-                                   "asynctp_error": "; ".join(errors) or None,
-                                   "checks": [c for e in everyone for c in e["checks"]], "results": merged}) + "\n")
+        mine["versions"] = mt.versions()
+    path = mc.rank_path(Path(args.raw), rank)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(mine) + "\n")
     dist.destroy_process_group()
     return 0
 

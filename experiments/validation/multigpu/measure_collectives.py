@@ -94,8 +94,8 @@ def driver(args: argparse.Namespace) -> int:
             continue
         raw = out / "raw" / f"collectives_{s.label}.json"
         raw.parent.mkdir(parents=True, exist_ok=True)
-        if raw.exists():
-            raw.unlink()
+        for old in [raw, *raw.parent.glob(f"{raw.stem}.rank*.json")]:
+            old.unlink(missing_ok=True)
         env = mc.child_env({**s.env(), "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": args.debug_subsys})
         cmd = [*ml.torchrun(gpus), str(Path(__file__).resolve()), "--worker", "--setting", s.label, "--raw", str(raw),
                "--collectives", ",".join(valid), "--sizes", args.sizes, "--warmup", str(args.warmup),
@@ -103,8 +103,12 @@ def driver(args: argparse.Namespace) -> int:
         print(f"[collectives] setting {s.label}: {', '.join(valid)} on {gpus} GPU(s) ...", flush=True)
         run = {"setting": s.label, "collectives": valid,
                **ml.launch(cmd, env, out / "logs" / f"collectives_{s.label}.log", args.timeout)}
-        if raw.exists():
-            res = json.loads(raw.read_text())
+        try:
+            res = mc.merge_ranks(mc.read_rank_files(raw))
+        except ValueError as exc:  # a rank did not finish: no row from this setting
+            run["error"] = str(exc)
+        else:
+            raw.write_text(json.dumps(res) + "\n")
             versions = versions or res.get("versions")
             with open(run["log"], errors="replace") as f:
                 got = mc.collective_rows(res, mc.parse_tuning_log(f))
@@ -161,14 +165,12 @@ def worker(args: argparse.Namespace) -> int:
             del op, out
     if rank == 0:
         print(mc.mark_line(collective="end", size_mb=-1, setting=args.setting), flush=True)
-    everyone = mt.gather_to_rank0(results)
+    mine = {"rank": rank, "world_size": world, "setting": args.setting, "dtype": args.dtype, "results": results}
     if rank == 0:
-        merged = [{"collective": r["collective"], "size_mb": r["size_mb"],
-                   "times_by_rank": [rk[i]["times_us"] for rk in everyone]} for i, r in enumerate(results)]
-        raw = Path(args.raw)
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        raw.write_text(json.dumps({"setting": args.setting, "world_size": world, "dtype": args.dtype,
-                                   "versions": mt.versions(), "results": merged}) + "\n")
+        mine["versions"] = mt.versions()
+    path = mc.rank_path(Path(args.raw), rank)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(mine) + "\n")
     dist.destroy_process_group()
     return 0
 

@@ -419,6 +419,49 @@ def write_csv(path: Path, columns: Sequence[str], rows: Sequence[Mapping[str, ob
     return path
 
 
+# ------------------------------------------------------------------------------------- per-rank raw files
+def rank_path(raw: Path, rank: int) -> Path:
+    """Where rank ``rank`` of a worker writes its own results (the driver merges them into ``raw``): no
+    collective is needed to gather them (an NCCL all-gather would fail under ``NCCL_ALGO=Tree``)."""
+    raw = Path(raw)
+    return raw.with_name(f"{raw.stem}.rank{rank}.json")
+
+
+def read_rank_files(raw: Path) -> List[Dict[str, object]]:
+    """Every rank's file of ``raw`` in rank order; ValueError unless ranks 0..world-1 are all there."""
+    raw = Path(raw)
+    parts = sorted((json.loads(p.read_text()) for p in raw.parent.glob(f"{raw.stem}.rank*.json")),
+                   key=lambda d: int(d["rank"]))
+    if not parts:
+        raise ValueError(f"no rank file of {raw}")
+    world = int(parts[0]["world_size"])
+    if [int(d["rank"]) for d in parts] != list(range(world)):
+        raise ValueError(f"{raw}: rank files {[d['rank'] for d in parts]} of a world of {world}")
+    return parts
+
+
+def merge_ranks(parts: Sequence[Mapping[str, object]]) -> Dict[str, object]:
+    """One raw result from the ranks' files: rank 0's fields, and per result (same order on every rank) each
+    rank's ``times_us`` gathered into ``times_by_rank`` -- a list per rank, or, when ``times_us`` maps cases to
+    lists, a mapping of the cases every rank timed (a rank whose AsyncTP failed drops it everywhere).
+    ``errors`` and ``checks`` of all ranks are joined."""
+    head = parts[0]
+    merged: Dict[str, object] = {k: v for k, v in head.items() if k not in ("rank", "results", "error", "checks")}
+    results = []
+    for i, rec in enumerate(head["results"]):
+        per_rank = [d["results"][i]["times_us"] for d in parts]
+        keys = {k: v for k, v in rec.items() if k != "times_us"}
+        if isinstance(rec["times_us"], dict):
+            cases = [c for c in rec["times_us"] if all(c in t for t in per_rank)]
+            results.append({**keys, "times_by_rank": {c: [t[c] for t in per_rank] for c in cases}})
+        else:
+            results.append({**keys, "times_by_rank": per_rank})
+    merged["results"] = results
+    merged["errors"] = sorted({str(d["error"]) for d in parts if d.get("error")})
+    merged["checks"] = [c for d in parts for c in d.get("checks", [])]
+    return merged
+
+
 # ------------------------------------------------------------------------------------- raw JSON -> CSV rows
 def collective_rows(raw: Mapping[str, object], log: Sequence[TuningLine]) -> List[Dict[str, object]]:
     """The collective CSV rows of one setting's raw results (``measure_collectives.py`` worker output:

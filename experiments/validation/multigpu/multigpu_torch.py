@@ -78,11 +78,3 @@ def time_op(op: Callable[[], object], warmup: int, iters: int, sync: Optional[Ca
         out.append(a.elapsed_time(b) * 1e3)
     torch.cuda.synchronize()
     return out
-
-
-def gather_to_rank0(obj: object) -> Optional[List[object]]:
-    """Every rank's ``obj``, in rank order, on rank 0 (None on the others)."""
-    world = dist.get_world_size()
-    out: List[object] = [None] * world
-    dist.all_gather_object(out, obj)
-    return out if dist.get_rank() == 0 else None
