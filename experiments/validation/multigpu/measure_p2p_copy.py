@@ -206,14 +206,20 @@ def main(argv: List[str]) -> int:
     gemm_stream = torch.cuda.Stream(device=gpu)
     res: Dict[str, object] = {"gpu": gpu, "peer": peer, "self_copy": self_copy, "api": args.api, "rows": [],
                               "copies_alone": {}}
+    devices = sorted({gpu, peer})
+
+    def sync_all() -> None:  # both GPUs: copies issued on the peer finish there
+        for d in devices:
+            torch.cuda.synchronize(d)
+
     # copies alone
     for bg, ss in streams.items():
         for s in ss:
             s.enqueue(2)
-        torch.cuda.synchronize()
+        sync_all()
         for s in ss:
             s.enqueue(12 if bg != "pcie" else 4)
-        torch.cuda.synchronize()
+        sync_all()
         per = [statistics.median(s.times_us()) for s in ss]
         res["copies_alone"][bg] = {"us": per, "GBps": [s.n / t / 1e3 for s, t in zip(ss, per)],
                                    "kinds": [s.kind for s in ss]}
@@ -223,7 +229,7 @@ def main(argv: List[str]) -> int:
         chk = CopyStream("p2p_out", 1 << 20, gpu, peer, "cudart", peer_copy)
         chk.src.random_(0, 255)
         chk.enqueue(1)
-        torch.cuda.synchronize()
+        sync_all()
         res["cudart_check"] = bool(torch.equal(chk.src.cpu(), chk.dst.cpu()))
     for sh in rows:
         with torch.cuda.device(gpu), torch.cuda.stream(gemm_stream):
@@ -279,15 +285,15 @@ def _with_background(torch, A, B, ss: List[CopyStream], alone_us: List[float], g
     ref0.record(gemm_stream)
     for s in ss:
         s.enqueue(count, ref0)
-    torch.cuda._sleep(int(300e-6 * 1.9e9))  # ~0.3 ms at ~1.9 GHz: the copies get going first
     ge = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for a, b in ge:
-        a.record()
-        torch.matmul(A, B)
-        b.record()
-    torch.cuda.synchronize()
-    for s in ss:
-        torch.cuda.synchronize(s.dev)
+    with torch.cuda.device(A.device), torch.cuda.stream(gemm_stream):  # explicitly: the copies' contexts are left
+        torch.cuda._sleep(int(300e-6 * 1.9e9))  # ~0.3 ms at ~1.9 GHz: the copies get going first
+        for a, b in ge:
+            a.record(gemm_stream)
+            torch.matmul(A, B)
+            b.record(gemm_stream)
+    for d in sorted({torch.cuda.current_device(), *(s.dev for s in ss), *(s.other for s in ss)}):
+        torch.cuda.synchronize(d)
     gemms = [(ref0.elapsed_time(a) * 1e3, ref0.elapsed_time(b) * 1e3) for a, b in ge]
     out = mc.copy_window_stats(gemms, [s.spans_us() for s in ss], alone_us)
     out["copies_enqueued_per_stream"] = count
