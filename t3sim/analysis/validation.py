@@ -354,12 +354,12 @@ class Comparison:
         w = [max(len(c[i]) for c in [head, *cells]) for i in range(4)]
         line = lambda c: "  ".join(x.ljust(w[0]) if i == 0 else x.rjust(w[i]) for i, x in enumerate(c))  # noqa: E731
         s = self.summary()
-        return "\n".join([line(head), "  ".join("-" * x for x in w), *map(line, cells),
-                          f"geomean error {s['geomean_error']:.1%} (log-ratio {s['log_ratio_error']:.1%}, "
-                          f"bias {s['geomean_bias']:+.1%}, max |error| {s['max_abs_error']:.1%}) over {s['rows']} rows on {self.system}",
-                          *[f"  {w}: geomean error {v['geomean_error']:.1%}, max |error| {v['max_abs_error']:.1%}, "
-                            f"bias {v['geomean_bias']:+.1%} over {v['rows']} rows" for w, v in self.summary_by().items()]]) + "\n" \
-            + not_simulated_text(self.not_simulated)
+        text = "\n".join([line(head), "  ".join("-" * x for x in w), *map(line, cells),
+                           f"geomean error {s['geomean_error']:.1%} (log-ratio {s['log_ratio_error']:.1%}, "
+                           f"bias {s['geomean_bias']:+.1%}, max |error| {s['max_abs_error']:.1%}) over {s['rows']} rows on {self.system}",
+                           *[f"  {w}: geomean error {v['geomean_error']:.1%}, max |error| {v['max_abs_error']:.1%}, "
+                             f"bias {v['geomean_bias']:+.1%} over {v['rows']} rows" for w, v in self.summary_by().items()]])
+        return text + "\n" + not_simulated_text(self.not_simulated)
 
     def markdown(self, source: str = "") -> str:
         """The comparison as a Markdown page (rows, then the error metrics); deterministic: no wall times.
