@@ -109,6 +109,8 @@ def driver(args: argparse.Namespace) -> int:
             run["error"] = str(exc)
         else:
             raw.write_text(json.dumps(res) + "\n")
+            if res["errors"]:
+                run["error"] = "; ".join(res["errors"])
             versions = versions or res.get("versions")
             with open(run["log"], errors="replace") as f:
                 got = mc.collective_rows(res, mc.parse_tuning_log(f))
@@ -116,7 +118,7 @@ def driver(args: argparse.Namespace) -> int:
             run["rows"] = len(got)
         runs.append(run)
         print(f"[collectives] setting {s.label}: exit {run['rc']}, {run.get('rows', 0)} rows, {run['wall_s']} s; "
-              f"log {run['log']}", flush=True)
+              f"log {run['log']}" + (f"; {run['error']}" if run.get("error") else ""), flush=True)
     stem = f"collectives_{gpus}gpu"
     if rows:
         mc.write_csv(out / f"{stem}.csv", mc.COLLECTIVE_COLUMNS, rows)
@@ -126,7 +128,7 @@ def driver(args: argparse.Namespace) -> int:
         "protocol": f"median over {args.iters} runs (after {args.warmup} warm-ups) of the slowest rank's CUDA-event "
                     "time; each run after a device synchronise and a barrier"})
     print(f"[collectives] wrote {len(rows)} rows to {out / (stem + '.csv')}", flush=True)
-    ok = rows and all(r["rc"] == 0 for r in runs)
+    ok = rows and all(r["rc"] == 0 and not r.get("error") for r in runs)
     return 0 if ok else 1
 
 
@@ -144,7 +146,7 @@ def worker(args: argparse.Namespace) -> int:
     dtype = mt.DTYPES[args.dtype]
     esize = torch.tensor([], dtype=dtype).element_size()
     sync = mt.barrier_sync(me["local"])
-    results = []
+    results, errors = [], []
     for coll in [c for c in args.collectives.split(",") if c]:
         for size in sizes_of(args.sizes):
             n = int(round(size * mc.MIB)) // esize
@@ -160,12 +162,17 @@ def worker(args: argparse.Namespace) -> int:
             else:
                 out = torch.zeros(n, dtype=dtype, device="cuda")
                 op = lambda: dist.all_reduce(out)  # noqa: E731
-            times = mt.time_op(op, args.warmup, args.iters, sync)
+            try:
+                times = mt.time_op(op, args.warmup, args.iters, sync)
+            except Exception as exc:  # noqa: BLE001 - e.g. NCCL refuses the pinned setting for this collective
+                errors.append(f"{coll} {size:g} MiB: {type(exc).__name__}: {exc}")
+                break  # every rank fails alike (same environment); the other collectives still run
             results.append({"collective": coll, "size_mb": size, "times_us": times})
             del op, out
     if rank == 0:
         print(mc.mark_line(collective="end", size_mb=-1, setting=args.setting), flush=True)
-    mine = {"rank": rank, "world_size": world, "setting": args.setting, "dtype": args.dtype, "results": results}
+    mine = {"rank": rank, "world_size": world, "setting": args.setting, "dtype": args.dtype, "results": results,
+            "error": "; ".join(errors) or None}
     if rank == 0:
         mine["versions"] = mt.versions()
     path = mc.rank_path(Path(args.raw), rank)
