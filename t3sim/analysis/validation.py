@@ -20,7 +20,12 @@ Measured CSV kinds (detected from the header):
 * ``copy_contention``: ``model,sublayer,tp,M,N,K,gemm_alone_us,gemm_with_<bg>_us...,copy_slowdown_<bg>...``
   for ``bg`` in d2d1, d2d2, pcie -- one bf16 GEMM alone and beside background copies
   (:mod:`t3sim.analysis.validation_copy`); ``measured_us`` is ``gemm_alone_us``; an empty cell
-  (other than ``gemm_alone_us``) means not measured.
+  (other than ``gemm_alone_us``) means not measured. Any ``gemm_with_<bg>_us`` column makes one (the
+  shape and ``gemm_alone_us`` required); backgrounds other than these are reported, not simulated.
+
+Optional setting columns (``nccl_algo``, ``nccl_proto``, ``nccl_choice`` of collective rows; ``op``,
+``scheme``, ``pair_us``, ``ag_us`` of overlap rows) and which rows are therefore not simulated, with the
+reason: :mod:`t3sim.analysis.validation_settings`.
 
 Error definitions (all dimensionless; ``s`` simulated, ``m`` measured):
 
@@ -47,6 +52,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from t3sim.analysis.validation_settings import (OVERLAP_EXTRA, PAIR_COLUMN, NotSimulated, contention_backgrounds,
+                                               group_key, is_contention_header, is_extended_overlap,
+                                               not_simulated_markdown, not_simulated_text, setting_fields,
+                                               setting_label)
 from t3sim.config.loader import read_text
 from t3sim.config.workload import DTYPE_BYTES
 from t3sim.errors import InputError
@@ -82,10 +91,12 @@ class MeasuredRow:
 
     def label(self) -> str:
         f = self.fields
+        setting = setting_label(f)
+        tail = f" [{setting}]" if setting else ""
         if "what" in f:
-            return f"{f['model']} {f['sublayer']} TP{f['tp']} {f['M']}x{f['N']}x{f['K']} {f['what']}"
+            return f"{f['model']} {f['sublayer']} TP{f['tp']} {f['M']}x{f['N']}x{f['K']} {f['what']}{tail}"
         if "collective" in f:
-            return f"{f['collective']} {f['gpus']}x {f['size_mb']:g} MiB {f['dtype']}"
+            return f"{f['collective']} {f['gpus']}x {f['size_mb']:g} MiB {f['dtype']}{tail}"
         return f"{f['model']} {f['sublayer']} TP{f['tp']} {f['M']}x{f['N']}x{f['K']} {f['dtype']}"
 
 
@@ -94,7 +105,7 @@ def detect_kind(header: Sequence[str], where: str) -> str:
     cols = [c.strip() for c in header]
     for kind in ("overlap", "copy_contention", "collective", "gemm"):  # overlap first: its header also holds the GEMM's columns
         need = KINDS[kind]
-        if all(c in cols for c in need):
+        if all(c in cols for c in need) or kind == "copy_contention" and is_contention_header(cols):
             return kind
     best = min(KINDS.values(), key=lambda need: sum(c not in cols for c in need))
     missing = [c for c in best if c not in cols]
@@ -136,10 +147,22 @@ def _overlap_shape(r: Dict[str, str], where: str) -> Dict[str, object]:
 
 
 def _parse_overlap(r: Dict[str, str], where: str) -> List[MeasuredRow]:
-    """One overlap CSV row as one :class:`MeasuredRow` per measured column (module doc)."""
+    """One overlap CSV row as one :class:`MeasuredRow` per measured column (module doc). With the optional
+    columns (:mod:`t3sim.analysis.validation_settings`) an empty cell is "not measured", ``ag_us`` gives
+    ``what = ag`` and a non-sequential scheme's ``pair_us`` gives ``what`` = the scheme."""
     f = _overlap_shape(r, where)
-    return [MeasuredRow(where, {**f, "what": what}, _positive(r[col], col, where))
-            for what, col in OVERLAP_MEASURED.items()]
+    if not is_extended_overlap(list(r)):
+        return [MeasuredRow(where, {**f, "what": what}, _positive(r[col], col, where))
+                for what, col in OVERLAP_MEASURED.items()]
+    f.update(setting_fields(r, where))
+    cols = {**OVERLAP_MEASURED, **OVERLAP_EXTRA}
+    if f.get("scheme", "sequential") != "sequential":
+        cols[str(f["scheme"])] = PAIR_COLUMN
+    rows = [MeasuredRow(where, {**f, "what": what}, _positive(r[col], col, where))
+            for what, col in cols.items() if (r.get(col) or "").strip()]
+    if not rows:
+        raise InputError(where, "no measured cell", f"a time in one of {', '.join(cols.values())}")
+    return rows
 
 
 def _parse_row(kind: str, r: Dict[str, str], where: str) -> MeasuredRow:
@@ -148,9 +171,13 @@ def _parse_row(kind: str, r: Dict[str, str], where: str) -> MeasuredRow:
                                 "tp": _typed(r["tp"], int, "tp", where, 1), "dtype": "bf16"}
         for dim in ("M", "N", "K"):
             f[dim] = _typed(r[dim], int, dim, where, 1)
-        for col in CONTENTION_COLUMNS[6:]:
-            # an empty cell is "not measured" (skipped by the metrics); gemm_alone_us is required
-            f[col] = None if (not r[col].strip() and col != "gemm_alone_us") else _positive(r[col], col, where)
+        bgs = contention_backgrounds(r)
+        f["backgrounds"] = tuple(bgs)
+        for col in ("gemm_alone_us", *(f"{k}_{b}{u}" for b in dict.fromkeys((*CONTENTION_BACKGROUNDS, *bgs))
+                                       for k, u in (("gemm_with", "_us"), ("copy_slowdown", "")))):
+            # an empty or absent cell is "not measured" (skipped by the metrics); gemm_alone_us is required
+            text = (r.get(col) or "").strip()
+            f[col] = None if (not text and col != "gemm_alone_us") else _positive(text, col, where)
         return MeasuredRow(where, f, float(f["gemm_alone_us"]))
     dtype = r["dtype"].strip()
     if dtype not in DTYPE_BYTES:
@@ -160,7 +187,8 @@ def _parse_row(kind: str, r: Dict[str, str], where: str) -> MeasuredRow:
         if coll not in COLLECTIVES:
             raise InputError(where, f"collective={coll!r}", ", ".join(COLLECTIVES))
         f: Dict[str, object] = {"collective": coll, "gpus": _typed(r["gpus"], int, "gpus", where, 2),
-                                "size_mb": _positive(r["size_mb"], "size_mb", where), "dtype": dtype}
+                                "size_mb": _positive(r["size_mb"], "size_mb", where), "dtype": dtype,
+                                **setting_fields(r, where)}
     else:
         f = {"model": r["model"].strip(), "sublayer": r["sublayer"].strip(),
              "tp": _typed(r["tp"], int, "tp", where, 1), "dtype": dtype}
@@ -269,6 +297,8 @@ class Comparison:
     sim_us: List[float]
     wall_s: List[float] = field(default_factory=list)
     details: List[Dict[str, float]] = field(default_factory=list)
+    #: measured rows of the same CSV that were not simulated, each with its reason
+    not_simulated: List[NotSimulated] = field(default_factory=list)
 
     @property
     def errors(self) -> List[float]:
@@ -304,10 +334,13 @@ class Comparison:
                 "max_abs_error": round(max(abs(e) for e in self.errors), 5)}
 
     def summary_by(self) -> Dict[str, Dict[str, object]]:
-        """Errors per overlap column (``what``: gemm, rs, sequential, concurrent, chunked); empty for other kinds."""
+        """Errors per overlap column (``what``: gemm, rs, sequential, concurrent, chunked; prefixed by the ``op``
+        when the CSV has one) or per pinned NCCL setting of collective rows
+        (:func:`~t3sim.analysis.validation_settings.group_key`); empty for rows without either."""
         out: Dict[str, Dict[str, object]] = {}
-        for what in dict.fromkeys(str(r.fields["what"]) for r in self.rows if "what" in r.fields):
-            idx = [i for i, r in enumerate(self.rows) if r.fields.get("what") == what]
+        keys = [group_key(r.fields) for r in self.rows]
+        for what in dict.fromkeys(k for k in keys if k is not None):
+            idx = [i for i, k in enumerate(keys) if k == what]
             sims, meas = [self.sim_us[i] for i in idx], [self.rows[i].measured_us for i in idx]
             out[what] = {"rows": len(idx), "geomean_error": round(geomean_error(sims, meas), 5),
                          "max_abs_error": round(max(abs(s / m - 1) for s, m in zip(sims, meas)), 5),
@@ -322,11 +355,12 @@ class Comparison:
         w = [max(len(c[i]) for c in [head, *cells]) for i in range(4)]
         line = lambda c: "  ".join(x.ljust(w[0]) if i == 0 else x.rjust(w[i]) for i, x in enumerate(c))  # noqa: E731
         s = self.summary()
-        return "\n".join([line(head), "  ".join("-" * x for x in w), *map(line, cells),
-                          f"geomean error {s['geomean_error']:.1%} (log-ratio {s['log_ratio_error']:.1%}, "
-                          f"bias {s['geomean_bias']:+.1%}, max |error| {s['max_abs_error']:.1%}) over {s['rows']} rows on {self.system}",
-                          *[f"  {w}: geomean error {v['geomean_error']:.1%}, max |error| {v['max_abs_error']:.1%}, "
-                            f"bias {v['geomean_bias']:+.1%} over {v['rows']} rows" for w, v in self.summary_by().items()]]) + "\n"
+        text = "\n".join([line(head), "  ".join("-" * x for x in w), *map(line, cells),
+                           f"geomean error {s['geomean_error']:.1%} (log-ratio {s['log_ratio_error']:.1%}, "
+                           f"bias {s['geomean_bias']:+.1%}, max |error| {s['max_abs_error']:.1%}) over {s['rows']} rows on {self.system}",
+                           *[f"  {w}: geomean error {v['geomean_error']:.1%}, max |error| {v['max_abs_error']:.1%}, "
+                             f"bias {v['geomean_bias']:+.1%} over {v['rows']} rows" for w, v in self.summary_by().items()]])
+        return text + "\n" + not_simulated_text(self.not_simulated)
 
     def markdown(self, source: str = "") -> str:
         """The comparison as a Markdown page (rows, then the error metrics); deterministic: no wall times.
@@ -350,6 +384,7 @@ class Comparison:
             lines += [f"| {w} | {v['rows']} | {v['geomean_error']:.1%} | {v['max_abs_error']:.1%} | "
                       f"{v['geomean_bias']:+.1%} |" for w, v in by.items()]
             lines.append("")
+        lines += not_simulated_markdown(self.not_simulated)
         return "\n".join(lines)
 
     def write_csv(self, path: str | Path) -> Path:
@@ -375,14 +410,15 @@ def read_comparison(path: str | Path, system: str) -> Comparison:
     kind = "collective" if recs and "collective" in recs[0] else "overlap" if recs and "what" in recs[0] else "gemm"
     for i, r in enumerate(recs, start=2):
         where = f"{path}:{i}"
-        if kind == "overlap":  # one record per measured column: its row's shape and ``what``
+        if kind == "overlap":  # one record per measured column: its row's shape, settings and ``what``
             what = r["what"].strip()
-            if what not in OVERLAP_MEASURED:
-                raise InputError(where, f"what={what!r}", ", ".join(OVERLAP_MEASURED))
-            typed = MeasuredRow(where, {**_overlap_shape(r, where), "what": what},
+            if what not in {**OVERLAP_MEASURED, **OVERLAP_EXTRA}:
+                raise InputError(where, f"what={what!r}", ", ".join({**OVERLAP_MEASURED, **OVERLAP_EXTRA}))
+            typed = MeasuredRow(where, {**_overlap_shape(r, where), **setting_fields(r, where), "what": what},
                                 _positive(r["measured_us"], "measured_us", where))
         else:
             fields = {k: r[k] for k in KINDS[kind] if k != "median_us"}
+            fields.update({k: r[k] for k in ("nccl_algo", "nccl_proto", "nccl_choice") if k in r})
             typed = _parse_row(kind, {**fields, "median_us": r["measured_us"]}, where)
         rows.append(typed)
         sims.append(_positive(r["simulated_us"], "simulated_us", where))

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence
 from t3sim.analysis.validation import CONTENTION_BACKGROUNDS as BACKGROUNDS
 from t3sim.analysis.validation import (MeasuredRow, geomean_error, log_log_axes,
                                       save_figure, write_records_csv)
+from t3sim.analysis.validation_settings import NotSimulated, not_simulated_markdown, not_simulated_text
 
 
 @dataclass
@@ -40,6 +41,8 @@ class ContentionComparison:
     fit_tp: Optional[int] = 8
     fit_background: str = "d2d1"
     notes: Dict[str, float] = field(default_factory=dict)
+    #: measured (row, background) values the simulation has no background for, each with its reason
+    not_simulated: List[NotSimulated] = field(default_factory=list)
 
     kind = "copy_contention"
 
@@ -144,7 +147,8 @@ class ContentionComparison:
                 f"(d2d {pct(s['copy_slowdown_geomean_error_d2d'])}; fit rows {pct(s['copy_slowdown_geomean_error_fit'])}, "
                 f"check rows {pct(s['copy_slowdown_geomean_error_check'])})",
                 f"GEMM time (with copies) geomean error {pct(s['gemm_with_geomean_error'])}; on {self.system}"]
-        return "\n".join([line(head), "  ".join("-" * x for x in w), *map(line, cells), *foot]) + "\n"
+        return ("\n".join([line(head), "  ".join("-" * x for x in w), *map(line, cells), *foot]) + "\n"
+                + not_simulated_text(self.not_simulated))
 
     def markdown(self, source: str = "") -> str:
         """The comparison as a Markdown page: per row and background the GEMM time, GEMM slowdown and copy
@@ -173,6 +177,7 @@ class ContentionComparison:
             lines.append(f"| {name} geomean error | {pct(s[f'{what}_geomean_error'])} | "
                          f"{pct(s[f'{what}_geomean_error_d2d'])} | {pct(s[f'{what}_geomean_error_fit'])} | "
                          f"{pct(s[f'{what}_geomean_error_check'])} |")
+        lines += ["", *not_simulated_markdown(self.not_simulated)] if self.not_simulated else []
         return "\n".join(lines) + "\n"
 
     def write_csv(self, path) -> Path:

@@ -11,6 +11,11 @@ contention CSV (``model,sublayer,tp,M,N,K,gemm_alone_us,gemm_with_d2d1_us,...``,
 Writes ``<stem>.csv`` (sim beside measured), ``<stem>.md`` (the same as a Markdown page, which the docs
 quote; not for contention CSVs) and ``<stem>.png`` (Fig. 14-style plot) under ``--out`` (default
 ``results/validation/<system-name>/``). Definitions: :mod:`t3sim.analysis.validation`.
+
+Rows whose setting the simulator does not represent (an NCCL protocol other than Ring/Simple, an AsyncTP
+fused op, peer-copy backgrounds: :mod:`t3sim.analysis.validation_settings`) are not simulated: the table, the
+Markdown page and the JSON list each with its measured value and the reason, and ``<stem>-not-simulated.csv``
+holds them.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from t3sim.analysis.validation import Comparison, plot_comparison, read_comparison, read_measured
+from t3sim.analysis.validation import Comparison, plot_comparison, read_comparison, read_measured, write_records_csv
+from t3sim.analysis.validation_settings import NotSimulated, not_simulated_markdown, not_simulated_text, split_rows
 from t3sim.config import load_system
 from t3sim.config.workload import DTYPE_BYTES
 from t3sim.errors import InputError, check_writable_dir
@@ -55,44 +61,82 @@ def _run(args: argparse.Namespace) -> int:
     if not inputs:
         raise InputError("t3sim validate", "no measured CSV", "--measured CSV and/or --gemm CSV")
     system = load_system(args.system, args.overrides)
-    # Read and check every file (and every row) before simulating anything.
+    # Read and check every file (and every row to simulate) before simulating anything.
     loaded = []
     for path, kind in inputs:
         kind, rows = read_measured(path, kind)
+        rows, skipped = split_rows(kind, rows)
         for r in rows:
             check_row(system_for_gpus(system, int(r.fields["gpus"]), r.where) if kind == "collective" else system,
                       kind, r.fields, r.where)
-        loaded.append((path, kind, rows))
+        loaded.append((path, kind, rows, skipped))
     out = Path(args.out) if args.out else Path("results") / "validation" / system.name
     check_writable_dir(out, "--out")
-    comparisons: List[Comparison] = []
-    contention = [(path, rows) for path, kind, rows in loaded if kind == "copy_contention"]
+    reports: List[dict] = []
+    contention = [(path, rows) for path, kind, rows, _ in loaded if kind == "copy_contention"]
     shared = _simulate_contention(args, system, [r for _, rows in contention for r in rows]) if contention else None
     if args.only:
         sys.stdout.write(f"simulated {args.only} into {args.cache}\n")
         return 0
-    for path, kind, rows in loaded:
+    for path, kind, rows, skipped in loaded:
         if kind == "copy_contention":
-            comparisons.append(_contention(args, system, path, rows, out, shared))
+            cmp = _contention(args, system, path, rows, out, shared)
+        elif not rows:
+            reports.append(_nothing_simulated(args, path, kind, skipped, out))
             continue
-        jobs = args.jobs if args.jobs > 0 else default_jobs(len(rows))
-        outcomes = simulate_with_progress(system, kind, rows, jobs, f"validate {path}")
-        cmp = Comparison(kind, system.name, rows, [o.sim_us for o in outcomes], [o.wall_s for o in outcomes],
-                         [o.detail for o in outcomes])
-        stem = Path(path).stem
-        csv_path = cmp.write_csv(out / f"{stem}.csv")
-        png_path = plot_comparison(cmp, out / f"{stem}.png")
-        # the Markdown page from the CSV just written, so docs quoting it can be checked against the CSV alone
-        md_path = out / f"{stem}.md"
-        md_path.write_text(read_comparison(csv_path, system.name).markdown(Path(path).name))
-        comparisons.append(cmp)
-        if not args.json:
-            sys.stdout.write(f"{path} ({kind}):\n{cmp.table()}wrote {csv_path}, {md_path} and {png_path}\n\n")
+        else:
+            cmp = _compare(args, system, path, kind, rows, skipped, out,
+                           args.jobs if args.jobs > 0 else default_jobs(len(rows)))
+        reports.append({"file": str(path), **cmp.summary(),
+                        **({"by_column": cmp.summary_by()} if hasattr(cmp, "summary_by") else {}),
+                        "rows": cmp.records(), "not_simulated": [n.record() for n in cmp.not_simulated]})
     if args.json:
-        json.dump([{"file": str(p), **c.summary(), **({"by_column": c.summary_by()} if hasattr(c, "summary_by") else {}), "rows": c.records()} for (p, _, _), c in zip(loaded, comparisons)],
-                  sys.stdout, indent=1)
+        json.dump(reports, sys.stdout, indent=1)
         sys.stdout.write("\n")
     return 0
+
+
+def _compare(args: argparse.Namespace, system, path: str, kind: str, rows, skipped, out: Path,
+             jobs: int) -> Comparison:
+    """Simulate one CSV's rows on ``jobs`` processes and write its comparison (CSV, PNG, Markdown; the rows not
+    simulated beside)."""
+    outcomes = simulate_with_progress(system, kind, rows, jobs, f"validate {path}")
+    cmp = Comparison(kind, system.name, rows, [o.sim_us for o in outcomes], [o.wall_s for o in outcomes],
+                     [o.detail for o in outcomes], not_simulated=skipped)
+    stem = Path(path).stem
+    csv_path = cmp.write_csv(out / f"{stem}.csv")
+    png_path = plot_comparison(cmp, out / f"{stem}.png")
+    skipped_csv = _write_not_simulated(skipped, out / f"{stem}-not-simulated.csv")
+    # the Markdown page from the CSV just written, so docs quoting it can be checked against the CSV alone
+    md_path = out / f"{stem}.md"
+    page = read_comparison(csv_path, system.name)
+    page.not_simulated = skipped
+    md_path.write_text(page.markdown(Path(path).name))
+    if not args.json:
+        also = f" and {skipped_csv}" if skipped_csv else ""
+        sys.stdout.write(f"{path} ({kind}):\n{cmp.table()}wrote {csv_path}, {md_path}, {png_path}{also}\n\n")
+    return cmp
+
+
+def _write_not_simulated(skipped: List[NotSimulated], path: Path):
+    """``<stem>-not-simulated.csv`` (one row per value not simulated, with its reason); None when there is none."""
+    if not skipped:
+        return None
+    keys = list(dict.fromkeys(k for n in skipped for k in n.record()))
+    return write_records_csv([{k: n.record().get(k) for k in keys} for n in skipped], path)
+
+
+def _nothing_simulated(args: argparse.Namespace, path: str, kind: str, skipped, out: Path) -> dict:
+    """A CSV none of whose rows the simulator represents: the listing of them, written and printed."""
+    stem = Path(path).stem
+    csv_path = _write_not_simulated(skipped, out / f"{stem}-not-simulated.csv")
+    md_path = out / f"{stem}.md"
+    md_path.write_text("\n".join([f"# {Path(path).name}: nothing simulated", "",
+                                   *not_simulated_markdown(skipped)]))
+    if not args.json:
+        sys.stdout.write(f"{path} ({kind}): no row the simulator represents\n{not_simulated_text(skipped)}"
+                         f"wrote {csv_path} and {md_path}\n\n")
+    return {"file": str(path), "kind": kind, "rows": [], "not_simulated": [n.record() for n in skipped]}
 
 
 def check_row(system, kind: str, f: dict, where: str) -> None:
@@ -172,7 +216,7 @@ def _simulate_contention(args: argparse.Namespace, system, rows):
     (outcomes by (M, N, K), copies alone by background)."""
     from t3sim.validation.contention import BACKGROUNDS, simulate_contention_rows  # lazy: the simulator (fast --help)
 
-    bgs = tuple(BACKGROUNDS)
+    bgs = _measured_backgrounds(rows, BACKGROUNDS)
     shapes = sorted({(r.fields["M"], r.fields["N"], r.fields["K"]) for r in rows})
     jobs = args.jobs if args.jobs > 0 else default_jobs(len(shapes) * (len(bgs) + 1) + len(bgs))
     only = [b.strip() for b in args.only.split(",")] if args.only else None
@@ -186,14 +230,22 @@ def _simulate_contention(args: argparse.Namespace, system, rows):
     return dict(zip(shapes, per_row)), alone
 
 
+def _measured_backgrounds(rows, known) -> tuple:
+    """The backgrounds of ``known`` that some row measured (a filled ``gemm_with`` or ``copy_slowdown`` cell)."""
+    return tuple(b for b in known if any(r.fields.get(f"gemm_with_{b}_us") is not None
+                                         or r.fields.get(f"copy_slowdown_{b}") is not None for r in rows))
+
+
 def _contention(args: argparse.Namespace, system, path: str, rows, out: Path, shared):
-    """Report one GEMM / copy contention CSV from the shared simulations."""
+    """Report one GEMM / copy contention CSV from the shared simulations; its backgrounds the simulation does not
+    have (peer copies) are listed as not simulated."""
     # lazy: the simulator and matplotlib load when a command runs (fast --help)
     from t3sim.analysis.validation_copy import ContentionComparison, plot_contention
+    from t3sim.analysis.validation_settings import contention_not_simulated
     from t3sim.validation.contention import BACKGROUNDS
 
-    bgs = tuple(BACKGROUNDS)
     by_shape, alone = shared
+    bgs = _measured_backgrounds(rows, BACKGROUNDS)
     per_row = [by_shape[(r.fields["M"], r.fields["N"], r.fields["K"])] for r in rows]
     sim, walls = [], []
     for o in per_row:
@@ -202,17 +254,20 @@ def _contention(args: argparse.Namespace, system, path: str, rows, out: Path, sh
             d[f"gemm_with_{b}_us"] = o[b].gemm_us
             d[f"copy_slowdown_{b}"] = o[b].copy_us / alone[b].copy_us
         sim.append(d)
-        walls.append(sum(x.wall_s for x in o.values()))
+        walls.append(sum(x.wall_s for x in o.values() if x is not None))
     notes = {f"copy_alone_{b}_us": alone[b].copy_us for b in bgs}
-    cmp = ContentionComparison(system.name, rows, sim, walls, bgs, notes=notes)
+    skipped = contention_not_simulated(rows, tuple(BACKGROUNDS))
+    cmp = ContentionComparison(system.name, rows, sim, walls, bgs, notes=notes, not_simulated=skipped)
     stem = Path(path).stem
     csv_path = cmp.write_csv(out / f"{stem}.csv")
     (out / f"{stem}.md").write_text(cmp.markdown(Path(path).name))
-    png_path = plot_contention(cmp, out / f"{stem}.png")
+    png_path = plot_contention(cmp, out / f"{stem}.png") if bgs else None
+    skipped_csv = _write_not_simulated(skipped, out / f"{stem}-not-simulated.csv")
     if not args.json:
+        wrote = ", ".join(str(p) for p in (csv_path, png_path, skipped_csv) if p)
         sys.stdout.write(f"{path} (copy_contention):\n{cmp.table()}"
                          + "".join(f"simulated copies alone, {b}: {alone[b].copy_us:.1f} us\n" for b in bgs)
-                         + f"wrote {csv_path} and {png_path}\n\n")
+                         + f"wrote {wrote}\n\n")
     return cmp
 
 

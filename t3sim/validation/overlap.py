@@ -7,7 +7,8 @@ rows, chunk i's RS issued after chunk i on a second stream); its README says how
 (:data:`t3sim.analysis.validation.OVERLAP_MEASURED`) is one validation row, simulated the way it was measured:
 
 * ``gemm``: the GEMM alone on one GPU (:func:`~t3sim.validation.rows.simulate_gemm_row`);
-* ``rs``: the reduce-scatter of ``M x N`` elements alone (homogeneous mode, the paper's method);
+* ``rs``: the reduce-scatter of ``M x N`` elements alone (homogeneous mode, the paper's method); ``ag``: the
+  all-gather of the ``M x K`` input alone (``ag_us`` of an ag_gemm row, t3sim.analysis.validation_settings);
 * ``sequential``, ``concurrent``, ``chunked``: that scheme's program without the all-gather
   (:mod:`t3sim.schemes`) on ``system`` with ``tp`` GPUs, running the GEMM kernel ``t3sim validate`` validated
   (:func:`~t3sim.system.kernels.gemm_kernel_record`: ``torch.matmul`` operand layouts) over the row's shape.
@@ -56,8 +57,9 @@ def simulate_overlap_row(system, f: Dict[str, object], where: str = "row"):
     M, N, K, dtype = int(f["M"]), int(f["N"]), int(f["K"]), str(f["dtype"])
     if what == "gemm":
         return simulate_gemm_row(system, M, N, K, dtype, where)
-    if what == "rs":
-        return simulate_collective_elems(system, "reduce_scatter", int(f["tp"]), M * N, dtype, where)
+    if what in ("rs", "ag"):  # the collective alone: the RS of the M x N output, the AG of the M x K input
+        coll, elems = ("reduce_scatter", M * N) if what == "rs" else ("all_gather", M * K)
+        return simulate_collective_elems(system, coll, int(f["tp"]), elems, dtype, where)
     exp = overlap_experiment(system, {**f, "where": where}, what)
     t0 = time.perf_counter()
     model = SystemModel(exp, kernel=gemm_kernel_record(exp.system, M, N, K, dtype))
