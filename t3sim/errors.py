@@ -8,6 +8,10 @@ traceback is shown. The message always names *where* (file, line, field),
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 EXIT_INPUT_ERROR = 2
 
 
@@ -50,10 +54,6 @@ class SimulationError(RuntimeError):
 def check_writable_dir(path, flag: str = "--out") -> None:
     """Create directory ``path`` if needed and check that files can be written in it; otherwise raise
     :class:`InputError` naming ``flag`` -- before any work whose results would then be lost."""
-    import os
-    import tempfile
-    from pathlib import Path
-
     p = Path(path)
     try:
         p.mkdir(parents=True, exist_ok=True)

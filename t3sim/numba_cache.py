@@ -83,7 +83,7 @@ def configure(root: Optional[Path] = None) -> str:
         cache = (local if _writable(local) else Path.home() / ".cache" / "t3sim") / name
     os.environ["NUMBA_CACHE_DIR"] = str(cache)
     if "numba" in sys.modules:  # numba read the variable at its import: set its config too
-        from numba.core import config
+        from numba.core import config  # lazy: numba is imported only where a kernel compiles
 
         config.CACHE_DIR = str(cache)
     return str(cache)

@@ -1,5 +1,5 @@
-"""Write configs/experiments/ficco-{sp,ep,synthetic,char,scale}.yaml: FiCCO's Table I scenarios and 16 synthetic ones
-(issue 14), every GEMM scaled by :func:`t3sim.schemes.ficco.heuristic.scale_for` to at most :data:`BUDGET_FLOP` per GPU; and
+"""Write configs/experiments/ficco-{sp,ep,synthetic,char,scale}.yaml: FiCCO's Table I scenarios and 16 synthetic ones,
+every GEMM scaled by :func:`t3sim.schemes.ficco.heuristic.scale_for` to at most :data:`BUDGET_FLOP` per GPU; and
 the same study at half that budget, ``ficco-{sp,ep,synthetic,char}-half.yaml`` (:data:`SIZES`).
 
 Run from the repository root: ``python experiments/ficco/make_configs.py [FILE ...]`` (FILE: only those, e.g.

@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from t3sim.collectives.plan import Plan, Xfer, make_plan, merge_plans, split_ranges
-from t3sim.registry import register
+from t3sim.registry import get, register
 
 Range = Tuple[int, int]
 
@@ -168,8 +168,6 @@ PLAN_NAMES = {
 def build_plan(collective: str, algorithm: str, n: int, num_elems: int, *, elem_bytes: int = 2,
                bidirectional: bool = False) -> Plan:
     """Build the registered plan for ``collective`` (e.g. ``"reduce_scatter"``) and ``algorithm`` (ring/direct)."""
-    from t3sim.registry import get
-
     key = (collective.replace("-", "_"), algorithm)
     if key not in PLAN_NAMES:
         raise ValueError(f"no {algorithm} plan for collective {collective!r}; known: {sorted(PLAN_NAMES)}")

@@ -64,7 +64,7 @@ from t3sim.collectives.runner import CollectiveRun
 from t3sim.compute.memhier import REQ_B, MemoryHierarchy
 from t3sim.interconnect.network import Network, PacketMeta
 from t3sim.memory.request import Stream
-from t3sim.sim.clock import Clock, ns_to_ticks
+from t3sim.sim.clock import TICKS_PER_NS, Clock, ns_to_ticks
 from t3sim.sim.engine import Component, Engine
 
 _ALIGN_B = 2 << 20  # buffers start on 2 MiB boundaries
@@ -384,8 +384,6 @@ class NcclRing(Component):
         return sum(p.pieces_done for ps in self.pools.values() for p in ps)
 
     def math_ns(self) -> Dict[int, float]:
-        from t3sim.sim.clock import TICKS_PER_NS
-
         return {g: sum(p.math_ticks for p in ps) / TICKS_PER_NS for g, ps in self.pools.items()}
 
     def pending(self) -> str:

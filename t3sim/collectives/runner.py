@@ -35,9 +35,11 @@ from typing import List, NamedTuple, Optional, Tuple
 
 import simpy
 
+from t3sim.collectives.algorithms import build_plan
 from t3sim.collectives.plan import Plan, Xfer, split_ranges
 from t3sim.collectives.traffic import Traffic, account
 from t3sim.config.system import InterconnectConfig
+from t3sim.errors import InputError
 from t3sim.interconnect.network import Network, PacketMeta
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_NS, ns_to_ticks
@@ -291,12 +293,8 @@ def plan_for_system(system, collective: str, num_elems: int, elem_bytes: int = 2
     ``collective.ring_bidirectional`` when the interconnect links run both ways
     (protocol ``steps``; NCCL's ring, protocol ``nccl_simple``, runs one direction).
     """
-    from t3sim.collectives.algorithms import build_plan
-
     cc, ic = system.collective, system.interconnect
     if ic.num_gpus < 2:
-        from t3sim.errors import InputError
-
         raise InputError("system.interconnect.num_gpus", f"{ic.num_gpus} GPU for a {collective}",
                          ">= 2 GPUs for a collective (a 1-GPU system runs only GEMMs and copies)")
     bidir = cc.algorithm == "ring" and cc.ring_bidirectional and ic.bidirectional and cc.protocol == "steps"

@@ -23,6 +23,8 @@ from typing import Any, Iterable, List, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from t3sim import registry
+
 #: unit -> suffix the field name must end with. Units not listed here are
 #: dimensionless (``count``, ``bool``, ``name``, ``ratio``, ``enum``, ``path``)
 #: and need no suffix.
@@ -123,8 +125,6 @@ def check_kind(category: str, value: str) -> str:
     Used by ``kind`` field validators; raises ``ValueError`` (which pydantic
     reports with the field path) listing the registered names.
     """
-    from t3sim import registry
-
     allowed = registry.names(category)
     if value not in allowed:
         raise ValueError(f"unknown {category} kind {value!r}; registered: {', '.join(allowed) or '(none)'}")

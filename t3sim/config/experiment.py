@@ -27,7 +27,7 @@ class SamplingConfig(Model):
              "embedding-bag layer cut to detail_tables/4, /2 and detail_tables tables per GPU, every additive "
              "statistic on the line through the two larger runs once the per-table rates agree "
              "(t3sim/sampling/tables.py)",
-        source="issue 17; TBPoint (Huang et al., IISWC'14), Photon (Liu et al., MICRO'23), PKA (Baddouh et al., "
+        source="TBPoint (Huang et al., IISWC'14), Photon (Liu et al., MICRO'23), PKA (Baddouh et al., "
                "MICRO'21, Accel-Sim's kernel sampling): simulate until steady state, project the rest")
     detail_waves: int = F(
         8, unit="count",
@@ -48,7 +48,8 @@ class SamplingConfig(Model):
              "either pair of detailed runs within tolerance_pct percent of the total; otherwise the detailed runs "
              "double (up to max_detail_waves, or until they would hold the whole workload: then it is simulated "
              "whole) and the result says the criterion failed",
-        source="issue 17 (phase times within 2 % of full simulation)", gt=0, le=100)
+        source="assumption: phase times within 2 % of full simulation (docs/performance.md, Sampled simulation)",
+        gt=0, le=100)
     max_detail_waves: int = F(
         64, unit="count", desc="the most waves the larger detailed run may grow to while the criterion fails",
         source="assumption: bounds a sampled run's cost at about 2 x 64 detailed waves", ge=2)
@@ -102,30 +103,32 @@ class SimulationConfig(Model):
     mode: Literal["homogeneous", "explicit"] = F(
         "homogeneous", unit="enum",
         desc="homogeneous: one GPU in detail, neighbours' traffic generated at its own rate (paper Sec. 5.1.1, Fig. 13); explicit: every GPU and link",
-        source="paper Sec. 5.1.1; issue 4")
+        source="paper Sec. 5.1.1 (homogeneous); explicit: t3sim extension")
     seed: int = F(0, unit="count", desc="seed of the simulation's single random generator", source="user", ge=0,
                   descriptive="no model draws a random number (every run is deterministic: same config, same stats.json); the seed is recorded with the results")
     memory_model: Literal["fast", "reference"] = F(
         "fast", unit="enum", desc="fast: batched, compiled DRAM/MC inner loop; reference: straightforward per-command model the tests hold the fast one against",
-        source="issue 3",
+        source="t3sim model choice (t3sim/memory/README.md)",
         descriptive="two implementations of one model: they give identical statistics (tests/memory/test_fast_vs_reference.py, test_page_policy.py); the choice changes only the wall time")
-    functional_data: bool = F(False, unit="bool", desc="memory keeps real values and op-and-store really adds (for correctness checks)", source="issue 3")
+    functional_data: bool = F(False, unit="bool", desc="memory keeps real values and op-and-store really adds (for correctness checks)",
+                              source="t3sim model choice")
     gemm_window: bool = F(
         True, unit="bool",
         desc="run a GEMM kernel that has its GPU to itself (a one-stream program: Sequential, the ideal schemes) in compiled windows: its WGs, L2, fill table and memory controllers advance in one compiled event loop that mirrors the simpy events of the reference path (t3sim.window.gemm_window); false: the simpy WG processes everywhere (the reference)",
-        source="issue 17",
+        source="t3sim model choice (simulator speed)",
         descriptive="two implementations of one model: they give identical statistics except sim.events (tests/compute/test_gemm_window.py); the choice changes only the wall time")
     memory_lookahead: bool = F(
         True, unit="bool",
         desc="let each memory pump step simulate the controllers up to one frontend latency (memory_controller.frontend_latency_gpu_cycles) ahead of now, the span no later request can reach (t3sim.memory.system, 'Lookahead'), where nothing could observe it (an enqueue hook, T3's tracker, sees the admissions in the same order either way; a producer-kernel arbitration event, T3-MCA's, reaches the controllers a frontend latency after it happens, past any lookahead); false: pump to now only (the reference cadence)",
-        source="issue 17",
+        source="t3sim model choice (simulator speed)",
         descriptive="two cadences of one model: they give identical statistics except sim.events (tests/memory/test_lookahead.py); the choice changes only the wall time")
     watchdog_idle_ns: float = F(
         1.0e6, unit="ns", desc="report a deadlock when no component makes progress for this long while work remains",
         source="assumption: far longer than any legitimate idle gap (link latency 500 ns)", gt=0)
     sampling: SamplingConfig = F(SamplingConfig, unit="mapping",
                                  desc="sampled simulation of workloads too large to simulate whole (off by default)",
-                                 source="issue 17")
+                                 source="TBPoint, Photon, PKA (see sampling.mode); accuracy: docs/performance.md "
+                                        "(Sampled simulation)")
 
 
 class SweepConfig(Model):

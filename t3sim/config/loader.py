@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from t3sim.config.kinds import expect_kind, kind_of_model
 from t3sim.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
@@ -354,8 +355,6 @@ def build(model: Type[M], data: Dict[str, Any], prov: Prov, default_where: str) 
 
 def load(model: Type[M], path: str | Path, overrides: Iterable[str] = ()) -> M:
     """Load, compose, override and validate a config file as ``model``."""
-    from t3sim.config.kinds import expect_kind, kind_of_model
-
     data, prov = load_raw(path)
     expect_kind(data, kind_of_model(model), str(path))
     data, prov = apply_overrides(data, prov, overrides)

@@ -13,6 +13,7 @@ from typing import List, Literal, Optional
 
 from pydantic import field_validator, model_validator
 
+from t3sim import registry
 from t3sim.config.base import F, Model, check_kind
 from t3sim.config.gpu import is_pow2
 
@@ -101,8 +102,6 @@ class HBMConfig(Model):
     @model_validator(mode="after")
     def _rule_set_timing(self) -> "HBMConfig":
         """Exactly the timing parameters the standard's rule set reads are set (none accepted and ignored)."""
-        from t3sim import registry
-
         registry.get("dram_standard", self.standard, "hbm.standard").check(self)
         return self
 
@@ -265,8 +264,6 @@ class MemoryControllerConfig(Model):
 
     @model_validator(mode="after")
     def _watermarks(self) -> "MemoryControllerConfig":
-        from t3sim import registry
-
         reads = registry.get("write_drain", self.write_drain, "memory_controller.write_drain").reads
         ignored = [n for n in self.given(("write_high_watermark", "write_low_watermark")) if n not in reads]
         if ignored:

@@ -15,7 +15,7 @@ from typing import Callable
 import networkx as nx
 
 from t3sim.config.system import InterconnectConfig
-from t3sim.registry import register
+from t3sim.registry import get, register
 
 TopologyBuilder = Callable[[InterconnectConfig], nx.DiGraph]
 
@@ -66,8 +66,6 @@ def switch(ic: InterconnectConfig) -> nx.DiGraph:
 
 def build_topology(ic: InterconnectConfig) -> nx.DiGraph:
     """Build the registered topology ``ic.kind`` and check it connects all GPUs."""
-    from t3sim.registry import get
-
     g = get("topology", ic.kind, "interconnect.kind")(ic)
     gpus = [v for v in g.nodes if isinstance(v, int)]
     if len(gpus) != ic.num_gpus or not nx.is_strongly_connected(g):

@@ -33,6 +33,9 @@ from t3sim.sim import report
 #: simulated time (ticks: 1 us) after which the event loop reads the wall clock for a progress report even
 #: between its every-1024-events checks (a compiled window advances far within one simpy event)
 REPORT_CHECK_TICKS = 1_000_000
+import ctypes
+import resource
+
 from t3sim.sim.clock import TICKS_PER_US
 
 #: the cyclic GC's young-generation threshold while a run's event loop runs (Python's default: 700)
@@ -48,8 +51,6 @@ _rss_at_collect = [0.0]
 
 def peak_rss_MiB() -> float:
     """This process's peak resident memory so far, MiB (``ru_maxrss``: bytes on macOS, KiB elsewhere)."""
-    import resource
-
     r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return r / (1 << 20) if sys.platform == "darwin" else r / 1024
 
@@ -90,8 +91,6 @@ def _trim_heap() -> None:
     freed garbage of earlier runs stayed resident and each collection left the process larger."""
     if _libc[0] is None:
         try:
-            import ctypes
-
             _libc[0] = ctypes.CDLL("libc.so.6").malloc_trim
         except (OSError, AttributeError):
             _libc[0] = False

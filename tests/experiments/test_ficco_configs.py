@@ -1,4 +1,4 @@
-"""The FiCCO experiment configs are what experiments/ficco/make_configs.py writes (issue 14): every scale comes
+"""The FiCCO experiment configs are what experiments/ficco/make_configs.py writes: every scale comes
 from t3sim.schemes.ficco.heuristic.scale_for, none is chosen by hand."""
 
 from __future__ import annotations

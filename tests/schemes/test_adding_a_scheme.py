@@ -1,7 +1,7 @@
 """docs/adding-a-scheme.md works as written: its code blocks, written out as a family package (outside t3sim, in a
 temporary folder), register a scheme that validates, resolves and runs through the normal simulate path.
 
-The point runs in a subprocess, so that the scheme registered there stays out of this session's registry (whose
+The point runs in a subprocess, so that the scheme registered there stays out of this process's registry (whose
 listings, e.g. docs/parameters.md, must not show it)."""
 
 from __future__ import annotations

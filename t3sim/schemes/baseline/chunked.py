@@ -1,4 +1,4 @@
-"""``chunked``: software decomposition of the GEMM with per-chunk reduce-scatters (issue 12).
+"""``chunked``: software decomposition of the GEMM with per-chunk reduce-scatters.
 
 As CoCoNet, Transformer Engine's userbuffers and PyTorch AsyncTP do it: the
 GEMM runs as ``scheme.chunks`` kernels, each over a slice of its rows (or
@@ -14,7 +14,7 @@ Decomposition costs what it costs on real GPUs: smaller GEMMs with more
 partial waves, smaller collectives further from the link rate, and every
 chunk's RS contending with the next chunk's GEMM. So ``chunked`` can be slower
 than ``sequential`` (measured so on H200 for small K,
-shared/reference/h200/overlap_4gpu.csv).
+experiments/validation/overlap_4gpu.csv).
 
 ``scheme.comm_cus`` > 0 reserves CUs: the chunk RSs' CTAs run only on the last ``comm_cus`` CUs and
 the GEMM chunks on the others (:func:`~t3sim.schemes.runtime.program.cu_split`). The DMA-driven variant, copy
@@ -61,4 +61,4 @@ def run_chunked(model) -> ProgramRun:
 register_simulation("chunked", run_chunked)
 register_scheme(Scheme("chunked", "GEMM in C chunks, each chunk's RS (a CU-driven collective) issued on a second stream "
                        "when it ends (CoCoNet/TE style); then AG", label="Chunked", color="#17becf",
-                       paper_section="issue 12", simulation="chunked"))
+                       paper_section="T3 Sec. 3.1; FLUX Sec. 2.2", simulation="chunked"))

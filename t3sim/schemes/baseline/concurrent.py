@@ -1,4 +1,4 @@
-"""``concurrent``: the GEMM and an independent reduce-scatter on two streams (issue 12).
+"""``concurrent``: the GEMM and an independent reduce-scatter on two streams.
 
 What NCCL on a side stream does when the collective does not depend on the GEMM
 beside it (e.g. the previous layer's gradients): stream ``compute`` runs the
@@ -47,4 +47,5 @@ def run_concurrent(model) -> ProgramRun:
 
 register_simulation("concurrent", run_concurrent)
 register_scheme(Scheme("concurrent", "the GEMM and an independent RS on two streams sharing CUs, L2, HBM and links; then AG",
-                       label="Concurrent", color="#8c564b", paper_section="issue 12", simulation="concurrent"))
+                       label="Concurrent", color="#8c564b", paper_section="T3 Sec. 3.2 (resource contention)",
+                       simulation="concurrent"))

@@ -1,7 +1,7 @@
-"""``copy``: the GEMM beside background copies on other streams, for contention studies (issue 12).
+"""``copy``: the GEMM beside background copies on other streams, for contention studies.
 
 What a program does when it moves data with ``cudaMemcpyAsync`` on side streams while a GEMM runs
-(shared/reference/h200/README.md, ``gemm_copy_contention``): stream ``compute`` runs the sub-layer's
+(experiments/validation/README.md, ``gemm_copy_contention``): stream ``compute`` runs the sub-layer's
 GEMM; each of ``scheme.copy_streams`` streams ``copy<i>`` issues copies of ``scheme.copy_size_MiB``
 back to back -- the next when the previous ends -- from the program's start until the GEMM has ended;
 then it stops issuing, and the copy in flight completes. ``scheme.launch_first`` says whether the
@@ -127,5 +127,5 @@ def run_copy(model) -> ProgramRun:
 register_simulation("copy", run_copy)
 register_scheme(Scheme("copy", "the GEMM beside background copies issued back to back on copy streams until it ends "
                        "(SM copy kernels or copy engines; contention studies, no RS/AG)", label="GEMM + copies",
-                       color="#e377c2", paper_section="issue 12", simulation="copy",
+                       color="#e377c2", paper_section="T3 Sec. 3.2 (resource contention)", simulation="copy",
                        collectives=False))

@@ -26,7 +26,7 @@ from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulat
 
 def sequential_program(model, rs_variant: str = "baseline", with_ag: Optional[bool] = None) -> Program:
     """GEMM -> RS -> AG back to back on one stream (``with_ag=False``: GEMM -> RS, as measured in
-    shared/reference/h200/overlap_4gpu.csv)."""
+    experiments/validation/overlap_4gpu.csv)."""
     p = Program()
     p.add("main", Kernel("gemm", "gemm", "gemm", model.gemm, on_end=boundary(model)))
     p.add("main", Kernel("rs", "collective", "rs", lambda: model.collective("reduce_scatter", variant=rs_variant).done,

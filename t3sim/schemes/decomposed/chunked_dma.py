@@ -1,4 +1,4 @@
-"""``chunked_dma``: the ``chunked`` decomposition with DMA-driven communication (issue 12 item 3).
+"""``chunked_dma``: the ``chunked`` decomposition with DMA-driven communication.
 
 What PyTorch AsyncTP's ``fused_matmul_reduce_scatter`` over symmetric memory and Transformer Engine's
 userbuffers with copy engines do instead of an NCCL reduce-scatter per chunk:
@@ -251,5 +251,5 @@ register_scheme(Scheme("chunked_dma", "GEMM in C chunks; when a chunk ends the c
                        "into the peer's receive slot (no CUs); one local reduction kernel after the last chunk "
                        "(PyTorch AsyncTP / TE userbuffers style); then AG. workload.direction=ag_gemm: one GEMM step per "
                        "shard of A in arrival order, each after a stream wait for the copy-engine push that delivers it",
-                       label="Chunked (DMA)", color="#bcbd22", paper_section="issue 12; FLUX Secs. 2.2, 5",
+                       label="Chunked (DMA)", color="#bcbd22", paper_section="T3 Sec. 3.1; FLUX Secs. 2.2, 5",
                        simulation="chunked_dma", directions=("gemm_rs", "ag_gemm")))

@@ -109,11 +109,14 @@ from t3sim.dma.copy_engine import CopyEngines, CopyPath
 from t3sim.dma.copy_kernel import SMCopyKernel
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
-from t3sim.schemes.shared.ag_gemm import check_row_sharded
+from t3sim.schemes.ficco.ficco_data import FiccoData, sink_for
+from t3sim.schemes.ficco.ficco_rccl import add_collectives, step_out
+from t3sim.schemes.ficco.ficco_rccl import stats as rccl_stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.shared.chunking import compute_stream
-from t3sim.schemes.shared.ag_push import ChunkAgContext
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, run_program
+from t3sim.schemes.shared.ag_gemm import check_row_sharded
+from t3sim.schemes.shared.ag_push import ChunkAgContext
+from t3sim.schemes.shared.chunking import compute_stream
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.workload.chunks import Chunk
 
@@ -226,7 +229,6 @@ class FiccoContext:
         """Byte address GPU ``g`` reads piece ``s`` of GPU ``p`` at: dma: its place in the gathered A (its own:
         where it is, in A or the token buffer); rccl: its slot in the step collective's output (module doc)."""
         if self.rccl:
-            from t3sim.schemes.ficco.ficco_rccl import step_out
             return step_out(self, s) + p * self.piece_B
         return (self.src0 if p == g else self.model.a_base) + self.piece_off(p, s)
 
@@ -269,7 +271,6 @@ class FiccoContext:
             owners = list(range(n)) if sched != "hetero_fused_1d" else self.remote_order(g)
             nb = self.piece_B
             if self.rccl and sched != "hetero_fused_1d":  # the step collective's output is the gathered buffer
-                from t3sim.schemes.ficco.ficco_rccl import step_out
                 buf = step_out(self, s)
             else:
                 buf = self.buffer("in", s, len(owners) * nb)
@@ -318,7 +319,6 @@ class FiccoContext:
             s.merge("ficco.fabric", push.fabric.stats())
             s.add("ficco.fabric.shadow_B", push.shadow_B, "B", "bytes of those the homogeneous mode's shadows sent")
         else:
-            from t3sim.schemes.ficco.ficco_rccl import stats as rccl_stats
             s.merge("", rccl_stats(self))
         for g in self.model.sim_gpus:
             p = f"gpu{g}.ficco"
@@ -343,13 +343,10 @@ class FiccoContext:
 
 def ficco_program(model, ctx: FiccoContext) -> Program:
     """Per simulated GPU: its DMA streams of transfers, and the schedule's wait/gather/GEMM/scatter kernels."""
-    from t3sim.schemes.ficco.ficco_data import sink_for  # functional C values (None: ordinary stores)
-
     n = ctx.n
     p = Program()
     copy_kind = "copy" if ctx.sm else "dma"
     if ctx.rccl:
-        from t3sim.schemes.ficco.ficco_rccl import add_collectives
         add_collectives(model, ctx, p, copy_kind)
     for g in model.sim_gpus:
         for d in range(1, n if not ctx.rccl else 1):
@@ -393,8 +390,6 @@ def ficco_program(model, ctx: FiccoContext) -> Program:
 
 def run_ficco(model) -> ProgramRun:
     """Run the configured FiCCO schedule on ``model`` (module doc); functional mode checks it at the end."""
-    from t3sim.schemes.ficco.ficco_data import FiccoData
-
     ctx = FiccoContext(model)
     if model.exp.simulation.functional_data:
         ctx.data = FiccoData(model, ctx)

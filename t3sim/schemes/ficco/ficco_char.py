@@ -1,4 +1,4 @@
-"""``ficco_char``: FiCCO's characterization of inefficiencies (FiCCO Secs. IV-A, IV-C, IV-D; issue 14 item 4).
+"""``ficco_char``: FiCCO's characterization of inefficiencies (FiCCO Secs. IV-A, IV-C, IV-D).
 
 Direction ``ag_gemm`` only; layout as :mod:`t3sim.schemes.ficco.ficco`: N GPUs, A is ``M x K`` row-major, GPU ``r``
 holds rows ``[r S, (r+1) S)``, ``S = M/N``, at their place in the gathered A (``model.a_base``); the per-GPU

@@ -1,4 +1,4 @@
-"""``emb_a2a``: the library baseline of embedding + All-to-All (fused-collective paper Sec. IV-A; issue 15 phase 2).
+"""``emb_a2a``: the library baseline of embedding + All-to-All (fused-collective paper Sec. IV-A).
 
 Bulk-synchronous, as the paper's baseline ("embedding operations implemented in the public DLRM code with
 All-to-All", "blit kernel-based collectives for intra-node ... from RCCL"): the pooling kernel(s)

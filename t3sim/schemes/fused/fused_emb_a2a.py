@@ -1,5 +1,5 @@
 """``fused_emb_a2a``: the fused embedding + All-to-All kernel, intra-node zero-copy (fused-collective paper Secs.
-III-A, III-B, IV-B; issue 15 phase 2).
+III-A, III-B, IV-B).
 
 One persistent kernel per GPU pools every bag of its tables for the global batch and puts each pooled vector
 straight into the memory of the GPU that keeps its sample, in the final layout ``{local batch, N x T x D}``

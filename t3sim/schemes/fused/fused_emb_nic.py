@@ -1,5 +1,4 @@
-"""The inter-node half of ``fused_emb_a2a``: slices put through the NIC (fused-collective paper Sec. III-A, Fig. 6;
-issue 15 items 3, 4).
+"""The inter-node half of ``fused_emb_a2a``: slices put through the NIC (fused-collective paper Sec. III-A, Fig. 6).
 
 On a ``multinode`` interconnect a bag whose sample is kept by a GPU of *another node* does not go out as per-thread
 stores (those are the intra-node zero-copy path): as in the paper's scale-out kernel,
@@ -30,6 +29,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from t3sim.compute.embedding_kernel import span_requests
 from t3sim.dma.engine import Payload
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
@@ -59,8 +59,6 @@ class SlicePuts:
         return self.node_of(g) != self.node_of(dst)
 
     def send_requests(self, t: int, b: int) -> np.ndarray:
-        from t3sim.compute.embedding_kernel import span_requests
-
         row = self.ctx.geom.row_B
         lo = self.send_B + (t * self.ctx.geom.B + b) * row
         return span_requests(np.array([lo]), np.array([lo + row]))

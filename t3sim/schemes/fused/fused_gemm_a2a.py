@@ -1,5 +1,5 @@
 """``fused_gemm_a2a``: the fused MoE GEMM + All-to-All combine, intra-node zero-copy (fused-collective paper Secs.
-II-A, III-B last paragraph, IV-B; issue 15 phase 2).
+II-A, III-B last paragraph, IV-B).
 
 "GPUs perform GEMM operations and the output tiles are communicated to peer GPUs. In this case, no reduction is
 performed." Each GPU's expert GEMM (``M_loc x N``, C row-major; ``M_loc / N`` rows per token GPU, the workload of

@@ -1,4 +1,4 @@
-"""``fused_gemv_ar``: the fused GEMV + AllReduce kernel (fused-collective paper Sec. III-B, Fig. 7; issue 15).
+"""``fused_gemv_ar``: the fused GEMV + AllReduce kernel (fused-collective paper Sec. III-B, Fig. 7).
 
 One persistent kernel per GPU does the GEMV and a two-phase direct all-reduce of its output, communicating with
 GPU stores over the links as tiles are computed (zero copy: no intermediate buffer on the sender):

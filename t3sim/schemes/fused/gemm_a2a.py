@@ -1,5 +1,4 @@
-"""``gemm_a2a``: the library baseline of the MoE GEMM + All-to-All combine (fused-collective paper Secs. II-A, IV-A;
-issue 15 phase 2).
+"""``gemm_a2a``: the library baseline of the MoE GEMM + All-to-All combine (fused-collective paper Secs. II-A, IV-A).
 
 Bulk-synchronous: the expert GEMM (``workload.gemm`` with ``direction: gemm_a2a``: ``M/tp x N x K`` per GPU, one
 expert per GPU, its ``M/tp`` routed rows ``M/tp^2`` from each GPU under top-k routing with equal load; C row-major,

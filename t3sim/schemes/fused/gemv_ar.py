@@ -1,4 +1,4 @@
-"""``gemv_ar``: the library baseline of GEMV + AllReduce (fused-collective paper, Sec. IV-A; issue 15).
+"""``gemv_ar``: the library baseline of GEMV + AllReduce (fused-collective paper, Sec. IV-A).
 
 Bulk-synchronous, as the paper's baseline ("bulk-synchronous execution of computation and communication kernels",
 "blit kernel-based collectives for intra-node ... from RCCL"): the GEMV kernel (:func:`~t3sim.compute.gemv_kernel.bulk_gemv`:

@@ -1,5 +1,5 @@
 """GPU-initiated communication inside a kernel, as the fused kernels use it (fused-collective paper Secs. II-B, III,
-III-C; issue 15). Pieces shared by the fused schemes (``fused_gemv_ar``, ``fused_emb_a2a``, ``fused_gemm_a2a``):
+III-C). Pieces shared by the fused schemes (``fused_gemv_ar``, ``fused_emb_a2a``, ``fused_gemm_a2a``):
 
 * :class:`LibraryCosts` -- what the paper says GPU-initiated networking costs a kernel (Sec. III-C): the *extra
   registers* of the library's device code (``scheme.fused_library_registers_per_thread``), which lower the
@@ -28,12 +28,13 @@ Times are integer ticks (1 tick = 1 ps).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, Hashable, Iterable, List, Tuple
 
 import numpy as np
 import simpy
 
+from t3sim.compute.gemm_kernel import gemm_occupancy
 from t3sim.compute.memhier import REQ_B
 from t3sim.compute.wg_program import program_occupancy
 from t3sim.dma.engine import Fabric, Payload
@@ -82,9 +83,6 @@ def occupancies(gpu, threads_per_wg: int, registers_per_thread: int, lds_per_wg_
 def gemm_occupancies(gpu, kernel, extra_registers_per_thread: int) -> Occupancies:
     """:func:`occupancies` of a GEMM kernel record (the GEMM kernel's own occupancy rule,
     :func:`~t3sim.compute.gemm_kernel.gemm_occupancy`), without and with the library's extra registers."""
-    from dataclasses import replace
-
-    from t3sim.compute.gemm_kernel import gemm_occupancy
 
     base = gemm_occupancy(gpu, kernel)
     fused = gemm_occupancy(gpu, replace(kernel, registers_per_thread=kernel.registers_per_thread

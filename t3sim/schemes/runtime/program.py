@@ -1,4 +1,4 @@
-"""Kernels on streams: what a scheme runs, the way a CUDA/HIP program does (issue 12).
+"""Kernels on streams: what a scheme runs, the way a CUDA/HIP program does.
 
 A scheme builds a :class:`Program`: named *streams*, each an ordered list of
 :class:`Kernel` s. A kernel is launched when the kernel before it on its stream

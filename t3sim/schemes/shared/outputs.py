@@ -9,7 +9,7 @@ from typing import List
 import numpy as np
 
 from t3sim.compute.addresses import StoreRequests, wg_store_requests
-from t3sim.compute.gemm_kernel import Stored
+from t3sim.compute.sinks import Stored
 from t3sim.memory.request import Stream
 from t3sim.schemes.shared.functional_data import store_data
 
