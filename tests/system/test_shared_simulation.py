@@ -102,9 +102,9 @@ def test_sweep_simulates_each_shared_simulation_once(tiny, tmp_path, monkeypatch
     built = []
     real = run_mod.SystemModel
 
-    def counting(exp):
+    def counting(exp, **kw):
         built.append(exp.scheme.kind)
-        return real(exp)
+        return real(exp, **kw)
 
     monkeypatch.setattr(run_mod, "SystemModel", counting)
     log = io.StringIO()
@@ -148,7 +148,7 @@ def test_sweep_simulates_each_shared_simulation_once(tiny, tmp_path, monkeypatch
 def test_failed_shared_simulation_fails_every_member(tiny, tmp_path, monkeypatch):
     points = expand(tiny)[:2]  # tokens=128: sequential, ideal_gemm_rs_overlap
 
-    def deadlock(exp):
+    def deadlock(exp, **kw):
         raise SimulationError("deadlock at 1 ps")
 
     monkeypatch.setattr(run_mod, "SystemModel", deadlock)
@@ -170,9 +170,9 @@ def test_points_of_two_experiment_files_share_a_simulation(tmp_path, monkeypatch
     built = []
     real = run_mod.SystemModel
 
-    def counting(exp):
+    def counting(exp, **kw):
         built.append((exp.name, exp.scheme.kind))
-        return real(exp)
+        return real(exp, **kw)
 
     monkeypatch.setattr(run_mod, "SystemModel", counting)
     log = io.StringIO()
