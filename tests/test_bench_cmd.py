@@ -82,9 +82,9 @@ def test_scheme_set_has_a_small_case_per_scheme_schedule_and_comm():
     assert set(SCHEDULES) - schedules == set()
     from typing import get_args
 
-    from t3sim.config.experiment import SchemeConfig
+    from t3sim.schemes.ficco.options import FiccoOptions
 
-    assert comms == set(get_args(SchemeConfig.model_fields["ficco_comm"].annotation))
+    assert comms == set(get_args(FiccoOptions.model_fields["ficco_comm"].annotation))
 
 
 def test_scheme_set_is_listed(capsys):

@@ -54,7 +54,7 @@ class Chunks(Model):
                     desc="chunked, chunked_dma: GEMM chunks C; each chunk's reduce-scatter is issued when the chunk "
                          "ends; chunked_dma with workload.direction=ag_gemm: GEMM steps, a multiple of the GPUs N (one "
                          "step per shard of A, or chunks/N steps per shard); ficco_char: the per-GPU GEMM as C chunks "
-                         "along scheme.chunk_axis (FiCCO Sec. IV-C1: 1, 8, 64)",
+                         "along scheme.chunk_axis (FiCCO Sec. IV-C1: 1, 8, 64); rejected by schemes that do not chunk",
                     source="H200 measurements (experiments/validation/README.md: chunked, 4 chunks of "
                            "M/4 rows); FLUX Sec. 2.2 (ag_gemm: decomposition aligned with the number of devices)", ge=1)
 
@@ -90,9 +90,10 @@ class LaunchFirst(Model):
 
 class CommCUs(Model):
     comm_cus: int = F(0, unit="count",
-                      desc="concurrent, chunked: CUs reserved for the communication kernels: the reduce-scatters' CTAs "
-                           "run only on the last comm_cus CUs and the GEMM's WGs only on the others (0: no reservation, "
-                           "every kernel may use every CU in launch order); the all-gather after them uses every CU",
+                      desc="concurrent, chunked: CUs reserved for the communication kernels: the reduce-scatters' "
+                           "CTAs run only on the last comm_cus CUs and the GEMM's WGs only on the others (0: no "
+                           "reservation, every kernel may use every CU in launch order); the all-gather after them uses "
+                           "every CU",
                       source="paper Sec. 3.2.1, Fig. 6 (72-8 and 64-16 CU splits of an 80-CU GPU)", ge=0)
 
 
@@ -147,7 +148,8 @@ def option_fields() -> Dict[str, Tuple[Any, List[str]]]:
             f = k.options.model_fields[n]
             if n in out:
                 g = out[n][0]
-                if (g.annotation, g.get_default(call_default_factory=True)) != (f.annotation, f.get_default(call_default_factory=True)):
+                if (g.annotation, g.get_default(call_default_factory=True)) != \
+                        (f.annotation, f.get_default(call_default_factory=True)):
                     raise TypeError(f"scheme option {n!r} of {k.name} differs from {out[n][1][0]}'s (type or default)")
                 out[n][1].append(k.name)
             else:
@@ -165,8 +167,8 @@ def unused_option(kind: str, name: str, value: Any, owners: List[str]) -> InputE
 
 
 def foreign_options(kind: str, data: Dict[str, Any]) -> Tuple[Dict[str, Any], List[InputError], List[str]]:
-    """Split the options in ``data`` (a flat scheme mapping of ``kind``) that ``kind`` does not take: returns
-    (``data`` without those at their defaults, an error for each set to another value, names no scheme takes)."""
+    """Sort the keys of ``data`` (a flat scheme mapping of ``kind``): returns (``data`` without the options of other
+    schemes, an error for each of those set away from its default, the keys that are no scheme's option)."""
     own = set(options_for(kind).model_fields)
     fields = option_fields()
     kept, errors, unknown = {}, [], []
@@ -192,6 +194,13 @@ def _mapping(v: Any) -> Any:
     if isinstance(v, SchemeConfig):
         return {"kind": v.kind, **v.model_dump(exclude_unset=True)}
     return v
+
+
+def _options_or_none(kind: str) -> Optional[Type[SchemeConfig]]:
+    try:
+        return options_for(kind)
+    except InputError:
+        return None
 
 
 def resolve(v: Any) -> Any:
@@ -220,17 +229,10 @@ def resolve(v: Any) -> Any:
     return options.model_validate(kept)
 
 
-def _options_or_none(kind: str) -> Optional[Type[SchemeConfig]]:
-    try:
-        return options_for(kind)
-    except InputError:
-        return None
-
-
 def check_options(kind: str, cfg: SchemeConfig) -> None:
     """Raise InputError if ``cfg`` sets an option scheme ``kind`` does not take (the check :func:`resolve` makes;
     this catches a config changed without validation, e.g. ``model_copy``)."""
-    _kept, errors, unknown = foreign_options(kind, cfg.model_dump())
+    _kept, errors, _unknown = foreign_options(kind, cfg.model_dump())
     if errors:
         raise errors[0]
 

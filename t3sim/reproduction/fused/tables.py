@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from t3sim.analysis.runs import Run
+from t3sim.schemes.fused.options import FusedEmbOptions
 
 NAN = math.nan
 
@@ -73,10 +74,19 @@ COLUMNS = ("operator", "point", "group", "size", "tables", "base_compute_us", "b
            "fused_grid_wgs", "fused_tiles_per_wg")
 
 
+#: the fused schemes' options at their defaults (a baseline's config holds none of them)
+_FUSED_DEFAULTS = {n: f.default for n, f in FusedEmbOptions.model_fields.items() if n != "kind"}
+
+
 def _point_key(r: Run) -> str:
-    """The point's identity: its resolved config without the scheme kind (both schemes share every other field)."""
+    """The point's identity: its resolved config without the scheme kind and the fused options at their defaults
+    (a baseline and its fused scheme share every other field)."""
     cfg = json.loads(json.dumps(r.config))
-    cfg.get("scheme", {}).pop("kind", None)
+    scheme = cfg.get("scheme", {})
+    scheme.pop("kind", None)
+    for n, v in _FUSED_DEFAULTS.items():
+        if scheme.get(n, v) == v:
+            scheme.pop(n, None)
     return json.dumps(cfg, sort_keys=True)
 
 

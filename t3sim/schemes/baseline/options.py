@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Literal
 
 from t3sim.config.base import F
-from t3sim.config.scheme import ChunkAxis, Chunks, CommCUs, ComputeStreams, LaunchFirst, SchemeConfig, family, scheme_kind
+from t3sim.config.scheme import (ChunkAxis, Chunks, CommCUs, ComputeStreams, LaunchFirst, SchemeConfig, family,
+                                 scheme_kind)
 
 
 class ConcurrentOptions(CommCUs, LaunchFirst, SchemeConfig):

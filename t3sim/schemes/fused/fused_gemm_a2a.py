@@ -44,7 +44,8 @@ from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.fused.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, gemm_occupancies, run_fused_kernel
+from t3sim.schemes.fused.gpu_initiated import (Fences, Flags, LibraryCosts, SliceTracker, gemm_occupancies,
+                                               run_fused_kernel)
 from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.schemes.shared.functional_data import store_data
 from t3sim.sim.clock import TICKS_PER_NS

@@ -65,7 +65,8 @@ from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.fused.fused_gemv_check import FusedChecks
 from t3sim.schemes.fused.gemv_ar import gemv_geometry, gemv_stats
-from t3sim.schemes.fused.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, occupancies, persistent_grid, run_fused_kernel
+from t3sim.schemes.fused.gpu_initiated import (Fences, Flags, LibraryCosts, SliceTracker, occupancies, persistent_grid,
+                                               run_fused_kernel)
 from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.schemes.shared.functional_data import store_data
 from t3sim.sim.clock import TICKS_PER_NS
