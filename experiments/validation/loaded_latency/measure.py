@@ -1,0 +1,175 @@
+"""Idle and loaded DRAM latency on one GPU, and the device-to-device copy alone.
+
+Three measurements (bf16-free: plain CUDA C++ kernels compiled by CuPy):
+
+- ``idle``: one thread chases a random cycle of 128 B lines (``p = next[p]``, loads with ``ld.global.cg``: cached
+  in L2 only) over footprints from inside the L2 to 4 GiB; nanoseconds per hop = kernel time / hops.
+- ``loaded``: the same chase over a 4 GiB footprint, beside a streaming-read kernel on ``k`` SMs (one CTA of 1024
+  threads per SM, held to one per SM by its shared-memory request; 16 B ``ld.global.cg`` loads over a separate
+  2 GiB buffer, for a fixed time longer than the chase). The streaming kernel counts its bytes and its own
+  elapsed time (``%globaltimer``), so each row pairs the chase's ns per hop with the HBM bandwidth achieved
+  beside it. ``k`` runs from 1 to every SM, then two and four CTAs per SM (the peak).
+- ``copy``: ``torch.Tensor.copy_`` device to device of 64 MiB to 1 GiB, median of 20 after warm-ups;
+  GB/s counts bytes read and written.
+
+Each row is the median of ``--reps`` repeats. Run: ``python3 measure.py --out DIR`` (writes
+``DIR/idle_latency.csv``, ``DIR/loaded_latency.csv``, ``DIR/d2d_copy.csv``, ``DIR/env.json``); ``--quick`` for a
+dry run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import cupy as cp
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gpu_timing import ev_times  # noqa: E402  (experiments/validation/gpu_timing.py)
+
+LINE_B = 128
+
+SRC = r"""
+extern "C" __global__ void chase(const unsigned int* __restrict__ nxt, long long hops, unsigned int* sink,
+                                 long long* ns) {
+    unsigned long long t0, t1;
+    unsigned int p = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    for (long long i = 0; i < hops; ++i) {
+        p = __ldcg(nxt + p);
+    }
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+    sink[0] = p;
+    ns[0] = (long long)(t1 - t0);
+}
+extern "C" __global__ void stream(const int4* __restrict__ src, unsigned long long n16, long long ns,
+                                  unsigned long long* out) {
+    extern __shared__ int4 hold[];
+    unsigned long long t0, t, done = 0;
+    int4 acc = make_int4(0, 0, 0, 0);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    do {
+        #pragma unroll 8
+        for (int u = 0; u < 64; ++u) {
+            int4 v = __ldcg(src + i);
+            acc.x ^= v.x; acc.y ^= v.y; acc.z ^= v.z; acc.w ^= v.w;
+            i += stride;
+            if (i >= n16) i -= n16;
+        }
+        done += 64 * 16;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while ((long long)(t - t0) < ns);
+    if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x7fffffff) hold[0] = acc;
+    atomicAdd(out, done);
+    if (threadIdx.x == 0) atomicMax(out + 1, t - t0);
+}
+"""
+
+
+def chain(footprint_B: int, seed: int = 1) -> cp.ndarray:
+    """A random single cycle over the footprint's lines: ``nxt[line * 32] = next line * 32`` (uint32 words)."""
+    lines = footprint_B // LINE_B
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    order = torch.randperm(lines, device="cuda", generator=g, dtype=torch.int64)
+    words = LINE_B // 4
+    nxt = torch.zeros(lines * words, device="cuda", dtype=torch.int64)
+    nxt[order * words] = torch.roll(order, -1) * words
+    return cp.asarray(nxt.to(torch.int32)).view(cp.uint32)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
+    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "cupy": cp.__version__, "sm_count": sms, "l2_bytes": getattr(props, "L2_cache_size", None)}
+    (out / "env.json").write_text(json.dumps(env, indent=1) + "\n")
+    mod = cp.RawModule(code=SRC, options=("-O3",))
+    chase, stream = mod.get_function("chase"), mod.get_function("stream")
+    smem_one_per_sm = 160 * 1024  # more than half an SM's shared memory: one CTA per SM
+    stream.max_dynamic_shared_size_bytes = smem_one_per_sm
+    sink = cp.zeros(1, dtype=cp.uint32)
+    ns = cp.zeros(1, dtype=cp.int64)
+
+    def chase_ns_per_hop(nxt: cp.ndarray, hops: int, stream_obj=None) -> float:
+        chase((1,), (1,), (nxt, cp.int64(hops), sink, ns), stream=stream_obj)
+        (stream_obj or cp.cuda.get_current_stream()).synchronize()
+        return int(ns.get()[0]) / hops
+
+    hops = 20_000 if args.quick else 100_000
+    footprints = (1 << 20, 16 << 20, 48 << 20, 128 << 20, 1 << 30, 4 << 30)
+    if args.quick:
+        footprints = (1 << 20, 256 << 20)
+    with open(out / "idle_latency.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, ["footprint_B", "hops", "ns_per_hop", "min_ns_per_hop"])
+        w.writeheader()
+        for fp in footprints:
+            nxt = chain(fp)
+            chase_ns_per_hop(nxt, 1000)
+            vals = [chase_ns_per_hop(nxt, hops) for _ in range(args.reps)]
+            w.writerow({"footprint_B": fp, "hops": hops, "ns_per_hop": round(statistics.median(vals), 2),
+                        "min_ns_per_hop": round(min(vals), 2)})
+            f.flush()
+            del nxt
+    big = footprints[-1]
+    nxt = chain(big)
+    src = cp.ones(((256 if args.quick else 2048) << 20) // 4, dtype=cp.int32)
+    n16 = cp.uint64(src.nbytes // 16)
+    cnt = cp.zeros(2, dtype=cp.uint64)
+    s_stream, s_chase = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    ks = [1, 2, 4, 8, 16, 24, 32, 48, 66, 100, sms]
+    if args.quick:
+        ks = [1, sms]
+    load_hops = hops // 5
+    configs = [(k, 1) for k in ks] + [(sms, 2), (sms, 4)]
+    with open(out / "loaded_latency.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, ["stream_sms", "ctas_per_sm", "stream_GBps", "ns_per_hop", "hops"])
+        w.writeheader()
+        for k, per in configs:
+            rows = []
+            for _ in range(args.reps):
+                cnt[:] = 0
+                cp.cuda.Device().synchronize()
+                smem = smem_one_per_sm if per == 1 else 0
+                threads = 1024 if per <= 2 else 512
+                run_ns = cp.int64(int(load_hops * 4000 + 20e6))  # outlasts the chase at 4 us per hop
+                stream((k * per,), (threads,), (src, n16, run_ns, cnt), shared_mem=smem, stream=s_stream)
+                per_hop = chase_ns_per_hop(nxt, load_hops, s_chase)
+                s_stream.synchronize()
+                c = cnt.get()
+                rows.append((int(c[0]) / int(c[1]), per_hop))
+            gbps = statistics.median(r[0] for r in rows)
+            lat = statistics.median(r[1] for r in rows)
+            w.writerow({"stream_sms": k, "ctas_per_sm": per, "stream_GBps": round(gbps, 1),
+                        "ns_per_hop": round(lat, 2), "hops": load_hops})
+            f.flush()
+    del nxt, src
+    with open(out / "d2d_copy.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, ["bytes", "median_us", "GBps_read_plus_write"])
+        w.writeheader()
+        for mib in ((64, 256) if args.quick else (64, 256, 1024)):
+            a = torch.empty(mib << 20, dtype=torch.uint8, device="cuda")
+            b = torch.empty_like(a)
+            ts = ev_times(lambda: b.copy_(a), 20)
+            med = statistics.median(ts)
+            w.writerow({"bytes": a.numel(), "median_us": round(med, 2),
+                        "GBps_read_plus_write": round(2 * a.numel() / med / 1e3, 1)})
+            del a, b
+    print(json.dumps(env), flush=True)
+
+
+if __name__ == "__main__":
+    main()
