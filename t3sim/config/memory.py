@@ -186,7 +186,7 @@ class ArbitrationConfig(Model):
              "in + out), the longest limit at which communication, when compute requests are always queued, is still "
              "served as fast as the links move it (Table 1: 32 x 32 B accesses x 1 GHz / 300 GB/s -> 3 cycles; t3sim/memory/policies/t3_mca.py)",
         source="paper Sec. 4.5 names the limit (\"to ensure it is not starved\") but not its value; derived from Table 1's HBM "
-               "and ring bandwidths. 1000 was the earlier assumption", gt=0)
+               "and ring bandwidths (the formula in the description)", gt=0)
     dynamic_occupancy_levels: List[float] = F(
         [32.0, 8.0, 1.0], unit="list",
         desc="t3_mca dynamic: mean queue occupancy (entries) observed in the isolated stage at or above level i selects dynamic_thresholds[i]; below all levels = unlimited",

@@ -198,7 +198,8 @@ class CopyEngineConfig(Model):
         source="assumption: a few DMA engines per GPU (AMD CDNA SDMA engines); the H200 preset sets its measured asyncEngineCount", gt=0)
     max_outstanding_requests: int = F(
         4096, unit="count", desc="64 B requests one engine keeps in flight (a request counts from its read until its write is accepted)",
-        source="assumption: not published; set per system from measured copies (configs/systems/*.yaml say how)", gt=0)
+        source="assumption: not published; no preset sets it (the H200's host copies are bound by the PCIe link with it: "
+               "experiments/validation/copy_contention/README.md)", gt=0)
     request_B: int = F(
         2048, unit="B", desc="bytes an engine moves per request it issues (a batch of 64 B memory requests, one read then one write)",
         source="assumption: copy engines move data in bursts of whole pages of 64 B requests; 2 KiB keeps a 256 MiB copy to 131072 requests", gt=0)
@@ -228,7 +229,8 @@ class CopyEngineConfig(Model):
         32, unit="count", desc="sm path: registers per copy-kernel thread", source="assumption: a load/store loop needs few registers", gt=0)
     sm_copy_inflight_per_cu_B: int = F(
         131072, unit="B", desc="sm path: bytes of copy requests the copy-kernel CTAs on one CU keep in flight together (load issued until its store is written)",
-        source="assumption: not published; set per system from measured copies (configs/systems/*.yaml say how)", gt=0)
+        source="assumption: not published, not fitted (configs/systems/h200-4gpu.yaml sets 256 KiB, fitted to the H200's "
+               "one-stream 256 MiB D2D copy alone in experiments/validation/copy_contention/h200_copy_contention.json (1 row))", gt=0)
     host_link_bandwidth_GBps: float = F(
         63.0, unit="GBps", desc="host link (PCIe) data rate in each direction, before packet overhead",
         source="PCIe 5.0 x16: 32 GT/s x 16 lanes x 128b/130b encoding / 8 = 63.0 GB/s per direction", gt=0)
@@ -264,7 +266,7 @@ class CollectiveConfig(Model):
         source=f"'steps': paper Sec. 2.3 (RCCL ring); 'nccl_simple': {NCCL_SRC} src/device/prims_simple.h, reduce_scatter.h, all_gather.h, all_reduce.h, src/enqueue.cc")
     cus: Optional[int] = F(None, unit="count", desc="CUs given to a collective kernel (None = all CUs); protocol nccl_simple: the number of channels (one CTA each)", source="paper Fig. 6 (72-8, 64-16 splits)", gt=0)
     nccl: NcclConfig = F(NcclConfig, unit="mapping", desc="NCCL Simple-protocol constants (used by protocol nccl_simple only)", source=NCCL_SRC)
-    launch_overhead_ns: float = F(5000.0, unit="ns", desc="per-collective launch and synchronisation overhead", source="assumption until fitted against measured reduce-scatter times", ge=0)
+    launch_overhead_ns: float = F(5000.0, unit="ns", desc="per-collective launch and synchronisation overhead", source="assumption: a few us per collective for host enqueue, kernel launch and rank synchronisation; not fitted to any measurement (configs/systems/h200-4gpu.yaml sets 30155 ns, fitted to experiments/validation/reduce_scatter_4gpu.csv (6 rows))", ge=0)
     ring_bidirectional: bool = F(
         True, unit="bool", desc="protocol 'steps': ring RS/AG split every chunk in halves sent around the ring both ways at once (needs interconnect.bidirectional; else one direction)",
         source="assumption: RCCL/NCCL run rings in both directions (channels) so the 150 GB/s bi-directional ring of paper Table 1 is usable")
@@ -282,7 +284,7 @@ class CollectiveConfig(Model):
         desc="bytes one CU running a collective moves per second through its memory pipe, loads plus stores (local stores "
              "and stores to a peer GPU): a CU piece takes at least its bytes at this rate (None: no such limit, the piece "
              "is bound by its loads' latency and in-flight bytes alone)",
-        source="assumption: no per-CU limit (presets set a measured value)", gt=0)
+        source="assumption: no per-CU limit, not fitted (configs/systems/h200-4gpu.yaml sets 88 GB/s, fitted to the 24-CTA rows of the reduce-copy benchmark experiments/validation/cta_copy/cta_copy_h200.json (6 rows))", gt=0)
     cta_threads: int = F(
         256, unit="count", desc="threads of one collective CTA (one per channel/CU); with cta_registers_per_thread and "
                                 "cta_lds_B, what a CTA holds on its CU, so it shares CUs with concurrent kernels only as "
