@@ -78,17 +78,17 @@ cfg = SystemConfig.model_validate({"address_map": {"kind": "doc_bank_interleave"
 m = MemorySystem(cfg, mode="reference").amap.map(np.arange(16, dtype=np.int64) * 256)
 out["amap"] = {"units": sorted(set(m.unit.tolist())), "banks": len(set(m.bank.tolist()))}
 
-# ---- the topology: a line of 4 GPUs has 3 links both ways; one-way, it is refused
+# ---- the topology: every GPU's degree, and the graph maps onto itself rotated by one GPU
 added("t3sim/interconnect/topology.py")
 from t3sim.config import InterconnectConfig
 from t3sim.interconnect.topology import build_topology
 
-out["line_edges"] = build_topology(InterconnectConfig(kind="doc_line", num_gpus=4, bidirectional=True)).number_of_edges()
-try:
-    build_topology(InterconnectConfig(kind="doc_line", num_gpus=4, bidirectional=False))
-    out["line_one_way"] = "built"
-except ValueError as e:
-    out["line_one_way"] = str(e)
+out["chordal"] = {}
+for n in (3, 4, 5, 8):
+    for bidir in (True, False):
+        g = build_topology(InterconnectConfig(kind="doc_chordal_ring", num_gpus=n, bidirectional=bidir))
+        out["chordal"][f"{n}/{bidir}"] = sorted({g.out_degree(v) for v in range(n)} | {g.in_degree(v) for v in range(n)})
+        assert all(g.has_edge((a + 1) % n, (b + 1) % n) for a, b in g.edges), (n, bidir)
 
 # ---- the collective: the symbolic executor proves the plan an all-to-all
 ns = added("t3sim/collectives/algorithms.py")
@@ -164,7 +164,8 @@ def test_the_doc_adds_plugins_that_run(tmp_path):
 
     assert out["drain"] == [[0, 0], [1, 0], [1, 0]] and out["drain_requests"] == 1024
     assert out["amap"] == {"units": [0], "banks": 16}
-    assert out["line_edges"] == 6 and "does not connect every GPU" in out["line_one_way"]
+    assert out["chordal"] == {"3/True": [2], "3/False": [2], "4/True": [3], "4/False": [2], "5/True": [4],
+                              "5/False": [2], "8/True": [4], "8/False": [2]}
     assert out["a2a_steps"] == 4
     assert out["refuses_all"] and all(out["tracker_completes"])
     assert out["threads"] == [[0, 3], [1, 1], [2, 2], [3, 5]]
