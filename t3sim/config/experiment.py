@@ -104,8 +104,8 @@ class SimulationConfig(Model):
         "homogeneous", unit="enum",
         desc="homogeneous: one GPU in detail, neighbours' traffic generated at its own rate (paper Sec. 5.1.1, Fig. 13); explicit: every GPU and link",
         source="paper Sec. 5.1.1 (homogeneous); explicit: t3sim extension")
-    seed: int = F(0, unit="count", desc="seed of the simulation's single random generator", source="user", ge=0,
-                  descriptive="no model draws a random number (every run is deterministic: same config, same stats.json); the seed is recorded with the results")
+    seed: int = F(0, unit="count", desc="seed of the random draws: the embedding-bag layers' indices (per GPU, [seed, gpu]); the only random input of the model, so the same config and seed give the same stats.json",
+                  source="user", ge=0)
     memory_model: Literal["fast", "reference"] = F(
         "fast", unit="enum", desc="fast: batched, compiled DRAM/MC inner loop; reference: straightforward per-command model the tests hold the fast one against",
         source="t3sim model choice (t3sim/memory/README.md)",

@@ -317,6 +317,7 @@ RECIPES: Dict[str, Recipe] = {
     "workload.gemm.K": R("gemm", 256),
     "workload.gemm.scale_M": R("gemm", 2),
     "workload.gemm.scale_K": R("gemm", 2),
+    "simulation.seed": R("emb", 1),
     "workload.embedding_bag.global_batch": R("emb", 256),
     "workload.embedding_bag.tables_per_gpu": R("emb", 3),
     "workload.embedding_bag.embedding_dim": R("emb", 128),
