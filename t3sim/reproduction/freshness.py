@@ -145,6 +145,10 @@ def read(folder: str | Path) -> Manifest:
         raise InputError(str(path), f"malformed JSON ({exc})", "the model-version manifest t3sim writes") from None
     if not isinstance(data, dict):
         raise InputError(str(path), f"a JSON {type(data).__name__}", "a JSON object with report and experiments")
+    for key in ("report", "experiments"):
+        if not isinstance(data.get(key) or {}, dict) or \
+                not all(isinstance(d, dict) for d in (data.get(key) or {}).values()):
+            raise InputError(f"{path}: {key}", repr(data.get(key))[:60], "an object of named objects")
     report: Dict[str, Entry] = {}
     for name, d in (data.get("report") or {}).items():
         where = f"{path}: report.{name}"

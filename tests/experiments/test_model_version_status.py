@@ -173,3 +173,37 @@ def test_from_runs_takes_the_oldest_version_and_sums_wall_times(tmp_path):
     freshness.write_validation_version(vdir)
     assert freshness.from_runs(runs, vdir / "rs.csv")["fig14"].model_version == model_version.MODEL_VERSION
     assert "ficco" not in got and "fused" not in got  # no runs: not in the report's line
+
+
+def test_a_validation_output_of_another_version_is_run_again(tmp_path, monkeypatch):
+    """``t3sim reproduce`` reuses its validation CSV only when its recorded model version is the current one."""
+    import csv as csvmod
+
+    from t3sim.commands import reproduce_cmd
+    from t3sim.reproduction.t3.experiments import validation_csv, validation_inputs
+
+    started = []
+
+    class FakeProc:
+        returncode = 0
+
+        def __init__(self, args, **kw):
+            started.append(args)
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(reproduce_cmd.subprocess, "Popen", FakeProc)
+    with (REPO / validation_inputs()["measured"]).open(newline="") as fh:
+        sizes = [r["size_mb"] for r in csvmod.DictReader(fh)]
+    target = validation_csv(tmp_path)
+    target.parent.mkdir(parents=True)
+    target.write_text("size_mb,wall_s\n" + "".join(f"{s},1\n" for s in sizes))
+    log = io.StringIO()
+
+    v = reproduce_cmd._Validation(tmp_path, False, 1, log).start()  # no recorded version: version 0
+    assert len(started) == 1 and "simulating it again" in log.getvalue()
+    v.finish()
+    assert freshness.validation_version(target.parent) == model_version.MODEL_VERSION
+    reproduce_cmd._Validation(tmp_path, False, 1, log).start().finish()  # now current: reused
+    assert len(started) == 1 and "reusing" in log.getvalue()
