@@ -12,6 +12,10 @@ numbers are not the paper's sizes.
 Each difference over 5 points carries a cause only while the cause's claim holds against the results
 (:mod:`t3sim.analysis.claims`). ``--from-snapshot DIR`` re-makes a committed snapshot's report from its own
 ``reproduction.csv`` and ``figures/*.csv`` (:mod:`t3sim.reproduction.snapshot`): no runs, every cause re-checked.
+``--status`` lists the committed results that another model version simulated (:mod:`t3sim.model_version`,
+:mod:`t3sim.reproduction.freshness`: the snapshot's ``model_version.json``; with ``--out``, also that results root's
+runs), with their points and measured re-run cost; ``--status --write`` regenerates every experiment README's status
+paragraph from it. A stored run or validation output of another model version is simulated again, not reused.
 The experiments each paper runs, its figures and its report section live in :mod:`t3sim.reproduction`; this
 command runs the points and the validation, then writes the report (:mod:`t3sim.reproduction.build`).
 """
@@ -29,7 +33,9 @@ from typing import Dict, List, Optional, Sequence
 
 from t3sim.analysis.tables import write_csv_atomic
 from t3sim.commands import cli_argv
+from t3sim import model_version
 from t3sim.errors import InputError, check_writable_dir
+from t3sim.reproduction import freshness
 from t3sim.reproduction.spec import REPO, Spec
 from t3sim.reproduction.t3.experiments import VALIDATION_STEM, VALIDATION_SYSTEM, validation_csv, validation_inputs
 
@@ -49,6 +55,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="re-make a committed snapshot's report (DIR/REPRODUCTION.md, reproduction.csv) from its own "
                         "reproduction.csv and figures/*.csv, re-checking every explanation; no runs are read "
                         "(written to --out if given, else into DIR)")
+    p.add_argument("--status", action="store_true",
+                   help="list the committed results (the snapshot's model_version.json; --from-snapshot DIR names "
+                        "another) that another model version simulated, with their points and re-run cost, and with "
+                        "--out the runs of that results root; exit 0")
+    p.add_argument("--write", action="store_true",
+                   help="with --status: regenerate the status paragraphs of every experiments/*/README.md")
     p.set_defaults(func=_run)
 
 
@@ -102,7 +114,11 @@ class _Validation:
         if target.is_file():
             with target.open(newline="") as fh:
                 done = {float(r["size_mb"]) for r in csv.DictReader(fh) if r.get("size_mb")}
-            if {float(r["size_mb"]) for r in rows} <= done:  # "6" measured, "6.0" written
+            version = freshness.validation_version(target.parent)
+            if version != model_version.MODEL_VERSION:  # another model simulated it: simulated again, as runs are
+                self.log.write(f"validation: {target} was simulated with model {model_version.describe(version)}; "
+                               f"simulating it again (now version {model_version.MODEL_VERSION})\n")
+            elif {float(r["size_mb"]) for r in rows} <= done:  # "6" measured, "6.0" written
                 self.log.write(f"validation: reusing {target}\n")
                 return self
         src = measured
@@ -131,6 +147,8 @@ class _Validation:
             if self.proc.returncode:
                 self.info["failed"] = self.info["new"]
                 self.info["errors"] = [f"t3sim validate exited {self.proc.returncode}"]
+            else:
+                freshness.write_validation_version(validation_csv(self.out).parent)
             self.proc = None
         return self.info
 
@@ -179,7 +197,29 @@ def reproduce(out: Path, quick: bool = False, jobs: int = 1, formats: Sequence[s
                               jobs=executors.default_jobs() if jobs == 0 else jobs, notes=notes)
 
 
+def status(snapshot: Path = freshness.SNAPSHOT, results: Optional[Path] = None, write: bool = False,
+           out=None) -> int:
+    """``t3sim reproduce --status``: one line per committed result set (and, with ``results``, per results
+    experiment) that another model version simulated, then a total; "all current" when none. ``write``: regenerate
+    the experiment READMEs' status paragraphs. Returns 0."""
+    out = out or sys.stdout
+    m = freshness.read(snapshot)
+    lines = freshness.status_lines(m, results=results)
+    out.write("".join(f"{ln}\n" for ln in lines))
+    if write:
+        for p in freshness.write_readmes(m):
+            out.write(f"wrote {p.relative_to(REPO)}\n")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.write and not args.status:
+        raise InputError("--write", "without --status", "--status --write")
+    if args.status:
+        snap = Path(args.from_snapshot) if args.from_snapshot else freshness.SNAPSHOT
+        if not snap.is_dir():
+            raise InputError("--from-snapshot", f"{snap}: no such folder", "a snapshot folder")
+        return status(snap, Path(args.out) if args.out else None, args.write)
     if args.from_snapshot:
         snap_out = Path(args.out) if args.out else Path(args.from_snapshot)
         check_writable_dir(snap_out, "--out")

@@ -6,7 +6,11 @@
 1. leftovers of interrupted writes are removed (``ResultStore.clean_partial``);
 2. every point is resolved once into what it runs and checked
    (:func:`t3sim.exec.checks.check_experiment`), and every point whose result
-   is already complete in the store is reused (unless ``force``);
+   is already complete in the store is reused (unless ``force``) -- if the
+   model that simulated it is the current one: a stored result whose
+   ``meta.json`` records another ``model_version`` (or none: version 0) is
+   simulated again and replaced (:mod:`t3sim.model_version`; the config hash
+   stays the same, so it lands in the same directory);
 3. the rest are grouped by the simulation they need
    (:func:`t3sim.system.core.shared_groups`: points whose schemes share a
    simulation key and whose configs differ only in ``scheme.kind``, e.g.
@@ -46,14 +50,15 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 from t3sim.config.sweep import Point, expand
 from t3sim.errors import InputError, SimulationError, check_writable_dir
 from t3sim.exec import dispatch, executors
 from t3sim.exec.checks import check_experiment
 from t3sim.exec.progress import Progress, Silent
-from t3sim.results.store import ResultStore, RunResult, code_revision, load_run
+from t3sim import model_version
+from t3sim.results.store import ResultStore, RunResult, code_revision, load_run, stored_model_version
 from t3sim.system.core import Resolved, shared_groups, sharer_labels
 from t3sim.system.workmeter import workload_bytes
 
@@ -157,6 +162,15 @@ def _note_stale(outcomes, progress) -> None:
                       f"{', '.join(old)} (now {now}); --force recomputes")
 
 
+def _note_other_model(other: Dict[int, int], progress) -> None:
+    """Say how many stored points are simulated again because another model version simulated them."""
+    if other:
+        n = sum(other.values())
+        was = ", ".join(f"{model_version.describe(v)}: {k}" for v, k in sorted(other.items()))
+        progress.note(f"note: {n} stored point{'s were' if n != 1 else ' was'} simulated by another model ({was}; "
+                      f"now version {model_version.MODEL_VERSION}): simulating {'them' if n != 1 else 'it'} again")
+
+
 def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", store: Optional[ResultStore] = None,
                executor: str = "local", jobs: int = 1, scheduler: Optional[str] = None, force: bool = False,
                fail_fast: bool = False, progress: Optional[Progress] = None,
@@ -173,7 +187,8 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
             that asks for ``jobs > 1`` needs the usual
             ``if __name__ == "__main__":`` guard.
         scheduler: the Dask scheduler address (``tcp://host:8786``), for ``dask``.
-        force: recompute points that already have results (and replace them).
+        force: recompute points that already have results (and replace them). Without it, a stored result
+            of another model version (:mod:`t3sim.model_version`) is recomputed and replaced all the same.
         fail_fast: stop at the first failed point instead of running the rest.
         progress: where to report progress (default: nowhere).
         simulate_fn: a per-point function (module-level, picklable), for tests
@@ -208,14 +223,21 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
         store.clean_partial(name)
     outcomes: List[Optional[PointOutcome]] = [None] * len(points)
     todo: List[int] = []
+    other: Dict[int, int] = {}  # model version of stored points another model simulated -> how many
+    replace = set()  # those points: simulated again, their stored directories replaced
     for i, p in enumerate(points):
         found = None if force else store.find(p.config.name, p.config.model_dump(mode="json"))
+        if found is not None and (v := stored_model_version(found)) != model_version.MODEL_VERSION:
+            other[v] = other.get(v, 0) + 1
+            replace.add(i)
+            found = None
         if found is not None:
             outcomes[i] = PointOutcome(p, load_cached(found), True, found)
         else:
             todo.append(i)
 
     _note_stale(outcomes, progress)
+    _note_other_model(other, progress)
     if simulate_fn is None:  # one task per shared simulation
         tasks = [[todo[k] for k in g] for g in shared_groups([points[i].config for i in todo])]
         fn: Callable = simulate_group
@@ -272,7 +294,7 @@ def run_points(points: Sequence[Point], *, out: Union[str, Path] = "results", st
                                             weight=weights[i], task=j)
                         failed = True
                         continue
-                    d = store.write(v, replace=force)
+                    d = store.write(v, replace=force or i in replace)
                     outcomes[i] = PointOutcome(p, v, False, d)
                     labels = sharer_labels([points[k].config for k in members])
                     others = [lab for k, lab in zip(members, labels) if k != i]

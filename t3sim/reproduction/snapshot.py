@@ -1,7 +1,8 @@
 """A committed reproduction snapshot read back: the report re-made from the snapshot's own files (pure; no runs).
 
 A snapshot folder (``experiments/reproduction/``) holds ``REPRODUCTION.md``, ``reproduction.csv`` (every stated
-number's t3sim value and difference) and ``figures/<stem>.csv`` (the rows each figure plots). Its runs are not
+number's t3sim value and difference), ``figures/<stem>.csv`` (the rows each figure plots) and ``model_version.json``
+(the model version each section was simulated with, :mod:`t3sim.reproduction.freshness`). Its runs are not
 committed, so :func:`load` takes t3sim's values back from ``reproduction.csv`` (:func:`value_of` inverts the
 difference the report computed, exact to the CSV's six significant digits) and the explanations' facts from the
 figure CSVs (:func:`t3sim.analysis.tables.read_tables`): re-checking every explanation against the snapshot's
@@ -24,6 +25,7 @@ from t3sim.analysis.tables import read_tables
 from t3sim.errors import InputError
 from t3sim.reproduction.ficco import numbers as ficco_numbers
 from t3sim.reproduction.flux import numbers as flux_numbers
+from t3sim.reproduction.freshness import Manifest, read as read_manifest
 from t3sim.reproduction.fused import numbers as fused_numbers
 from t3sim.reproduction.report import compare_number
 from t3sim.reproduction.stated import PaperNumber, metric_points
@@ -98,6 +100,8 @@ class Snapshot:
     header: List[str] = field(default_factory=list)
     figures: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    #: its ``model_version.json`` (every section at version 0 where the folder has none)
+    manifest: Manifest = field(default_factory=lambda: Manifest({}, {}))
 
 
 def _section(lines: Sequence[str], title: str) -> List[str]:
@@ -142,4 +146,4 @@ def load(folder: str | Path) -> Snapshot:
     tables = read_tables(folder / "figures")
     for sec, from_tables in FROM_TABLES.items():
         values[sec] = from_tables(tables)
-    return Snapshot(values, tables, header, figures, _section(lines, "Notes"))
+    return Snapshot(values, tables, header, figures, _section(lines, "Notes"), read_manifest(folder))

@@ -6,11 +6,14 @@ Each run of a resolved experiment point writes one directory::
         config.yaml   the resolved config (bases merged, overrides applied, defaults filled)
         stats.json    hierarchical statistics: {group: {stat: {value, unit, description}}}
         summary.csv   one header row and one data row (headline numbers, units in column names)
-        meta.json     seed, t3sim version, config hash, wall-clock time, host (not part of the stats)
+        meta.json     seed, t3sim version, model version, config hash, wall-clock time, host (not part of the stats)
 
 ``<hash>`` is the first 12 hex digits of the SHA-256 of the resolved config's
 canonical JSON (sorted keys), so the same config always maps to the same
-directory and a re-run finds it.
+directory and a re-run finds it. The hash leaves the code out: ``meta.json``'s ``model_version``
+(:mod:`t3sim.model_version`) says which model simulated the run, and :func:`stored_model_version` reads it
+back (0, "before versioning", where a run has none), so a reuse by an older model is noticed
+(:mod:`t3sim.exec.runner` simulates such a point again).
 
 Atomicity: everything is written into a hidden temporary sibling directory,
 fsynced, and renamed into place in one ``os.rename``. A directory at the final
@@ -38,6 +41,7 @@ import yaml
 
 from t3sim import __version__
 from t3sim.errors import InputError
+from t3sim import model_version
 from t3sim.results.stats import Stats
 
 #: libyaml's safe loader where PyYAML was built with it (about 10x faster on the ~30 KB resolved configs that
@@ -152,8 +156,9 @@ class ResultStore:
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir()
+        # the model version last: a result written now was simulated by the current model
         meta = {"t3sim_version": __version__, "code_revision": code_revision(), "config_hash": chash,
-                "seed": result.seed, **result.meta}
+                "seed": result.seed, **result.meta, "model_version": model_version.MODEL_VERSION}
         _write(tmp / "config.yaml", config_yaml(result.config))
         _write(tmp / "stats.json", stats_json(result.stats))
         _write(tmp / "summary.csv", summary_csv(result))
@@ -238,6 +243,22 @@ def summary_csv(result: RunResult) -> str:
 
 def is_complete(d: Path) -> bool:
     return d.is_dir() and all((d / f).is_file() for f in FILES)
+
+
+def model_version_of(meta: Dict[str, Any]) -> int:
+    """The model version a run's meta records; 0 ("before versioning") where it records none or no integer."""
+    v = meta.get("model_version", 0)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def stored_model_version(d: str | Path) -> int:
+    """The model version of the complete run directory ``d`` (its ``meta.json`` alone is read); 0 where
+    ``meta.json`` records none (or cannot be read as a JSON object)."""
+    try:
+        meta = json.loads((Path(d) / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return 0
+    return model_version_of(meta) if isinstance(meta, dict) else 0
 
 
 def load_run(d: str | Path) -> RunResult:

@@ -6,8 +6,11 @@ kernel times, DRAM traffic per category, HBM, L2, link, DMA and tracker counts; 
 and event counts) must equal the committed value, because the model is deterministic and every speed change so
 far was exact (``CHANGELOG.md``). A failure lists the statistics that moved.
 
-A model change (a fidelity fix, a new mechanism) moves them on purpose: regenerate the file with
-``python -m tests.system.test_golden --write`` and say in the commit which values moved, by how much and why.
+A model change (a fidelity fix, a new mechanism) moves them on purpose: bump ``t3sim/model_version.py`` (the
+file records the model version it was generated with, its top-level ``model_version``), regenerate the file with
+``python -m tests.system.test_golden --write`` and say in the commit which values moved, by how much and why. A
+moved statistic under an unchanged version fails with "statistics moved: bump t3sim/model_version.py and
+regenerate"; a bumped version with the file not regenerated fails saying that.
 The cases are small (each under a few seconds once numba's cache is warm): one point per scheme, explicit mode,
 T3-MCA ending with its reduce-scatter, and the T3-MCA arbitration under schemes that are not T3's, on the shipped
 systems. No case may need the re-run without the memory's lookahead (it would double the cost unseen).
@@ -22,10 +25,14 @@ from typing import Optional
 
 import pytest
 
+from t3sim import model_version
 from t3sim.config import load_experiment
 from tests.conftest import REPO
 
 GOLDEN = Path(__file__).with_name("golden_stats.json")
+#: the golden file's top-level key naming the model version it was generated with (every other key is a case)
+VERSION_KEY = "model_version"
+REGENERATE = "python -m tests.system.test_golden --write"
 DEFAULT = "configs/experiments/default.yaml"
 H200 = "configs/experiments/overlap-schemes-h200.yaml"
 ONE = ("sweep.cases=[]", "sweep.grid={}")
@@ -104,6 +111,20 @@ def _golden() -> dict:
     return json.loads(GOLDEN.read_text())
 
 
+def _cases() -> dict:
+    """The golden file's cases (its keys but the model version)."""
+    return {k: v for k, v in _golden().items() if k != VERSION_KEY}
+
+
+def _version_mismatch() -> Optional[str]:
+    """Why the golden file does not belong to the current model version; None when it does."""
+    have, now = _golden().get(VERSION_KEY, 0), model_version.MODEL_VERSION
+    if have == now:
+        return None
+    return (f"t3sim/model_version.py is at version {now} but golden_stats.json was generated with version {have}: "
+            f"the version was bumped and the file not regenerated; regenerate it ({REGENERATE})")
+
+
 def test_every_scheme_has_a_golden_case():
     from t3sim.schemes.runtime import base
 
@@ -111,20 +132,29 @@ def test_every_scheme_has_a_golden_case():
     for path, overrides in CASES.values():
         kinds.add(load_experiment(REPO / path, list(overrides)).scheme.kind)
     assert kinds == set(base.SCHEMES), set(base.SCHEMES) - kinds
-    assert set(_golden()) == set(CASES)
+    assert set(_cases()) == set(CASES)
+
+
+def test_golden_file_records_the_current_model_version():
+    why = _version_mismatch()
+    assert why is None, why
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_statistics_equal_the_golden_values(case):
-    want = _golden()[case]
+    want = _cases()[case]
     meta = {}
     got = json.loads(json.dumps(flat_stats(case, meta)))  # the file's JSON round trip (tuples -> lists)
     # a run the memory's lookahead could not keep exact is simulated again at the reference cadence: same results,
     # twice the cost (all of flux-op's T3 points, until the hook removal at the RS's end kept to its tick)
     assert "memory_lookahead" not in meta, meta["memory_lookahead"]
     moved = {k: (want.get(k), got.get(k)) for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k)}
-    assert not moved, f"{len(moved)} of {len(want)} statistics moved (golden, now): " + \
-        "; ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, (a, b) in list(moved.items())[:25])
+    if moved:
+        what = f"{len(moved)} of {len(want)} statistics moved (golden, now): " + \
+            "; ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, (a, b) in list(moved.items())[:25])
+        why = _version_mismatch() or (f"statistics moved: bump t3sim/model_version.py and regenerate ({REGENERATE}) "
+                                      "if the model changed on purpose (a speed change must leave them equal)")
+        pytest.fail(f"{why}. {what}", pytrace=False)
 
 
 def _short(v) -> str:
@@ -144,7 +174,8 @@ def main(argv) -> int:
     # one statistic per line (lists kept on theirs), so a regenerated file's diff names what moved
     cases = [json.dumps(c) + ": {\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v, separators=(',', ':'))}"
                                                    for k, v in sorted(data[c].items())) + "\n}" for c in sorted(data)]
-    GOLDEN.write_text("{\n" + ",\n".join(cases) + "\n}\n")
+    version = f"{json.dumps(VERSION_KEY)}: {model_version.MODEL_VERSION}"  # the model these statistics belong to
+    GOLDEN.write_text("{\n" + ",\n".join([version] + cases) + "\n}\n")
     return 0
 
 

@@ -1,0 +1,39 @@
+"""The simulator's model version: one integer naming the model that produced a result.
+
+Every result records it (``meta.json`` of each run, :mod:`t3sim.results.store`; the committed reproduction
+snapshot's ``model_version.json``; ``tests/system/golden_stats.json``), so whether a result is current is computed
+(``t3sim reproduce --status``), never written by hand.
+
+Invariant: any change that moves a golden statistic (``tests/system/test_golden.py``: a fidelity fix, a new
+mechanism, a changed default) bumps :data:`MODEL_VERSION` by one, adds a row to :data:`HISTORY` naming the change,
+and regenerates the golden file (``python -m tests.system.test_golden --write``). A change that leaves every
+statistic equal (speed work, refactoring, analysis) keeps it. A stored run whose ``model_version`` differs from
+this one is simulated again by ``t3sim run`` / ``t3sim reproduce`` (:mod:`t3sim.exec.runner`); a result with no
+recorded version counts as version 0, "before versioning".
+
+=======  =====================================================================================================
+version  the change
+=======  =====================================================================================================
+0        before versioning: results that predate the first versioned model (each names what it predates)
+1        the model as of release 0.1.0, the first versioned model
+=======  =====================================================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+#: the current model version (an integer, bumped by one per results-moving change)
+MODEL_VERSION = 1
+
+#: version -> the change that made it (the table above, as data: ``t3sim reproduce --status`` names what a stale
+#: result predates from it)
+HISTORY: Dict[int, str] = {
+    0: "before versioning",
+    1: "the model as of release 0.1.0",
+}
+
+
+def describe(version: int) -> str:
+    """``version 1`` or ``version 0 (before versioning)``."""
+    return f"version {version}" + (" (before versioning)" if version == 0 else "")
