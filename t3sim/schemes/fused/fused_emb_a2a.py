@@ -50,14 +50,15 @@ import numpy as np
 from t3sim.compute.embedding_kernel import pool_bag, span_requests
 from t3sim.compute.memhier import REQ_B
 from t3sim.compute.wg_program import ProgramKernel
-from t3sim.dma.engine import Completion, Fabric, Payload
+from t3sim.dma.engine import Payload
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.fused.emb_a2a import emb_geometry, emb_stats
 from t3sim.schemes.fused.fused_emb_check import EmbChecks
 from t3sim.schemes.fused.fused_emb_nic import SlicePuts
-from t3sim.schemes.fused.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, occupancies, run_fused_kernel
+from t3sim.schemes.fused.gpu_initiated import (Countdown, LibraryCosts, SliceTracker, launch_persistent,
+                                               occupancies, run_fused_kernel, signalling)
 from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.sim.clock import TICKS_PER_NS
 
@@ -86,12 +87,7 @@ class FusedEmbA2A:
         self.rate = gpu.fp32_flops_per_cycle
         self.recv_B = m.alloc(lb * self.N * geom.T * geom.row_B)
         keys = [(src, t, c) for src in range(self.N) for t in range(geom.T) for c in range(self.C)]
-        self.completion = Completion(self.env)
-        self.fabric = Fabric(m.engine, m.network, m.hiers, self.completion, port=m.network.new_port("fused.stores"),
-                             name="fused.fabric")
-        self.flags = Flags(self.env, self.fabric, m.hiers, self.costs, m.alloc(len(keys) * REQ_B), keys)
-        self.fences = Fences(self.env, m.network, self.costs)
-        self.payload_B = int(m.system.interconnect.sm_store_payload_B)
+        self.completion, self.fabric, self.flags, self.fences, self.payload_B = signalling(m, self.costs, keys)
         self.orders = {g: self.order(g) for g in m.sim_gpus}
         self.trackers = {g: SliceTracker({(t, c): [(t, b) for b in range(c * S, c * S + S)]
                                           for t in range(geom.T) for c in range(self.C) if c // self.cpg != g})
@@ -99,8 +95,7 @@ class FusedEmbA2A:
         self.checks = EmbChecks(self)
         self.nic = SlicePuts(self)  # inter-node slices (multinode interconnect); nothing on one node
         self.kernels: Dict[int, ProgramKernel] = {}
-        self._computed_left = self.L * len(m.sim_gpus)
-        self.compute_done = self.env.event()
+        self.computed = Countdown(self.env, self.L * len(m.sim_gpus))  # done: the last logical WG computed
         self.local_store_B = self.remote_store_B = 0
         self.launch_tick = 0
         self.end_ticks: Dict[int, int] = {}  # simulated GPU -> tick its fused kernel ended (last WG, polls included)
@@ -203,7 +198,7 @@ class FusedEmbA2A:
                     self.nic.stage(k, hier, g, t, b)
                 else:
                     self.remote(g, t, b)
-                self._computed()
+                self.computed.tick()
                 k.progressed()
                 if costs.bookkeeping_ticks:
                     yield env.timeout(costs.bookkeeping_ticks)
@@ -220,21 +215,11 @@ class FusedEmbA2A:
 
         return prog
 
-    def _computed(self) -> None:
-        self._computed_left -= 1
-        if self._computed_left == 0:
-            self.compute_done.succeed()
-
     def launch(self):
-        m, e = self.model, self.e
-        for g in m.sim_gpus:
-            k = ProgramKernel(m.engine, f"gpu{g}.fused_emb", m.hiers[g], m.system.gpu, threads_per_wg=e.threads_per_wg,
-                              registers_per_thread=e.registers_per_thread + self.costs.extra_registers_per_thread,
-                              lds_per_wg_B=0, num_wgs=self.grid, program=self.program(g),
-                              dispatcher=m.dispatchers[g], progress_per_wg=False)
-            k.wg_spans = [] if m.trace else None
-            self.kernels[g] = k
-            m.gemm_kernels.append(k)
+        e = self.e
+        self.kernels = launch_persistent(self.model, "fused_emb", self.program, threads_per_wg=e.threads_per_wg,
+                                         registers_per_thread=e.registers_per_thread
+                                         + self.costs.extra_registers_per_thread, lds_per_wg_B=0, num_wgs=self.grid)
         self.launch_tick = self.env.now
         starts = []
         for g, k in self.kernels.items():
@@ -243,7 +228,7 @@ class FusedEmbA2A:
             starts.append(ev)
         self.ended = self.env.all_of(starts)
         self.ended.callbacks.append(lambda _e: self.completion.seal())
-        return self.compute_done
+        return self.computed.done
 
     def end(self):
         return self.completion.done
