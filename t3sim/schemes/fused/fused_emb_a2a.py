@@ -57,8 +57,8 @@ from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulat
 from t3sim.schemes.fused.emb_a2a import emb_geometry, emb_stats
 from t3sim.schemes.fused.fused_emb_check import EmbChecks
 from t3sim.schemes.fused.fused_emb_nic import SlicePuts
-from t3sim.schemes.fused.gpu_initiated import (Countdown, LibraryCosts, SliceTracker, launch_persistent,
-                                               occupancies, run_fused_kernel, signalling)
+from t3sim.schemes.fused.gpu_initiated import (Countdown, LibraryCosts, SliceTracker, check_rotation, launch_persistent,
+                                               library_waits, occupancies, run_fused_kernel, signalling)
 from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.sim.clock import TICKS_PER_NS
 
@@ -105,9 +105,7 @@ class FusedEmbA2A:
             raise InputError("scheme.fused_slice_bags", f"{self.S} with a local batch of {self.lb} samples (global "
                              f"batch {self.geom.B} over {self.N} GPUs): a slice would span two GPUs' samples",
                              f"a divisor of {self.lb}")
-        if self.homogeneous and not self.comm_aware:
-            raise InputError("simulation.mode", "homogeneous with scheme.fused_comm_aware=false (the GPUs' orders then "
-                             "have no rotation symmetry)", "explicit, or fused_comm_aware true")
+        check_rotation(self.homogeneous, self.comm_aware)
         ic = self.model.system.interconnect
         if self.homogeneous and ic.num_nodes > 1 and ic.gpus_per_node > 1:
             raise InputError("simulation.mode", f"homogeneous with a multinode interconnect of {ic.gpus_per_node} GPUs "
@@ -248,11 +246,7 @@ class FusedEmbA2A:
         s.add("fused.remote_store_B", self.remote_store_B, "B", "bytes of pooled vectors the simulated GPUs stored "
               "into peers over the links")
         s.add("fused.flag_puts", self.flags.puts, "count", "sliceRdy flags put (all GPUs, shadows' mirrored ones included)")
-        s.add("fused.fences", self.fences.fences, "count", "fences the simulated GPUs' WGs executed")
-        s.add("fused.fence_wait_ns", self.fences.wait_ticks / TICKS_PER_NS, "ns",
-              "time the simulated GPUs' WGs spent in fences, summed over WGs")
-        s.add("fused.flag_wait_ns", self.flags.wait_ticks / TICKS_PER_NS, "ns",
-              "time the simulated GPUs' WGs spent polling flags, summed over WGs")
+        library_waits(s, self.fences, self.flags)
         self._skew_stats(s)
         s.merge("fused.fabric", self.fabric.stats())
         s.merge("fused.checks", self.checks.stats())

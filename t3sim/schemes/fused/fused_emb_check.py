@@ -19,13 +19,18 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from t3sim.results.stats import Stats
 from t3sim.schemes.fused.gpu_initiated import ArrivalLog, check_once, check_polls
 
 
 class EmbChecks(ArrivalLog):
     """Logs and end-of-run checks of one fused embedding+All-to-All (module doc); payload keys are
     ``(dst, src, table, sample)``."""
+
+    COUNTS = (("vectors_once", "pooled-vector arrivals checked to happen exactly once"),
+              ("flags_checked", "sliceRdy flags checked to land after their slice's data"),
+              ("polls_checked", "incoming slices checked to be seen ready before the receiver's kernel ended"),
+              ("words_checked", "4 B words of the receivers' outputs checked against the pooled values (functional "
+                                "data)"))
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -69,14 +74,3 @@ class EmbChecks(ArrivalLog):
                                                        f"{want.ravel()[:4]}")
                     n += want.size
         return n
-
-    def stats(self) -> Stats:
-        s = Stats()
-        s.add("verified", self.verified, "bool", "the end-of-run invariants were checked and held")
-        s.add("vectors_once", self.vectors_once, "count", "pooled-vector arrivals checked to happen exactly once")
-        s.add("flags_checked", self.flags_checked, "count", "sliceRdy flags checked to land after their slice's data")
-        s.add("polls_checked", self.polls_checked, "count", "incoming slices checked to be seen ready before the "
-              "receiver's kernel ended")
-        s.add("words_checked", self.words_checked, "count", "4 B words of the receivers' outputs checked against the "
-              "pooled values (functional data)")
-        return s

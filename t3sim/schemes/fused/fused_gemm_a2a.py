@@ -44,8 +44,8 @@ from t3sim.dma.engine import Payload
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.fused.gpu_initiated import (LibraryCosts, SliceTracker, check_once,
-                                               check_polls, gemm_occupancies, run_fused_kernel, signalling)
+from t3sim.schemes.fused.gpu_initiated import (LibraryCosts, SliceTracker, check_once, check_polls, check_rotation,
+                                               gemm_occupancies, run_fused_kernel, signalling)
 from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.schemes.shared.functional_data import store_data
 from t3sim.sim.clock import TICKS_PER_NS
@@ -90,9 +90,7 @@ class FusedGemmA2A:
             raise InputError("workload.gemm.M", f"{k.M} expert rows per GPU with tile_m={k.tile_m} and "
                              f"c_layout={k.c_layout} (scheme.kind=fused_gemm_a2a sends whole row tiles to {N} GPUs)",
                              f"rows per GPU a multiple of N x tile_m = {N * k.tile_m}, direction gemm_a2a")
-        if self.homogeneous and not self.comm_aware:
-            raise InputError("simulation.mode", "homogeneous with scheme.fused_comm_aware=false (no rotation "
-                             "symmetry)", "explicit, or fused_comm_aware true")
+        check_rotation(self.homogeneous, self.comm_aware)
         if self.functional and ((k.N * self.model.elem_B) % REQ_B or (k.tile_n * self.model.elem_B) % REQ_B):
             raise InputError("simulation.functional_data", "true with a tile row that is not whole 64 B requests",
                              "N and tile_n multiples of 64 B")

@@ -65,11 +65,10 @@ from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.fused.fused_gemv_check import FusedChecks
 from t3sim.schemes.fused.gemv_ar import gemv_geometry, gemv_stats
-from t3sim.schemes.fused.gpu_initiated import (Countdown, LibraryCosts, SliceTracker, launch_persistent,
+from t3sim.schemes.fused.gpu_initiated import (Countdown, LibraryCosts, SliceTracker, launch_persistent, library_waits,
                                                occupancies, persistent_grid, run_fused_kernel, signalling)
 from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.schemes.shared.functional_data import store_data
-from t3sim.sim.clock import TICKS_PER_NS
 
 READY, DONE = "ready", "done"
 
@@ -289,11 +288,7 @@ class FusedGemvAR:
               "links (partials and broadcasts)")
         s.add("fused.reduce_read_B", self.reduce_read_B, "B", "bytes of partials the simulated GPUs' owners read to reduce")
         s.add("fused.flag_puts", self.flags.puts, "count", "ready and done flags put (all GPUs, shadows' mirrored ones included)")
-        s.add("fused.fences", self.fences.fences, "count", "fences the simulated GPUs' WGs executed")
-        s.add("fused.fence_wait_ns", self.fences.wait_ticks / TICKS_PER_NS, "ns",
-              "time the simulated GPUs' WGs spent in fences, summed over WGs")
-        s.add("fused.flag_wait_ns", self.flags.wait_ticks / TICKS_PER_NS, "ns",
-              "time the simulated GPUs' WGs spent polling flags, summed over WGs")
+        library_waits(s, self.fences, self.flags)
         s.merge("fused.fabric", self.fabric.stats())
         s.merge("fused.checks", self.checks.stats())
         return s

@@ -20,16 +20,18 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-import numpy as np
-
-from t3sim.results.stats import Stats
 from t3sim.schemes.fused.gpu_initiated import ArrivalLog, check_once
-from t3sim.schemes.shared.functional_data import store_data, word_mask
+from t3sim.schemes.shared.functional_data import check_summed
 
 
 class FusedChecks(ArrivalLog):
     """Logs and end-of-run checks of one fused GEMV+AllReduce (module doc); payload keys are
     ``(kind, dst, src, tile)``."""
+
+    COUNTS = (("tiles_once", "partial and reduced tile arrivals checked to happen exactly once"),
+              ("flags_checked", "flags checked to land after the data they cover"),
+              ("reads_checked", "owner reduce reads checked to follow their ready flags"),
+              ("words_checked", "4 B words of y checked against the sum of the partials (functional data)"))
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -89,21 +91,5 @@ class FusedChecks(ArrivalLog):
         n = 0
         for t in range(c.T):
             addrs, mask = geom.y_requests(t)
-            want = sum(store_data(s, addrs, mask) for s in range(c.N))
-            got = np.stack([fs.read_addr(int(a)) for a in addrs])
-            mine = word_mask(mask)
-            bad = mine & (got != want)
-            assert not bad.any(), (f"fused_gemv_ar: GPU {d} tile {t}: {int(bad.sum())} words of y differ, e.g. got "
-                                   f"{got[bad][:4]}, want {want[bad][:4]}")
-            n += int(mine.sum())
+            n += check_summed(fs, addrs, mask, c.N, f"fused_gemv_ar: GPU {d} tile {t} of y")
         return n
-
-    def stats(self) -> Stats:
-        s = Stats()
-        s.add("verified", self.verified, "bool", "the end-of-run invariants were checked and held")
-        s.add("tiles_once", self.tiles_once, "count", "partial and reduced tile arrivals checked to happen exactly once")
-        s.add("flags_checked", self.flags_checked, "count", "flags checked to land after the data they cover")
-        s.add("reads_checked", self.reads_checked, "count", "owner reduce reads checked to follow their ready flags")
-        s.add("words_checked", self.words_checked, "count", "4 B words of y checked against the sum of the partials "
-              "(functional data)")
-        return s

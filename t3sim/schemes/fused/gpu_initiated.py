@@ -7,6 +7,7 @@ III-C). Pieces shared by the fused schemes (``fused_gemv_ar``, ``fused_emb_a2a``
   call (``scheme.fused_put_api_latency_ns``: a flag put, a fence); the *bookkeeping* after every logical WG
   (``scheme.fused_bookkeeping_ns``: setting its ``WG_Done`` bit and testing whether it was the slice's last).
 * :func:`gemm_occupancies` -- the same for a GEMM kernel record (``fused_gemm_a2a``).
+* :func:`check_rotation` -- homogeneous mode needs the communication-aware order (its rotation symmetry).
 * :func:`persistent_grid` -- the persistent kernel's grid: at most the maximum occupancy ("a fixed,
   input-independent grid size (less than or equal to maximum occupancy as determined from the HIP occupancy
   API)", Sec. III-A), the largest divisor of the logical WG count not above it, so that every persistent WG loops
@@ -23,6 +24,7 @@ III-C). Pieces shared by the fused schemes (``fused_gemv_ar``, ``fused_emb_a2a``
   plus the API latency.
 * :func:`signalling` -- a fused kernel's stores fabric with its completion, flags and fences;
   :func:`launch_persistent` -- the persistent kernel on every simulated GPU.
+* :func:`library_waits` -- the statistics of the simulated GPUs' fences and flag polls.
 * :class:`Countdown` -- the event of the simulated GPUs' last logical WG computed (a fused kernel's compute part).
 * :class:`ArrivalLog` (the base of the schemes' end-of-run checks), :func:`check_once`, :func:`check_polls` --
   invariants every fused scheme checks: each payload arrived exactly once, each incoming flag was seen by a
@@ -44,9 +46,11 @@ from t3sim.compute.gemm_kernel import gemm_occupancy
 from t3sim.compute.memhier import REQ_B
 from t3sim.compute.wg_program import ProgramKernel, program_occupancy
 from t3sim.dma.engine import Completion, Fabric, Payload
+from t3sim.errors import InputError
 from t3sim.memory.request import Stream
+from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.program import Kernel, Program, boundary, run_program
-from t3sim.sim.clock import ns_to_ticks
+from t3sim.sim.clock import TICKS_PER_NS, ns_to_ticks
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,14 @@ def gemm_occupancies(gpu, kernel, extra_registers_per_thread: int) -> Occupancie
     fused = gemm_occupancy(gpu, replace(kernel, registers_per_thread=kernel.registers_per_thread
                                         + extra_registers_per_thread))
     return Occupancies(base.wgs_per_cu, fused.wgs_per_cu, kernel.wfs_per_wg, fused.limiter)
+
+
+def check_rotation(homogeneous: bool, comm_aware: bool) -> None:
+    """Homogeneous mode simulates GPU 0 and mirrors the others by rotation, which the communication-oblivious WG
+    order (``scheme.fused_comm_aware=false``) breaks: InputError for that pair."""
+    if homogeneous and not comm_aware:
+        raise InputError("simulation.mode", "homogeneous with scheme.fused_comm_aware=false (the GPUs' orders then "
+                         "have no rotation symmetry)", "explicit, or fused_comm_aware true")
 
 
 def persistent_grid(logical_wgs: int, max_wgs: int) -> int:
@@ -271,6 +283,9 @@ class ArrivalLog:
     subclass it with ``verify`` (ending in :meth:`verified_values`) and ``_values``, the values check of one
     simulated GPU."""
 
+    #: the scheme's check counts (attributes) and what each counted, in the order :meth:`stats` lists them
+    COUNTS: Tuple[Tuple[str, str], ...] = ()
+
     def __init__(self, ctx):
         self.ctx = ctx
         #: payload key -> arrival ticks
@@ -296,6 +311,24 @@ class ArrivalLog:
     def _values(self, d: int, fs) -> int:
         """Check what simulated GPU ``d`` holds in its functional memory ``fs``; returns the 4 B words checked."""
         raise NotImplementedError
+
+    def stats(self) -> Stats:
+        """``verified``, then each of :attr:`COUNTS`."""
+        s = Stats()
+        s.add("verified", self.verified, "bool", "the end-of-run invariants were checked and held")
+        for name, desc in self.COUNTS:
+            s.add(name, getattr(self, name), "count", desc)
+        return s
+
+
+def library_waits(s: Stats, fences: Fences, flags: Flags) -> None:
+    """Add the fences the simulated GPUs' WGs executed and their time in fences and flag polls (summed over WGs)
+    to ``s`` under ``fused.``."""
+    s.add("fused.fences", fences.fences, "count", "fences the simulated GPUs' WGs executed")
+    s.add("fused.fence_wait_ns", fences.wait_ticks / TICKS_PER_NS, "ns",
+          "time the simulated GPUs' WGs spent in fences, summed over WGs")
+    s.add("fused.flag_wait_ns", flags.wait_ticks / TICKS_PER_NS, "ns",
+          "time the simulated GPUs' WGs spent polling flags, summed over WGs")
 
 
 def check_once(scheme: str, what: str, arrivals: Mapping[Hashable, List[int]], want: set) -> int:
