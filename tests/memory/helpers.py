@@ -57,6 +57,29 @@ def column_cycles(ms) -> np.ndarray:
     return log[np.isin(log[:, 2], T.COLUMN_CMDS), 0]
 
 
+def bank_group_addrs(cfg, bank_groups, n: int) -> np.ndarray:
+    """``n`` accesses in one row of bank 0 of each listed bank group, interleaved over the groups (``cfg``: one
+    channel, no XOR hash, so addresses place accesses exactly; checked)."""
+    A = cfg.hbm.access_size_B
+    cols = cfg.hbm.row_size_B // A
+    per_bg = [(np.arange(cols) + cols * bg) * A for bg in bank_groups]
+    addrs = np.stack(per_bg, axis=1).reshape(-1)[:n]
+    m = MemorySystem(cfg).amap.map(addrs)
+    assert set(m.bankgroup.tolist()) == set(bank_groups) and len(set(m.row.tolist())) == 1
+    return addrs
+
+
+def steady_columns(ms) -> np.ndarray:
+    """The command log's column commands while every bank has its row open and columns left: from the first
+    column of the last bank opened to the last column of the first bank to run out."""
+    log = ms.command_log()
+    col = log[np.isin(log[:, 2], T.COLUMN_CMDS)]
+    banks = np.unique(col[:, 3])
+    start = max(col[col[:, 3] == b, 0].min() for b in banks)
+    end = min(col[col[:, 3] == b, 0].max() for b in banks)
+    return col[(col[:, 0] >= start) & (col[:, 0] <= end)]
+
+
 def assert_clean(ms):
     rep = check(ms.command_log(), ms.hbm)
     assert rep.ok, rep
