@@ -103,7 +103,7 @@ def driver(args: argparse.Namespace) -> int:
         "what": "AsyncTP fused GEMM+RS / AG+GEMM vs sequential (measure_asynctp.py)", "dry_run": args.dry_run,
         "gpus": gpus, "args": vars(args), "run": run, "versions": res.get("versions"), "host": ml.host_info(),
         "asynctp_error": note, "checks": res.get("checks"),
-        "protocol": mc.timing_protocol(args.iters, args.warmup)})
+        "protocol": ml.timing_protocol(args.iters, args.warmup)})
     print(f"[asynctp] exit {run['rc']}, {len(rows)} rows to {out / (stem + '.csv')} in {run['wall_s']} s"
           + (f"; {note}" if note else ""), flush=True)
     if note and note.startswith(NEEDS_TWO) and gpus < 2 and rows:

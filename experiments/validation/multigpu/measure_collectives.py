@@ -121,7 +121,7 @@ def driver(args: argparse.Namespace) -> int:
     ml.write_sidecar(out / f"{stem}.env.json", {
         "what": "NCCL collectives sweep (measure_collectives.py)", "dry_run": args.dry_run, "gpus": gpus,
         "args": vars(args), "settings": runs, "versions": versions, "host": ml.host_info(),
-        "protocol": mc.timing_protocol(args.iters, args.warmup)})
+        "protocol": ml.timing_protocol(args.iters, args.warmup)})
     print(f"[collectives] wrote {len(rows)} rows to {out / (stem + '.csv')}", flush=True)
     ok = rows and all(r["rc"] == 0 and not r.get("error") for r in runs)
     return 0 if ok else 1

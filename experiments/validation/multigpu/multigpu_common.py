@@ -275,13 +275,6 @@ def slowest_rank_per_run(times_by_rank: Sequence[Sequence[float]]) -> List[float
     return [max(t[i] for t in times_by_rank) for i in range(n)]
 
 
-def timing_protocol(iters: int, warmup: int) -> str:
-    """The sidecar's ``protocol`` text for the torchrun workers' timing (``multigpu_torch.time_op`` after
-    ``multigpu_torch.barrier_sync``, reduced by :func:`summarize`)."""
-    return (f"median over {iters} runs (after {warmup} warm-ups) of the slowest rank's CUDA-event time; "
-            "each run after a device synchronise and a barrier")
-
-
 def summarize(times_by_rank: Sequence[Sequence[float]]) -> Dict[str, float]:
     """The reported statistics of one case (us): ``median_us`` = median over runs of the slowest rank's time
     (the CSV's value), its ``min_us`` / ``max_us``, ``runs``, ``ranks``, and ``max_rank_median_us`` = the

@@ -60,6 +60,13 @@ def driver_gpus(requested: int, script: str) -> int:
     return gpus
 
 
+def timing_protocol(iters: int, warmup: int) -> str:
+    """The sidecar's ``protocol`` text for the torchrun workers' timing (``multigpu_torch.time_op`` after
+    ``multigpu_torch.barrier_sync``, reduced by ``multigpu_common.summarize``)."""
+    return (f"median over {iters} runs (after {warmup} warm-ups) of the slowest rank's CUDA-event time; "
+            "each run after a device synchronise and a barrier")
+
+
 def write_sidecar(path: Path, info: Mapping[str, object]) -> Path:
     """Write the environment record (software versions, topology, settings) beside a CSV as JSON."""
     path = Path(path)
