@@ -70,6 +70,7 @@ from t3sim.config.experiment import ExperimentConfig
 from t3sim.errors import InputError
 from t3sim.results.store import RunResult
 from t3sim.results.stats import Stats
+from t3sim.sim.clock import TICKS_PER_US
 from t3sim.system.core import Resolved, resolve
 from t3sim.system.kernels import point_kernel
 
@@ -220,6 +221,20 @@ def sampling_header(mode: str, sampled: bool, note: str, unit: str, kernels: str
     out.add("kernels", kernels if sampled else "none", "text", "what was sampled")
     out.add("criterion", criterion, "text", f"the steady-state criterion ({module})")
     return out
+
+
+def detailed_stats(out: Stats, i: int, times: Sequence[Tuple[str, str]], ticks: Sequence[int], wall_s: float) -> None:
+    """Add detailed run ``i``'s phase times (``detailed.run<i>.<phase>_us`` from ``ticks``; ``times``: each
+    phase's name and description) and its wall time (s) to ``out``."""
+    for (name, desc), t in zip(times, ticks):
+        out.add(f"detailed.run{i}.{name}_us", t / TICKS_PER_US, "us", desc)
+    out.add(f"detailed.run{i}.wall_s", round(wall_s, 3), "s", f"wall time of detailed run {i}")
+
+
+def detailed_events(out: Stats, runs: Sequence) -> None:
+    """Add ``detailed.events``: the simpy events all detailed ``runs`` (each with its ``results``) processed."""
+    out.add("detailed.events", sum(int(r.results[0].stats.value("sim.events")) for r in runs), "count",
+            "simpy events processed by all detailed runs")
 
 
 def result(exp, res, stats: Stats, summary: dict, meta: dict):

@@ -48,7 +48,8 @@ from typing import List, Sequence, Tuple, Union
 from t3sim.config.experiment import ExperimentConfig
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
-from t3sim.sampling.plan import FIELD, extrapolate, extrapolate_stats, result, sampling_header
+from t3sim.sampling.plan import (FIELD, detailed_events, detailed_stats, extrapolate, extrapolate_stats, result,
+                                 sampling_header)
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.system.core import Resolved, resolve, simulate_shared, traffic_summary
 
@@ -196,14 +197,11 @@ def _sampling_stats(exp, full: int, runs: List[TableRun], sampled: bool, note: s
     out.add("tables", full, "count", "tables per GPU of the full layer")
     for i, r in enumerate(runs):
         out.add(f"detailed.run{i}.tables", r.tables, "count", f"tables per GPU of detailed run {i}")
-        for p, t in zip(PHASES + ("total",), r.phases):
-            out.add(f"detailed.run{i}.{p}_us", t / TICKS_PER_US, "us", f"{p} time of detailed run {i}")
-        out.add(f"detailed.run{i}.wall_s", round(r.wall_s, 3), "s", f"wall time of detailed run {i}")
+        detailed_stats(out, i, [(p, f"{p} time of detailed run {i}") for p in PHASES + ("total",)], r.phases, r.wall_s)
         if r.difference_pct != float("inf"):
             out.add(f"detailed.run{i}.rate_difference_pct", r.difference_pct, "%",
                     f"the criterion with runs {i - 2}-{i}, percent of the total")
-    out.add("detailed.events", sum(int(r.results[0].stats.value("sim.events")) for r in runs), "count",
-            "simpy events processed by all detailed runs")
+    detailed_events(out, runs)
     if not sampled:
         return out
     b, c = runs[-2], runs[-1]

@@ -11,9 +11,9 @@ from fractions import Fraction
 from typing import List, Optional, Sequence, Tuple
 
 from t3sim.results.stats import Stats
-from t3sim.sampling.plan import (Plan, Steady, _reject, extrapolate, extrapolate_gemm, extrapolate_stats, ladder,
-                                 rates_agree, result, sampling_header, steady_state, wave_rates_agree, wave_times,
-                                 window_mean, with_rows)
+from t3sim.sampling.plan import (Plan, Steady, _reject, detailed_events, detailed_stats, extrapolate, extrapolate_gemm,
+                                 extrapolate_stats, ladder, rates_agree, result, sampling_header, steady_state,
+                                 wave_rates_agree, wave_times, window_mean, with_rows)
 from t3sim.schemes.runtime.program import Phases
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.system.core import Resolved, simulate_shared, traffic_summary
@@ -180,16 +180,14 @@ def _sampling_stats(point: Resolved, p: Plan, runs: List[Detailed], sampled: boo
         out.add(f"detailed.run{i}.waves", float(p.waves(r.rows)), "waves", f"GEMM waves of detailed run {i}")
         out.add(f"detailed.run{i}.wave_us", [t / TICKS_PER_US for t in r.waves], "us",
                 f"complete GEMM wave times of detailed run {i} (GPU 0)")
-        for ph, t in zip(("gemm", "rs", "ag"), r.phases):
-            out.add(f"detailed.run{i}.{ph}_us", t / TICKS_PER_US, "us", f"{ph} phase time of detailed run {i}")
-        out.add(f"detailed.run{i}.wall_s", round(r.wall_s, 3), "s", f"wall time of detailed run {i}")
+        detailed_stats(out, i, [(ph, f"{ph} phase time of detailed run {i}") for ph in ("gemm", "rs", "ag")], r.phases,
+                       r.wall_s)
         if r.check is not None:
             out.add(f"detailed.run{i}.wave_spread_pct", r.check[0], "%",
                     f"criterion (a) with run {i} the largest (module doc), percent")
             out.add(f"detailed.run{i}.rate_difference_pct", r.check[1], "%",
                     f"criterion (b) with runs {i - 2}-{i}, percent of the total")
-    out.add("detailed.events", sum(int(r.results[0].stats.value("sim.events")) for r in runs), "count",
-            "simpy events processed by all detailed runs")
+    detailed_events(out, runs)
     if not sampled:
         return out
     b, c = runs[-2], runs[-1]

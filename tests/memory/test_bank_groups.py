@@ -13,11 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from t3sim.memory import MemorySystem
 from t3sim.memory import timing as T
 from t3sim.memory.stats import summary
 
-from .helpers import assert_clean, run, system
+from .helpers import assert_clean, bank_group_addrs, run, steady_columns, system
 
 
 def _cfg(burst_length: int = 2, bus_width_B: int = 16, **timing):
@@ -26,28 +25,12 @@ def _cfg(burst_length: int = 2, bus_width_B: int = 16, **timing):
                   address_map={"xor_bank_hash": False, "channel_hash": False})
 
 
-def _addrs(cfg, bank_groups, n: int):
-    """``n`` accesses in row 0 of bank 0 of each listed bank group, interleaved over the groups."""
-    A = cfg.hbm.access_size_B
-    cols = cfg.hbm.row_size_B // A
-    per_bg = [(np.arange(cols) + cols * bg) * A for bg in bank_groups]
-    addrs = np.stack(per_bg, axis=1).reshape(-1)[:n]
-    m = MemorySystem(cfg).amap.map(addrs)
-    assert set(m.bankgroup.tolist()) == set(bank_groups) and len(set(m.row.tolist())) == 1
-    return addrs
-
-
 def _steady(cfg, addrs, kind):
     """Column-command cycles and bank groups while every bank has its row open and columns left."""
     ms = run(cfg, [(0, addrs, kind, "compute", "gemm")])
     assert_clean(ms)
-    log = ms.command_log()
-    col = log[np.isin(log[:, 2], T.COLUMN_CMDS)]
-    banks = np.unique(col[:, 3])
-    start = max(col[col[:, 3] == b, 0].min() for b in banks)
-    end = min(col[col[:, 3] == b, 0].max() for b in banks)
-    sel = (col[:, 0] >= start) & (col[:, 0] <= end)
-    return col[sel, 0], col[sel, 3] // cfg.hbm.banks_per_group, T.resolve(cfg.hbm).values
+    col = steady_columns(ms)
+    return col[:, 0], col[:, 3] // cfg.hbm.banks_per_group, T.resolve(cfg.hbm).values
 
 
 def test_table1_access_is_32_bytes_in_one_clock():
@@ -59,7 +42,7 @@ def test_table1_access_is_32_bytes_in_one_clock():
 @pytest.mark.parametrize("kind", ("read", "write"))
 def test_one_bank_group_is_tccd_l_bound(kind):
     cfg = _cfg()
-    cyc, _, v = _steady(cfg, _addrs(cfg, [0], 48), kind)
+    cyc, _, v = _steady(cfg, bank_group_addrs(cfg, [0], 48), kind)
     assert len(cyc) == 48
     assert v["tCCD_L"] == 2 and np.all(np.diff(cyc) == v["tCCD_L"])
 
@@ -67,7 +50,7 @@ def test_one_bank_group_is_tccd_l_bound(kind):
 @pytest.mark.parametrize("kind", ("read", "write"))
 def test_two_bank_groups_are_tccd_s_bound(kind):
     cfg = _cfg()
-    cyc, _, v = _steady(cfg, _addrs(cfg, [0, 1], 64), kind)
+    cyc, _, v = _steady(cfg, bank_group_addrs(cfg, [0, 1], 64), kind)
     assert len(cyc) >= 40
     assert max(v["tCCD_S"], v["tBL"]) == 1 and np.all(np.diff(cyc) == 1)
 
@@ -76,8 +59,8 @@ def test_two_bank_groups_are_tccd_s_bound(kind):
 def test_with_64_byte_accesses_bank_groups_do_not_matter(kind):
     """BL4: each access holds the data bus for tBL = 2 = tCCD_L cycles, in one bank group or across."""
     cfg = _cfg(burst_length=4, tRTW_nCK=16)
-    one, _, v = _steady(cfg, _addrs(cfg, [0], 24), kind)
-    two, _, _ = _steady(cfg, _addrs(cfg, [0, 1], 32), kind)
+    one, _, v = _steady(cfg, bank_group_addrs(cfg, [0], 24), kind)
+    two, _, _ = _steady(cfg, bank_group_addrs(cfg, [0, 1], 32), kind)
     assert v["tBL"] == v["tCCD_L"] == 2
     assert np.all(np.diff(one) == 2) and np.all(np.diff(two) == 2)
 
@@ -89,7 +72,7 @@ def test_stream_bandwidth_in_tccd_terms():
     A = cfg.hbm.access_size_B
     v = T.resolve(cfg.hbm).values
     for groups, per_cycle in (([0], A / v["tCCD_L"]), ([0, 1], A / max(v["tCCD_S"], v["tBL"]))):
-        ms = run(cfg, [(0, _addrs(cfg, groups, 64), "read", "compute", "gemm")], record=False)
+        ms = run(cfg, [(0, bank_group_addrs(cfg, groups, 64), "read", "compute", "gemm")], record=False)
         s = summary(ms)
         busy = s["span_ns"] * cfg.hbm.clock_GHz - v["tRCD"] - v["tCL"] - v["tBL"]  # first ACT to last data
         assert s["bytes"] / busy == pytest.approx(per_cycle, rel=0.06), groups
@@ -106,12 +89,12 @@ def test_bank_group_pacing_for_any_timing(ccd_s, extra_l, bus, kind, mode):
     cfg = _cfg(burst_length=bl, bus_width_B=width, tCCD_S_nCK=ccd_s, tCCD_L_nCK=ccd_s + extra_l, tCCDWL_nCK=2 * (ccd_s + extra_l))
     v = T.resolve(cfg.hbm).values
     n = min(48, cfg.hbm.row_size_B // cfg.hbm.access_size_B)
-    ms = run(cfg, [(0, _addrs(cfg, [0], n), kind, "compute", "gemm")], mode)
+    ms = run(cfg, [(0, bank_group_addrs(cfg, [0], n), kind, "compute", "gemm")], mode)
     assert_clean(ms)
     log = ms.command_log()
     cyc = log[np.isin(log[:, 2], T.COLUMN_CMDS), 0]
     assert np.all(np.diff(cyc) == max(v["tCCD_L"], v["tBL"]))
-    cyc, bg, _ = _steady(cfg, _addrs(cfg, [0, 1], 2 * n), kind)
+    cyc, bg, _ = _steady(cfg, bank_group_addrs(cfg, [0, 1], 2 * n), kind)
     gaps = np.diff(cyc)
     assert np.all(gaps >= max(v["tCCD_S"], v["tBL"]))
     for g in (0, 1):

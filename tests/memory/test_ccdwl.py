@@ -6,7 +6,7 @@ import pytest
 
 from t3sim.memory import timing as T
 
-from .helpers import assert_clean, column_cycles, run, system
+from .helpers import assert_clean, bank_group_addrs, column_cycles, run, steady_columns, system
 
 N = 32  # columns (DRAM accesses) per test
 
@@ -18,16 +18,7 @@ def _cfg(**timing):
 
 def _addrs(cfg, bank_groups):
     """N columns (accesses) in one row of bank 0 of each listed bank group, interleaved over the groups."""
-    from t3sim.memory import MemorySystem
-
-    amap = MemorySystem(cfg).amap
-    A = cfg.hbm.access_size_B
-    cols = cfg.hbm.row_size_B // A
-    per_bg = [(np.arange(cols) + cols * bg) * A for bg in bank_groups]
-    addrs = np.stack(per_bg, axis=1).reshape(-1)[:N]
-    m = amap.map(addrs)
-    assert set(m.bankgroup.tolist()) == set(bank_groups) and len(set(m.row.tolist())) == 1
-    return addrs
+    return bank_group_addrs(cfg, bank_groups, N)
 
 
 def _gaps(cfg, addrs, kind):
@@ -50,12 +41,7 @@ def _steady(cfg, addrs, kind):
     column of the last bank opened to the last column of the first bank to run out."""
     ms = run(cfg, [(0, addrs, kind, "comm", "dma")])
     assert_clean(ms)
-    log = ms.command_log()
-    col = log[np.isin(log[:, 2], T.COLUMN_CMDS)]
-    banks = np.unique(col[:, 3])
-    start = max(col[col[:, 3] == b, 0].min() for b in banks)
-    end = min(col[col[:, 3] == b, 0].max() for b in banks)
-    cyc = col[(col[:, 0] >= start) & (col[:, 0] <= end), 0]
+    cyc = steady_columns(ms)[:, 0]
     assert len(cyc) >= N // 2
     return np.diff(cyc), T.resolve(cfg.hbm).values
 

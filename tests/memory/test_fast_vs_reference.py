@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from t3sim.memory.checker import check
 from t3sim.memory.stats import summary
 
-from .helpers import run, system
+from .helpers import draw_controller, run, system
 
 KINDS = ("read", "write", "update")
 
@@ -27,13 +27,7 @@ def traces(draw):
         hbm={"timing": {"tREFI_nCK": draw(st.sampled_from([0, 300, 3900]))},
              "burst_length": draw(st.sampled_from([2, 4]))},
         memory_controller={
-            "write_drain": draw(st.sampled_from(["watermark", "drain_when_full"])),
-            "frontend_latency_gpu_cycles": draw(st.sampled_from([0, 100])),
-            "read_queue_entries": draw(st.sampled_from([4, 16, 64])),
-            "write_queue_entries": draw(st.sampled_from([4, 16, 64])),
-            "write_starvation_limit_cycles": draw(st.sampled_from([50, 2000])),
-            "admissions_per_cycle": draw(st.sampled_from([1, 2])),
-            "page_policy": draw(st.sampled_from(["open", "closed", "closed_adaptive"])),
+            **draw_controller(draw),
             "arbitration": {"kind": policy, "threshold_mode": "static",
                             "occupancy_threshold": draw(st.sampled_from([None, 2, 10])),
                             "starvation_limit_cycles": draw(st.sampled_from([20, 1000]))},

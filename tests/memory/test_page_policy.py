@@ -14,8 +14,6 @@ on the path real runs take (fused pump steps, no command log) as well.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -25,7 +23,7 @@ from t3sim.memory.memtest import simulate
 from t3sim.memory.stats import summary
 from t3sim.sim.clock import Clock
 
-from .helpers import assert_clean, run, system
+from .helpers import assert_clean, fast_and_reference, mixed_batches, run, system, whole_run_stats
 
 POLICIES = ("open", "closed", "closed_adaptive")
 
@@ -139,27 +137,8 @@ def test_closing_policies_fast_equals_reference_on_mixed_traffic(policy):
                  memory_controller={"page_policy": policy, "read_queue_entries": 8, "write_queue_entries": 8,
                                     "arbitration": {"kind": "t3_mca", "threshold_mode": "static",
                                                     "occupancy_threshold": 3, "starvation_limit_cycles": 80}})
-    rng = np.random.default_rng(11)
-    batches, tick = [], 0
-    for i in range(30):
-        tick += int(rng.integers(0, 300_000))
-        n = int(rng.integers(4, 90))
-        start = int(rng.integers(0, 1 << 16)) * 64
-        addrs = start + rng.integers(0, 256, n) * 64 if i % 2 else start + np.arange(n) * 64
-        batches.append((tick, addrs, ("read", "write", "update")[i % 3], ("compute", "comm")[(i // 3) % 2]))
-
-    def go(mode, record):
-        ms = MemorySystem(cfg, mode=mode, record_commands=record)
-        for t, a, k, s in batches:
-            ms.advance(t)
-            ms.submit(t, a, k, s, "gemm")
-        ms.run_until_idle()
-        return ms
-
-    ref, fast, fused = go("reference", True), go("fast", True), go("fast", False)
+    ref, fast, fused = fast_and_reference(cfg, mixed_batches(11, 64))
     n = ref.n
-    assert np.array_equal(fast.command_log(), ref.command_log())
-    assert_clean(ref)
     for ms in (fast, fused):
         assert np.array_equal(ms.r_done[:n], ref.r_done[:n])
         assert np.array_equal(ms.r_class[:n], ref.r_class[:n])
@@ -170,19 +149,8 @@ def test_closing_policies_fast_equals_reference_on_mixed_traffic(policy):
 
 def test_whole_run_fast_equals_reference_under_closed_page():
     """A whole (tiny) system run under closed page: the reference memory model gives the fast one's stats."""
-    from t3sim.system import simulate as simulate_run
-    from tests.system.helpers import exp
-
-    args = ("workload.sublayer=OP", "workload.tokens=64", "workload.model.hidden_size=256", "workload.tp=2",
-            "system.interconnect.num_gpus=2", "system.gpu.num_cus=4", "system.memory_controller.page_policy=closed")
-    out = []
-    for mode in ("fast", "reference"):
-        st = simulate_run(exp(*args, f"simulation.memory_model={mode}")).stats.to_dict()
-        # the fast model runs the GEMM in a compiled window (simulation.gemm_window; the reference model
-        # cannot): every statistic agrees but the count of simpy events
-        st["sim"].pop("events")
-        out.append(json.dumps(st, sort_keys=True, default=str))
-    assert out[0] == out[1]
-    hbm = json.loads(out[0])["gpu0"]["hbm"]
+    hbm = whole_run_stats("workload.sublayer=OP", "workload.tokens=64", "workload.model.hidden_size=256",
+                          "workload.tp=2", "system.interconnect.num_gpus=2", "system.gpu.num_cus=4",
+                          "system.memory_controller.page_policy=closed")["gpu0"]["hbm"]
     assert hbm["requests"]["value"] > 1000
     assert hbm["row"]["hit_rate"]["value"] < 0.01  # every access activated its row

@@ -37,7 +37,7 @@ from t3sim.memory import MemorySystem
 from t3sim.memory import bookkeeping as BK
 from t3sim.memory.port import MemoryPort
 
-from .helpers import system
+from .helpers import draw_controller, system, whole_run_stats
 
 KINDS = ("read", "write", "update")
 STREAMS = ("compute", "comm")
@@ -56,16 +56,7 @@ def _config(draw):
         draw(st.sampled_from([1, 2, 3])),
         hbm={"timing": {"tREFI_nCK": draw(st.sampled_from([0, 400, 3900]))},
              "burst_length": draw(st.sampled_from([2, 4]))},
-        memory_controller={
-            "write_drain": draw(st.sampled_from(["watermark", "drain_when_full"])),
-            "frontend_latency_gpu_cycles": draw(st.sampled_from([0, 100])),
-            "read_queue_entries": draw(st.sampled_from([4, 16, 64])),
-            "write_queue_entries": draw(st.sampled_from([4, 16, 64])),
-            "write_starvation_limit_cycles": draw(st.sampled_from([50, 2000])),
-            "admissions_per_cycle": draw(st.sampled_from([1, 2])),
-            "page_policy": draw(st.sampled_from(["open", "closed", "closed_adaptive"])),
-            "arbitration": arb,
-        },
+        memory_controller={**draw_controller(draw), "arbitration": arb},
         address_map={"xor_bank_hash": draw(st.booleans())},
     )
 
@@ -240,16 +231,7 @@ def test_whole_t3_run_fast_equals_reference(scheme):
     updates arriving from peers, the producer-kernel events of t3_mca -- gives byte-identical statistics with
     the reference memory model (``simulation.memory_model=reference``) and the fast one, but for the count of simpy
     events (T3's all-gather after the RS looks ahead on the fast path only: ``MemorySystem.may_run_ahead``)."""
-    from t3sim.system import simulate as simulate_run
-    from tests.system.helpers import exp
-
-    args = ("workload.sublayer=OP", "workload.tokens=32", "workload.model.hidden_size=512", "workload.tp=4",
-            "system.interconnect.num_gpus=4", "system.gpu.num_cus=4", f"scheme.kind={scheme}")
-    out = []
-    for mode in ("fast", "reference"):
-        st = simulate_run(exp(*args, f"simulation.memory_model={mode}")).stats.to_dict()
-        st["sim"].pop("events")
-        out.append(json.dumps(st, sort_keys=True, default=str))
-    assert out[0] == out[1]
-    st = json.loads(out[0])
+    st = whole_run_stats("workload.sublayer=OP", "workload.tokens=32", "workload.model.hidden_size=512",
+                         "workload.tp=4", "system.interconnect.num_gpus=4", "system.gpu.num_cus=4",
+                         f"scheme.kind={scheme}")
     assert st["gpu0"]["tracker"]["fired"]["value"] > 0  # DMA blocks were triggered by the tracker

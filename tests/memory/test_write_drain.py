@@ -11,8 +11,6 @@ Both controllers run each policy's one ``decide`` and agree exactly, on the fuse
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from pydantic import ValidationError
@@ -23,7 +21,7 @@ from t3sim.memory import timing as T
 from t3sim.memory.write_drain import build
 from t3sim.memory.write_drain.drain_when_full import IDLE_DRAIN_WRITES
 
-from .helpers import assert_clean, run, system
+from .helpers import assert_clean, fast_and_reference, mixed_batches, run, system, whole_run_stats
 
 POLICIES = ("watermark", "drain_when_full")
 
@@ -181,28 +179,8 @@ def test_fast_equals_reference_on_mixed_traffic(policy):
                                     "write_starvation_limit_cycles": 300,
                                     "arbitration": {"kind": "t3_mca", "threshold_mode": "static",
                                                     "occupancy_threshold": 3, "starvation_limit_cycles": 80}})
-    A = cfg.hbm.access_size_B
-    rng = np.random.default_rng(7)
-    batches, tick = [], 0
-    for i in range(30):
-        tick += int(rng.integers(0, 300_000))
-        n = int(rng.integers(4, 90))
-        start = int(rng.integers(0, 1 << 16)) * A
-        addrs = start + rng.integers(0, 256, n) * A if i % 2 else start + np.arange(n) * A
-        batches.append((tick, addrs, ("read", "write", "update")[i % 3], ("compute", "comm")[(i // 3) % 2]))
-
-    def go(mode, record):
-        ms = MemorySystem(cfg, mode=mode, record_commands=record)
-        for t, a, k, s in batches:
-            ms.advance(t)
-            ms.submit(t, a, k, s, "gemm")
-        ms.run_until_idle()
-        return ms
-
-    ref, fast, fused = go("reference", True), go("fast", True), go("fast", False)
+    ref, fast, fused = fast_and_reference(cfg, mixed_batches(7, cfg.hbm.access_size_B))
     n = ref.n
-    assert np.array_equal(fast.command_log(), ref.command_log())
-    assert_clean(ref)
     for ms in (fast, fused):
         assert np.array_equal(ms.r_done[:n], ref.r_done[:n])
         assert np.array_equal(ms.occ_hist, ref.occ_hist)
@@ -211,17 +189,7 @@ def test_fast_equals_reference_on_mixed_traffic(policy):
 
 def test_whole_run_fast_equals_reference_under_drain_when_full():
     """A whole (tiny) system run: the reference memory model gives the fast one's stats."""
-    from t3sim.system import simulate as simulate_run
-    from tests.system.helpers import exp
-
-    args = ("workload.sublayer=OP", "workload.tokens=64", "workload.model.hidden_size=256", "workload.tp=2",
-            "system.interconnect.num_gpus=2", "system.gpu.num_cus=4", "system.memory_controller.write_drain=drain_when_full")
-    out = []
-    for mode in ("fast", "reference"):
-        st = simulate_run(exp(*args, f"simulation.memory_model={mode}")).stats.to_dict()
-        # the fast model runs the GEMM in a compiled window (simulation.gemm_window; the reference model
-        # cannot): every statistic agrees but the count of simpy events
-        st["sim"].pop("events")
-        out.append(json.dumps(st, sort_keys=True, default=str))
-    assert out[0] == out[1]
-    assert json.loads(out[0])["gpu0"]["hbm"]["requests"]["value"] > 1000
+    st = whole_run_stats("workload.sublayer=OP", "workload.tokens=64", "workload.model.hidden_size=256",
+                         "workload.tp=2", "system.interconnect.num_gpus=2", "system.gpu.num_cus=4",
+                         "system.memory_controller.write_drain=drain_when_full")
+    assert st["gpu0"]["hbm"]["requests"]["value"] > 1000

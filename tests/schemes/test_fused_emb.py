@@ -9,11 +9,11 @@ import pytest
 
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
-from t3sim.schemes.runtime import scheme_for
 from t3sim.schemes.fused.fused_emb_a2a import FusedEmbA2A, analytic_link_bytes
 from t3sim.schemes.fused.gpu_initiated import occupancies
 from t3sim.system.model import SystemModel
 from tests.conftest import REPO
+from tests.schemes.helpers import run_experiment
 
 EXP = REPO / "configs/experiments/fused-a2a.yaml"
 # global batch 128 (32 samples per GPU: one slice of 32), 2 tables, pooling 3; 2 CUs
@@ -23,10 +23,7 @@ SMALL = ["sweep.grid={}", "scheme.kind=fused_emb_a2a", "workload.embedding_bag.g
 
 
 def run(*overrides: str):
-    m = SystemModel(load_experiment(EXP, SMALL + list(overrides)))
-    phases = scheme_for(m.exp.scheme.kind).run(m)
-    m.network.check_conserved()
-    return m, phases
+    return run_experiment(EXP, SMALL, overrides)
 
 
 def test_paper_sizes_in_the_experiment_config():

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from t3sim.config import load_experiment
 from t3sim.errors import InputError
 from t3sim.interconnect.multinode import FABRIC, nic_name
-from t3sim.schemes.runtime import scheme_for
-from t3sim.system.model import SystemModel
 from tests.conftest import REPO
+from tests.schemes.helpers import run_experiment
 
 EXP2 = REPO / "configs/experiments/fused-a2a-2node.yaml"
 EXP8 = REPO / "configs/experiments/fused-a2a-2x4.yaml"
@@ -21,10 +19,7 @@ SMALL = ["sweep.grid={}", "workload.embedding_bag.tables_per_gpu=2", "workload.e
 
 
 def run(exp, *overrides: str):
-    m = SystemModel(load_experiment(exp, SMALL + list(overrides)))
-    phases = scheme_for(m.exp.scheme.kind).run(m)
-    m.network.check_conserved()
-    return m, phases
+    return run_experiment(exp, SMALL, overrides)
 
 
 def nic_port(m, node):

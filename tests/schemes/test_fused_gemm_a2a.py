@@ -8,10 +8,10 @@ import pytest
 
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
-from t3sim.schemes.runtime import scheme_for
 from t3sim.schemes.fused.fused_gemm_a2a import FusedGemmA2A, analytic_link_bytes
 from t3sim.system.model import SystemModel
 from tests.conftest import REPO
+from tests.schemes.helpers import run_experiment
 
 EXP = REPO / "configs/experiments/fused-gemm-a2a.yaml"
 # 1024 expert rows per GPU (8 tile rows of 128: 2 per destination), N = 256 (2 tile columns), K = 128; 2 CUs
@@ -20,10 +20,7 @@ SMALL = ["sweep.cases=[]", "sweep.grid={}", "workload.gemm.M=4096", "workload.ge
 
 
 def run(*overrides: str):
-    m = SystemModel(load_experiment(EXP, SMALL + list(overrides)))
-    phases = scheme_for(m.exp.scheme.kind).run(m)
-    m.network.check_conserved()
-    return m, phases
+    return run_experiment(EXP, SMALL, overrides)
 
 
 def test_functional_explicit_every_tile_once_with_its_value():

@@ -17,6 +17,7 @@ from t3sim.schemes.fused.gpu_initiated import SliceTracker, occupancies, persist
 from t3sim.system import simulate
 from t3sim.system.model import SystemModel
 from tests.conftest import REPO
+from tests.schemes.helpers import run_experiment
 
 EXP = REPO / "configs/experiments/fused-gemv.yaml"
 # M = 4096 (16 tiles of 256 rows, 4 per owner), K/4 = 256; 2 CUs hold 4 persistent WGs: 4 tiles each, one per owner
@@ -29,10 +30,7 @@ def fexp(*overrides: str):
 
 
 def run(*overrides: str):
-    m = SystemModel(fexp(*overrides))
-    phases = scheme_for(m.exp.scheme.kind).run(m)
-    m.network.check_conserved()
-    return m, phases
+    return run_experiment(EXP, SMALL, overrides)
 
 
 # ------------------------------------------------------------------ library pieces

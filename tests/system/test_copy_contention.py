@@ -62,15 +62,22 @@ def test_host_copies_barely_slow_the_gemm(alone):
     assert o.gemm_us == pytest.approx(alone, rel=0.1)  # a 6 us GEMM; full size: the validation rows
 
 
+def _sm_copy_gpu():
+    """A GPU of the small preset whose D2D copies are SM copy kernels on its dispatcher: (system, engine,
+    dispatcher, SMCopyKernel of GPU 0)."""
+    system = _system("sm", d2d_path="sm")
+    eng = Engine(seed=0)
+    hier = MemoryHierarchy(eng.env, system)
+    disp = CuDispatcher(system.gpu)
+    sm = SMCopyKernel(eng, 0, hier, disp, system.gpu, system.copy_engine)
+    return system, eng, disp, sm
+
+
 def test_sm_copy_kernel_waits_for_full_cus():
     """The measured probe: a D2D copy issued while a kernel holds every CU's thread slots makes no progress
     until that kernel ends (experiments/validation/copy_contention/probe_memcpy_kind.json)."""
-    system = _system("sm", d2d_path="sm")
-    eng = Engine(seed=0)
+    system, eng, disp, sm = _sm_copy_gpu()
     env = eng.env
-    hier = MemoryHierarchy(env, system)
-    disp = CuDispatcher(system.gpu)
-    sm = SMCopyKernel(eng, 0, hier, disp, system.gpu, system.copy_engine)
     ncu = system.gpu.num_cus
     left = [ncu]
     h = disp.register("spin", Footprint(system.gpu.max_threads_per_cu, 1, 0), lambda: left[0], lambda cu: None)
@@ -103,12 +110,8 @@ def test_sm_copy_ctas_share_cus_by_room_and_launch_order():
     """Two copy kernels on an idle GPU: the first one's CTAs spread one per CU, then a second per CU (the CU with
     the most room); the second kernel's CTAs only take what the first leaves (launch order), and a CU never
     holds more copy CTAs than its threads, registers and slots allow."""
-    system = _system("sm", d2d_path="sm")
-    eng = Engine(seed=0)
+    system, eng, disp, sm = _sm_copy_gpu()
     env = eng.env
-    hier = MemoryHierarchy(env, system)
-    disp = CuDispatcher(system.gpu)
-    sm = SMCopyKernel(eng, 0, hier, disp, system.gpu, system.copy_engine)
     placed = []
     real = sm._place
 

@@ -23,8 +23,12 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "multigpu"))
+import multigpu_torch as mt  # noqa: E402  (its GEMM timing)
 
 try:
     import cupy
@@ -103,17 +107,7 @@ def gemm_tensors(M, N, K):
 
 
 def gemm_alone(M, N, K, reps=20):
-    a, b = gemm_tensors(M, N, K)
-    for _ in range(5):
-        torch.matmul(a, b)
-    torch.cuda.synchronize()
-    es = [(ev(), ev()) for _ in range(reps)]
-    for x, y in es:
-        x.record()
-        torch.matmul(a, b)
-        y.record()
-    torch.cuda.synchronize()
-    return statistics.median(x.elapsed_time(y) * 1e3 for x, y in es)
+    return mt.gemm_alone_us(*gemm_tensors(M, N, K), reps)
 
 
 def contention(M, N, K, streams, copies_per_stream, reps=20, sleep_us=300):

@@ -23,9 +23,13 @@ import csv
 import json
 import statistics
 import sys
+from pathlib import Path
 
 import cupy
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "multigpu"))
+import multigpu_torch as mt  # noqa: E402  (its GEMM timing)
 
 MiB = 1 << 20
 dev = torch.device("cuda")
@@ -71,19 +75,6 @@ def copies_alone(streams, count):
         s.enqueue(count)
     torch.cuda.synchronize()
     return [statistics.median(a.elapsed_time(b) * 1e3 for a, b in s.events) for s in streams]
-
-
-def gemm_alone(A, B, reps=20):
-    for _ in range(5):
-        torch.matmul(A, B)
-    torch.cuda.synchronize()
-    es = [(ev(), ev()) for _ in range(reps)]
-    for x, y in es:
-        x.record()
-        torch.matmul(A, B)
-        y.record()
-    torch.cuda.synchronize()
-    return statistics.median(x.elapsed_time(y) * 1e3 for x, y in es)
 
 
 def with_background(A, B, streams, alone_us, gemm_us, reps=20):
@@ -135,7 +126,7 @@ def main(rows_csv, out_csv, out_json):
             M, N, K = int(r["M"]), int(r["N"]), int(r["K"])
             A = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
             B = torch.randn(K, N, device=dev, dtype=torch.bfloat16)
-            ga = gemm_alone(A, B)
+            ga = mt.gemm_alone_us(A, B)
             rec = {"row": {k: r[k] for k in cols[:6]}, "gemm_alone_us": ga}
             line = [r[k] for k in cols[:6]] + [f"{ga:.1f}"]
             got = {}

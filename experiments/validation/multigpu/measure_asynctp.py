@@ -75,16 +75,12 @@ def shapes(args: argparse.Namespace, tp: int) -> List[mc.Shape]:
 
 def driver(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    gpus = args.gpus or ml.gpu_count()
+    gpus = ml.driver_gpus(args.gpus, "measure_asynctp")
     if gpus < 1:
-        print("measure_asynctp: no GPU found; pass --gpus", file=sys.stderr)
         return 2
     if args.dry_run:
         args.warmup, args.iters = 2, 3
-    raw = out / "raw" / "asynctp.json"
-    raw.parent.mkdir(parents=True, exist_ok=True)
-    for old in [raw, *raw.parent.glob(f"{raw.stem}.rank*.json")]:
-        old.unlink(missing_ok=True)
+    raw = mc.clear_rank_files(out / "raw" / "asynctp.json")
     env = mc.child_env({"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "TUNING"})
     cmd = [*ml.torchrun(gpus), str(Path(__file__).resolve()), "--worker", "--raw", str(raw),
            "--models", args.models, "--ops", args.ops, "--warmup", str(args.warmup), "--iters", str(args.iters),
@@ -107,8 +103,7 @@ def driver(args: argparse.Namespace) -> int:
         "what": "AsyncTP fused GEMM+RS / AG+GEMM vs sequential (measure_asynctp.py)", "dry_run": args.dry_run,
         "gpus": gpus, "args": vars(args), "run": run, "versions": res.get("versions"), "host": ml.host_info(),
         "asynctp_error": note, "checks": res.get("checks"),
-        "protocol": f"median over {args.iters} runs (after {args.warmup} warm-ups) of the slowest rank's CUDA-event "
-                    "time; each run after a device synchronise and a barrier"})
+        "protocol": ml.timing_protocol(args.iters, args.warmup)})
     print(f"[asynctp] exit {run['rc']}, {len(rows)} rows to {out / (stem + '.csv')} in {run['wall_s']} s"
           + (f"; {note}" if note else ""), flush=True)
     if note and note.startswith(NEEDS_TWO) and gpus < 2 and rows:
@@ -117,8 +112,7 @@ def driver(args: argparse.Namespace) -> int:
 
 
 def worker(args: argparse.Namespace) -> int:
-    mc.apply_required_env()
-    mc.line_buffer_c_stdout()  # NCCL's log lines in order with the markers
+    """One rank (under ``torchrun``, started by :func:`main` with the required environment set)."""
     # lazy: torch exists only on the GPU host and must be imported after the environment is set
     import torch
     import torch.distributed as dist
@@ -205,12 +199,7 @@ def worker(args: argparse.Namespace) -> int:
         results.append(rec)
     mine = {"rank": rank, "world_size": world, "dtype": "bf16", "results": results, "checks": checks,
             "error": fused_err}
-    if rank == 0:
-        mine["versions"] = mt.versions()
-    path = mc.rank_path(Path(args.raw), rank)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(mine) + "\n")
-    dist.destroy_process_group()
+    mt.finish_worker(args.raw, mine)
     return 0
 
 
@@ -238,9 +227,7 @@ def _enable_symm_mem(group_name: str):
 
 
 def main(argv: List[str]) -> int:
-    args = parse_args(argv)
-    mc.apply_required_env()
-    return worker(args) if args.worker else driver(args)
+    return ml.run_script(argv, parse_args, driver, worker)
 
 
 if __name__ == "__main__":

@@ -72,9 +72,8 @@ def sizes_of(text: str) -> List[float]:
 
 def driver(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    gpus = args.gpus or ml.gpu_count()
+    gpus = ml.driver_gpus(args.gpus, "measure_collectives")
     if gpus < 1:
-        print("measure_collectives: no GPU found (nvidia-smi -L lists none); pass --gpus", file=sys.stderr)
         return 2
     colls = [c.strip() for c in args.collectives.split(",") if c.strip()]
     bad = [c for c in colls if c not in mc.COLLECTIVES]
@@ -92,10 +91,7 @@ def driver(args: argparse.Namespace) -> int:
         valid = [c for c in colls if s.valid_for(c)]
         if not valid:
             continue
-        raw = out / "raw" / f"collectives_{s.label}.json"
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        for old in [raw, *raw.parent.glob(f"{raw.stem}.rank*.json")]:
-            old.unlink(missing_ok=True)
+        raw = mc.clear_rank_files(out / "raw" / f"collectives_{s.label}.json")
         env = mc.child_env({**s.env(), "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": args.debug_subsys})
         cmd = [*ml.torchrun(gpus), str(Path(__file__).resolve()), "--worker", "--setting", s.label, "--raw", str(raw),
                "--collectives", ",".join(valid), "--sizes", args.sizes, "--warmup", str(args.warmup),
@@ -125,16 +121,14 @@ def driver(args: argparse.Namespace) -> int:
     ml.write_sidecar(out / f"{stem}.env.json", {
         "what": "NCCL collectives sweep (measure_collectives.py)", "dry_run": args.dry_run, "gpus": gpus,
         "args": vars(args), "settings": runs, "versions": versions, "host": ml.host_info(),
-        "protocol": f"median over {args.iters} runs (after {args.warmup} warm-ups) of the slowest rank's CUDA-event "
-                    "time; each run after a device synchronise and a barrier"})
+        "protocol": ml.timing_protocol(args.iters, args.warmup)})
     print(f"[collectives] wrote {len(rows)} rows to {out / (stem + '.csv')}", flush=True)
     ok = rows and all(r["rc"] == 0 and not r.get("error") for r in runs)
     return 0 if ok else 1
 
 
 def worker(args: argparse.Namespace) -> int:
-    mc.apply_required_env()
-    mc.line_buffer_c_stdout()  # NCCL's log lines in order with the markers
+    """One rank (under ``torchrun``, started by :func:`main` with the required environment set)."""
     # lazy: torch exists only on the GPU host and must be imported after the environment is set
     import torch
     import torch.distributed as dist
@@ -173,19 +167,12 @@ def worker(args: argparse.Namespace) -> int:
         print(mc.mark_line(collective="end", size_mb=-1, setting=args.setting), flush=True)
     mine = {"rank": rank, "world_size": world, "setting": args.setting, "dtype": args.dtype, "results": results,
             "error": "; ".join(errors) or None}
-    if rank == 0:
-        mine["versions"] = mt.versions()
-    path = mc.rank_path(Path(args.raw), rank)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(mine) + "\n")
-    dist.destroy_process_group()
+    mt.finish_worker(args.raw, mine)
     return 0
 
 
 def main(argv: List[str]) -> int:
-    args = parse_args(argv)
-    mc.apply_required_env()
-    return worker(args) if args.worker else driver(args)
+    return ml.run_script(argv, parse_args, driver, worker)
 
 
 if __name__ == "__main__":

@@ -235,7 +235,7 @@ def main(argv: List[str]) -> int:
         with torch.cuda.device(gpu), torch.cuda.stream(gemm_stream):
             A = torch.randn(sh.M, sh.K, dtype=torch.bfloat16, device=f"cuda:{gpu}")
             B = torch.randn(sh.K, sh.N, dtype=torch.bfloat16, device=f"cuda:{gpu}")
-            alone = _gemm_alone(torch, A, B, args.reps)
+            alone = mt.gemm_alone_us(A, B, args.reps)
             rec = {"shape": sh.row(), "gemm_alone_us": alone, "with": {}}
             for bg, ss in streams.items():
                 rec["with"][bg] = _with_background(torch, A, B, ss, res["copies_alone"][bg]["us"], alone, args.reps,
@@ -260,20 +260,6 @@ def main(argv: List[str]) -> int:
                     "GEMM = median inside the copy window; copy slowdown = median copy inside the GEMMs' span / alone"})
     print(f"[p2p_copy] wrote {len(res['rows'])} rows to {out / 'gemm_p2p_copy.csv'}", flush=True)
     return 0
-
-
-def _gemm_alone(torch, A, B, reps: int) -> float:
-    """Median of ``reps`` back-to-back GEMMs (an event pair around each) after 5 warm-ups, on the current stream."""
-    for _ in range(5):
-        torch.matmul(A, B)
-    torch.cuda.synchronize()
-    es = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for a, b in es:
-        a.record()
-        torch.matmul(A, B)
-        b.record()
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) * 1e3 for a, b in es)
 
 
 def _with_background(torch, A, B, ss: List[CopyStream], alone_us: List[float], gemm_us: float, reps: int,

@@ -200,21 +200,24 @@ def parse_tuning_log(lines: Iterable[str]) -> List[TuningLine]:
             continue
         m = _NAMED.search(line)
         if m:
-            try:
-                algo, proto = canonical_algo(m.group(3)), canonical_proto(m.group(4))
-            except ValueError:
-                continue
-            ch = int(m.group(6)) - int(m.group(5)) + 1 if m.group(5) is not None else None
-            out.append(TuningLine(NCCL_FUNCS.get(m.group(1), m.group(1)), int(m.group(2)), algo, proto, ch, mark))
+            pair = _known_pair(m.group(3), m.group(4))
+            if pair:
+                ch = int(m.group(6)) - int(m.group(5)) + 1 if m.group(5) is not None else None
+                out.append(TuningLine(NCCL_FUNCS.get(m.group(1), m.group(1)), int(m.group(2)), *pair, ch, mark))
             continue
         m = _NUMERIC.search(line)
-        if m:
-            try:
-                algo, proto = canonical_algo(m.group(2)), canonical_proto(m.group(3))
-            except ValueError:
-                continue
-            out.append(TuningLine(None, int(m.group(1)), algo, proto, None, mark))
+        pair = _known_pair(m.group(2), m.group(3)) if m else None
+        if pair:
+            out.append(TuningLine(None, int(m.group(1)), *pair, None, mark))
     return out
+
+
+def _known_pair(algo: str, proto: str) -> Optional[Tuple[str, str]]:
+    """A TUNING line's algorithm and protocol in canonical spelling, or None when either is not one NCCL has."""
+    try:
+        return canonical_algo(algo), canonical_proto(proto)
+    except ValueError:
+        return None
 
 
 def choices_for(lines: Sequence[TuningLine], collective: str, size_mb: float, gpus: int,
@@ -425,6 +428,15 @@ def rank_path(raw: Path, rank: int) -> Path:
     collective is needed to gather them (an NCCL all-gather would fail under ``NCCL_ALGO=Tree``)."""
     raw = Path(raw)
     return raw.with_name(f"{raw.stem}.rank{rank}.json")
+
+
+def clear_rank_files(raw: Path) -> Path:
+    """Make ``raw``'s folder and remove ``raw`` and its rank files left by an earlier run; returns ``raw``."""
+    raw = Path(raw)
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    for old in [raw, *raw.parent.glob(f"{raw.stem}.rank*.json")]:
+        old.unlink(missing_ok=True)
+    return raw
 
 
 def read_rank_files(raw: Path) -> List[Dict[str, object]]:

@@ -7,6 +7,7 @@ timeout, with the environment of :func:`multigpu_common.child_env`; the sidecar 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -15,9 +16,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from multigpu_common import REQUIRED_ENV
+from multigpu_common import REQUIRED_ENV, apply_required_env, line_buffer_c_stdout
 
 
 # ----------------------------------------------------------------------------------------------- sidecar
@@ -48,6 +49,22 @@ def gpu_count() -> int:
         return len([d for d in vis.split(",") if d.strip()])
     out = run_quiet(["nvidia-smi", "-L"])
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def driver_gpus(requested: int, script: str) -> int:
+    """The processes a driver launches: ``requested``, or when 0 every visible GPU (:func:`gpu_count`); when
+    that is none, says so on stderr (as ``script``) and returns 0."""
+    gpus = requested or gpu_count()
+    if gpus < 1:
+        print(f"{script}: no GPU found (nvidia-smi -L lists none); pass --gpus", file=sys.stderr)
+    return gpus
+
+
+def timing_protocol(iters: int, warmup: int) -> str:
+    """The sidecar's ``protocol`` text for the torchrun workers' timing (``multigpu_torch.time_op`` after
+    ``multigpu_torch.barrier_sync``, reduced by ``multigpu_common.summarize``)."""
+    return (f"median over {iters} runs (after {warmup} warm-ups) of the slowest rank's CUDA-event time; "
+            "each run after a device synchronise and a barrier")
 
 
 def write_sidecar(path: Path, info: Mapping[str, object]) -> Path:
@@ -82,3 +99,18 @@ def launch(cmd: Sequence[str], env: Mapping[str, str], log_path: Path, timeout_s
 def torchrun(nproc: int) -> List[str]:
     """The torchrun command prefix for ``nproc`` processes on this host, with this Python."""
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+
+
+# ------------------------------------------------------------------------------------------------ entry
+def run_script(argv: Sequence[str], parse_args: Callable[[Sequence[str]], argparse.Namespace],
+               driver: Callable[[argparse.Namespace], int], worker: Callable[[argparse.Namespace], int]) -> int:
+    """A torchrun measurement script's entry: parse ``argv``, set :data:`multigpu_common.REQUIRED_ENV`, then
+    run ``driver`` (which launches ``torchrun`` of the worker) or, under ``--worker``, ``worker`` with the C
+    library's stdout line-buffered (NCCL's log lines stay in order with the markers Python prints). Returns
+    the exit code."""
+    args = parse_args(list(argv))
+    apply_required_env()
+    if not args.worker:
+        return driver(args)
+    line_buffer_c_stdout()
+    return worker(args)

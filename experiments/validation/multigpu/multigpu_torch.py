@@ -1,12 +1,16 @@
 """The torch half of the multi-GPU measurement scripts: versions, process group set-up, CUDA-event timing.
 
-Imported only by the worker code on the GPU host, after :func:`multigpu_common.apply_required_env` (NCCL and
-symmetric memory read the environment when they initialise). Times are microseconds.
+Imported only on the GPU host: by the worker code after :func:`multigpu_common.apply_required_env` (NCCL and
+symmetric memory read the environment when they initialise), and for :func:`gemm_alone_us` by the one-GPU
+scripts (this folder's ``measure_p2p_copy.py``, ``../copy_contention/measure_h200*.py``). Times are microseconds.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
+from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 import torch
@@ -49,6 +53,17 @@ def init_distributed() -> Dict[str, int]:
     return {"rank": dist.get_rank(), "world": dist.get_world_size(), "local": local}
 
 
+def finish_worker(raw: str, mine: Dict[str, object]) -> None:
+    """End a worker: write this rank's results ``mine`` (rank 0's with :func:`versions`) to its rank file of
+    ``raw`` (:func:`multigpu_common.rank_path`) and destroy the process group."""
+    if mine["rank"] == 0:
+        mine["versions"] = versions()
+    path = mc.rank_path(Path(raw), int(mine["rank"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(mine) + "\n")
+    dist.destroy_process_group()
+
+
 def barrier_sync(local: int) -> Callable[[], None]:
     """Before each timed run: the GPU idle, then every rank's host released by a barrier (so the runs do not
     pipeline and a rank's event interval includes its wait for the slowest rank)."""
@@ -78,3 +93,18 @@ def time_op(op: Callable[[], object], warmup: int, iters: int, sync: Optional[Ca
         out.append(a.elapsed_time(b) * 1e3)
     torch.cuda.synchronize()
     return out
+
+
+def gemm_alone_us(A: torch.Tensor, B: torch.Tensor, reps: int = 20, warmup: int = 5) -> float:
+    """Median (us) of ``reps`` back-to-back ``torch.matmul(A, B)`` on the current stream, a CUDA-event pair
+    around each, after ``warmup`` untimed ones and a device synchronise (no synchronise between the timed ones)."""
+    for _ in range(warmup):
+        torch.matmul(A, B)
+    torch.cuda.synchronize()
+    es = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for a, b in es:
+        a.record()
+        torch.matmul(A, B)
+        b.record()
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) * 1e3 for a, b in es)

@@ -65,7 +65,7 @@ from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulat
 from t3sim.schemes.shared.chunking import chunk_parts, compute_stream
 from t3sim.schemes.decomposed.chunked_dma_ag import run_chunked_dma_ag
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
-from t3sim.schemes.shared.functional_data import store_data
+from t3sim.schemes.shared.functional_data import check_summed, store_data
 from t3sim.schemes.shared.outputs import FunctionalOutput
 
 _ALL = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # every byte of a 64 B request
@@ -202,13 +202,7 @@ def check_reduced(model, ctx: DmaScatter) -> int:
         for i in range(len(ctx.parts)):
             base, nbytes = ctx.shard(i, g)
             addrs = base + REQ_B * np.arange(nbytes // REQ_B, dtype=np.int64)
-            full = np.full(len(addrs), _ALL)
-            want = sum(store_data(src, addrs, full) for src in range(model.n))
-            got = np.stack([fs.read_addr(int(a)) for a in addrs])
-            bad = got != want
-            assert not bad.any(), (f"GPU {g} chunk {i}: {int(bad.sum())} words differ, e.g. got {got[bad][:4]} "
-                                   f"want {want[bad][:4]}")
-            checked += got.size
+            checked += check_summed(fs, addrs, np.full(len(addrs), _ALL), model.n, f"GPU {g} chunk {i}")
     ctx.words_checked = checked
     return checked
 

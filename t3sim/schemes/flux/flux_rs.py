@@ -91,7 +91,7 @@ from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.flux.flux_pull import FluxPull
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
-from t3sim.schemes.shared.functional_data import store_data, word_mask
+from t3sim.schemes.shared.functional_data import check_summed, store_data
 from t3sim.schemes.shared.outputs import OutputTable
 from t3sim.workload import wg_order
 
@@ -343,13 +343,7 @@ def final_shard_check(model) -> int:
             for v, idx in parts:
                 if v != o:
                     continue
-                want = sum(store_data(src, r.addr[idx], r.mask[idx]) for src in range(ctx.N))
-                got = np.stack([fs.read_addr(int(a)) for a in r.addr[idx]])
-                mine = word_mask(r.mask[idx])
-                bad = mine & (got != want)
-                assert not bad.any(), (f"GPU {o} tile {t}: {int(bad.sum())} words differ, e.g. got {got[bad][:4]} "
-                                       f"want {want[bad][:4]}")
-                checked += int(mine.sum())
+                checked += check_summed(fs, r.addr[idx], r.mask[idx], ctx.N, f"GPU {o} tile {t}")
     return checked
 
 

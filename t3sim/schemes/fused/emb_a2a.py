@@ -22,8 +22,9 @@ from __future__ import annotations
 from t3sim.compute.embedding_kernel import EmbeddingGeometry, bulk_embedding
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
+from t3sim.schemes.fused.bulk import run_bulk
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
+from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.workload.embedding import is_embedding
 
 
@@ -65,20 +66,11 @@ def launch_bulk_embedding(model, geom: EmbeddingGeometry):
     return env.all_of([env.process(stream(g)) for g in model.sim_gpus])
 
 
-def emb_a2a_program(model, geom) -> Program:
-    p = Program()
-    p.add("main", Kernel("embedding", "gemm", "gemm", lambda: launch_bulk_embedding(model, geom), on_end=boundary(model)))
-    p.add("main", Kernel("alltoall", "collective", "rs", lambda: model.collective("all_to_all").done, comm=True))
-    return p
-
-
 def run_emb_a2a(model) -> ProgramRun:
     geom = emb_geometry(model)
-    if model.exp.simulation.functional_data:
-        raise InputError("simulation.functional_data", "true with scheme.kind=emb_a2a, whose collective kernel moves "
-                         "no data values", "false, or scheme.kind=fused_emb_a2a (functional embedding+All-to-All)")
     model.add_stats(lambda: emb_stats(geom))
-    return run_program(model, emb_a2a_program(model, geom))
+    return run_bulk(model, "embedding", lambda: launch_bulk_embedding(model, geom), "all_to_all", "alltoall",
+                    "fused_emb_a2a")
 
 
 register_simulation("emb_a2a", run_emb_a2a)

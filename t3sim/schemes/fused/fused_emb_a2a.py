@@ -50,14 +50,15 @@ import numpy as np
 from t3sim.compute.embedding_kernel import pool_bag, span_requests
 from t3sim.compute.memhier import REQ_B
 from t3sim.compute.wg_program import ProgramKernel
-from t3sim.dma.engine import Completion, Fabric, Payload
+from t3sim.dma.engine import Payload
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.fused.emb_a2a import emb_geometry, emb_stats
 from t3sim.schemes.fused.fused_emb_check import EmbChecks
 from t3sim.schemes.fused.fused_emb_nic import SlicePuts
-from t3sim.schemes.fused.gpu_initiated import Fences, Flags, LibraryCosts, SliceTracker, occupancies, run_fused_kernel
+from t3sim.schemes.fused.gpu_initiated import (Countdown, LibraryCosts, SliceTracker, check_rotation, launch_persistent,
+                                               library_waits, occupancies, run_fused_kernel, signalling)
 from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.sim.clock import TICKS_PER_NS
 
@@ -86,12 +87,7 @@ class FusedEmbA2A:
         self.rate = gpu.fp32_flops_per_cycle
         self.recv_B = m.alloc(lb * self.N * geom.T * geom.row_B)
         keys = [(src, t, c) for src in range(self.N) for t in range(geom.T) for c in range(self.C)]
-        self.completion = Completion(self.env)
-        self.fabric = Fabric(m.engine, m.network, m.hiers, self.completion, port=m.network.new_port("fused.stores"),
-                             name="fused.fabric")
-        self.flags = Flags(self.env, self.fabric, m.hiers, self.costs, m.alloc(len(keys) * REQ_B), keys)
-        self.fences = Fences(self.env, m.network, self.costs)
-        self.payload_B = int(m.system.interconnect.sm_store_payload_B)
+        self.completion, self.fabric, self.flags, self.fences, self.payload_B = signalling(m, self.costs, keys)
         self.orders = {g: self.order(g) for g in m.sim_gpus}
         self.trackers = {g: SliceTracker({(t, c): [(t, b) for b in range(c * S, c * S + S)]
                                           for t in range(geom.T) for c in range(self.C) if c // self.cpg != g})
@@ -99,8 +95,7 @@ class FusedEmbA2A:
         self.checks = EmbChecks(self)
         self.nic = SlicePuts(self)  # inter-node slices (multinode interconnect); nothing on one node
         self.kernels: Dict[int, ProgramKernel] = {}
-        self._computed_left = self.L * len(m.sim_gpus)
-        self.compute_done = self.env.event()
+        self.computed = Countdown(self.env, self.L * len(m.sim_gpus))  # done: the last logical WG computed
         self.local_store_B = self.remote_store_B = 0
         self.launch_tick = 0
         self.end_ticks: Dict[int, int] = {}  # simulated GPU -> tick its fused kernel ended (last WG, polls included)
@@ -110,9 +105,7 @@ class FusedEmbA2A:
             raise InputError("scheme.fused_slice_bags", f"{self.S} with a local batch of {self.lb} samples (global "
                              f"batch {self.geom.B} over {self.N} GPUs): a slice would span two GPUs' samples",
                              f"a divisor of {self.lb}")
-        if self.homogeneous and not self.comm_aware:
-            raise InputError("simulation.mode", "homogeneous with scheme.fused_comm_aware=false (the GPUs' orders then "
-                             "have no rotation symmetry)", "explicit, or fused_comm_aware true")
+        check_rotation(self.homogeneous, self.comm_aware)
         ic = self.model.system.interconnect
         if self.homogeneous and ic.num_nodes > 1 and ic.gpus_per_node > 1:
             raise InputError("simulation.mode", f"homogeneous with a multinode interconnect of {ic.gpus_per_node} GPUs "
@@ -203,7 +196,7 @@ class FusedEmbA2A:
                     self.nic.stage(k, hier, g, t, b)
                 else:
                     self.remote(g, t, b)
-                self._computed()
+                self.computed.tick()
                 k.progressed()
                 if costs.bookkeeping_ticks:
                     yield env.timeout(costs.bookkeeping_ticks)
@@ -220,21 +213,11 @@ class FusedEmbA2A:
 
         return prog
 
-    def _computed(self) -> None:
-        self._computed_left -= 1
-        if self._computed_left == 0:
-            self.compute_done.succeed()
-
     def launch(self):
-        m, e = self.model, self.e
-        for g in m.sim_gpus:
-            k = ProgramKernel(m.engine, f"gpu{g}.fused_emb", m.hiers[g], m.system.gpu, threads_per_wg=e.threads_per_wg,
-                              registers_per_thread=e.registers_per_thread + self.costs.extra_registers_per_thread,
-                              lds_per_wg_B=0, num_wgs=self.grid, program=self.program(g),
-                              dispatcher=m.dispatchers[g], progress_per_wg=False)
-            k.wg_spans = [] if m.trace else None
-            self.kernels[g] = k
-            m.gemm_kernels.append(k)
+        e = self.e
+        self.kernels = launch_persistent(self.model, "fused_emb", self.program, threads_per_wg=e.threads_per_wg,
+                                         registers_per_thread=e.registers_per_thread
+                                         + self.costs.extra_registers_per_thread, lds_per_wg_B=0, num_wgs=self.grid)
         self.launch_tick = self.env.now
         starts = []
         for g, k in self.kernels.items():
@@ -243,7 +226,7 @@ class FusedEmbA2A:
             starts.append(ev)
         self.ended = self.env.all_of(starts)
         self.ended.callbacks.append(lambda _e: self.completion.seal())
-        return self.compute_done
+        return self.computed.done
 
     def end(self):
         return self.completion.done
@@ -263,11 +246,7 @@ class FusedEmbA2A:
         s.add("fused.remote_store_B", self.remote_store_B, "B", "bytes of pooled vectors the simulated GPUs stored "
               "into peers over the links")
         s.add("fused.flag_puts", self.flags.puts, "count", "sliceRdy flags put (all GPUs, shadows' mirrored ones included)")
-        s.add("fused.fences", self.fences.fences, "count", "fences the simulated GPUs' WGs executed")
-        s.add("fused.fence_wait_ns", self.fences.wait_ticks / TICKS_PER_NS, "ns",
-              "time the simulated GPUs' WGs spent in fences, summed over WGs")
-        s.add("fused.flag_wait_ns", self.flags.wait_ticks / TICKS_PER_NS, "ns",
-              "time the simulated GPUs' WGs spent polling flags, summed over WGs")
+        library_waits(s, self.fences, self.flags)
         self._skew_stats(s)
         s.merge("fused.fabric", self.fabric.stats())
         s.merge("fused.checks", self.checks.stats())

@@ -40,12 +40,12 @@ from t3sim.compute.addresses import wg_store_requests
 from t3sim.compute.gemm_kernel import GemmKernel
 from t3sim.compute.sinks import Stored
 from t3sim.compute.memhier import REQ_B
-from t3sim.dma.engine import Completion, Fabric, Payload
+from t3sim.dma.engine import Payload
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.fused.gpu_initiated import (Fences, Flags, LibraryCosts, SliceTracker, gemm_occupancies,
-                                               run_fused_kernel)
+from t3sim.schemes.fused.gpu_initiated import (LibraryCosts, SliceTracker, check_once, check_polls, check_rotation,
+                                               gemm_occupancies, run_fused_kernel, signalling)
 from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.schemes.shared.functional_data import store_data
 from t3sim.sim.clock import TICKS_PER_NS
@@ -73,12 +73,7 @@ class FusedGemmA2A:
         self.block_B = (k.M // self.N) * k.N * m.elem_B
         self.recv_B = m.alloc(self.N * self.block_B)
         keys = [(s, tm) for s in range(self.N) for tm in range(k.tiles_m)]
-        self.completion = Completion(self.env)
-        self.fabric = Fabric(m.engine, m.network, m.hiers, self.completion, port=m.network.new_port("fused.stores"),
-                             name="fused.fabric")
-        self.flags = Flags(self.env, self.fabric, m.hiers, self.costs, m.alloc(len(keys) * REQ_B), keys)
-        self.fences = Fences(self.env, m.network, self.costs)
-        self.payload_B = int(m.system.interconnect.sm_store_payload_B)
+        self.completion, self.fabric, self.flags, self.fences, self.payload_B = signalling(m, self.costs, keys)
         tn = k.tiles_n
         self.trackers = {g: SliceTracker({tm: range(tm * tn, tm * tn + tn) for tm in range(k.tiles_m)
                                           if self.dest(tm) != g}) for g in m.sim_gpus}
@@ -95,9 +90,7 @@ class FusedGemmA2A:
             raise InputError("workload.gemm.M", f"{k.M} expert rows per GPU with tile_m={k.tile_m} and "
                              f"c_layout={k.c_layout} (scheme.kind=fused_gemm_a2a sends whole row tiles to {N} GPUs)",
                              f"rows per GPU a multiple of N x tile_m = {N * k.tile_m}, direction gemm_a2a")
-        if self.homogeneous and not self.comm_aware:
-            raise InputError("simulation.mode", "homogeneous with scheme.fused_comm_aware=false (no rotation "
-                             "symmetry)", "explicit, or fused_comm_aware true")
+        check_rotation(self.homogeneous, self.comm_aware)
         if self.functional and ((k.N * self.model.elem_B) % REQ_B or (k.tile_n * self.model.elem_B) % REQ_B):
             raise InputError("simulation.functional_data", "true with a tile row that is not whole 64 B requests",
                              "N and tile_n multiples of 64 B")
@@ -199,23 +192,14 @@ class FusedGemmA2A:
         k, N, sim = self.k, self.N, set(self.model.sim_gpus)
         want = {(self.dest(tm), s, tm, tn) for s in range(N) for tm in range(k.tiles_m) for tn in range(k.tiles_n)
                 if self.dest(tm) != s or s in sim}
-        got = set(self.arrivals)
-        assert got == want, (f"fused_gemm_a2a: tiles arrived but not expected: {sorted(got - want)[:4]}; expected "
-                             f"but missing: {sorted(want - got)[:4]}")
-        twice = [key for key, v in self.arrivals.items() if len(v) != 1]
-        assert not twice, f"fused_gemm_a2a: tiles that arrived more than once: {twice[:4]}"
-        self.checked["tiles_once"] = len(want)
+        self.checked["tiles_once"] = check_once("fused_gemm_a2a", "tiles", self.arrivals, want)
         for (dst, (src, tm)), tick in self.flags.land_tick.items():
             for tn in range(k.tiles_n):
                 at = self.arrivals[(dst, src, tm, tn)][0]
                 assert at <= tick, f"fused_gemm_a2a: flag of GPU {src} slice {tm} at GPU {dst} ({tick} ps) before tile {tn} ({at} ps)"
             self.checked["flags_checked"] += 1
-        for g in sim:
-            for key in self.incoming(g):
-                seen = self.seen.get((g, key))
-                assert seen is not None, f"fused_gemm_a2a: GPU {g} never saw the flag of slice {key}"
-                assert self.flags.land_tick[(g, key)] <= seen
-                self.checked["polls_checked"] += 1
+        self.checked["polls_checked"] = check_polls("fused_gemm_a2a", self.flags, self.seen,
+                                                    {g: self.incoming(g) for g in self.model.sim_gpus})
         if self.functional:
             self.checked["words_checked"] = self._values()
         self.verified = True

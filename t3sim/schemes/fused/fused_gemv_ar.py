@@ -59,17 +59,16 @@ from t3sim.collectives.plan import split_ranges
 from t3sim.compute.gemv_kernel import gemv_tile
 from t3sim.compute.memhier import REQ_B
 from t3sim.compute.wg_program import ProgramKernel
-from t3sim.dma.engine import Completion, Fabric, Payload
+from t3sim.dma.engine import Payload
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.fused.fused_gemv_check import FusedChecks
 from t3sim.schemes.fused.gemv_ar import gemv_geometry, gemv_stats
-from t3sim.schemes.fused.gpu_initiated import (Fences, Flags, LibraryCosts, SliceTracker, occupancies, persistent_grid,
-                                               run_fused_kernel)
+from t3sim.schemes.fused.gpu_initiated import (Countdown, LibraryCosts, SliceTracker, launch_persistent, library_waits,
+                                               occupancies, persistent_grid, run_fused_kernel, signalling)
 from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.schemes.shared.functional_data import store_data
-from t3sim.sim.clock import TICKS_PER_NS
 
 READY, DONE = "ready", "done"
 
@@ -102,19 +101,13 @@ class FusedGemvAR:
         self.slot_B = -(-geom.M * eb // REQ_B) * REQ_B
         self.slots_base = m.alloc(self.N * self.slot_B)
         keys = [(kind, src, p) for kind in (READY, DONE) for src in range(self.N) for p in range(self.grid)]
-        self.completion = Completion(self.env)
-        self.fabric = Fabric(m.engine, m.network, m.hiers, self.completion, port=m.network.new_port("fused.stores"),
-                             name="fused.fabric")
-        self.flags = Flags(self.env, self.fabric, m.hiers, self.costs, m.alloc(len(keys) * REQ_B), keys)
-        self.fences = Fences(self.env, m.network, self.costs)
-        self.payload_B = int(m.system.interconnect.sm_store_payload_B)
+        self.completion, self.fabric, self.flags, self.fences, self.payload_B = signalling(m, self.costs, keys)
         self.trackers = {g: SliceTracker({(p, o): [t for t in self.orders[g][p] if self.owner[t] == o]
                                           for p in range(self.grid) for o in range(self.N) if o != g})
                          for g in m.sim_gpus}
         self.checks = FusedChecks(self)
         self.kernels: Dict[int, ProgramKernel] = {}
-        self._computed_left = T * len(m.sim_gpus)
-        self.compute_done = self.env.event()
+        self.computed = Countdown(self.env, T * len(m.sim_gpus))  # done: the last logical WG computed
         self.local_store_B = self.remote_store_B = self.reduce_read_B = 0
 
     # ---------------------------------------------------------------- layout and order
@@ -218,7 +211,7 @@ class FusedGemvAR:
                     self.local_store_B += geom.y_span(t)[1] - geom.y_span(t)[0]
                 else:
                     self.remote(g, p, o, t, "partial")
-                self._computed()
+                self.computed.tick()
                 k.progressed()  # the progress meter counts logical WGs (the GEMV's tiles)
                 if costs.bookkeeping_ticks:
                     yield env.timeout(costs.bookkeeping_ticks)
@@ -262,25 +255,16 @@ class FusedGemvAR:
 
         return prog
 
-    def _computed(self) -> None:
-        self._computed_left -= 1
-        if self._computed_left == 0:
-            self.compute_done.succeed()
-
     def launch(self):
         """Launch the fused kernel on every simulated GPU; returns the event of its GEMV part (module doc)."""
-        m, rec = self.model, self.model.kernel
-        for g in m.sim_gpus:
-            k = ProgramKernel(m.engine, f"gpu{g}.fused_gemv", m.hiers[g], m.system.gpu, threads_per_wg=rec.threads_per_wg,
-                              registers_per_thread=rec.registers_per_thread + self.costs.extra_registers_per_thread,
-                              lds_per_wg_B=rec.lds_per_wg_B, num_wgs=self.grid, program=self.program(g),
-                              dispatcher=m.dispatchers[g], progress_per_wg=False)
-            k.wg_spans = [] if m.trace else None
-            self.kernels[g] = k
-            m.gemm_kernels.append(k)
+        rec = self.model.kernel
+        self.kernels = launch_persistent(self.model, "fused_gemv", self.program, threads_per_wg=rec.threads_per_wg,
+                                         registers_per_thread=rec.registers_per_thread
+                                         + self.costs.extra_registers_per_thread, lds_per_wg_B=rec.lds_per_wg_B,
+                                         num_wgs=self.grid)
         self.ended = self.env.all_of([k.start() for k in self.kernels.values()])
         self.ended.callbacks.append(lambda _e: self.completion.seal())
-        return self.compute_done
+        return self.computed.done
 
     def end(self):
         """The event of the whole kernel's end (every GPU's WGs exited, every payload landed)."""
@@ -304,11 +288,7 @@ class FusedGemvAR:
               "links (partials and broadcasts)")
         s.add("fused.reduce_read_B", self.reduce_read_B, "B", "bytes of partials the simulated GPUs' owners read to reduce")
         s.add("fused.flag_puts", self.flags.puts, "count", "ready and done flags put (all GPUs, shadows' mirrored ones included)")
-        s.add("fused.fences", self.fences.fences, "count", "fences the simulated GPUs' WGs executed")
-        s.add("fused.fence_wait_ns", self.fences.wait_ticks / TICKS_PER_NS, "ns",
-              "time the simulated GPUs' WGs spent in fences, summed over WGs")
-        s.add("fused.flag_wait_ns", self.flags.wait_ticks / TICKS_PER_NS, "ns",
-              "time the simulated GPUs' WGs spent polling flags, summed over WGs")
+        library_waits(s, self.fences, self.flags)
         s.merge("fused.fabric", self.fabric.stats())
         s.merge("fused.checks", self.checks.stats())
         return s

@@ -18,36 +18,28 @@ The counts go to the run's statistics (``fused.checks.*``).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
-import numpy as np
-
-from t3sim.results.stats import Stats
-from t3sim.schemes.shared.functional_data import store_data, word_mask
+from t3sim.schemes.fused.gpu_initiated import ArrivalLog, check_once
+from t3sim.schemes.shared.functional_data import check_summed
 
 
-class FusedChecks:
-    """Logs and end-of-run checks of one fused GEMV+AllReduce (module doc)."""
+class FusedChecks(ArrivalLog):
+    """Logs and end-of-run checks of one fused GEMV+AllReduce (module doc); payload keys are
+    ``(kind, dst, src, tile)``."""
+
+    COUNTS = (("tiles_once", "partial and reduced tile arrivals checked to happen exactly once"),
+              ("flags_checked", "flags checked to land after the data they cover"),
+              ("reads_checked", "owner reduce reads checked to follow their ready flags"),
+              ("words_checked", "4 B words of y checked against the sum of the partials (functional data)"))
 
     def __init__(self, ctx):
-        self.ctx = ctx
-        #: (kind, dst, src, tile) -> arrival ticks
-        self.arrivals: Dict[Tuple, List[int]] = defaultdict(list)
-        self.sends: Dict[Tuple, int] = defaultdict(int)
+        super().__init__(ctx)
         #: (gpu, wg, tile, tick) of every reduce read issued
         self.reads: List[Tuple[int, int, int, int]] = []
         self.tiles_once = 0
         self.flags_checked = 0
         self.reads_checked = 0
-        self.words_checked = 0
-        self.verified = False
-
-    def sent(self, kind: str, dst: int, src: int, tile: int) -> None:
-        self.sends[(kind, dst, src, tile)] += 1
-
-    def arrived(self, kind: str, dst: int, src: int, tile: int) -> None:
-        self.arrivals[(kind, dst, src, tile)].append(self.ctx.env.now)
 
     def reduce_read(self, g: int, p: int, tile: int) -> None:
         self.reads.append((g, p, tile, self.ctx.env.now))
@@ -70,13 +62,7 @@ class FusedChecks:
 
     def verify(self) -> None:
         c = self.ctx
-        want = self.expected()
-        got = set(self.arrivals)
-        assert got == want, (f"fused_gemv_ar: tiles that arrived but should not: {sorted(got - want)[:4]}; "
-                             f"that should have arrived but did not: {sorted(want - got)[:4]}")
-        twice = [k for k, v in self.arrivals.items() if len(v) != 1]
-        assert not twice, f"fused_gemv_ar: tiles that arrived more than once: {twice[:4]}"
-        self.tiles_once = len(want)
+        self.tiles_once = check_once("fused_gemv_ar", "tiles", self.arrivals, self.expected())
         land = c.flags.land_tick
         flags = 0
         for (dst, (kind, src, p)), tick in land.items():  # flags after the data they cover
@@ -98,32 +84,12 @@ class FusedChecks:
                 assert at <= tick, (f"fused_gemv_ar: GPU {g} WG {p} read the partials of tile {t} at {tick} ps, before "
                                     f"GPU {s}'s {'partial' if s == g else 'ready flag'} ({at} ps)")
         self.reads_checked = len(self.reads)
-        if c.functional:
-            self.words_checked = self._values()
-        self.verified = True
+        self.verified_values()
 
-    def _values(self) -> int:
+    def _values(self, d: int, fs) -> int:
         c, geom = self.ctx, self.ctx.geom
         n = 0
-        for d in c.model.sim_gpus:
-            fs = c.model.hiers[d].mem.functional
-            for t in range(c.T):
-                addrs, mask = geom.y_requests(t)
-                want = sum(store_data(s, addrs, mask) for s in range(c.N))
-                got = np.stack([fs.read_addr(int(a)) for a in addrs])
-                mine = word_mask(mask)
-                bad = mine & (got != want)
-                assert not bad.any(), (f"fused_gemv_ar: GPU {d} tile {t}: {int(bad.sum())} words of y differ, e.g. got "
-                                       f"{got[bad][:4]}, want {want[bad][:4]}")
-                n += int(mine.sum())
+        for t in range(c.T):
+            addrs, mask = geom.y_requests(t)
+            n += check_summed(fs, addrs, mask, c.N, f"fused_gemv_ar: GPU {d} tile {t} of y")
         return n
-
-    def stats(self) -> Stats:
-        s = Stats()
-        s.add("verified", self.verified, "bool", "the end-of-run invariants were checked and held")
-        s.add("tiles_once", self.tiles_once, "count", "partial and reduced tile arrivals checked to happen exactly once")
-        s.add("flags_checked", self.flags_checked, "count", "flags checked to land after the data they cover")
-        s.add("reads_checked", self.reads_checked, "count", "owner reduce reads checked to follow their ready flags")
-        s.add("words_checked", self.words_checked, "count", "4 B words of y checked against the sum of the partials "
-              "(functional data)")
-        return s

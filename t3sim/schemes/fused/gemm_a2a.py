@@ -9,23 +9,13 @@ GPU ``d``). Phases: ``gemm`` the GEMM, ``rs`` the all-to-all kernel.
 
 from __future__ import annotations
 
-from t3sim.errors import InputError
+from t3sim.schemes.fused.bulk import run_bulk
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
-
-
-def gemm_a2a_program(model) -> Program:
-    p = Program()
-    p.add("main", Kernel("gemm", "gemm", "gemm", lambda: model.gemm(), on_end=boundary(model)))
-    p.add("main", Kernel("alltoall", "collective", "rs", lambda: model.collective("all_to_all").done, comm=True))
-    return p
+from t3sim.schemes.runtime.program import ProgramRun
 
 
 def run_gemm_a2a(model) -> ProgramRun:
-    if model.exp.simulation.functional_data:
-        raise InputError("simulation.functional_data", "true with scheme.kind=gemm_a2a, whose collective kernel moves "
-                         "no data values", "false, or scheme.kind=fused_gemm_a2a")
-    return run_program(model, gemm_a2a_program(model))
+    return run_bulk(model, "gemm", lambda: model.gemm(), "all_to_all", "alltoall", "fused_gemm_a2a")
 
 
 register_simulation("gemm_a2a", run_gemm_a2a)

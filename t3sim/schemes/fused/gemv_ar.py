@@ -21,8 +21,9 @@ from __future__ import annotations
 from t3sim.compute.gemv_kernel import GemvGeometry, bulk_gemv
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
+from t3sim.schemes.fused.bulk import run_bulk
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
+from t3sim.schemes.runtime.program import ProgramRun
 from t3sim.workload.gemv import is_gemv
 
 
@@ -57,22 +58,11 @@ def launch_bulk_gemv(model, name: str = "gemv"):
     return events[0] if len(events) == 1 else model.env.all_of(events)
 
 
-def gemv_ar_program(model) -> Program:
-    """The GEMV, then the all-reduce of its output, on one stream (module doc)."""
-    p = Program()
-    p.add("main", Kernel("gemv", "gemm", "gemm", lambda: launch_bulk_gemv(model), on_end=boundary(model)))
-    p.add("main", Kernel("allreduce", "collective", "rs", lambda: model.collective("all_reduce").done, comm=True))
-    return p
-
-
 def run_gemv_ar(model) -> ProgramRun:
-    """Run the baseline on ``model`` (module doc)."""
+    """Run the baseline on ``model`` (module doc): the GEMV, then the all-reduce of its output, on one stream."""
     geom = gemv_geometry(model)
-    if model.exp.simulation.functional_data:
-        raise InputError("simulation.functional_data", "true with scheme.kind=gemv_ar, whose collective kernel moves "
-                         "no data values", "false, or scheme.kind=fused_gemv_ar (functional GEMV+AllReduce)")
     model.add_stats(lambda: gemv_stats(model, geom))
-    return run_program(model, gemv_ar_program(model))
+    return run_bulk(model, "gemv", lambda: launch_bulk_gemv(model), "all_reduce", "allreduce", "fused_gemv_ar")
 
 
 register_simulation("gemv_ar", run_gemv_ar)

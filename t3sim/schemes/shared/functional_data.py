@@ -30,3 +30,15 @@ def store_data(gpu: int, reqs_addr: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Functional data of store requests: ``(n, 16)`` float32, words whose first byte is in ``mask``."""
     words = reqs_addr[:, None] // WORD_B + np.arange(REQ_B // WORD_B, dtype=np.int64)[None, :]
     return np.where(word_mask(mask), partial_value(gpu, words), np.float32(0))
+
+
+def check_summed(fs, addrs: np.ndarray, mask: np.ndarray, n: int, where: str) -> int:
+    """Check that functional memory ``fs`` holds, at store requests ``addrs``, the sum of all ``n`` GPUs' partials
+    (:func:`store_data`) in the words ``mask`` covers (other words: other tiles'). Returns the 4 B words checked;
+    raises AssertionError (message starting with ``where``) on a mismatch."""
+    want = sum(store_data(src, addrs, mask) for src in range(n))
+    got = np.stack([fs.read_addr(int(a)) for a in addrs])
+    mine = word_mask(mask)
+    bad = mine & (got != want)
+    assert not bad.any(), f"{where}: {int(bad.sum())} words differ, e.g. got {got[bad][:4]} want {want[bad][:4]}"
+    return int(mine.sum())

@@ -68,7 +68,7 @@ from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.shared.functional_data import store_data, word_mask
+from t3sim.schemes.shared.functional_data import check_summed, store_data
 from t3sim.schemes.shared.outputs import OutputTable
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
 from t3sim.sim.clock import TICKS_PER_US
@@ -458,14 +458,8 @@ def final_chunk_check(model) -> int:
         fs = model.hiers[g].mem.functional
         ps = np.flatnonzero(ctx.spaces[g].final)
         for p in ps.tolist():
-            r = ctx.table.of(p)
-            want = sum(store_data(src, r.addr, r.mask) for src in range(ctx.N))
-            got = np.stack([fs.read_addr(int(a)) for a in r.addr])
-            mine = word_mask(r.mask)  # words owned by this position's WFs (others: neighbours' tiles)
-            bad = mine & (got != want)
-            assert not bad.any(), (f"GPU {g} WG {p}: {int(bad.sum())} words differ, e.g. got {got[bad][:4]} "
-                                   f"want {want[bad][:4]}")
-            checked += int(mine.sum())
+            r = ctx.table.of(p)  # its mask: the words this position's WFs own (others: neighbours' tiles)
+            checked += check_summed(fs, r.addr, r.mask, ctx.N, f"GPU {g} WG {p}")
     return checked
 
 
