@@ -248,6 +248,14 @@ ISSUE_CASES = {
                                 ["--out /proc/nope"]),
     "trace-gen-out-unwritable": (lambda t: ["trace", "gen", "--model", "t-nlg", "--tp", "8", "--out", "/proc/nope"],
                                  ["--out /proc/nope"]),
+    # a 1 Hz clock rounds to 0 kHz (t3sim.sim.clock counts whole kHz): once a traceback when the model was built
+    "gpu-clock-1Hz": (lambda t: ["run", EXP, "--out", t / "o", "--set", "system.gpu.clock_GHz=1e-9", "--set",
+                                 "workload.tokens=256"], ["--set system.gpu.clock_GHz", "1e-9", "0.001"]),
+    # a cycle under 2 ps (1 ps ticks): once refused by the memory model only after the sweep had started
+    "hbm-clock-1e6GHz": (lambda t: ["run", EXP, "--out", t / "o", "--set", "system.hbm.clock_GHz=1e6"],
+                         ["--set system.hbm.clock_GHz", "1e6", "500"]),
+    "l2-clock-1e6GHz": (lambda t: ["run", EXP, "--out", t / "o", "--set", "system.l2.clock_GHz=1e6"],
+                        ["--set system.l2.clock_GHz", "1e6", "500"]),
 }
 
 
@@ -440,6 +448,16 @@ def test_real_entry_point(case, tmp_path):
             "given-system": ["run", SYS]}[case]
     rc, _, err = _subprocess(*argv, cwd=tmp_path)
     assert_clean(rc, err)
+
+
+@pytest.mark.parametrize("clock", ["system.gpu.clock_GHz=1e-9", "system.hbm.clock_GHz=1e6"])
+def test_clock_out_of_range_is_refused_before_anything_runs(clock, tmp_path):
+    """A clock the simulator's time cannot represent (below 1 MHz: 0 kHz; above 500 GHz: a cycle under 2 ps) is one
+    line of bad input from the real entry point before the sweep starts: no progress lines, no results folder."""
+    rc, out, err = _subprocess("run", EXP, "--set", clock, "--set", "workload.tokens=256", "--out", tmp_path / "o",
+                               cwd=tmp_path)
+    assert_clean(rc, err, f"--set {clock.split('=')[0]}", clock.split("=")[1])
+    assert out == "" and not (tmp_path / "o").exists()
 
 
 def test_memtest_json_is_strict_json_without_reads():

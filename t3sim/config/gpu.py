@@ -14,6 +14,10 @@ from pydantic import model_validator
 
 from t3sim.config.base import F, Model
 
+#: the clocks a simulated clock domain can take (GHz): t3sim.sim.clock counts a frequency in whole kHz (so at least
+#: 1 MHz, where rounding to a kHz moves it by under 0.05 %) and time in 1 ps ticks (so a cycle of at least 2 ps)
+CLOCK_GHZ = {"ge": 0.001, "le": 500.0}
+
 V100_WP = "NVIDIA Tesla V100 GPU Architecture whitepaper (2017)"
 
 
@@ -21,7 +25,7 @@ class GPUConfig(Model):
     """One GPU's compute resources."""
 
     num_cus: int = F(80, unit="count", desc="compute units (CUs/SMs) per GPU", source="paper Table 1", gt=0)
-    clock_GHz: float = F(1.4, unit="GHz", desc="CU clock", source="paper Table 1", gt=0)
+    clock_GHz: float = F(1.4, unit="GHz", desc="CU clock", source="paper Table 1", **CLOCK_GHZ)
     max_threads_per_cu: int = F(2048, unit="count", desc="resident threads per CU", source="paper Table 1 (2K threads)", gt=0)
     lds_l1_size_KiB: int = F(128, unit="KiB", desc="unified LDS + L1 cache capacity per CU", source="paper Table 1", gt=0)
     l1_write_allocate: bool = F(False, unit="bool", desc="L1 allocates lines on writes", source="paper Table 1 (no write-allocate)",
@@ -83,7 +87,7 @@ class L2Config(Model):
 
     size_MiB: float = F(16.0, unit="MiB", desc="total L2 capacity", source="paper Table 1", gt=0)
     banks: int = F(64, unit="count", desc="independent L2 banks (slices)", source="paper Table 1", gt=0)
-    clock_GHz: float = F(1.4, unit="GHz", desc="L2 clock", source="paper Table 1", gt=0)
+    clock_GHz: float = F(1.4, unit="GHz", desc="L2 clock", source="paper Table 1", **CLOCK_GHZ)
     line_size_B: int = F(128, unit="B", desc="cache line size", source=f"{V100_WP}: 128 B L2 lines", gt=0)
     sector_size_B: int = F(32, unit="B", desc="sector (fill/transfer) granularity within a line", source=f"{V100_WP}: 32 B sectors", gt=0)
     associativity: int = F(16, unit="count", desc="ways per set", source="assumption: Table 1 gives size and banks only; 16-way gives a power-of-two set count per bank", gt=0)

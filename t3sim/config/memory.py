@@ -15,7 +15,7 @@ from pydantic import field_validator, model_validator
 
 from t3sim import registry
 from t3sim.config.base import F, Model, check_kind
-from t3sim.config.gpu import is_pow2
+from t3sim.config.gpu import CLOCK_GHZ, is_pow2
 
 #: the digits of a physical address (t3sim/memory/address_map.py FIELDS)
 ADDRESS_FIELDS = ("col_low", "channel", "col_high", "bankgroup", "bank", "row")
@@ -88,7 +88,7 @@ class HBMConfig(Model):
     row_size_B: int = F(2048, unit="B", desc="row (page) size per bank", source="JESD235 HBM2 legacy mode: 2 KB page", gt=0)
     bus_width_B: int = F(16, unit="B", desc="data bus width per (pseudo-)channel", source=f"{QV100}: -gpgpu_dram_buswidth 16 (128-bit HBM2 legacy-mode channel, JESD235)", gt=0)
     transfers_per_clock: int = F(2, unit="count", desc="data transfers per clock (2 = double data rate)", source="JESD235 HBM2 (DDR)", gt=0)
-    clock_GHz: float = F(1.0, unit="GHz", desc="HBM command clock", source="paper Table 1", gt=0)
+    clock_GHz: float = F(1.0, unit="GHz", desc="HBM command clock", source="paper Table 1", **CLOCK_GHZ)
     burst_length: int = F(
         2, unit="count", desc="data beats per column command: one DRAM access moves bus_width_B x burst_length bytes (hbm.access_size_B) in burst_length / transfers_per_clock clocks (tBL)",
         source=f"{QV100}: -gpgpu_dram_burst_length 2 with -dram_data_command_freq_ratio 2 (DDR): dram_atom_size = BL x busW = 32 B per column command, one command-clock cycle of data (gpu-sim.h); JESD235 legacy mode allows BL2 or BL4. Assumption: the paper's Table 1 keeps Accel-Sim's BL2 (it does not state the burst length)", gt=0)

@@ -238,6 +238,49 @@ def test_ficco_claim_checks_where_the_contention_lands():
             assert "the GEMM beside RCCL within 2 %" in row["failed_condition"]
 
 
+def _fig04_row(model, tp, phase, sliced, rs, ag, other_gemm, attention, other, halve_all_but_comm=False):
+    """One fig04.csv row from its parts (percent of the layer time); its 2x-faster share halves the sliced and other
+    GEMMs (t3sim's mechanism), or, with ``halve_all_but_comm``, every part but communication (not t3sim's)."""
+    comm = rs + ag
+    halved = (sliced + other_gemm + (attention + other if halve_all_but_comm else 0.0)) / 2
+    return {"model": model, "tp": tp, "phase": phase, "tokens": 16384, "layer_us": 1000.0, "sliced_gemm_pct": sliced,
+            "rs_pct": rs, "ag_pct": ag, "other_gemm_pct": other_gemm, "attention_pct": attention, "other_pct": other,
+            "comm_pct": comm, "comm_pct_gemm_2x_faster": 100 * comm / (100 - halved)}
+
+
+def test_gemm2x_claim_needs_t3sims_value_to_halve_only_the_gemms():
+    """s24_comm_gemm2x (Sec. 2.4): explained while t3sim's value is what halving only the GEMM parts of its layer
+    breakdown gives; a made-up set whose 2x share halved the memory-bound parts too (value at the all-GEMM bound,
+    still below the paper's 75 %, so the direction and both old bounds hold) is refused."""
+    for cheat in (False, True):
+        rows = [_fig04_row("mega-gpt-2", 16, "prompt", 15.4, 22.4, 20.6, 21.6, 4.1, 15.9, cheat),
+                _fig04_row("t-nlg", 8, "training", 19.9, 9.2, 8.2, 39.7, 4.9, 18.1, cheat)]
+        value = max(r["comm_pct_gemm_2x_faster"] for r in rows)
+        row = _t3_row({"s24_comm_gemm2x": value}, {"fig04": rows}, key="s24_comm_gemm2x")
+        assert row["flagged"] and value < float(BY_KEY["s24_comm_gemm2x"].value)
+        assert row["explained"] is (not cheat), row
+        if cheat:
+            assert value == pytest.approx(100 * 2 * 0.43 / 1.43)  # exactly the all-GEMM bound of the 43 % share
+            assert "only the sliced and other GEMMs" in row["failed_condition"]
+        else:
+            assert f"{value:.1f} % at most" in row["explanation"]
+
+
+def test_attention_share_claim_needs_attention_faster_than_the_sliced_gemms():
+    """s63_attention_share (Sec. 6.3): explained while t3sim's attention (analytical: the sliced GEMMs' FLOP rate,
+    HBM peak) takes less time than the sliced GEMMs in the small models' training layers; a made-up set where
+    attention outlasts them (as a profile at the paper's share would) is refused, though still below the paper."""
+    for attention, ok in ((7.6, True), (30.0, False)):
+        rows = [_fig04_row("mega-gpt-2", 8, "training", 17.3, 11.3, 9.9, 34.5, attention, 19.4 + 7.6 - attention),
+                _fig04_row("t-nlg", 8, "training", 19.9, 9.2, 8.2, 39.7, 4.9, 18.1)]
+        value = (attention + 4.9) / 2
+        row = _t3_row({"s63_attention_share": value}, {"fig04": rows}, key="s63_attention_share")
+        assert row["flagged"] and row["explained"] is ok, row
+        if not ok:
+            assert "less time than the sliced GEMMs" in row["failed_condition"]
+            assert "attention_over_sliced_max = 1.734" in row["failed_condition"]
+
+
 # ---------------------------------------------------------------- the committed snapshot
 
 @settings(max_examples=200, deadline=None)

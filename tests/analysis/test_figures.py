@@ -99,6 +99,57 @@ def test_fig16_and_fig14_values_are_the_inputs(fake_root, tmp_path):
         assert float(r["error_pct"]) == pytest.approx(100 * (sim / meas - 1), abs=5.1e-5)
 
 
+def test_fig17_bandwidths_are_bytes_over_time(tmp_path):
+    """Fig. 17's CSV from made-up DRAM accesses: each row's bandwidth is the bytes whose access completed in the
+    row's time span over the span's length, computed here from the access times (not from the binned series the
+    simulator stores); the rows tile the plotted window, first arrival to the GEMM's end (Sequential) or the fused
+    GEMM-RS's end (T3), and ``t_norm`` is time over the isolated GEMM's time."""
+    import numpy as np
+
+    from t3sim.analysis.runs import Run
+    from t3sim.reproduction.inputs import Inputs
+    from t3sim.results.stats import Stats
+
+    access_B, bin_ns, start_ns, last_ns = 64, 100, 250, 140_000
+    columns = {"GEMM_reads_GBps": "compute_read", "GEMM_writes_GBps": "compute_write",
+               "GEMM_updates_GBps": "compute_update", "RS_AG_reads_GBps": "comm_read",
+               "RS_AG_writes_GBps": "comm_write", "RS_updates_GBps": "comm_update"}
+    # (scheme, gemm_us, rs_us): windows of 898, 1148 and 1018 bins, more than fig17_rows' 400 plotted bins
+    cases = (("sequential", 90.0, 30.0), ("t3", 95.0, 20.0), ("t3_mca", 92.0, 10.0))
+    rng = np.random.default_rng(7)
+    runs, done = [], {}
+    for scheme, gemm_us, rs_us in cases:
+        st = Stats()
+        st.add("gpu0.hbm.bandwidth_over_time.bin_ns", float(bin_ns), "ns", "bin")
+        st.add("gpu0.hbm.bandwidth_over_time.start_ns", float(start_ns), "ns", "start")
+        for key in columns.values():  # completion times (ns) of each stream and kind's accesses
+            t = rng.integers(start_ns, last_ns, size=int(rng.integers(2_000, 20_000)))
+            done[scheme, key] = t
+            counts = np.bincount((t - start_ns) // bin_ns)
+            st.add(f"gpu0.hbm.bandwidth_over_time.{key}_GBps", (counts * access_B / bin_ns).tolist(), "GB/s", "x")
+        summary = {"scheme": scheme, "gemm_us": gemm_us, "rs_us": rs_us, "ag_us": 5.0,
+                   "total_us": gemm_us + rs_us + 5.0}
+        runs.append(Run(tmp_path / scheme, "fig17", {}, summary, st.to_dict()))
+    catalog.draw("fig17", Inputs({"fig17": runs}), tmp_path)
+    rows = list(csv.DictReader((tmp_path / "fig17.csv").open()))
+    for scheme, gemm_us, rs_us in cases:
+        sel = [r for r in rows if r["scheme"] == scheme]
+        end_ns = 1e3 * (gemm_us + (0.0 if scheme == "sequential" else rs_us))
+        window_end = start_ns + math.ceil((end_ns - start_ns) / bin_ns) * bin_ns  # the bins that start before it
+        width = round(float(sel[1]["time_us"]) * 1e3 - float(sel[0]["time_us"]) * 1e3)
+        assert width % bin_ns == 0 and width > bin_ns  # whole bins, several per row (averaged)
+        assert len(sel) == math.ceil((window_end - start_ns) / width)
+        for i, r in enumerate(sel):
+            lo = start_ns + i * width
+            hi = min(lo + width, window_end)
+            assert float(r["time_us"]) == pytest.approx((lo + hi) / 2e3, abs=1e-3)
+            assert float(r["t_norm"]) == pytest.approx((lo + hi) / 2e3 / cases[0][1], abs=1e-4)
+            for col, key in columns.items():
+                t = done[scheme, key]
+                want = np.count_nonzero((t >= lo) & (t < hi)) * access_B / (hi - lo)  # B/ns = GB/s
+                assert float(r[col]) == pytest.approx(want, rel=1e-4, abs=1e-3), (scheme, i, col)
+
+
 def test_pdf_and_svg_on_request(fake_root, tmp_path):
     paths = catalog.draw("fig16", catalog.load_inputs(fake_root), tmp_path, ("png", "pdf", "svg"))
     assert sorted(p.suffix for p in paths) == [".csv", ".pdf", ".png", ".svg"]

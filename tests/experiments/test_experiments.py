@@ -72,6 +72,33 @@ def test_tiny_real_run_feeds_fig17(tmp_path):
     assert t3 and any(float(r["GEMM_reads_GBps"]) > 0 for r in t3)
     assert any(float(r["RS_updates_GBps"]) > 0 for r in t3)  # near-memory updates of the fused RS
     assert any(float(r["RS_AG_reads_GBps"]) > 0 for r in t3)  # its DMA reads and the all-gather's
+    # the plotted bandwidths against the run's own byte counters (gpu0.dram_traffic, counted per source, not
+    # binned): bandwidth x bin width summed over the plotted window (first arrival to the RS's end) is the bytes
+    # the GEMM and the RS moved; and no bin moves more than the HBM's peak
+    run = catalog.load_inputs(tmp_path).runs["fig17"][0]
+    bin_ns = run.stat("gpu0.hbm.bandwidth_over_time.bin_ns")
+    start_ns = run.stat("gpu0.hbm.bandwidth_over_time.start_ns")
+    times = [float(r["time_us"]) * 1e3 for r in t3]
+    assert times == pytest.approx([start_ns + (i + 0.5) * bin_ns for i in range(len(t3))])  # one row per bin
+    end_ns = 1e3 * (run.summary["gemm_us"] + run.summary["rs_us"])
+    assert times[-1] - bin_ns / 2 <= end_ns < times[-1] + bin_ns / 2  # the window ends in the last row's bin
+
+    def plotted_B(col):
+        return sum(float(r[col]) for r in t3) * bin_ns  # GB/s x ns = B
+
+    def moved_B(cat, kind):
+        return run.stat(f"gpu0.dram_traffic.{cat}.{kind}_bytes", 0)
+
+    assert moved_B("gemm", "read") > 0 and moved_B("rs", "update") > 0
+    assert plotted_B("GEMM_reads_GBps") == pytest.approx(moved_B("gemm", "read"), rel=1e-3)
+    assert plotted_B("GEMM_writes_GBps") == pytest.approx(moved_B("gemm", "write"), rel=1e-3)
+    assert plotted_B("GEMM_updates_GBps") == pytest.approx(moved_B("gemm", "update"), rel=1e-3)
+    assert plotted_B("RS_updates_GBps") == pytest.approx(moved_B("rs", "update"), rel=1e-3)
+    # RS/AG reads: the RS's DMA reads, and at most the all-gather's that share the last bin
+    rs_reads = plotted_B("RS_AG_reads_GBps")
+    assert moved_B("rs", "read") * (1 - 1e-3) <= rs_reads <= (moved_B("rs", "read") + moved_B("ag", "read")) * (1 + 1e-3)
+    peak = run.stat("gpu0.hbm.peak_bandwidth_GBps")
+    assert all(sum(float(v) for k, v in r.items() if k.endswith("_GBps")) <= peak * (1 + 1e-6) for r in t3)
 
 
 @pytest.mark.slow

@@ -168,9 +168,17 @@ def test_bad_combinations_rejected(extra, field):
 
 
 def test_bf16_atomics_need_support():
-    # bf16 is accepted where the GPU lists it, and pull never needs atomics
-    FluxContext(_model(4, "explicit", "workload.dtype=bf16", "system.gpu.atomic_add_dtypes=[fp16,bf16,fp32]"))
-    FluxContext(_model(4, "explicit", "workload.dtype=bf16", "scheme.flux_reduce=pull"))
+    """Atomic reduction of bf16 needs bf16 in the GPU's atomic_add_dtypes (FLUX footnote 5); pull never needs it."""
+    for listed in ("[fp16,fp32]", "[fp16,fp32,fp8]", "[]"):  # refused, naming the field, the dtype and the fix
+        with pytest.raises(InputError) as e:
+            FluxContext(_model(4, "explicit", "workload.dtype=bf16", f"system.gpu.atomic_add_dtypes={listed}"))
+        assert e.value.where == "scheme.flux_reduce"
+        assert "workload.dtype=bf16" in str(e.value) and "scheme.flux_reduce=pull" in str(e.value)
+    ok = FluxContext(_model(4, "explicit", "workload.dtype=bf16", "system.gpu.atomic_add_dtypes=[fp16,bf16,fp32]"))
+    assert (ok.variant, ok.model.kernel.dtype) == ("atomic", "bf16")
+    pull = FluxContext(_model(4, "explicit", "workload.dtype=bf16", "scheme.flux_reduce=pull",
+                              "system.gpu.atomic_add_dtypes=[]"))
+    assert pull.variant == "pull"
 
 
 def test_cli_rejects_bf16_atomic_with_exit_2():

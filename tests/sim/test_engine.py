@@ -63,7 +63,14 @@ def test_stall_is_reported():
 
 
 def test_rng_is_seeded():
-    assert Engine(seed=3).rng.integers(1 << 30) == Engine(seed=3).rng.integers(1 << 30)
+    """The same seed gives the same draws; another seed gives other draws (a seed that is ignored, or an RNG seeded
+    from the clock, fails one of the two)."""
+    def draws(seed):
+        return Engine(seed=seed).rng.integers(1 << 30, size=8).tolist()
+
+    assert draws(3) == draws(3)
+    assert draws(3) != draws(4)
+    assert draws(0) != draws(4)
 
 
 def test_succeed_later_fires_once_at_its_tick_with_its_value():

@@ -16,7 +16,7 @@ from typing import Dict, List, Mapping, Sequence
 
 from t3sim.analysis.runs import case_label, model_name
 from t3sim.analysis.tables import NAN, Rows, Tables, fin, geomean, lo_hi
-from t3sim.reproduction.t3.numbers import LARGE
+from t3sim.reproduction.t3.numbers import LARGE, SMALL
 
 #: sub-layers per model in the sweeps (a model with fewer results lacks some)
 SUBLAYERS = 4
@@ -150,10 +150,22 @@ def _rs_over_link(rows: Rows) -> Dict[str, object]:
     return out
 
 
-def _fig04(rows: Rows, large: Sequence[str]) -> Dict[str, object]:
+PARTS = ("sliced_gemm_pct", "rs_pct", "ag_pct", "other_gemm_pct", "attention_pct", "other_pct")
+
+
+def _fig04(rows: Rows, large: Sequence[str], small: Sequence[str] = SMALL) -> Dict[str, object]:
     """Communication against sliced-GEMM shares where T-NLG's and the large models' communication shares peak,
-    and the largest shares (before and after halving GEMM time)."""
+    the largest shares (before and after halving GEMM time), the largest communication share that halving only
+    the GEMM parts (sliced and other GEMMs) of each row's breakdown gives, and the small models' training
+    attention time over their sliced-GEMM time (largest)."""
     out: Dict[str, object] = {}
+    full = [r for r in rows if all(fin(r.get(k)) for k in PARTS)]
+    halved = [100 * (r["rs_pct"] + r["ag_pct"])
+              / (sum(r[k] for k in PARTS) - (r["sliced_gemm_pct"] + r["other_gemm_pct"]) / 2) for r in full]
+    out["gemm2x_gemms_only"] = max(halved, default=NAN)
+    att = [r["attention_pct"] / r["sliced_gemm_pct"] for r in full
+           if r["model"] in small and r["phase"] == "training" and r["sliced_gemm_pct"] > 0]
+    out["attention_over_sliced_max"] = max(att, default=NAN)
 
     def peak(sel):
         rs = [r for r in rows if sel(r) and fin(r["comm_pct"])]
@@ -206,6 +218,8 @@ def t3_facts(tables: Tables, values: Mapping[str, object], numbers: Sequence = (
     if "s24_comm_large_max" in v and "s24_comm_large_max" in paper:
         c, p = v["s24_comm_large_max"] / 100, paper["s24_comm_large_max"] / 100
         out["comm_needed_x"] = p * (1 - c) / (c * (1 - p)) if 0 < c < 1 and p < 1 else NAN
+    if "s24_comm_gemm2x" in v and fin(out.get("gemm2x_gemms_only")):
+        out["gemm2x_gemms_only_gap_abs"] = abs(v["s24_comm_gemm2x"] - out["gemm2x_gemms_only"])
     stated = [paper[k] for k in ("s24_comm_mega_max", "s24_comm_tnlg_max", "s24_comm_large_max",
                                  "s24_comm_future_max") if k in paper]
     if stated:
