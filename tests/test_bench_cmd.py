@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from t3sim.cli import main
 from t3sim.commands.bench_cmd import CASES, DEFAULT_CASES, run_case
 
@@ -91,3 +93,30 @@ def test_scheme_set_is_listed(capsys):
     assert main(["bench", "--list"]) == 0
     out = capsys.readouterr().out
     assert "ficco-uniform-fused-2d-dma-ag-fc1-h200-1k" in out and "scheme" in out
+
+
+def test_write_replaces_only_the_marked_table(tmp_path):
+    """``t3sim bench --write``: the block between the markers becomes the measured cases, machine and commit; the
+    text around it is kept; a file without the markers is refused (one line, nothing written)."""
+    from t3sim.commands import bench_table
+    from t3sim.errors import InputError
+
+    page = tmp_path / "performance.md"
+    page.write_text(f"# Speed\n\nbefore\n{bench_table.BEGIN}\nold table\n{bench_table.END}\nafter\n")
+    result = {"case": "fc2-tp8-1k", "what": "T-NLG FC-2 TP=8 Sequential, 1024 tokens", "wall_s": 2.5,
+              "simulated_us": 338.44, "slowdown": 7386.9, "dram_requests_per_s": 1.1e6, "simpy_events_per_s": 4.4e4,
+              "peak_rss_MB": 301.2, "simpy_events": 121_345}
+    machine = {"cpu": "Test CPU", "cpus": 2, "platform": "Linux", "python": "3.11", "numpy": "2", "numba": "0.6",
+               "simpy": "4.1"}
+    bench_table.write(page, bench_table.render([result, {"case": "x", "error": ["boom"]}], machine, "abc123"))
+    text = page.read_text()
+    assert text.startswith("# Speed\n\nbefore\n") and text.endswith("\nafter\n") and "old table" not in text
+    assert "Test CPU, 2 CPUs" in text and "at commit abc123" in text
+    row = "| fc2-tp8-1k (T-NLG FC-2 TP=8 Sequential, 1024 tokens) | 2.50 | 338.4 | 7.39e+03 | 1.10e+06 | 4.40e+04 | 301 | 121k |"
+    assert row in text.splitlines()
+    assert "| x " not in text  # a failed case is not a row
+    bare = tmp_path / "bare.md"
+    bare.write_text("no markers\n")
+    with pytest.raises(InputError, match="--write"):
+        bench_table.write(bare, "x")
+    assert bare.read_text() == "no markers\n"

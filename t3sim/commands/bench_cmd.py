@@ -2,7 +2,7 @@
 
 ::
 
-    t3sim bench [--quick | --schemes] [--json] [--case NAME ...] [--list]
+    t3sim bench [--quick | --schemes] [--json] [--case NAME ...] [--list] [--write [FILE]]
 
 For each case, in a fresh Python process (so peak memory is the case's own): wall-clock
 seconds of the simulation (after a numba warm-up, which is excluded) and the CPU seconds it took (user and
@@ -12,8 +12,8 @@ sweep, whose workers the fork server starts), simulated time,
 slowdown (wall / simulated), DRAM requests per wall-clock second (column accesses of hbm.access_size_B of
 every simulated GPU's HBM), simpy events per wall-clock second, and peak resident memory
 of the process (``ru_maxrss``, which includes the interpreter and imports, ~0.2 GB).
-Benchmarks measure; they assert nothing. ``docs/performance.md`` records measurements
-with the machine they ran on.
+Benchmarks measure; they assert nothing. ``--write`` puts the table of the cases just measured, with the
+machine and the commit, into ``docs/performance.md`` (:mod:`t3sim.commands.bench_table`).
 
 ``--schemes`` runs the scheme set (:data:`SCHEME_SET`): one small case (seconds, not minutes) per
 registered scheme, per FiCCO schedule and per FiCCO communication kind; a test fails if a scheme,
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
-from t3sim.commands import cli_argv
+from t3sim.commands import bench_table, cli_argv
 from t3sim.errors import InputError
 
 _DEFAULT = "configs/experiments/default.yaml"
@@ -199,6 +199,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--case", action="append", default=[], metavar="NAME", help="run only this case (repeatable)")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--write", nargs="?", const="docs/performance.md", default=None, metavar="FILE",
+                   help="replace the bench table of FILE (default docs/performance.md) by these results, with the "
+                        "machine and commit")
     p.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=_run)
 
@@ -387,12 +390,18 @@ def _run(args: argparse.Namespace) -> int:
     for n in names:
         if n not in CASES:
             raise InputError("--case", repr(n), ", ".join(CASES))
+    target = Path(args.write) if args.write else None
+    if target is not None:
+        bench_table.markers(target)  # a bad --write is refused before anything runs
     results = []
     for n in names:
         r = _in_child(n)
         results.append(r)
         if not args.json:
             print(_fmt(r), flush=True)
+    if target is not None:
+        bench_table.write(target, bench_table.render(results, machine(), bench_table.commit_of(Path(__file__).resolve().parents[2])))
+        print(f"bench table written to {target}", file=sys.stderr)
     if args.json:
         print(json.dumps({"machine": machine(), "results": results}, indent=2))
     else:
