@@ -3,12 +3,13 @@
 Three measurements (bf16-free: plain CUDA C++ kernels compiled by CuPy):
 
 - ``idle``: one thread chases a random cycle of 128 B lines (``p = next[p]``, loads with ``ld.global.cg``: cached
-  in L2 only) over footprints from inside the L2 to 4 GiB; nanoseconds per hop = kernel time / hops.
+  in L2 only) over footprints from inside the L2 to 4 GiB; nanoseconds per hop = kernel time / hops. Each run goes on
+  from where the last one ended, so a footprint larger than the L2 is not served from lines the last run left there.
 - ``loaded``: the same chase over a 4 GiB footprint, beside a streaming-read kernel on ``k`` SMs (one CTA of 1024
   threads per SM, held to one per SM by its shared-memory request; 16 B ``ld.global.cg`` loads over a separate
-  2 GiB buffer, for a fixed time longer than the chase). The streaming kernel counts its bytes and its own
-  elapsed time (``%globaltimer``), so each row pairs the chase's ns per hop with the HBM bandwidth achieved
-  beside it. ``k`` runs from 1 to every SM, then two and four CTAs per SM (the peak).
+  2 GiB buffer, for a fixed time longer than the chase). The streaming kernel counts its bytes and the span from its
+  first CTA's start to its last CTA's end (``%globaltimer``), so each row pairs the chase's ns per hop with the HBM
+  bandwidth achieved beside it. ``k`` runs from 1 to every SM, then two and four CTAs per SM (the peak).
 - ``copy``: ``torch.Tensor.copy_`` device to device of 64 MiB to 1 GiB, median of 20 after warm-ups;
   GB/s counts bytes read and written.
 
@@ -38,7 +39,7 @@ SRC = r"""
 extern "C" __global__ void chase(const unsigned int* __restrict__ nxt, long long hops, unsigned int* sink,
                                  long long* ns) {
     unsigned long long t0, t1;
-    unsigned int p = 0;
+    unsigned int p = sink[0];  // go on from where the last chase ended: no line is visited twice in a row of runs
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     for (long long i = 0; i < hops; ++i) {
         p = __ldcg(nxt + p);
@@ -68,7 +69,10 @@ extern "C" __global__ void stream(const int4* __restrict__ src, unsigned long lo
     } while ((long long)(t - t0) < ns);
     if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x7fffffff) hold[0] = acc;
     atomicAdd(out, done);
-    if (threadIdx.x == 0) atomicMax(out + 1, t - t0);
+    if (threadIdx.x == 0) {  // the span of the whole grid: first start to last end (CTAs that ran late count)
+        atomicMin(out + 1, t0);
+        atomicMax(out + 2, t);
+    }
 }
 """
 
@@ -97,7 +101,7 @@ def main() -> None:
     env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "cupy": cp.__version__, "sm_count": sms, "l2_bytes": getattr(props, "L2_cache_size", None)}
     (out / "env.json").write_text(json.dumps(env, indent=1) + "\n")
-    mod = cp.RawModule(code=SRC, options=("-O3",))
+    mod = cp.RawModule(code=SRC)
     chase, stream = mod.get_function("chase"), mod.get_function("stream")
     smem_one_per_sm = 160 * 1024  # more than half an SM's shared memory: one CTA per SM
     stream.max_dynamic_shared_size_bytes = smem_one_per_sm
@@ -118,6 +122,7 @@ def main() -> None:
         w.writeheader()
         for fp in footprints:
             nxt = chain(fp)
+            sink[0] = 0
             chase_ns_per_hop(nxt, 1000)
             vals = [chase_ns_per_hop(nxt, hops) for _ in range(args.reps)]
             w.writerow({"footprint_B": fp, "hops": hops, "ns_per_hop": round(statistics.median(vals), 2),
@@ -126,9 +131,10 @@ def main() -> None:
             del nxt
     big = footprints[-1]
     nxt = chain(big)
+    sink[0] = 0
     src = cp.ones(((256 if args.quick else 2048) << 20) // 4, dtype=cp.int32)
     n16 = cp.uint64(src.nbytes // 16)
-    cnt = cp.zeros(2, dtype=cp.uint64)
+    cnt = cp.zeros(3, dtype=cp.uint64)
     s_stream, s_chase = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
     ks = [1, 2, 4, 8, 16, 24, 32, 48, 66, 100, sms]
     if args.quick:
@@ -141,7 +147,7 @@ def main() -> None:
         for k, per in configs:
             rows = []
             for _ in range(args.reps):
-                cnt[:] = 0
+                cnt[0], cnt[1], cnt[2] = 0, 2 ** 64 - 1, 0
                 cp.cuda.Device().synchronize()
                 smem = smem_one_per_sm if per == 1 else 0
                 threads = 1024 if per <= 2 else 512
@@ -150,7 +156,7 @@ def main() -> None:
                 per_hop = chase_ns_per_hop(nxt, load_hops, s_chase)
                 s_stream.synchronize()
                 c = cnt.get()
-                rows.append((int(c[0]) / int(c[1]), per_hop))
+                rows.append((int(c[0]) / (int(c[2]) - int(c[1])), per_hop))
             gbps = statistics.median(r[0] for r in rows)
             lat = statistics.median(r[1] for r in rows)
             w.writerow({"stream_sms": k, "ctas_per_sm": per, "stream_GBps": round(gbps, 1),
