@@ -171,6 +171,7 @@ def _huge_trace(tmp: Path) -> str:
 
 def _corrupt_result(tmp: Path, content: bytes) -> str:
     """A results root holding the default experiment's 256-token point with a corrupt stats.json."""
+    from t3sim import model_version
     from t3sim.config.sweep import expand
     from t3sim.results.store import FILES, ResultStore, config_hash
 
@@ -179,6 +180,7 @@ def _corrupt_result(tmp: Path, content: bytes) -> str:
     d.mkdir(parents=True)
     for f in FILES:
         (d / f).write_text("{}\n")
+    (d / "meta.json").write_text(json.dumps({"model_version": model_version.MODEL_VERSION}) + "\n")  # current
     (d / "stats.json").write_bytes(content)
     return str(tmp / "r")
 
