@@ -25,10 +25,12 @@ _PATTERNS = {
     # the project's numbered paper files ("paper 000", "paper 001"): cite the paper by name and section
     "paper number": r"\b[Pp]apers?[- ]?0\d\d\b",
     # the development machine's shared folder (papers, reference measurements): absent from a user's checkout
-    "shared/ path": r"\.\./shared\b|\bshared/(?:reference|papers|hooks)\b",
-    # "session 10", "this session", "Session 6": development narration. (Identifiers such as SESSION_EVENTS are
-    # upper case and do not match; a technical use, e.g. an HTTP or Dask session, goes in _ALLOWED.)
-    "session": r"\b[Ss]essions?\b",
+    "shared/ path": r"\.\./shared\b|\bshared/",
+    # "session 10", "this session", "Session 6": development narration; any case, inside identifiers too (a
+    # technical use, e.g. an HTTP or Dask session, goes in _ALLOWED)
+    "session": r"(?i:session)",
+    # "on the VM", "the 2-CPU VM": the development machine
+    "VM": r"\bVMs?\b",
     # "a lent host", "a lent H200", "lent-host runs": the development machines
     "lent machine": r"\b[Ll]ent\b",
     # the development machines' time budget
@@ -130,6 +132,8 @@ def test_no_tracked_file_narrates_the_development():
     ("../shared/reference/h200/README.md", "shared/ path"), ("shared/papers/000_*", "shared/ path"),
     ("(session 10: ...)", "session"), ("Session 6 changed", "session"), ("on a lent 16-core host", "lent machine"),
     ("the session's device time", "session"), ("30 device-minutes", "device time"),
+    ("SESSION_EVENTS = 1 << 16", "session"), ("start_new_session=True", "session"), ("schemes/shared/", "shared/ path"),
+    ("on the VM (-j 2)", "VM"),
 ])
 def test_patterns_catch_the_words(line, word):
     m = _RX.search(line)
@@ -137,7 +141,7 @@ def test_patterns_catch_the_words(line, word):
 
 
 @pytest.mark.parametrize("line", [
-    "github.com/NVIDIA/nccl/issues/1397", "the memory hierarchy issues whole DRAM accesses", "SESSION_EVENTS = 1 << 16",
+    "github.com/NVIDIA/nccl/issues/1397", "the memory hierarchy issues whole DRAM accesses", "EVENTS_PER_CALL = 1 << 16",
     "FiCCO Sec. IV-C", "a shared L2", "excellent", "item 7 of experiments/t3-sublayers/README.md",
 ])
 def test_patterns_leave_technical_text(line):

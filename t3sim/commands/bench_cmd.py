@@ -6,7 +6,7 @@
 
 For each case, in a fresh Python process (so peak memory is the case's own): wall-clock
 seconds of the simulation (after a numba warm-up, which is excluded) and the CPU seconds it took (user and
-system, from ``getrusage``: system time is the kernel's, mostly page faults on first-touched arrays, and on a VM it
+system, from ``getrusage``: system time is the kernel's, mostly page faults on first-touched arrays, and on a virtual machine it
 swings with the host's memory state; a wall time far above user + system is CPU contention; not given for a
 sweep, whose workers the fork server starts), simulated time,
 slowdown (wall / simulated), DRAM requests per wall-clock second (column accesses of hbm.access_size_B of

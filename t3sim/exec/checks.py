@@ -77,7 +77,6 @@ def check_resolved(r: core.Resolved, where: str = "") -> None:
     w = exp.workload
     k = r.kernel
     src = f"trace {w.trace}" if w.trace else "workload"
-    field = "workload.tokens" if not w.trace else f"{w.trace} kernel {k.name}"
     if k.N < k.tile_n:
         raise InputError(f"{pre}{src}", f"N = {k.N} (hidden size), below one GEMM tile of tile_n = {k.tile_n} columns",
                          f"N >= {k.tile_n}")

@@ -4,7 +4,7 @@ A scheme says which kernels run, on which streams, with which dependencies and w
 memory-controller arbitration, and how it composes its result from its simulation
 (:mod:`t3sim.schemes.runtime`). Each family is a folder: ``baseline`` (software schedules),
 ``t3``, ``decomposed`` (DMA decomposition), ``flux``, ``ficco``, ``fused`` (GPU-initiated
-kernels); :mod:`t3sim.schemes.shared` holds the helpers several families use.
+kernels); :mod:`t3sim.schemes.common` holds the helpers several families use.
 
 Importing this package registers every family's schemes by name through its ``options.py``
 (pure config: :mod:`t3sim.config.scheme`), the paper's families first, then the others by name,

@@ -52,7 +52,7 @@ from t3sim.window import window_kernel as WK
 
 _NO_ID = np.array([-1], dtype=np.int64)
 #: compiled events per window at most (then the bridge is re-armed: progress reports and the watchdog run)
-SESSION_EVENTS = 1 << 16
+EVENTS_PER_CALL = 1 << 16
 
 
 @functools.lru_cache(maxsize=None)
@@ -204,7 +204,7 @@ class GemmWindow:
     # ------------------------------------------------------------------ one window
     def _window(self) -> bool:
         """Run this kernel's compiled events that come before the simpy heap's first event (at most
-        SESSION_EVENTS of them); True when the kernel ended."""
+        EVENTS_PER_CALL of them); True when the kernel ended."""
         env = self.env
         W = self.W
         q = env._queue
@@ -212,11 +212,11 @@ class GemmWindow:
         W[WK.W_EID] = next(env._eid)
         self.mem.engine._prepare(False, max(1, int(W[WK.W_OUT])))
         while True:
-            r = self.fn(*lim, SESSION_EVENTS, W, self.C, self.H, self.CH, self.SL, self.BI, self.CB, self.J, self.TB, self.TR,
+            r = self.fn(*lim, EVENTS_PER_CALL, W, self.C, self.H, self.CH, self.SL, self.BI, self.CB, self.J, self.TB, self.TR,
                         self.cat_src, *self._arrays())
             if r == WK.R_GROW:
                 # R_GROW comes at the same point as R_LIMIT (before the next pop): end the window here too, so a
-                # window never outlives SESSION_EVENTS however often the arrays grow (else a whole GEMM ran in one
+                # window never outlives EVENTS_PER_CALL however often the arrays grow (else a whole GEMM ran in one
                 # simpy event, with no progress report or watchdog check in between)
                 self._grow()
                 r = WK.R_LIMIT

@@ -164,7 +164,7 @@ def test_growth_and_compaction_paths_match(system, windows, monkeypatch):
 def test_short_windows_and_a_late_first_wg_match(system, windows, monkeypatch):
     """Windows of at most 50 compiled events (the bridge re-armed ~thousands of times) and a kernel started
     at WG 5 (``start(first_wg)``, as a steady-state simulation does): as the reference."""
-    monkeypatch.setattr(gemm_window, "SESSION_EVENTS", 50)
+    monkeypatch.setattr(gemm_window, "EVENTS_PER_CALL", 50)
     ref = _run_gemm(system, 256, 1024, 512, window=False, first_wg=5, noise_ps=1499)
     win = _run_gemm(system, 256, 1024, 512, window=True, first_wg=5, noise_ps=1499)
     assert windows and win[:-1] == ref[:-1]
@@ -214,7 +214,7 @@ def test_explicit_mode_runs_every_gpu_windowed(windows, sublayer):
 
 
 def test_progress_reports_arrive_while_a_windowed_gemm_runs(monkeypatch):
-    """A windowed GEMM hands control back to simpy at least every SESSION_EVENTS compiled events, also when its
+    """A windowed GEMM hands control back to simpy at least every EVENTS_PER_CALL compiled events, also when its
     arrays grow, so the progress display sees the GEMM part-way (without it, a whole full-size GEMM ran inside one
     simpy event and the display showed nothing for its 12 s)."""
     from t3sim.config import load_experiment

@@ -11,7 +11,7 @@ import pytest
 
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
-from t3sim.schemes.shared.chunking import chunk_parts
+from t3sim.schemes.common.chunking import chunk_parts
 from t3sim.schemes.decomposed.chunked_dma import chunked_dma_program
 from t3sim.schemes.decomposed.chunked_dma import DmaScatter, check_reduced
 from t3sim.schemes.runtime.program import Kernel, Program, run_program

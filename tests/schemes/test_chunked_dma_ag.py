@@ -7,7 +7,7 @@ import pytest
 
 from t3sim.errors import InputError
 from t3sim.schemes.runtime import scheme_for
-from t3sim.schemes.shared.ag_push import ChunkAgContext
+from t3sim.schemes.common.ag_push import ChunkAgContext
 from t3sim.schemes.decomposed.chunked_dma_ag import shard_chunks
 from t3sim.schemes.runtime.program import Kernel, Program, run_program
 from t3sim.system.model import SystemModel

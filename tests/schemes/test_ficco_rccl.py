@@ -9,7 +9,7 @@ import pytest
 from t3sim.config import load_experiment
 from t3sim.errors import InputError
 from t3sim.schemes.runtime import scheme_for
-from t3sim.schemes.shared.ag_push import ChunkAgContext
+from t3sim.schemes.common.ag_push import ChunkAgContext
 from t3sim.schemes.ficco.heuristic import SCHEDULES
 from t3sim.schemes.ficco.ficco import GEMMS
 from t3sim.system.model import SystemModel

@@ -309,7 +309,7 @@ def test_functional_exact_homogeneous(mode):
 
 def test_functional_values_distinct():
     """Every (owner, 4 B word) of A has its own value, exact in float32."""
-    from t3sim.schemes.shared.ag_gemm import a_values
+    from t3sim.schemes.common.ag_gemm import a_values
 
     n, shard_B = 8, 1 << 16
     addrs = 4096 + 64 * np.arange(n * shard_B // 64)

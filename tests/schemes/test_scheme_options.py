@@ -117,7 +117,7 @@ def test_options_load_without_simulation_code():
         "from t3sim.schemes.runtime import scheme_for\n"
         "scheme_for('flux_rs')\n"
         "mods = sorted(m for m in sys.modules if m.startswith('t3sim.schemes.') and not m.endswith('.options'))\n"
-        "print(' '.join(m for m in mods if m.count('.') == 3 and m.split('.')[2] not in ('runtime', 'shared')))\n")
+        "print(' '.join(m for m in mods if m.count('.') == 3 and m.split('.')[2] not in ('runtime', 'common')))\n")
     r = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     before, after = r.stdout.splitlines()

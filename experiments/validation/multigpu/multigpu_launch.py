@@ -86,7 +86,7 @@ def launch(cmd: Sequence[str], env: Mapping[str, str], log_path: Path, timeout_s
         log.write("# " + " ".join(cmd) + "\n")
         log.flush()
         proc = subprocess.Popen(list(cmd), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                preexec_fn=os.setpgrp)  # its own process group: os.killpg ends its children too
         try:
             rc: Optional[int] = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

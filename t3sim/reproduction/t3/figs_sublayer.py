@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from t3sim.analysis.comparison import case_metrics, dram_bytes_MB, geomean_speedup_pct
 from t3sim.analysis.plotting import PART_COLORS, SCHEME_COLORS, grouped_bars, pyplot, save

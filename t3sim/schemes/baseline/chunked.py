@@ -32,7 +32,7 @@ from typing import Optional
 
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, cu_split, run_program
-from t3sim.schemes.shared.chunking import chunk_parts, compute_stream
+from t3sim.schemes.common.chunking import chunk_parts, compute_stream
 
 
 def chunked_program(model, with_ag: Optional[bool] = None) -> Program:

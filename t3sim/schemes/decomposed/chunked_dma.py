@@ -33,7 +33,7 @@ shadows' writes into GPU 0's receive slots reach its memory controllers as real 
 shadows are delivered and dropped. A scatter ends when GPU 0's copies and all mirrored payloads
 have landed; the reduction and the all-gather run as on GPU 0.
 
-Functional data (``simulation.functional_data``): the chunk GEMMs store :func:`~t3sim.schemes.shared.functional_data.store_data`
+Functional data (``simulation.functional_data``): the chunk GEMMs store :func:`~t3sim.schemes.common.functional_data.store_data`
 values (GPU ``g``'s partial output) as uncached near-memory stores (the L2 keeps no values, so a
 functional run does not cache C: its timing differs from the timing run's); the copy engines and the
 reduction carry the values they read; :func:`check_reduced` checks every GPU's reduced shard word by
@@ -54,7 +54,6 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from t3sim.compute.sinks import Stored
 from t3sim.compute.memhier import REQ_B
 from t3sim.dma.copy_engine import Copy, CopyEngines
 from t3sim.dma.copy_kernel import SMCopyKernel
@@ -62,11 +61,11 @@ from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.shared.chunking import chunk_parts, compute_stream
+from t3sim.schemes.common.chunking import chunk_parts, compute_stream
 from t3sim.schemes.decomposed.chunked_dma_ag import run_chunked_dma_ag
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
-from t3sim.schemes.shared.functional_data import check_summed, store_data
-from t3sim.schemes.shared.outputs import FunctionalOutput
+from t3sim.schemes.common.functional_data import check_summed, store_data
+from t3sim.schemes.common.outputs import FunctionalOutput
 
 _ALL = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # every byte of a 64 B request
 

@@ -63,9 +63,9 @@ from typing import List
 from t3sim.compute.memhier import REQ_B
 from t3sim.errors import InputError
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, run_program
-from t3sim.schemes.shared.ag_gemm import check_row_sharded
-from t3sim.schemes.shared.ag_push import ChunkAgContext
-from t3sim.schemes.shared.chunking import compute_stream
+from t3sim.schemes.common.ag_gemm import check_row_sharded
+from t3sim.schemes.common.ag_push import ChunkAgContext
+from t3sim.schemes.common.chunking import compute_stream
 from t3sim.workload.chunks import Chunk, chunks
 
 

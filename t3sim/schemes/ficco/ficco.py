@@ -3,7 +3,7 @@
 Directions ``ag_gemm`` and ``a2a_gemm`` (FiCCO excludes reduce-scatter: "DMA engines cannot reduce"; issue
 14). Layout
 as :mod:`t3sim.schemes.decomposed.chunked_dma_ag`: N GPUs, A is ``M x K`` row-major (forward consumer GEMMs; others
-rejected, :func:`~t3sim.schemes.shared.ag_gemm.check_row_sharded`), GPU ``r`` holds rows ``[r S, (r+1) S)``,
+rejected, :func:`~t3sim.schemes.common.ag_gemm.check_row_sharded`), GPU ``r`` holds rows ``[r S, (r+1) S)``,
 ``S = M/N``, at their place in the gathered A (``model.a_base``, the same address on every GPU); B is the
 local weight shard; ``C = A_gathered x B`` is ``M x N_loc``. Every FiCCO GEMM writes C **row-major**
 (PyTorch's tensors, in which FiCCO is written, Sec. VI-A: a block of C's rows is contiguous only so, and
@@ -15,7 +15,7 @@ Communication ("one-level deeper granularity (additional sharding by number of G
 1D (row sharding): piece ``(r, s)`` = rows ``[r S + s m, r S + (s+1) m)``, ``m = M/N^2`` rows,
 contiguous. Step ``s = 0..N-1``: every GPU sends its piece ``s`` to all N-1 peers at once -- N-1
 copy-engine copies (direction ``d2p``, hipMemcpyDtoDAsync, Sec. IV-B1), each landing at the piece's final
-place in the peer's gathered A (:class:`~t3sim.schemes.shared.ag_push.ChunkAgContext`'s push: its
+place in the peer's gathered A (:class:`~t3sim.schemes.common.ag_push.ChunkAgContext`'s push: its
 flags, set one path latency after the last line landed, and its homogeneous-mode mirroring). The copies
 are issued on N-1 DMA streams per GPU (``gpu<g>.dma<d>``: the copies to peer ``g + d``; "multiple GPU
 streams", Sec. IV-B1): stream order puts step ``s + 1``'s copy to a peer after step ``s``'s, while the
@@ -114,9 +114,9 @@ from t3sim.schemes.ficco.ficco_rccl import add_collectives, step_out
 from t3sim.schemes.ficco.ficco_rccl import stats as rccl_stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, run_program
-from t3sim.schemes.shared.ag_gemm import check_row_sharded
-from t3sim.schemes.shared.ag_push import ChunkAgContext
-from t3sim.schemes.shared.chunking import compute_stream
+from t3sim.schemes.common.ag_gemm import check_row_sharded
+from t3sim.schemes.common.ag_push import ChunkAgContext
+from t3sim.schemes.common.chunking import compute_stream
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.workload.chunks import Chunk
 

@@ -65,9 +65,9 @@ from t3sim.compute.sinks import AccumulatingOutput
 from t3sim.compute.memhier import REQ_B
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
-from t3sim.schemes.shared.ag_gemm import check_row_sharded
+from t3sim.schemes.common.ag_gemm import check_row_sharded
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.shared.ag_push import ChunkAgContext
+from t3sim.schemes.common.ag_push import ChunkAgContext
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.workload.chunks import Chunk, chunks

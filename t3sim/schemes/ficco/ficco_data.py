@@ -6,7 +6,7 @@ retires when they are back (its epilogue needs them), then writes them. Every ot
 the plain GEMM does.
 
 Functional data (``simulation.functional_data``, explicit mode only: the homogeneous mode's mirrored
-copies carry no values). A's shards hold :func:`~t3sim.schemes.shared.ag_gemm.a_values` (each GPU's own pieces
+copies carry no values). A's shards hold :func:`~t3sim.schemes.common.ag_gemm.a_values` (each GPU's own pieces
 preloaded, as flux_ag's), the copies carry what they read, and:
 
 * when a GEMM's first WG passes its prologue (so before any WG reads A), its whole A operand (step buffer
@@ -40,8 +40,8 @@ from t3sim.compute.memhier import REQ_B
 from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
-from t3sim.schemes.shared.ag_gemm import WORD_B, GatheredA, compare_lines
-from t3sim.schemes.shared.functional_data import word_mask
+from t3sim.schemes.common.ag_gemm import WORD_B, GatheredA, compare_lines
+from t3sim.schemes.common.functional_data import word_mask
 
 
 class FunctionalC:
@@ -106,7 +106,7 @@ class FiccoData:
 
     def tok_values(self, q, off: np.ndarray) -> np.ndarray:
         """a2a: the values of GPU ``q``'s token buffer's 64 B lines at byte offsets ``off``: word ``w`` holds
-        ``q + n (w mod P)`` (as :func:`~t3sim.schemes.shared.ag_gemm.a_values` with ``q`` the owner); ``q`` may be
+        ``q + n (w mod P)`` (as :func:`~t3sim.schemes.common.ag_gemm.a_values` with ``q`` the owner); ``q`` may be
         an array (one per line)."""
         n = self.ctx.n
         w = np.asarray(off, dtype=np.int64)[:, None] // WORD_B + np.arange(REQ_B // WORD_B, dtype=np.int64)[None, :]

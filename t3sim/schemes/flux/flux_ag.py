@@ -80,17 +80,17 @@ explicit run (a GPU's own contention between its engine reads, the peers' reads 
 GEMM's traffic, which the rotation maps onto GPU 0's only when all GPUs are alike) is GPU 0's.
 
 Functional data (``simulation.functional_data``, explicit and homogeneous). At the start every simulated
-GPU ``r``'s own shard of A holds :func:`~t3sim.schemes.shared.ag_gemm.a_values` (4 B words identifying their owner and address), placed
+GPU ``r``'s own shard of A holds :func:`~t3sim.schemes.common.ag_gemm.a_values` (4 B words identifying their owner and address), placed
 in its functional store without timed traffic (A is an input). The copies carry the values they read:
 push copies read them with their lines and the fabric writes them at the peer; pull copies' peer reads
-return them. Homogeneous mode: a shadow's values are :func:`~t3sim.schemes.shared.ag_gemm.a_values` of its lines (the mirrored push
+return them. Homogeneous mode: a shadow's values are :func:`~t3sim.schemes.common.ag_gemm.a_values` of its lines (the mirrored push
 payloads GPU 0 receives, and what GPU 0's mirrored pulls bring back, carry them). Checks: when a WG's
 prologue passes, the A rows of its GEMM tile row in that GPU's memory must already hold their values
 (read from the functional store then; once per GPU and tile row, at the first WG of the row to pass,
 the earliest: A is written only by the one copy of each tile, and the final check sees its values
 still in place); at the end of the run (:func:`check_gathered`) every simulated GPU's whole gathered A
 must equal the concatenation of all GPUs' shards, word by word. The GEMM's C stores carry
-:func:`~t3sim.schemes.shared.functional_data.store_data` values as uncached near-memory stores (the L2 keeps no values),
+:func:`~t3sim.schemes.common.functional_data.store_data` values as uncached near-memory stores (the L2 keeps no values),
 so a functional run's timing differs from the timing run's (as :mod:`t3sim.schemes.decomposed.chunked_dma`'s);
 its copies bypass the L2 (``copy_engine.l2_allocate`` false, else rejected).
 
@@ -117,9 +117,9 @@ from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
 from t3sim.interconnect.network import PacketMeta
 from t3sim.results.stats import Stats
-from t3sim.schemes.shared.ag_gemm import GatheredA, check_row_sharded
+from t3sim.schemes.common.ag_gemm import GatheredA, check_row_sharded
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.shared.outputs import FunctionalOutput
+from t3sim.schemes.common.outputs import FunctionalOutput
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.workload import wg_order

@@ -45,7 +45,7 @@ from t3sim.compute.dispatcher import Footprint
 from t3sim.compute.memhier import REQ_B
 from t3sim.interconnect.network import PacketMeta
 from t3sim.memory.request import Source, Stream
-from t3sim.schemes.shared.functional_data import store_data
+from t3sim.schemes.common.functional_data import store_data
 from t3sim.sim.clock import ns_to_ticks
 
 #: a pull CTA: one warpgroup (Hopper's unit of warp specialisation) of few registers, no shared memory

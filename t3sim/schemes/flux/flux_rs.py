@@ -64,7 +64,7 @@ store, shadows' included, has landed.
 
 Homogeneous mode (``pull``): :mod:`t3sim.schemes.flux.flux_pull`.
 
-Functional mode: partials are :func:`t3sim.schemes.shared.functional_data.partial_value` (exact
+Functional mode: partials are :func:`t3sim.schemes.common.functional_data.partial_value` (exact
 in float32) and every simulated owner's shard is checked against the sum of all
 GPUs' partials at the end of the reduce-scatter (:func:`final_shard_check`); a
 functional run stops there (no all-gather), as T3's does.
@@ -91,8 +91,8 @@ from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.flux.flux_pull import FluxPull
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
-from t3sim.schemes.shared.functional_data import check_summed, store_data
-from t3sim.schemes.shared.outputs import OutputTable
+from t3sim.schemes.common.functional_data import check_summed, store_data
+from t3sim.schemes.common.outputs import OutputTable
 from t3sim.workload import wg_order
 
 

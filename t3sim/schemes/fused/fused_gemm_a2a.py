@@ -22,7 +22,7 @@ holds the tile's tokens (zero-copy CU stores over the links; local tiles into it
 Receive layout: GPU ``d``'s final buffer holds block ``s`` (the rows from GPU ``s``) at ``recv + s x block``,
 each block in C's row-major layout. Homogeneous mode mirrors GPU 0's sends and flags rotated by one row block per
 shadow (the rotation symmetry needs the communication-aware order and ``M_loc`` a multiple of ``N x tile_m``).
-Functional data: a tile's values are :func:`~t3sim.schemes.shared.functional_data.store_data` of its source GPU at its C addresses.
+Functional data: a tile's values are :func:`~t3sim.schemes.common.functional_data.store_data` of its source GPU at its C addresses.
 Program: ``fused_gemm`` (phase ``gemm``) ends with the GEMM kernels; ``fused_a2a`` (phase ``rs``) is the exposed
 tail. End-of-run invariants (:meth:`FusedGemmA2A.verify`): every tile arrives exactly once at its destination, every flag
 after its slice's tiles, every incoming flag seen after it landed, values word by word.
@@ -47,7 +47,7 @@ from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulat
 from t3sim.schemes.fused.gpu_initiated import (LibraryCosts, SliceTracker, check_once, check_polls, check_rotation,
                                                gemm_occupancies, run_fused_kernel, signalling)
 from t3sim.schemes.runtime.program import ProgramRun
-from t3sim.schemes.shared.functional_data import store_data
+from t3sim.schemes.common.functional_data import store_data
 from t3sim.sim.clock import TICKS_PER_NS
 from t3sim.workload.wg_order import wg_order
 

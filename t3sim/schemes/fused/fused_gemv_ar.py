@@ -39,7 +39,7 @@ Homogeneous mode: GPU 0 is simulated; when it sends a payload or a flag, every s
 else over the links and dropped at the shadow (as ``flux_rs``). It needs the rotation symmetry: ``T`` a multiple
 of ``N``, a full last tile, the communication-aware order.
 
-Functional data (``simulation.functional_data``): GPU ``s``'s partial is :func:`~t3sim.schemes.shared.functional_data.store_data` of
+Functional data (``simulation.functional_data``): GPU ``s``'s partial is :func:`~t3sim.schemes.common.functional_data.store_data` of
 ``s`` at ``y``'s addresses; the owner's reduction reads the slots' values from memory and stores their sum, so at
 the end every simulated GPU's ``y`` must equal the sum of all GPUs' partials (shadows' broadcasts carry the sum).
 
@@ -68,7 +68,7 @@ from t3sim.schemes.fused.gemv_ar import gemv_geometry, gemv_stats
 from t3sim.schemes.fused.gpu_initiated import (Countdown, LibraryCosts, SliceTracker, launch_persistent, library_waits,
                                                occupancies, persistent_grid, run_fused_kernel, signalling)
 from t3sim.schemes.runtime.program import ProgramRun
-from t3sim.schemes.shared.functional_data import store_data
+from t3sim.schemes.common.functional_data import store_data
 
 READY, DONE = "ready", "done"
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from t3sim.schemes.fused.gpu_initiated import ArrivalLog, check_once
-from t3sim.schemes.shared.functional_data import check_summed
+from t3sim.schemes.common.functional_data import check_summed
 
 
 class FusedChecks(ArrivalLog):

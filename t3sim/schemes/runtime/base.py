@@ -48,7 +48,7 @@ model per scheme (:mod:`t3sim.config.scheme`) and the registration of each schem
 (:func:`t3sim.config.scheme.scheme_kind`), so configs validate without simulation code; the module that
 defines a scheme registers it (:func:`register_scheme`) and its simulation (:func:`register_simulation`)
 and is imported when a run first asks for it (:func:`scheme_for`). Helpers used by several families live
-in :mod:`t3sim.schemes.shared`, the kernels-on-streams runtime here. So adding a scheme touches only its
+in :mod:`t3sim.schemes.common`, the kernels-on-streams runtime here. So adding a scheme touches only its
 family folder (its module, its options model and registration), its tests and its row in the docs
 (``docs/adding-a-scheme.md``).
 """

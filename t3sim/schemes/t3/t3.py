@@ -57,7 +57,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from t3sim.compute.addresses import StoreRequests, wg_store_requests
+from t3sim.compute.addresses import StoreRequests
 from t3sim.compute.gemm_kernel import gemm_geometry, stage_wgs
 from t3sim.compute.sinks import Stored
 from t3sim.compute.memhier import REQ_B
@@ -68,8 +68,8 @@ from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
-from t3sim.schemes.shared.functional_data import check_summed, store_data
-from t3sim.schemes.shared.outputs import OutputTable
+from t3sim.schemes.common.functional_data import check_summed, store_data
+from t3sim.schemes.common.outputs import OutputTable
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.sim.engine import Component

@@ -11,7 +11,7 @@ import numpy as np
 from t3sim.compute.addresses import StoreRequests, wg_store_requests
 from t3sim.compute.sinks import Stored
 from t3sim.memory.request import Stream
-from t3sim.schemes.shared.functional_data import store_data
+from t3sim.schemes.common.functional_data import store_data
 
 
 class OutputTable:
