@@ -1,4 +1,5 @@
-"""CUDA-event timing shared by the one-GPU measurement scripts (``gemm_kernels/``, ``loaded_latency/``).
+"""CUDA-event timing shared by the one-GPU measurement scripts (``gemm_pipeline/``, ``gemm_kernels/``,
+``loaded_latency/``).
 
 The method of the committed H200 measurements: warm-ups, then each call between two CUDA events, microseconds.
 """

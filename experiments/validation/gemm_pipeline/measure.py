@@ -27,11 +27,15 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import cupy as cp
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gpu_timing import ev_times  # noqa: E402  (experiments/validation/gpu_timing.py)
 
 KS = (384, 768, 1152, 1536, 2304, 3072)
 M, N = 16384, 3072
@@ -72,19 +76,6 @@ extern "C" __global__ void copy(const int4* __restrict__ src, int4* __restrict__
 """
 
 
-def ev_time(fn, reps: int, warm: int = 5) -> list[float]:
-    out = []
-    for i in range(warm + reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        fn()
-        e1.record()
-        e1.synchronize()
-        if i >= warm:
-            out.append(e0.elapsed_time(e1) * 1e3)
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
@@ -120,7 +111,7 @@ def main() -> None:
         prof.export_chrome_trace(str(trace))
         kernels = [{"name": e["name"], "args": e.get("args", {}), "dur_us": e.get("dur")}
                    for e in json.load(open(trace))["traceEvents"] if e.get("cat") == "kernel"]
-        times = ev_time(lambda: torch.matmul(a, b), args.reps)
+        times = ev_times(lambda: torch.matmul(a, b), args.reps)
         # back to back for ~1 s (clock window)
         n = max(args.b2b, int(1.0e6 / statistics.median(times)))
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
