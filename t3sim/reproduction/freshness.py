@@ -350,6 +350,17 @@ MARK = re.compile(r"<!-- status: ([\w.-]+) -->\n(.*?)\n?<!-- /status -->", re.S)
 REPORT = "report"
 
 
+def cost_table(report: Mapping[str, Entry]) -> str:
+    """The report's sections with their points and the measured cost of re-running them (from the manifest)."""
+    rows = ["| section | model version | points | cost (CPU-hours, sum over points) |", "|---|---:|---:|---:|"]
+    for n in SECTIONS:
+        if n in report:
+            e = report[n]
+            cost = "not measured" if e.cpu_hours is None else f"{e.cpu_hours:g}"
+            rows.append(f"| {SECTIONS[n].title} | {e.model_version} | {'' if e.points is None else e.points} | {cost} |")
+    return "\n".join(rows)
+
+
 def rewrite(text: str, m: Manifest, where: str = "README", now: Optional[int] = None) -> str:
     """``text`` with every status paragraph regenerated; :class:`~t3sim.errors.InputError` for an unknown name."""
     entries = m.entries()
@@ -357,7 +368,8 @@ def rewrite(text: str, m: Manifest, where: str = "README", now: Optional[int] = 
     def one(match: re.Match) -> str:
         name = match.group(1)
         if name == REPORT:
-            body = textwrap.fill(header_line(m.report, now), 118, break_long_words=False, break_on_hyphens=False)
+            body = (textwrap.fill(header_line(m.report, now), 118, break_long_words=False, break_on_hyphens=False)
+                    + "\n\n" + cost_table(m.report))
         elif name in entries:
             body = readme_status(entries[name], now)
         else:

@@ -207,3 +207,11 @@ def test_a_validation_output_of_another_version_is_run_again(tmp_path, monkeypat
     assert freshness.validation_version(target.parent) == model_version.MODEL_VERSION
     reproduce_cmd._Validation(tmp_path, False, 1, log).start().finish()  # now current: reused
     assert len(started) == 1 and "reusing" in log.getvalue()
+
+
+def test_the_cost_table_is_the_manifests():
+    """The report README's table of sections, points and re-run costs comes from the manifest, row for row."""
+    report = {"flux": freshness.Entry("flux", "FLUX", 1, 378, 10.5, ()),
+              "fused": freshness.Entry("fused", "fused", 0, 67, None, ())}
+    rows = freshness.cost_table(report).splitlines()
+    assert rows[2:] == ["| FLUX | 1 | 378 | 10.5 |", "| fused GPU-initiated kernels | 0 | 67 | not measured |"]
