@@ -1,11 +1,15 @@
-"""CUDA-event timing shared by the one-GPU measurement scripts (``gemm_pipeline/``, ``gemm_kernels/``,
+"""CUDA timing shared by the one-GPU measurement scripts (``gemm_pipeline/``, ``gemm_kernels/``,
 ``loaded_latency/``).
 
-The method of the committed H200 measurements: warm-ups, then each call between two CUDA events, microseconds.
+- :func:`ev_times`: each call between two CUDA events, the host waiting for the call before the next; the time
+  includes whatever the GPU waits for the host to enqueue (the method of the earlier committed measurements).
+- :func:`gpu_times`: the same events, but the GPU is first held busy by a sleep kernel long enough for the host to
+  enqueue the whole call, so the time is the GPU's alone: the call's kernels and the gaps between them.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Callable, List
 
 import torch
@@ -22,4 +26,36 @@ def ev_times(fn: Callable[[], object], reps: int, warm: int = 5) -> List[float]:
         e1.synchronize()
         if i >= warm:
             out.append(e0.elapsed_time(e1) * 1e3)
+    return out
+
+
+def host_us(fn: Callable[[], object], reps: int = 5) -> float:
+    """The longest host time (microseconds) of ``reps`` calls of ``fn``, each after the GPU has drained."""
+    worst = 0.0
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        worst = max(worst, (time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+    return worst
+
+
+def gpu_times(fn: Callable[[], object], reps: int, warm: int = 5) -> List[float]:
+    """Microseconds of ``reps`` calls of ``fn`` on the GPU alone: before each call a sleep kernel of three times
+    the call's longest host time (and at least 200 us) holds the GPU, so that the host has enqueued the first
+    event, every kernel of the call and the second event before the GPU reaches them."""
+    for _ in range(warm):
+        fn()
+    clock_hz = torch.cuda.clock_rate() * 1e6 if hasattr(torch.cuda, "clock_rate") else 1.98e9
+    cycles = int(max(200.0, 3 * host_us(fn)) * 1e-6 * clock_hz)
+    out = []
+    for _ in range(reps):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(cycles)
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        out.append(e0.elapsed_time(e1) * 1e3)
     return out

@@ -11,9 +11,15 @@ The shapes are the ones t3sim's experiments create, in bf16 (row-major A of M x 
   (``C.addmm_(A_i, B_i)``: beta = 1), each timed as one sequence between two CUDA events;
 - ``linear``: a subset of ``grid`` as ``torch.nn.functional.linear`` (B stored N x K, the layout of a weight).
 
-Kernel names come from torch.profiler's CUDA kernel events (name, grid, block, registers, shared memory); every
-kernel of the call is kept, so a split-K reduction or a second kernel shows up. Times are CUDA events around each
-call: median of ``--reps`` after 5 warm-ups (the method of ``../gemm_pipeline/measure.py``).
+Kernel names come from torch.profiler's CUDA kernel events, with each kernel's grid, block, registers per thread,
+shared memory and duration from the profiler's trace; every kernel of the call is kept, so a split-K reduction or a
+second kernel shows up. Three times per call, medians of ``--reps`` after 5 warm-ups:
+
+- ``median_us``/``min_us``: CUDA events around each call, the host waiting for each call (the method of
+  ``../gemm_pipeline/measure.py``): for small GEMMs this is the host's launch time, not the GPU's;
+- ``gpu_us``: the same events with the GPU held by a sleep kernel while the host enqueues the call
+  (``gpu_timing.gpu_times``): the GPU's time for the call, kernels and the gaps between them;
+- ``kernel_us``: the sum of the call's kernel durations in the profiler's trace.
 
 Run: ``python3 measure.py --out DIR`` (writes ``DIR/gemm_kernels.csv``, ``DIR/decomp.csv`` and ``DIR/env.json``);
 ``--quick`` measures a few shapes of each set (a dry run).
@@ -27,15 +33,16 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from gpu_timing import ev_times  # noqa: E402  (experiments/validation/gpu_timing.py)
+from gpu_timing import ev_times, gpu_times  # noqa: E402  (experiments/validation/gpu_timing.py)
 
-MS = tuple(2 ** i for i in range(4, 16))  # 16 .. 32768
+MS = tuple(2 ** i for i in range(3, 16))  # 8 .. 32768 (8: a 64-row GEMM in 8 row chunks)
 MODELS = {"mega-gpt-2": 3072, "t-nlg": 4256, "gpt-3": 12288}
 
 
@@ -67,18 +74,34 @@ def shapes(quick: bool) -> list[tuple[str, str, int, int, int]]:
     return rows
 
 
-def kernels_of(fn) -> list[dict]:
-    """The CUDA kernels one call of ``fn`` launches: name, grid, block, registers per thread, shared memory."""
+def kernels_of(fn, calls: int = 3) -> list[dict]:
+    """The CUDA kernels one call of ``fn`` launches: name, grid, block, registers per thread, shared memory (B) and
+    duration (us, the median over ``calls`` profiled calls), from the profiler's trace."""
     fn()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
+    per_call = []
+    for _ in range(calls):
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        with tempfile.NamedTemporaryFile(suffix=".json") as t:
+            prof.export_chrome_trace(t.name)
+            trace = json.load(open(t.name))
+        per_call.append([e for e in sorted(trace.get("traceEvents", []), key=lambda e: e.get("ts", 0))
+                         if e.get("cat") == "kernel"])
     out = []
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            out.append({"name": e.name, "dur_us": e.device_time})
+    for i, e in enumerate(per_call[0]):
+        a = e.get("args", {})
+        durs = [c[i].get("dur", 0.0) for c in per_call if len(c) > i]
+        out.append({"name": e.get("name", ""), "dur_us": statistics.median(durs),
+                    "grid": "x".join(str(v) for v in a.get("grid", [])),
+                    "block": "x".join(str(v) for v in a.get("block", [])),
+                    "regs": a.get("registers per thread", ""), "smem_B": a.get("shared memory", "")})
     return out
+
+
+COLUMNS = ["set", "label", "layout", "M", "N", "K", "kernel", "grid", "block", "regs", "smem_B", "kernels",
+           "n_kernels", "kernel_us", "gpu_us", "median_us", "min_us", "TFLOPs"]
 
 
 def measure_shapes(rows, reps: int, writer) -> None:
@@ -93,12 +116,15 @@ def measure_shapes(rows, reps: int, writer) -> None:
         for layout, fn in layouts:
             ks = kernels_of(fn)
             ts = ev_times(fn, reps)
-            med = statistics.median(ts)
+            gpu = statistics.median(gpu_times(fn, reps))
             main = max(ks, key=lambda e: e["dur_us"]) if ks else {"name": "", "dur_us": 0}
             writer.writerow({"set": st, "label": label, "layout": layout, "M": m, "N": n, "K": k,
-                             "kernel": main["name"], "kernels": ";".join(e["name"] for e in ks),
-                             "n_kernels": len(ks), "median_us": round(med, 3), "min_us": round(min(ts), 3),
-                             "TFLOPs": round(2 * m * n * k / med / 1e6, 2)})
+                             "kernel": main["name"], "grid": main.get("grid", ""), "block": main.get("block", ""),
+                             "regs": main.get("regs", ""), "smem_B": main.get("smem_B", ""),
+                             "kernels": ";".join(e["name"] for e in ks), "n_kernels": len(ks),
+                             "kernel_us": round(sum(e["dur_us"] for e in ks), 3), "gpu_us": round(gpu, 3),
+                             "median_us": round(statistics.median(ts), 3), "min_us": round(min(ts), 3),
+                             "TFLOPs": round(2 * m * n * k / gpu / 1e6, 2)})
         del a, b
     torch.cuda.synchronize()
 
@@ -111,7 +137,8 @@ def measure_decomp(reps: int, quick: bool, path: Path) -> None:
     if quick:
         cases = cases[:2]
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, ["M", "N", "K", "form", "pieces", "median_us", "min_us", "kernels"])
+        w = csv.DictWriter(f, ["M", "N", "K", "form", "pieces", "kernel_us", "gpu_us", "median_us", "min_us",
+                               "kernels"])
         w.writeheader()
         for m, n, k in cases:
             a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
@@ -134,9 +161,12 @@ def measure_decomp(reps: int, quick: bool, path: Path) -> None:
                         c.addmm_(x, y)
                 forms["kchunks8"] = (8, kchunks)
             for form, (pieces, fn) in forms.items():
-                names = sorted({e["name"] for e in kernels_of(fn)})
+                ks = kernels_of(fn)
+                names = sorted({e["name"] for e in ks})
                 ts = ev_times(fn, reps)
+                gpu = statistics.median(gpu_times(fn, reps))
                 w.writerow({"M": m, "N": n, "K": k, "form": form, "pieces": pieces,
+                            "kernel_us": round(sum(e["dur_us"] for e in ks), 3), "gpu_us": round(gpu, 3),
                             "median_us": round(statistics.median(ts), 3), "min_us": round(min(ts), 3),
                             "kernels": ";".join(names)})
                 f.flush()
@@ -161,8 +191,7 @@ def main() -> None:
     (out / "env.json").write_text(json.dumps(env, indent=1) + "\n")
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
     with open(out / "gemm_kernels.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, ["set", "label", "layout", "M", "N", "K", "kernel", "kernels", "n_kernels",
-                               "median_us", "min_us", "TFLOPs"])
+        w = csv.DictWriter(f, COLUMNS)
         w.writeheader()
         measure_shapes(shapes(args.quick), args.reps, w)
     measure_decomp(args.reps, args.quick, out / "decomp.csv")
