@@ -55,6 +55,16 @@ class KernelRecord:
     #: system the kernel that runs it): never written, 1 when read.
     cluster_m: int = field(default=1, metadata={"trace": False})
     cluster_n: int = field(default=1, metadata={"trace": False})
+    #: the library kernel that runs this GEMM (``system.gemm_kernels[i].name``, chosen by ``system.gemm_selection``
+    #: for this shape: :func:`t3sim.compute.selection.retile`); "" for a workload's own kernel. Not in traces.
+    kernel: str = field(default="", metadata={"trace": False})
+    #: split-K slices: the K loop is cut into ``split_k`` slices run by separate WGs, each writing its fp32 partial
+    #: tile to a workspace that a reduction then sums into C (cuBLAS ``splitK`` kernels and ``splitKreduce_kernel``);
+    #: 1 = no split. Not in traces.
+    split_k: int = field(default=1, metadata={"trace": False})
+    #: fraction of the SM's tensor FLOP rate (``gpu.fp16_flops_per_cycle``) this kernel's MMA instructions reach
+    #: (1.0: the kernel of the GPU's own generation; below 1 e.g. an sm80 ``mma.sync`` kernel on sm90). Not in traces.
+    mma_rate: float = field(default=1.0, metadata={"trace": False})
 
     @property
     def threads_per_wg(self) -> int:
