@@ -37,6 +37,7 @@ PLUGIN_MODULES = (
     "t3sim.memory.write_drain",
     "t3sim.memory.address_map",
     "t3sim.dma.tracker_policy",
+    "t3sim.compute.selection",
     "t3sim.interconnect.topology",
     "t3sim.interconnect.multinode",
     "t3sim.collectives",

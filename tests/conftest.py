@@ -66,3 +66,14 @@ def _release_memory_after_module():
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
+
+
+#: the cuBLAS sm90 kernel of the large Mega-GPT-2 GEMMs on the H200 (gemm_calibration.csv; gemm_pipeline/)
+LARGE = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA"
+
+
+def with_kernel(system, name: str, **update):
+    """``system`` whose GEMM library is just its kernel ``name`` (fields ``update``d), picked for every shape."""
+    k = next(k for k in system.gemm_library.kernels if k.name == name).model_copy(update=update)
+    lib = system.gemm_library.model_copy(update={"kernels": [k], "selection": "first_fit", "choices": []})
+    return system.model_copy(update={"gemm_library": lib})

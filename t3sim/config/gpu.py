@@ -65,23 +65,6 @@ class GPUConfig(Model):
         return self
 
 
-class GemmKernelConfig(Model):
-    """The GEMM kernel implementation the system's BLAS picks (tile, warps, registers, smem stages).
-
-    When a system sets one, every experiment on it runs its sliced GEMMs with this kernel (instead of a
-    trace's or the generator's default tile), and ``t3sim validate`` times measured GEMMs with the same
-    kernel, so what was validated is what experiments run."""
-
-    tile_m: int = F(128, unit="count", desc="output tile rows per WG", source="the BLAS kernel's name/config", gt=0)
-    tile_n: int = F(128, unit="count", desc="output tile columns per WG", source="the BLAS kernel's name/config", gt=0)
-    tile_k: int = F(32, unit="count", desc="K slice per main-loop step", source="the BLAS kernel's name/config", gt=0)
-    wf_grid: List[int] = F([2, 4], unit="list", desc="math WFs per WG as [rows, cols] of the output tile", source="the BLAS kernel's config", min_length=2, max_length=2)
-    registers_per_thread: int = F(128, unit="count", desc="32-bit registers per thread", source="the BLAS kernel's config", gt=0)
-    lds_stages: int = F(2, unit="count", desc="shared-memory pipeline stages of A and B tiles; the main loop keeps lds_stages - 1 k-steps of loads in flight (CUTLASS multistage; 2 = double buffering)", source="the BLAS kernel's config", gt=0)
-    cluster_m: int = F(1, unit="count", desc="thread-block cluster size along M: CTAs of this many consecutive tile rows run together and share each k-step's B slice by TMA multicast, each issuing 1/cluster_m of it", source="the BLAS kernel's name/config (sm90 cluster shape)", gt=0)
-    cluster_n: int = F(1, unit="count", desc="thread-block cluster size along N: CTAs of this many consecutive tile columns share each k-step's A slice by TMA multicast, each issuing 1/cluster_n of it", source="the BLAS kernel's name/config (sm90 cluster shape)", gt=0)
-
-
 class L2Config(Model):
     """Shared, banked last-level cache (paper Table 1: 16 MB, 64 banks, 1.4 GHz)."""
 

@@ -7,7 +7,8 @@ from typing import Literal, Optional
 from pydantic import field_validator, model_validator
 
 from t3sim.config.base import F, Model, check_kind
-from t3sim.config.gpu import GemmKernelConfig, GPUConfig, L2Config
+from t3sim.config.gemm_library import GemmLibraryConfig
+from t3sim.config.gpu import GPUConfig, L2Config
 from t3sim.config.memory import AddressMapConfig, HBMConfig, MemoryControllerConfig
 
 
@@ -308,9 +309,10 @@ class SystemConfig(Model):
     description: str = F("", unit="text", desc="free text describing the system and its sources", source="user",
                          descriptive="free text for readers; not simulated")
     gpu: GPUConfig = F(GPUConfig, unit="mapping", desc="per-GPU compute", source="paper Table 1")
-    gemm_kernel: Optional[GemmKernelConfig] = F(
-        None, unit="mapping", desc="the GEMM kernel this system's BLAS runs; None = the workload's (trace or generator default tile)",
-        source="h200-4gpu: the cuBLAS sm90 kernel that t3sim validate validated (experiments/validation/README.md)")
+    gemm_library: GemmLibraryConfig = F(
+        GemmLibraryConfig, unit="mapping", desc="the GEMM kernels this system's BLAS library has and how it picks one per "
+                                                 "GEMM shape (t3sim/compute/selection.py: every GEMM of every scheme asks it)",
+        source="per preset: measured kernel choices (h200-4gpu: experiments/validation/gemm_kernels/) or the vendor library's sources")
     l2: L2Config = F(L2Config, unit="mapping", desc="L2 cache", source="paper Table 1")
     hbm: HBMConfig = F(HBMConfig, unit="mapping", desc="HBM device", source="paper Table 1")
     address_map: AddressMapConfig = F(AddressMapConfig, unit="mapping", desc="address interleaving", source="t3sim/memory/README.md")

@@ -24,6 +24,7 @@ from t3sim.collectives.gpu_run import CollectiveKernel, run_collective
 from t3sim.collectives.runner import plan_for_system
 from t3sim.compute.dispatcher import CuDispatcher
 from t3sim.compute.gemm_kernel import GemmKernel
+from t3sim.compute.selection import check_selected, retile
 from t3sim.compute.sinks import CachedLocalOutput, OutputSink
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config.experiment import ExperimentConfig
@@ -53,7 +54,8 @@ class SystemModel:
         :func:`~t3sim.system.kernels.point_kernel` of ``exp``."""
         self.exp = exp
         # the overlap scheme may fix the memory-controller arbitration (paper Sec. 5.3: T3 vs T3-MCA)
-        arb = scheme_for(exp.scheme.kind).arbitration
+        self.scheme = scheme_for(exp.scheme.kind)
+        arb = self.scheme.arbitration
         if arb is not None and arb != exp.system.memory_controller.arbitration.kind:
             # only the fields the user set (a full dump would mark every default as given, and validators that
             # refuse options unused in a mode, e.g. the dynamic mapping under a static threshold, would fire)
@@ -111,6 +113,12 @@ class SystemModel:
         self.engine.work = WorkMeter(self)  # percent done for progress reports (observes counters only)
 
     # ------------------------------------------------------------------ kernels
+    def retile(self, rec):
+        """``rec`` (a GEMM's kernel record, e.g. a chunk's) with the kernel the system's library picks for its shape
+        and this run's scheme (:func:`t3sim.compute.selection.retile`): how schemes give a GEMM its kernel."""
+        s = self.scheme
+        return retile(rec, self.system, fused_epilogue=s.fused_epilogue, autotune=s.autotune)
+
     def alloc(self, nbytes: int) -> int:
         """Base address of a fresh ``nbytes`` buffer on every GPU (2 MiB aligned, never reused)."""
         base = self._heap
@@ -131,6 +139,8 @@ class SystemModel:
         a, b, c = self.a_base, self.b_base, self.c_base
         if chunk is not None:
             k = chunk.kernel
+            s = self.scheme
+            check_selected(k, self.system, fused_epilogue=s.fused_epilogue, autotune=s.autotune)
             a, b, c = a + chunk.a_offset_B, b + chunk.b_offset_B, c + chunk.c_offset_B
         events = {}
         for g in (self.sim_gpus if gpus is None else gpus):

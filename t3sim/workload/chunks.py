@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import List
+from typing import Callable, List, Optional
 
 from t3sim.config.workload import DTYPE_BYTES
 
@@ -73,11 +73,15 @@ def split(n_tiles: int, count: int) -> List[range]:
         hi = lo + q + (1 if i < r else 0)
         out.append(range(lo, hi))
         lo = hi
+    if retile is not None:
+        out = [dataclasses.replace(c, kernel=retile(c.kernel)) for c in out]
     return out
 
 
-def chunks(kernel, count: int, axis: str = "M") -> List[Chunk]:
-    """``kernel`` (a :class:`~t3sim.workload.record.KernelRecord`) as ``count`` chunks along ``axis`` (module doc)."""
+def chunks(kernel, count: int, axis: str = "M", retile: Optional[Callable] = None) -> List[Chunk]:
+    """``kernel`` (a :class:`~t3sim.workload.record.KernelRecord`) as ``count`` chunks along ``axis`` (module doc).
+    ``retile(record) -> record``: gives each chunk's GEMM its own kernel (the system's selection for the chunk's
+    shape, :func:`t3sim.compute.selection.retile`; schemes pass ``model.retile``); default: the whole GEMM's tile."""
     if axis not in AXES:
         raise ValueError(f"chunk axis must be one of {AXES}, got {axis!r}")
     eb = DTYPE_BYTES[kernel.dtype]
@@ -106,4 +110,6 @@ def chunks(kernel, count: int, axis: str = "M") -> List[Chunk]:
             k = dataclasses.replace(kernel, N=hi - lo, tiles_n=n, num_wgs=kernel.tiles_m * n,
                                     wg_order=order)
             out.append(Chunk(i, count, axis, k, 0, lo * kernel.K * eb, lo * kernel.M * eb))
+    if retile is not None:
+        out = [dataclasses.replace(c, kernel=retile(c.kernel)) for c in out]
     return out

@@ -199,14 +199,6 @@ def with_params(params: TileParams, **changes) -> TileParams:
     return replace(params, **{k: v for k, v in changes.items() if v is not None})
 
 
-def tile_params(gemm_kernel, dtype: str, threads_per_wf: int) -> TileParams:
-    """The :class:`TileParams` of a system's :class:`~t3sim.config.gpu.GemmKernelConfig` for ``dtype``."""
-    return TileParams(tile_m=gemm_kernel.tile_m, tile_n=gemm_kernel.tile_n, tile_k=gemm_kernel.tile_k,
-                      wf_grid=tuple(gemm_kernel.wf_grid), threads_per_wf=threads_per_wf,
-                      registers_per_thread=gemm_kernel.registers_per_thread, lds_stages=gemm_kernel.lds_stages,
-                      dtype=dtype)
-
-
 def shape_kernel(gemm, tp: int, direction: str, params: TileParams = TileParams()) -> KernelRecord:
     """One GPU's kernel of a GEMM given by its whole-operator shape (``workload.gemm``,
     :class:`~t3sim.config.workload.GemmShapeConfig`): ``M x N/tp x K`` for ``ag_gemm`` (all M gathered rows
@@ -232,22 +224,14 @@ def shape_kernel(gemm, tp: int, direction: str, params: TileParams = TileParams(
 
 
 def system_kernel(workload, system) -> KernelRecord:
-    """The GEMM an experiment runs on ``system``: :func:`workload_kernel`, re-tiled with the system's
-    ``gemm_kernel`` when it names one (the kernel its BLAS picks, the one ``t3sim validate`` validated)."""
+    """The kernel an experiment's ``workload`` runs on ``system``, before the system's library picks its GEMM kernel
+    (:func:`t3sim.compute.selection.retile`): :func:`workload_kernel`, with GEMV and embedding kernels made for the
+    system's wavefront size."""
     if getattr(workload, "embedding_bag", None) is not None:  # an embedding layer: its own kernel fields
         return embedding_record(workload.embedding_bag, workload.tp, workload.dtype, system.gpu.threads_per_wf)
     if getattr(workload, "gemv", None) is not None:  # a GEMV: its own kernel fields, the system's wavefront size
         return gemv_record(workload.gemv, workload.tp, workload.dtype, system.gpu.threads_per_wf)
-    k = workload_kernel(workload)
-    gk = system.gemm_kernel
-    if gk is None:
-        return k
-    p = tile_params(gk, k.dtype, system.gpu.threads_per_wf)
-    tm, tn = tile_grid(k.M, k.N, p.tile_m, p.tile_n)
-    return dataclasses.replace(k, tile_m=p.tile_m, tile_n=p.tile_n, tile_k=p.tile_k, tiles_m=tm, tiles_n=tn,
-                               num_wgs=tm * tn, wfs_per_wg=p.wfs_per_wg, wf_grid=tuple(p.wf_grid),
-                               threads_per_wf=p.threads_per_wf, registers_per_thread=p.registers_per_thread,
-                               lds_per_wg_B=p.lds_per_wg_B, cluster_m=gk.cluster_m, cluster_n=gk.cluster_n)
+    return workload_kernel(workload)
 
 
 def workload_kernel(workload) -> KernelRecord:

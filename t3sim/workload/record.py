@@ -49,7 +49,7 @@ class KernelRecord:
     wg_order: Dict[str, Any]
     role: str
     collective: Optional[str]
-    #: thread-block cluster of the system's BLAS kernel (``gemm_kernel.cluster_m`` / ``cluster_n``): CTAs of
+    #: thread-block cluster of the system's BLAS kernel (``gemm_library.kernels[i].cluster_m`` / ``cluster_n``): CTAs of
     #: ``cluster_m`` consecutive tile rows share each k-step's B slice, of ``cluster_n`` tile columns the A slice
     #: (TMA multicast, :mod:`t3sim.compute.gemm_kernel`). Not part of the trace format (traces hold the GEMM, the
     #: system the kernel that runs it): never written, 1 when read.

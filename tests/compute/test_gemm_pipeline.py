@@ -16,6 +16,7 @@ from t3sim.compute.occupancy import cu_flops_per_cycle, k_step_compute_cycles
 from t3sim.config import load_system
 from t3sim.sim.clock import Clock, ns_to_ticks
 from t3sim.sim.engine import Engine
+from tests.conftest import LARGE, with_kernel
 from t3sim.system.kernels import gemm_kernel_record
 from t3sim.workload.wg_order import row_major
 
@@ -56,8 +57,8 @@ def system():
 
 
 def kernel(system, M, N, K, stages, cluster=(1, 1)):
-    gk = system.gemm_kernel.model_copy(update={"lds_stages": stages, "cluster_m": cluster[0], "cluster_n": cluster[1]})
-    return gemm_kernel_record(system.model_copy(update={"gemm_kernel": gk}), M, N, K, "bf16")
+    s = with_kernel(system, LARGE, lds_stages=stages, cluster_m=cluster[0], cluster_n=cluster[1])
+    return gemm_kernel_record(s, M, N, K, "bf16")
 
 
 def run(system, k, hier_factory, num_cus=None):

@@ -17,6 +17,7 @@ from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config import load_experiment, load_system
 from t3sim.memory.system import MemorySystem
 from t3sim.sim.engine import Engine
+from tests.conftest import LARGE, with_kernel
 from t3sim.system.kernels import gemm_kernel_record
 from t3sim.workload.generate import system_kernel
 from t3sim.workload.wg_order import row_major
@@ -45,9 +46,9 @@ def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch
     ``noise_ps`` and records what it sees (time, WGs done, beats, kernel's next WG). ``acc``: C += the tile
     (:class:`_CountingAcc`, whose count of C lines read is returned too). ``lookahead``: the memory pump's
     (``simulation.memory_lookahead``); ``pumps``: a list that gets the run's count of pump steps."""
-    if system.gemm_kernel is not None:  # H200: no clusters (a clustered kernel takes the reference path)
+    if system.gemm_library.kernels:  # H200: no clusters (a clustered kernel takes the reference path)
         upd = {"cluster_m": 1, "cluster_n": 1, **({"lds_stages": stages} if stages else {})}
-        system = system.model_copy(update={"gemm_kernel": system.gemm_kernel.model_copy(update=upd)})
+        system = with_kernel(system, LARGE, **upd)
         k = gemm_kernel_record(system, M, N, K, "bf16")
     else:  # Table 1: the workload's own kernel (T-NLG FC-2 at TP=8) at M tokens
         exp = load_experiment(TABLE1, [f"workload.tokens={M}"])

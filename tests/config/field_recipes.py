@@ -137,6 +137,8 @@ def R(ctx: str, value, *extra: str, with_: Tuple[str, ...] = (), rejects: bool =
 
 
 FLUX_PULL = ("scheme.flux_reduce=pull",)
+#: a two-kernel library: ``big`` first (first_fit's pick), ``small`` a 64 x 64 tile
+TWO_KERNELS = "[{name: big, tile_m: 128, tile_n: 128, tile_k: 32}, {name: small, tile_m: 64, tile_n: 64, tile_k: 32}]"
 HDR = ("system.interconnect.packet_header_B=16",)
 H2D = ("scheme.copy_direction=h2d",)
 CE = ("system.copy_engine.d2d_path=ce",)
@@ -157,22 +159,20 @@ RECIPES: Dict[str, Recipe] = {
     "system.gpu.register_alloc_unit_per_wf": R("occ", 8192),
     "system.gpu.max_registers_per_thread": R("tiny", 64, rejects=True),
     "system.gpu.max_wgs_per_cu": R("occ", 1),
-    # the wavefront size a system's gemm_kernel is built with (a trace's or the generator's kernel states its own
+    # the wavefront size a system's library kernels are built with (a trace's or the generator's kernel states its own
     # threads per WF; the GPU's rounds the registers per WF)
-    "system.gpu.threads_per_wf": R("occ", 64, "system.gemm_kernel.lds_stages=2"),
+    "system.gpu.threads_per_wf": R("occ", 64, "system.gemm_library.kernels=[{name: k, tile_m: 128, tile_n: 128, tile_k: 32}]"),
     "system.gpu.fp16_flops_per_cycle": R("tiny", 256),
     "system.gpu.fp32_flops_per_cycle": R("tiny_fp32", 32),
     "system.gpu.kernel_launch_overhead_ns": R("tiny", 100),
     "system.gpu.atomic_add_dtypes": R("flux_rs", ["fp32"], rejects=True),
-    # ---- gemm kernel
-    "system.gemm_kernel.tile_m": R("tiny", 64),
-    "system.gemm_kernel.tile_n": R("tiny", 64),
-    "system.gemm_kernel.tile_k": R("tiny", 64),
-    "system.gemm_kernel.wf_grid": R("occ", [1, 4]),
-    "system.gemm_kernel.registers_per_thread": R("occ", 64),
-    "system.gemm_kernel.lds_stages": R("tiny", 4),
-    "system.gemm_kernel.cluster_m": R("tiny", 2),
-    "system.gemm_kernel.cluster_n": R("tiny", 2),
+    # ---- GEMM library: the tiny context's 256 x 512 x 256 GEMM on the Table 1 GPU (whose library is empty)
+    "system.gemm_library.kernels": R("tiny", "[{name: k64, tile_m: 64, tile_n: 64, tile_k: 64}]"),
+    "system.gemm_library.selection": R("tiny", "measured", "system.gemm_library.kernels=" + TWO_KERNELS,
+                                       with_=("system.gemm_library.choices=[[256, 512, 256, small]]",)),
+    "system.gemm_library.choices": R("tiny", "[[256, 512, 256, small]]", "system.gemm_library.kernels=" + TWO_KERNELS,
+                                     "system.gemm_library.selection=measured",
+                                     "system.gemm_library.choices=[[256, 512, 256, big]]"),
     # ---- L2
     "system.l2.size_MiB": R("tiny", 0.25),
     "system.l2.banks": R("tiny", 16),

@@ -63,7 +63,7 @@ def test_mi300x_preset_matches_its_sources():
     assert s.l2.banks * s.l2.bank_bandwidth_B_per_cycle * s.l2.clock_GHz / 1e3 == pytest.approx(34.4, rel=1e-3)
     ic = s.interconnect
     assert (ic.kind, ic.num_gpus, ic.links_per_gpu, ic.link_bandwidth_GBps) == ("direct", 8, 7, 48)
-    gk = s.gemm_kernel
+    gk = next(k for k in s.gemm_library.kernels if k.name.startswith("MT256x256"))
     occ = occupancy(g, wfs_per_wg=gk.wf_grid[0] * gk.wf_grid[1], registers_per_thread=gk.registers_per_thread,
                     lds_per_wg_B=(gk.tile_m + gk.tile_n) * gk.tile_k * 2 * gk.lds_stages)  # bf16
     assert occ.wgs_per_cu == 1 and occ.lds_carveout_B == 64 * 1024 and occ.l1_capacity_B == 32 * 1024

@@ -26,4 +26,4 @@ def chunk_parts(model):
         raise InputError("scheme.chunks", f"{sc.chunks} chunks of a GEMM with {whole} "
                          f"{'rows' if sc.chunk_axis == 'M' else 'columns'} ({k.M} x {k.N})",
                          f"1..{whole}, or scheme.chunk_axis={'N' if sc.chunk_axis == 'M' else 'M'}")
-    return chunks(k, sc.chunks, sc.chunk_axis)
+    return chunks(k, sc.chunks, sc.chunk_axis, retile=model.retile)

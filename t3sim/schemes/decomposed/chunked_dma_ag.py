@@ -91,7 +91,7 @@ def shard_chunks(model) -> List[List[Chunk]]:
         a0, c0 = p * rows * k.K * eb, p * rows * k.N * eb
         subs = [dataclasses.replace(c, index=p * (sc.chunks // n) + c.index, count=sc.chunks,
                                     a_offset_B=a0 + c.a_offset_B, c_offset_B=c0 + c.c_offset_B)
-                for c in chunks(shard_k, sc.chunks // n, "M")]
+                for c in chunks(shard_k, sc.chunks // n, "M", retile=model.retile)]
         for c in subs:
             nb = c.kernel.M * k.K * eb
             if nb % REQ_B or c.a_offset_B % REQ_B:

@@ -240,7 +240,7 @@ class FiccoContext:
     def kernel(self, rows: int, K: Optional[int] = None):
         k, K = self.base, K or self.K
         tm = -(-rows // k.tile_m)
-        return dataclasses.replace(k, M=rows, K=K, tiles_m=tm, num_wgs=tm * k.tiles_n)
+        return self.model.retile(dataclasses.replace(k, M=rows, K=K, tiles_m=tm, num_wgs=tm * k.tiles_n))
 
     def chunk(self, i: int, rows: int, a_B: int, c_B: int, b_off: int = 0, K: Optional[int] = None) -> Chunk:
         """A GEMM of ``rows`` rows reading A at byte address ``a_B`` and writing C at ``c_B``."""

@@ -122,7 +122,7 @@ class CharContext:
             if sc.chunks > whole:
                 raise InputError("scheme.chunks", f"{sc.chunks} chunks along {sc.chunk_axis} = {whole}",
                                  f"1..{whole}")
-            self.parts = chunks(self.base, sc.chunks, sc.chunk_axis)[:1 if self.first else None]
+            self.parts = chunks(self.base, sc.chunks, sc.chunk_axis, retile=model.retile)[:1 if self.first else None]
         self.c_read_B = {g: 0 for g in model.sim_gpus}
         self.push: Optional[ChunkAgContext] = None
         self.pieces: List[List[tuple]] = []

@@ -253,4 +253,4 @@ register_scheme(Scheme("fused_gemm_a2a", "fused MoE GEMM+All-to-All combine (int
                        "stored into their tokens' GPUs as they finish (remote rows first), per-slice fence + ready "
                        "flag, receivers poll", label="Fused GEMM+All-to-All", color="#aec7e8",
                        paper_section="fused-collective paper Secs. III-B, IV-B", simulation="fused_gemm_a2a",
-                       workloads=("gemm",), directions=("gemm_a2a",)))
+                       workloads=("gemm",), directions=("gemm_a2a",), fused_epilogue=True))

@@ -116,6 +116,12 @@ class Scheme:
     #: tables (t3sim/sampling/tables.py) may extrapolate it; otherwise why not (such a layer is simulated
     #: whole, and its ``sampling.note`` says why)
     table_sampling: str = "its time per table was not shown to be steady as the layer grows"
+    #: its GEMM's epilogue carries the communication (stores each output tile to its destination once: T3, FLUX,
+    #: the fused kernels), so its GEMM takes no split-K kernel (:mod:`t3sim.compute.selection`)
+    fused_epilogue: bool = False
+    #: its GEMM kernel is tuned per shape over the system's library (the fastest estimate) rather than the
+    #: library's own selection (FLUX Sec. 4: FLUX autotunes its tile)
+    autotune: bool = False
 
     @property
     def runnable(self) -> bool:

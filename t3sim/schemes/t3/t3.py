@@ -466,8 +466,8 @@ def final_chunk_check(model) -> int:
 register_simulation("t3", run_t3)
 register_simulation("t3_mca", run_t3)
 register_scheme(Scheme("t3", "fused GEMM-RS with tracker-triggered DMA and NMC reductions, round-robin MC arbitration; then AG",
-                       label="T3", color="#e6b800", fused_rs=True, nmc=True, arbitration="round_robin",
+                       label="T3", color="#e6b800", fused_rs=True, nmc=True, fused_epilogue=True, arbitration="round_robin",
                        paper_section="4.1-4.4, 5.3", simulation="t3"))
 register_scheme(Scheme("t3_mca", "T3 plus communication-aware MC arbitration (Sec. 4.5); then AG",
-                       label="T3-MCA", color="#2ca02c", fused_rs=True, nmc=True, arbitration="t3_mca",
+                       label="T3-MCA", color="#2ca02c", fused_rs=True, nmc=True, fused_epilogue=True, arbitration="t3_mca",
                        paper_section="4.5, 5.3", simulation="t3_mca"))
