@@ -73,8 +73,6 @@ def split(n_tiles: int, count: int) -> List[range]:
         hi = lo + q + (1 if i < r else 0)
         out.append(range(lo, hi))
         lo = hi
-    if retile is not None:
-        out = [dataclasses.replace(c, kernel=retile(c.kernel)) for c in out]
     return out
 
 
