@@ -1,7 +1,7 @@
 """Predict all-gather and all-reduce times on the H200 preset with no new fit (experiments/validation/README.md).
 
 The same system config that reproduces reduce_scatter_4gpu.csv (NCCL ring Simple protocol, 24 channels,
-launch overhead fitted on the RS rows only) simulates all-gather and all-reduce over 2 and 4 GPUs at
+start-up's software part fitted on the RS rows only) simulates all-gather and all-reduce over 2 and 4 GPUs at
 6..192 MiB. ``size_mb`` is the collective's array on each GPU in MiB, as in the RS file: all-gather: the
 gathered output (``torch.distributed.all_gather_into_tensor``'s output; each GPU contributes size_mb/N);
 all-reduce: the tensor. Writes ``predicted_ag_ar.csv``: the measured CSV's columns with the simulated time
@@ -20,17 +20,19 @@ SYSTEM = HERE.parents[1] / "configs/systems/h200-4gpu.yaml"
 SIZES_MIB = (6, 12, 24, 48, 96, 192)
 
 # NCCL 2.28.9 src/graph/tuning.cc on this system (nNodes 1, Hopper, NVLink, 12 search channels of 30 GB/s):
-# time = latency + bytes / (1000 x algorithm bandwidth); ring latency = base + steps x hwLatency.
+# time = latency + bytes / (1000 x algorithm bandwidth); ring latency = base + steps x hwLatency
+# (t3sim/config/collective_latency.py: model_latency_us).
 _BUS_GBPS = {"Simple": 12 * 30.0, "LL128": min(12 * 30.0 * 0.92, 12 * 36.7), "LL": min(141.0, 12 * 30.0 * 0.5)}
-_BASE_US = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
-_HW_US = {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}
 
 
 def nccl_choice(collective: str, n: int, size_mib: float) -> str:
     """Protocol NCCL's default tuning model picks for a ring (Tree/NVLS/PAT are not faster here; NVLS is off)."""
+    from t3sim.config.collective_latency import model_latency_us
+
     steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
     nbytes = size_mib * (1 << 20)
-    best = min(_BUS_GBPS, key=lambda p: _BASE_US[p] + steps * _HW_US[p] + nbytes / (1e3 * _BUS_GBPS[p] * n / steps))
+    best = min(_BUS_GBPS, key=lambda p: model_latency_us("nccl", collective, "ring", p.lower(), "nvlink", n)
+               + nbytes / (1e3 * _BUS_GBPS[p] * n / steps))
     return f"Ring/{best}"
 
 

@@ -82,9 +82,10 @@ def _run_nccl(engine: Engine, network: Network, plan: Plan, hiers: Dict[int, Mem
         layouts = {g: NcclLayout.in_place(sched, layout.bases["buf"], layout.recv_base_B, nc.buffer_B, gpu_block=g)
                    for g in range(plan.n)}
     ring = NcclRing(engine, network, sched, plan, hiers, system.gpu, inflight_per_cu_B=cc.inflight_per_cu_B,
-                    sm_store_payload_B=system.interconnect.sm_store_payload_B, launch_overhead_ns=cc.launch_overhead_ns,
+                    sm_store_payload_B=system.interconnect.sm_store_payload_B,
+                    launch_overhead_ns=cc.latency.startup_ns(plan.collective),
                     layouts=layouts, buffer_B=nc.buffer_B, mirror=(mode == "homogeneous"), ref=ref_gpu, stream=stream,
-                    port=port, dispatchers=dispatchers, footprint=footprint, hop_latency_ns=nc.hop_latency_ns,
+                    port=port, dispatchers=dispatchers, footprint=footprint, hop_latency_ns=cc.latency.hop_latency_ns,
                     cu_bandwidth_GBps=cc.cu_bandwidth_GBps)
     return CollectiveKernel(ring.done, ring, ring, None, mode)
 
@@ -101,7 +102,7 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
         hiers: GPU id -> memory hierarchy; ``explicit`` needs all GPUs, ``homogeneous`` ``ref_gpu``.
         mode: ``"explicit"`` or ``"homogeneous"``.
         system: the :class:`~t3sim.config.system.SystemConfig` (``gpu`` and ``collective`` sections:
-            CUs, in-flight bytes per CU, pipeline slices, launch overhead).
+            CUs, in-flight bytes per CU, pipeline slices, start-up latency).
         variant: ``"baseline"`` (CU reductions, Fig. 10(a)) or ``"nmc"`` (near-memory updates, Fig. 10(b)).
         layout: buffer addresses (default :meth:`BufferLayout.for_plan`: the reduced array at 0).
         ref_gpu: the fully simulated GPU in homogeneous mode.
@@ -128,7 +129,7 @@ def run_collective(engine: Engine, network: Network, plan: Plan, hiers: Dict[int
         pools = list(k.hook.pools.values())
     if dispatchers is not None:
         # the GPU starts the kernel after its launch latency: then its CTAs take CUs (and hold them, waiting
-        # for peers, through the rest of the collective's launch/synchronisation overhead)
+        # for peers, through the rest of the collective's start-up, collective.latency)
         engine.env.timeout(ns_to_ticks(system.gpu.kernel_launch_overhead_ns)).callbacks.append(
             lambda _e: [p.place() for p in pools])
         k.done.callbacks.append(lambda _e: [p.close() for p in pools])
@@ -154,7 +155,8 @@ def _run_steps(engine: Engine, network: Network, plan: Plan, hiers: Dict[int, Me
                              variant=variant, layout=layout, stream=stream, port=port,
                              dispatchers=dispatchers, footprint=footprint, cu_bandwidth_GBps=cc.cu_bandwidth_GBps)
     cost: CostHook = hook if mode == "explicit" else MirrorHook(engine, plan, hook, ref_gpu)
-    runner = CollectiveRunner(engine, network, plan, cost, variant, cc.launch_overhead_ns, cc.pipeline_slices,
+    runner = CollectiveRunner(engine, network, plan, cost, variant, cc.latency.startup_ns(plan.collective),
+                              cc.pipeline_slices,
                               port=port)
     return CollectiveKernel(runner.done, runner, hook, cost, mode)
 

@@ -28,17 +28,19 @@ by slice. One slice:
    (``head`` store to the previous GPU, visible one path latency later); a
    sending op fences (``fence.acq_rel.sys``: its stores to the next GPU are
    acknowledged -- the slice's last arrival plus the path latency back -- and,
-   with ``collective.nccl.hop_latency_ns``, the fence's own cost: NCCL's
-   per-hop Simple latency less the three path latencies of data,
-   acknowledgement and flag) and stores the ``tail`` flag (visible at the next
+   with a library in ``collective.latency``, the fence's own cost: its tuning
+   model's per-hop Simple latency ``hwLat[link][RING][SIMPLE]`` less the three
+   path latencies of data, acknowledgement and flag) and stores the ``tail`` flag (visible at the next
    GPU one path latency later). The extra warp posts one slice at a time, so a
    channel closes at most one slice per post.
    Flags and acknowledgements are 8-byte messages: modelled as latency only
    (no link occupancy, no queueing behind data).
 
 A GPU ends when all its channels finished their last op and its local stores
-completed in memory; the collective when every GPU ended. The launch overhead
-(``collective.launch_overhead_ns``) precedes every GPU's first op.
+completed in memory; the collective when every GPU ended. The start-up
+(``collective.latency``: software plus the library's base latency ``baseLat[RING][SIMPLE]``)
+precedes every GPU's first op. NCCL's own model of a ring's latency is that base plus one per-hop
+latency per step (``src/graph/tuning.cc``); here the hops are the slices' simulated ones.
 
 Receiving: packets arriving at a simulated GPU are written into its FIFO
 (uncached, communication stream); the receiving op reads them from there.
@@ -110,14 +112,14 @@ class NcclRing(Component):
         gpu: :class:`~t3sim.config.gpu.GPUConfig` (clock, fp32 lanes for the reductions).
         inflight_per_cu_B: bytes of output per CU piece (loads of every source in flight together).
         sm_store_payload_B: link-protocol payload of the CU's stores to the next GPU.
-        launch_overhead_ns: wait before the first op.
+        launch_overhead_ns: wait before the first op (the collective's start-up, ns).
         layouts: GPU id -> :class:`NcclLayout` (default: :meth:`NcclLayout.for_schedule` on every GPU).
         mirror: homogeneous mode (GPUs not in ``hiers`` mirror ``ref``); False: every GPU must be in ``hiers``.
         ref: the reference GPU of the homogeneous mode.
         stream: arbitration class of the kernel's memory traffic.
         free_copies: no memory model at all (``hiers`` empty): a slice's pieces are stored to the next GPU at
             once when the slice starts (the closed-form timing of the protocol and the links alone; tests).
-        hop_latency_ns: NCCL's per-hop Simple latency (``collective.nccl.hop_latency_ns``; module doc, step 4),
+        hop_latency_ns: the per-hop Simple latency (``collective.latency.hop_latency_ns``; module doc, step 4),
             None: the fence costs only the acknowledgement round trip.
         cu_bandwidth_GBps: a channel CU's memory-pipe rate, loads plus stores (:class:`CuPool`), None for none.
     """

@@ -2,7 +2,7 @@
 
 Each GPU runs the plan's steps in order (one simpy process per GPU):
 
-1. after the launch/synchronisation overhead (``CollectiveConfig.launch_overhead_ns``),
+1. after the collective's start-up (``collective.latency``: software plus the library's base latency),
 2. for every step, the transfers it sends are cut into ``slices`` slices
    (NCCL-style pipelining); for slice ``j`` the GPU asks the cost hook for the
    sender-side cost of slice ``j`` of each of its transfers (DRAM reads, CU
@@ -126,7 +126,8 @@ class CollectiveRunner(Component):
         plan: the collective plan.
         hook: cost hook (default :class:`CostHook`: free).
         variant: ``"baseline"`` (CU reductions) or ``"nmc"`` (near-memory updates).
-        launch_overhead_ns: per-collective launch + synchronisation overhead, ns.
+        launch_overhead_ns: the collective's start-up, ns: every GPU waits it before its first step
+            (a system's is ``collective.latency.startup_ns(collective)``).
         slices: slices per transfer (>= 1).
     """
 
@@ -304,7 +305,8 @@ def plan_for_system(system, collective: str, num_elems: int, elem_bytes: int = 2
 def simulate_system(system, collective: str, num_elems: int, elem_bytes: int = 2, *,
                     hook: Optional[CostHook] = None, variant: str = "baseline",
                     seed: int = 0) -> tuple[CollectiveRun, Network, Stats]:
-    """Run ``collective`` as configured by ``system`` (plan, slices, launch overhead); see :func:`simulate`."""
+    """Run ``collective`` as configured by ``system`` (plan, slices, start-up latency); see :func:`simulate`."""
     cc = system.collective
     return simulate(plan_for_system(system, collective, num_elems, elem_bytes), system.interconnect, hook=hook,
-                    variant=variant, launch_overhead_ns=cc.launch_overhead_ns, slices=cc.pipeline_slices, seed=seed)
+                    variant=variant, launch_overhead_ns=cc.latency.startup_ns(collective), slices=cc.pipeline_slices,
+                    seed=seed)

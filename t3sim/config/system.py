@@ -7,6 +7,7 @@ from typing import Literal, Optional
 from pydantic import field_validator, model_validator
 
 from t3sim.config.base import F, Model, check_kind
+from t3sim.config.collective_latency import CollectiveLatencyConfig
 from t3sim.config.gemm_library import GemmLibraryConfig
 from t3sim.config.gpu import GPUConfig, L2Config
 from t3sim.config.memory import AddressMapConfig, HBMConfig, MemoryControllerConfig
@@ -152,7 +153,9 @@ NCCL_SRC = "NCCL 2.28.9 (github.com/NVIDIA/nccl, tag v2.28.9-1)"
 
 
 class NcclConfig(Model):
-    """NCCL's Simple protocol on a ring (``collective.protocol: nccl_simple``; :mod:`t3sim.collectives.nccl`)."""
+    """NCCL's Simple protocol on a ring (``collective.protocol: nccl_simple``; :mod:`t3sim.collectives.nccl`).
+
+    Its per-hop latency is the library's tuning-model constant (``collective.latency``: library and link)."""
 
     buffer_B: int = F(4 << 20, unit="B", desc="FIFO buffer of one ring connection (per channel, per peer) that the sender writes into",
                       source=f"{NCCL_SRC} src/init.cc: DEFAULT_BUFFSIZE = 1 << 22 (NCCL_BUFFSIZE)", gt=0)
@@ -162,14 +165,6 @@ class NcclConfig(Model):
                          source=f"{NCCL_SRC} src/include/collectives.h: REDUCESCATTER/ALLGATHER/ALLREDUCE_CHUNKSTEPS = NCCL_STEPS/2", gt=0)
     slice_steps: int = F(2, unit="count", desc="FIFO steps of one slice: each ring step of a chunk is sent in chunk_steps / slice_steps slices, each followed by a flag",
                          source=f"{NCCL_SRC} src/include/collectives.h: REDUCESCATTER/ALLGATHER/ALLREDUCE_SLICESTEPS = NCCL_STEPS/4", gt=0)
-    hop_latency_ns: Optional[float] = F(
-        None, unit="ns", desc="latency of one Simple-protocol hop of a minimal slice: from the sender's stores to the "
-        "receiver seeing the slice's flag; the part not covered by the three path latencies the ring simulates (data "
-        "stores, their acknowledgement, the flag store) is the fence's own cost, charged to every posted slice "
-        "(None: the fence costs only the acknowledgement round trip)",
-        source=f"default off; the NVLink value is {NCCL_SRC} src/graph/tuning.cc hwLatencies[NVLINK][RING][SIMPLE] = "
-               "3.4 us (LL: 0.6 us), which configs/systems/h200-4gpu.yaml sets", ge=0)
-
     @model_validator(mode="after")
     def _steps(self) -> "NcclConfig":
         if self.chunk_steps % self.slice_steps or self.steps % self.slice_steps or self.chunk_steps >= self.steps:
@@ -267,7 +262,10 @@ class CollectiveConfig(Model):
         source=f"'steps': paper Sec. 2.3 (RCCL ring); 'nccl_simple': {NCCL_SRC} src/device/prims_simple.h, reduce_scatter.h, all_gather.h, all_reduce.h, src/enqueue.cc")
     cus: Optional[int] = F(None, unit="count", desc="CUs given to a collective kernel (None = all CUs); protocol nccl_simple: the number of channels (one CTA each)", source="paper Fig. 6 (72-8, 64-16 splits)", gt=0)
     nccl: NcclConfig = F(NcclConfig, unit="mapping", desc="NCCL Simple-protocol constants (used by protocol nccl_simple only)", source=NCCL_SRC)
-    launch_overhead_ns: float = F(5000.0, unit="ns", desc="per-collective launch and synchronisation overhead", source="assumption: a few us per collective for host enqueue, kernel launch and rank synchronisation; not fitted to any measurement (configs/systems/h200-4gpu.yaml sets 30155 ns, fitted to experiments/validation/reduce_scatter_4gpu.csv (6 rows))", ge=0)
+    latency: CollectiveLatencyConfig = F(
+        CollectiveLatencyConfig, unit="mapping",
+        desc="fixed latencies: the software start-up and the collective library's tuning-model latencies (base, per hop)",
+        source="t3sim/config/collective_latency.py (NVIDIA/nccl and ROCm/rccl src/graph/tuning.cc)")
     ring_bidirectional: bool = F(
         True, unit="bool", desc="protocol 'steps': ring RS/AG split every chunk in halves sent around the ring both ways at once (needs interconnect.bidirectional; else one direction)",
         source="assumption: RCCL/NCCL run rings in both directions (channels) so the 150 GB/s bi-directional ring of paper Table 1 is usable")
@@ -355,4 +353,7 @@ class SystemConfig(Model):
         if self.collective.protocol == "nccl_simple" and self.collective.algorithm != "ring":
             raise ValueError(f"collective.protocol=nccl_simple runs NCCL's ring; collective.algorithm={self.collective.algorithm!r} "
                              "needs protocol 'steps'")
+        if self.collective.protocol == "nccl_simple" and self.collective.latency.protocol != "simple":
+            raise ValueError(f"collective.protocol=nccl_simple runs NCCL's Simple protocol; collective.latency.protocol="
+                             f"{self.collective.latency.protocol!r} names another one's latencies (use simple)")
         return self

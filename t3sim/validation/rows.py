@@ -9,8 +9,8 @@ them) is simulated in isolation, the way it was measured:
   ``interconnect.num_gpus = gpus``. ``size_mb`` is the whole input array on
   each GPU in **MiB** (2^20 B), as the H200 measurements define it
   for its ``torch.distributed`` benchmarks (experiments/validation/README.md);
-  the simulated time is launch to the last GPU's last step, including
-  ``collective.launch_overhead_ns``.
+  the simulated time is launch to the last GPU's last step, including the
+  collective's start-up (``collective.latency``: software plus the library's base latency).
 * a **GEMM** row (``model,sublayer,tp,M,N,K,dtype,median_us``) runs one
   ``M x K`` by ``K x N`` GEMM on one GPU's memory hierarchy with the kernel
   of :func:`t3sim.system.kernels.gemm_kernel_record` (the kernel's time includes
@@ -76,7 +76,8 @@ def simulate_collective_elems(system: SystemConfig, collective: str, gpus: int, 
     t0 = time.perf_counter()
     run, st = simulate_collective_on_gpus(sysg, collective, elems, eb)
     wall = time.perf_counter() - t0
-    detail = {"launch_overhead_us": sysg.collective.launch_overhead_ns / 1e3,
+    lat = sysg.collective.latency
+    detail = {"startup_us": lat.startup_ns(collective) / 1e3, "library_base_us": lat.base_latency_ns(collective) / 1e3,
               "cus": float(st.value("collective.cus")),
               "cu_math_us": float(st.value("collective.cu_math_ns")[0]) / 1e3}
     return SimOutcome(run.duration_ns / 1e3, wall, detail)

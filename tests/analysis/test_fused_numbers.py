@@ -117,10 +117,10 @@ def test_every_claim_is_about_a_stated_number():
 def test_gemv_claim_needs_a_launch_bound_saving():
     ok = checked(tables(), "gemv_ar_mean")
     assert ok["flagged"] and ok["explained"] is True
-    assert "saves 2.0-2.0 us, no more than the collective's launch overhead (5 us" in ok["explanation"]
-    # a saving larger than the launch overhead is something else (e.g. real overlap): the claim is refused
+    assert "saves 2.0-2.0 us, no more than the collective's start-up (5 us" in ok["explanation"]
+    # a saving larger than the start-up is something else (e.g. real overlap): the claim is refused
     bad = checked(tables(**{"fused-gemv": gemv_rows(base_ar=20.0, tail=6.0)}), "gemv_ar_mean", value=1.0)
-    assert bad["explained"] is False and "launch overhead" in bad["failed_condition"]
+    assert bad["explained"] is False and "start-up" in bad["failed_condition"]
 
 
 def test_embedding_claims_need_the_per_table_launch_cost():

@@ -290,7 +290,8 @@ def test_tnlg_fc2_tp8_rs_on_table1_near_ring_estimate():
     system = _system(8)
     elems = 8192 * 4256
     cc, ic = system.collective, system.interconnect
-    est = ring_time("reduce_scatter", elems * 2, 8, ic.link_bandwidth_GBps, ic.link_latency_ns, 2, cc.launch_overhead_ns)
+    est = ring_time("reduce_scatter", elems * 2, 8, ic.link_bandwidth_GBps, ic.link_latency_ns, 2,
+                   cc.latency.startup_ns("reduce_scatter"))
     t = {}
     for variant in ("baseline", "nmc"):
         t0 = time.time()

@@ -2,7 +2,7 @@
 
 * ``free_copies`` (protocol and links only): the simulated time equals, to the tick, an independent
   recurrence over the slices of one channel on a symmetric ring (flags, fence and its own cost from
-  ``collective.nccl.hop_latency_ns``, FIFO slots, FIFO link queues with store-and-forward through the
+  ``collective.latency.hop_latency_ns``, FIFO slots, FIFO link queues with store-and-forward through the
   switch, link-protocol headers).
 * with memory (H200 preset, one small collective): at least the link bound, and the NCCL structure's
   pipeline: within the closed-form envelope of (N-1) sending ops + exposed final slices.
@@ -24,6 +24,8 @@ from t3sim.sim.clock import ns_to_ticks
 from t3sim.sim.engine import Engine
 
 H200 = "configs/systems/h200-4gpu.yaml"
+#: no start-up and no per-hop latency beyond the links' (no library latencies)
+NO_STARTUP = ["collective.latency.software_ns=0", "collective.latency.library=none"]
 
 
 def _simulate_free(system, coll, n, num_elems, eb, channels, nccl, hop_ns=None):
@@ -33,7 +35,7 @@ def _simulate_free(system, coll, n, num_elems, eb, channels, nccl, hop_ns=None):
     plan = build_plan(coll, "ring", n, num_elems, elem_bytes=eb)
     ring = NcclRing(eng, net, sched, plan, {}, system.gpu, inflight_per_cu_B=system.collective.inflight_per_cu_B,
                     sm_store_payload_B=system.interconnect.sm_store_payload_B,
-                    launch_overhead_ns=system.collective.launch_overhead_ns, buffer_B=nccl["buffer_B"], free_copies=True,
+                    launch_overhead_ns=system.collective.latency.startup_ns(coll), buffer_B=nccl["buffer_B"], free_copies=True,
                     hop_latency_ns=hop_ns)
     ring.done.callbacks.append(lambda _e: eng.finish())
     eng.run()
@@ -59,7 +61,7 @@ def _expected_free_ticks(system, sched, piece_B, hop_ns=None):
         return nb + (-(-nb // pay) * h if h else 0)
 
     busy1 = busy2 = 0
-    t = ns_to_ticks(system.collective.launch_overhead_ns)
+    t = ns_to_ticks(system.collective.latency.startup_ns(sched.collective))
     posted = None
     tail, head = [], []                                      # flag visibility ticks of sent / consumed slices
     end = t
@@ -98,11 +100,12 @@ def _expected_free_ticks(system, sched, piece_B, hop_ns=None):
 @given(coll=st.sampled_from(["reduce_scatter", "all_gather", "all_reduce"]), n=st.integers(2, 5),
        blocks=st.integers(1, 400_000), lat_ns=st.sampled_from([0, 300, 1000]), bw=st.sampled_from([75.0, 388.0]),
        header=st.sampled_from([0, 16]), buffer_B=st.sampled_from([64 << 10, 256 << 10, 4 << 20]),
-       launch_ns=st.sampled_from([0.0, 5000.0]), hop_ns=st.sampled_from([None, 1000.0, 3400.0]))
-def test_free_copy_timing_equals_recurrence(coll, n, blocks, lat_ns, bw, header, buffer_B, launch_ns, hop_ns):
+       launch_ns=st.sampled_from([0.0, 5000.0]), hop_ns=st.sampled_from([None, 1000.0, 3400.0]),
+       library=st.sampled_from(["none", "nccl"]))
+def test_free_copy_timing_equals_recurrence(coll, n, blocks, lat_ns, bw, header, buffer_B, launch_ns, hop_ns, library):
     sysc = load_system(H200, [f"interconnect.num_gpus={n}", f"interconnect.link_latency_ns={lat_ns}",
                               f"interconnect.link_bandwidth_GBps={bw}", f"interconnect.packet_header_B={header}",
-                              f"collective.launch_overhead_ns={launch_ns}"])
+                              f"collective.latency.software_ns={launch_ns}", f"collective.latency.library={library}"])
     nccl = dict(buffer_B=buffer_B, steps=8, chunk_steps=4, slice_steps=2)
     # all-reduce: a multiple of N x 16 B keeps every GPU's chunks equal (NCCL rounds the last loop's chunks up to
     # 16 B, so other sizes give the GPUs different work and the symmetric recurrence does not apply)
@@ -116,7 +119,7 @@ def test_free_copy_link_time_is_sm_store_wire_bytes():
     wire rate (the 388 GB/s copy-engine rate scaled by 272/256), i.e. at 366 GB/s of payload; the protocol adds
     only flag latencies and per-chunk pipeline bubbles on top (bounded here by 10 %)."""
     n, size = 4, 24 << 20
-    sysc = load_system(H200, ["collective.launch_overhead_ns=0"])
+    sysc = load_system(H200, NO_STARTUP)
     nccl = dict(buffer_B=4 << 20, steps=8, chunk_steps=4, slice_steps=2)
     run, _, net = _simulate_free(sysc, "reduce_scatter", n, size // 2, 2, 24, nccl)
     ic = sysc.interconnect
@@ -131,19 +134,21 @@ def test_free_copy_link_time_is_sm_store_wire_bytes():
 def test_small_reduce_scatter_with_memory_within_closed_form_envelope():
     """4-GPU RS of 3 MiB on the H200 preset (24 channels, real HBM): between the link bound and the
     envelope of 2(N-1) link-bound slices plus the last op's slices at a pessimistic 10 GB/s per CTA, each
-    slice of the 2N on a channel's path delayed by at most one Simple hop (collective.nccl.hop_latency_ns)."""
+    slice of the 2N on a channel's path delayed by at most one Simple hop (collective.latency.hop_latency_ns), after
+    the start-up (NCCL's 8.4 us base latency here)."""
     from t3sim.collectives.gpu_run import simulate_collective_on_gpus
 
-    sysc = load_system(H200, ["collective.launch_overhead_ns=0"])
+    sysc = load_system(H200, ["collective.latency.software_ns=0"])
     n, size = 4, 3 << 20
     run, st = simulate_collective_on_gpus(sysc, "reduce_scatter", size // 2, 2)
     ic = sysc.interconnect
     rate_GBps = 388 * 272 / 256 * 128 / 144
     link_ns = (n - 1) / n * size / rate_GBps
     slice_B = size / n / 24 / 2
-    hop_ns = max(sysc.collective.nccl.hop_latency_ns or 0.0, 3 * 2 * ic.link_latency_ns)
+    hop_ns = max(sysc.collective.latency.hop_latency_ns or 0.0, 3 * 2 * ic.link_latency_ns)
+    assert sysc.collective.latency.startup_ns("reduce_scatter") == 8400.0  # baseLat[RING][SIMPLE]
     upper_ns = link_ns + 2 * slice_B / 10.0 + 2 * (n + 1) * hop_ns + 5000
-    assert link_ns < run.duration_ns < upper_ns
+    assert link_ns < run.duration_ns - 8400.0 < upper_ns
     assert st.value("collective.cus") == 24 and st.value("collective.nccl.slices") == n * 24 * n * 2
     # homogeneous mode mirrors GPU 0: every GPU ends within 1 % of the others
     ends = [e - run.start for e in run.gpu_end]
@@ -156,7 +161,7 @@ def test_homogeneous_mode_matches_explicit(coll):
     """Mirroring GPU 0 (paper Sec. 5.1.1) gives the time of simulating every GPU's memory, within 2 %."""
     from t3sim.collectives.gpu_run import simulate_collective_on_gpus
 
-    sysc = load_system(H200, ["collective.launch_overhead_ns=0"])
+    sysc = load_system(H200, ["collective.latency.software_ns=0"])
     t = {m: simulate_collective_on_gpus(sysc, coll, 3 << 16, 2, mode=m)[0].duration_ns for m in ("homogeneous", "explicit")}
     assert t["homogeneous"] == pytest.approx(t["explicit"], rel=0.02)
 
@@ -199,6 +204,6 @@ def test_every_accepted_fifo_shape_completes(steps, chunk, slc, n, coll):
             NcclConfig(**nccl)
         return
     NcclConfig(**nccl)
-    sysc = load_system(H200, [f"interconnect.num_gpus={n}", "collective.launch_overhead_ns=0"])
+    sysc = load_system(H200, [f"interconnect.num_gpus={n}", *NO_STARTUP])
     run, _, _ = _simulate_free(sysc, coll, n, 3 * buffer_B // 2 * n, 2, 2, nccl)
     assert run.duration_ticks > 0

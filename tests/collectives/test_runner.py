@@ -183,7 +183,7 @@ def test_simulate_system_uses_collective_config():
     from t3sim.collectives.runner import plan_for_system, simulate_system
     from t3sim.config.system import CollectiveConfig, SystemConfig
 
-    sysc = SystemConfig(interconnect=_ring(4), collective=CollectiveConfig(launch_overhead_ns=1000.0))
+    sysc = SystemConfig(interconnect=_ring(4), collective=CollectiveConfig(latency={"software_ns": 1000.0}))
     assert plan_for_system(sysc, "reduce-scatter", 400).bidirectional
     uni = SystemConfig(interconnect=_ring(4, bidir=False))
     assert not plan_for_system(uni, "reduce_scatter", 400).bidirectional

@@ -206,13 +206,15 @@ def test_preset_reader_sees_the_fitted_values():
     misread the files, the documentation checks would pass vacuously)."""
     h200 = parse_preset(SYSTEMS / "h200-4gpu.yaml")
     fitted = {f for f, c in h200.values.items() if _LEADS_FITTED.match(c)}
-    assert fitted == {"collective.launch_overhead_ns", "collective.cu_bandwidth_GBps",
+    assert fitted == {"collective.latency.software_ns", "collective.cu_bandwidth_GBps",
                       "copy_engine.sm_copy_inflight_per_cu_B"}
     assert _LEADS_DERIVED.match(h200.values["l2.clock_GHz"])
     assert h200.values["hbm.timing.tPPD_nCK"] and h200.base == "t3-table1.yaml"
     h800 = parse_preset(SYSTEMS / "h800-8gpu.yaml")
-    assert h800.base == "h200-4gpu.yaml" and "collective.launch_overhead_ns" not in h800.values
-    assert any("inherits collective.launch_overhead_ns" in n for n in h800.notes)
+    assert h800.base == "h200-4gpu.yaml" and "assumption" in h800.values["collective.latency.software_ns"]
+    h1 = parse_preset(SYSTEMS / "h200-1gpu.yaml")
+    assert "collective.latency.software_ns" not in h1.values
+    assert any("inherits collective.latency.software_ns" in n for n in h1.notes)
     assert fitted_mentions_unsourced("FITTED to the RS rows (6 rows); not fitted to the AG rows") == []
     assert fitted_mentions_unsourced("FITTED (fit_rs.py) to the RS rows")
     assert fitted_mentions_unsourced("fitted to the RS rows (6)")

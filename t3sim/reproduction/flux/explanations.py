@@ -64,7 +64,8 @@ def _nostart(direction: Cond) -> Claim:
     return Claim(
         "at m = 64 the non-overlapped RS takes {nv_rs64_us:.0f} us on A100 NVLink and {h8_rs64_us:.0f} us on H800, of "
         "which a size-independent {nv_rs_fixed_us:.0f} / {h8_rs_fixed_us:.0f} us (the line through m = 64 and 512) is "
-        "NCCL's start-up (collective.launch_overhead_ns, H200-fitted, assumed for every preset); Transformer Engine's "
+        "NCCL's start-up (collective.latency: NCCL's 8.4 us Ring/Simple base latency from its tuning model plus the "
+        "software part fitted on the H200 and assumed for these presets); Transformer Engine's "
         "copy-engine chunks pay only the copy engines' launch latency (system.copy_engine.launch_latency_ns, an "
         "assumption), so its E there is {te_rs64_e_lo:.0f}-{te_rs64_e_hi:.0f} % where the paper's TE loses "
         "(experiments/flux-op/README.md, finding 4)",

@@ -18,14 +18,15 @@ C = Cond
 
 # ---------------------------------------------------------------- GEMV + AllReduce
 _GEMV = Claim(
-    "the gain is the library all-reduce's launch, not overlap: where the fused GEMV part runs as fast as the baseline's "
+    "the gain is the library all-reduce's start-up, not overlap: where the fused GEMV part runs as fast as the baseline's "
     "GEMV ({gemv_fast_n} GEMVs) it saves {gemv_saving_lo:.1f}-{gemv_saving_hi:.1f} us, no more than the collective's "
-    "launch overhead ({gemv_coll_launch_us:.0f} us, collective.launch_overhead_ns, an inherited assumption): the "
+    "start-up ({gemv_coll_launch_us:.0f} us, collective.latency: RCCL's LL base latency from its tuning model plus "
+    "an assumed software part): the "
     "all-reduced vector is small, so the baseline all-reduce ({gemv_base_ar_lo:.1f}-{gemv_base_ar_hi:.1f} us) is "
     "latency-bound, and the fused kernel replaces it by a chain of fence, flag and link latencies after its last tile "
     "({gemv_tail_lo:.1f}-{gemv_tail_hi:.1f} us); the HBM-bound GEMV is {gemv_share_lo:.0f}-{gemv_share_hi:.0f} % of "
     "those baselines, so the saving is a few %{gemv_slow_clause} (experiments/fused-gemv/README.md)",
-    (BELOW, C("the largest saving of the GEMVs with an unslowed GEMV part at most the collective's launch overhead",
+    (BELOW, C("the largest saving of the GEMVs with an unslowed GEMV part at most the collective's start-up",
               "gemv_saving_hi", "<=", "gemv_coll_launch_us"),
      C("the GEMV at least half of those baselines", "gemv_share_lo", ">=", 50.0),
      C("every slower fused GEMV part loops over several tiles per persistent WG", "gemv_slow_one_tile_n", "<", 1)))
