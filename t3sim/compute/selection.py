@@ -149,8 +149,8 @@ def select(system, M: int, N: int, K: int, dtype: str, *, fused_epilogue: bool =
 
 
 def retile(rec: KernelRecord, system, *, fused_epilogue: bool = False, autotune: bool = False) -> KernelRecord:
-    """``rec`` with the tile, warps, registers, stages, cluster, split-K and MMA rate of the kernel :func:`select`
-    picks for its shape; ``rec`` itself for an empty library or a record that already has them (idempotent).
+    """``rec`` with the tile, warps, registers, stages, cluster, split-K, MMA rate and tile order
+    (:func:`raster_order`) of the kernel :func:`select` picks for its shape; ``rec`` itself for an empty library or a record that already has them (idempotent).
     GEMV and embedding records keep their own kernels."""
     if rec.sublayer in (GEMV, EMB):
         return rec
@@ -159,11 +159,23 @@ def retile(rec: KernelRecord, system, *, fused_epilogue: bool = False, autotune:
         return rec
     tm, tn = ceil_div(rec.M, k.tile_m), ceil_div(rec.N, k.tile_n)
     new = dataclasses.replace(
-        rec, tile_m=k.tile_m, tile_n=k.tile_n, tile_k=k.tile_k, tiles_m=tm, tiles_n=tn, num_wgs=tm * tn,
+        rec, wg_order=raster_order(k, tm, tn, rec.wg_order), tile_m=k.tile_m, tile_n=k.tile_n, tile_k=k.tile_k, tiles_m=tm, tiles_n=tn, num_wgs=tm * tn,
         wfs_per_wg=k.wf_grid[0] * k.wf_grid[1], wf_grid=tuple(k.wf_grid), threads_per_wf=system.gpu.threads_per_wf,
         registers_per_thread=k.registers_per_thread, lds_per_wg_B=lds_bytes(k, rec.dtype), cluster_m=k.cluster_m,
         cluster_n=k.cluster_n, kernel=k.name, split_k=k.split_k, mma_rate=k.mma_rate)
     return rec if new == rec else new
+
+
+def raster_order(k: GemmKernelConfig, tiles_m: int, tiles_n: int, order: dict) -> dict:
+    """The WG order of a GEMM on kernel ``k`` (``tiles_m x tiles_n`` tiles): the record's ``order`` unless it is a
+    row- or column-major one the kernel's ``raster`` decides (the kernel, not the workload, orders its tiles): along_n
+    row-major, along_m column-major, heuristic column-major when there are more tile columns than rows in whole
+    clusters (CUTLASS's sm90 persistent scheduler, ``get_rasterization_order``), else row-major."""
+    if order.get("kind") not in ("row_major", "column_major"):
+        return order
+    along_m = k.raster == "along_m" or (
+        k.raster == "heuristic" and ceil_div(tiles_n, k.cluster_n) * k.cluster_n > ceil_div(tiles_m, k.cluster_m) * k.cluster_m)
+    return {"kind": "column_major" if along_m else "row_major"}
 
 
 def check_selected(rec: KernelRecord, system, *, fused_epilogue: bool = False, autotune: bool = False) -> None:

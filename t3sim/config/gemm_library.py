@@ -9,7 +9,7 @@ library's kernels (:class:`GemmKernelConfig`) and the registered selection polic
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Literal
 
 from pydantic import field_validator, model_validator
 
@@ -35,6 +35,13 @@ class GemmKernelConfig(Model):
                      source="the BLAS kernel's name (cuBLAS 'splitK' kernels followed by cublasLt::splitKreduce_kernel) and grid", gt=0)
     operand_alignment_B: int = F(16, unit="B", desc="the kernel runs only GEMMs whose K and N rows (the operands' and output's leading dimensions) are a multiple of this many bytes; others go to a kernel of smaller alignment",
                                  source="CUDA driver API cuTensorMapEncodeTiled: TMA global strides must be multiples of 16 B (sm90 kernels); CUTLASS kernel names' alignN: N elements", gt=0)
+    raster: Literal["along_n", "along_m", "heuristic"] = F(
+        "along_n", unit="enum",
+        desc="the order the kernel's WGs take the output tiles when the GEMM's own order is row-major: along_n (consecutive WGs "
+             "walk a tile row), along_m (they walk a tile column), heuristic (along_m when there are more tile columns than "
+             "rows, counted in whole clusters, else along_n)",
+        source="CUTLASS include/cutlass/gemm/kernel/tile_scheduler_params.h get_rasterization_order (the sm90 persistent "
+               "scheduler's RasterOrderOptions::Heuristic); CUTLASS 2.x GemmIdentityThreadblockSwizzle (sm80: grid x along M)")
     mma_rate: float = F(1.0, unit="ratio", desc="fraction of the SM's tensor FLOP rate (gpu.fp16_flops_per_cycle) the kernel's MMA instructions reach (1: the GPU's own generation of MMA instructions)",
                         source="1 for a GPU's own kernels; below 1 for an older generation's kernels on a newer GPU, with its source in the preset", gt=0, le=1)
 

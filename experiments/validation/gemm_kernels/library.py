@@ -14,6 +14,10 @@ layout) becomes one ``system.gemm_library.kernels`` entry, and every measured sh
 - **Warps, registers**: the profiler's block size and registers per thread (columns ``block``, ``regs``) where the
   CSV has them; sm90 consumer warps are the block's warps less one producer warpgroup (4 warps).
 - **Split-K slices**: the profiler's grid (``grid`` z, or grid size over tiles).
+- **Tile order** (``raster``): nvjet kernels are persistent (grid = the SM count, the profiler's ``grid``) and are
+  taken to order their tiles as CUTLASS's sm90 persistent scheduler does by default (``heuristic``: along M when there
+  are more tile columns than rows; assumption: nvjet's own rule is not published); the CUTLASS 2.x fallbacks walk M
+  first (``GemmIdentityThreadblockSwizzle``: grid x along M).
 - **MMA rate**: 1 for sm90 kernels; the sm80/sm75 fallbacks' rate is a fit (``--fallback-rate``, see README).
 
 Run: ``python3 library.py [--csv h200/gemm_kernels.csv] [--out ../../../configs/systems/libraries/cublas-h200-bf16.yaml]``.
@@ -54,7 +58,8 @@ def parse(row: dict, fallback_rate: dict) -> dict:
         warps = max(4, threads // 32 - 4)  # consumer warps: less one producer warpgroup
         k = dict(name=base_name(name), tile_m=tile_m, tile_n=tile_n, tile_k=tile_k,
                  wf_grid=[warps // 4, 4], registers_per_thread=regs or 168, lds_stages=stages,
-                 cluster_m=int(cb), cluster_n=int(ca), split_k=1, operand_alignment_B=16, mma_rate=1.0)
+                 cluster_m=int(cb), cluster_n=int(ca), split_k=1, operand_alignment_B=16, raster="heuristic",
+                 mma_rate=1.0)
         if "splitK" in variant:
             k["split_k"] = split_of(row, tile_m, tile_n)
         return k
@@ -68,7 +73,7 @@ def parse(row: dict, fallback_rate: dict) -> dict:
     return dict(name=base_name(name), tile_m=int(b), tile_n=int(a), tile_k=int(tk or 32),
                 wf_grid=[max(1, warps // 4), min(4, warps)] if warps >= 4 else [1, warps],
                 registers_per_thread=regs or 232, lds_stages=int(st or 2), cluster_m=1, cluster_n=1, split_k=1,
-                operand_alignment_B=2 * int(align), mma_rate=fallback_rate[family])
+                operand_alignment_B=2 * int(align), raster="along_m", mma_rate=fallback_rate[family])
 
 
 def split_of(row: dict, tile_m: int, tile_n: int) -> int:
