@@ -17,14 +17,25 @@ before the loop, those of group ``g+P`` when the math of group ``g`` starts
 ``g-1``'s math and group ``g``'s loads are done. ``lds_stages = 2`` (``P = 1``)
 is double buffering. The math of one step
 takes :func:`~t3sim.compute.occupancy.k_step_compute_cycles` at the CU's
-FLOP rate shared by the WGs resident on that CU at that moment. Finally each
+FLOP rate times the record's ``mma_rate`` (the fraction of the SM's tensor rate its MMA instructions reach),
+shared by the WGs resident on that CU at that moment (:meth:`GemmKernel.math_cycles`, which the GEMM window
+uses too). Finally each
 WF's output sub-tile is stored through the kernel's *output sink*
 (:mod:`t3sim.compute.sinks`: cached local stores for Sequential; uncached near-memory updates, remote stores...
 for T3), carrying ``wg_id``/``wf_id``.
 
+Split-K (``kernel.split_k`` = ``s`` > 1, :mod:`t3sim.compute.splitk`). The kernel's WGs are the ``tiles x s``
+slice WGs (WG ``seq`` is slice ``seq // tiles`` of tile ``order[seq % tiles]``), each running its slice's k-steps
+and storing its fp32 partial tile to the workspace (``workspace_B``) with cached local stores instead of the output
+sink; stages are over the slice WGs (stage ``i`` = slice WGs ``[i*S, (i+1)*S)`` of that order, so ``on_stage_done``
+reports slice WGs retired, no final output). When all have retired and their partial stores completed, a reduction
+kernel (one WG per tile, on the same dispatcher and CUs) reads the partials back and stores the final tiles through
+the output sink; the kernel ends with it. The GEMM window does not run split kernels (the simpy path does).
+
 Clusters (``kernel.cluster_m`` x ``cluster_n`` > 1, sm90 thread-block clusters with TMA multicast). WGs are
 dispatched cluster by cluster: the clusters (``cluster_m`` consecutive tile rows x ``cluster_n`` tile columns)
-in the order their first tile has in the given order, a cluster's tiles consecutively. The WGs of a cluster
+in the order their first tile has in the given order, a cluster's tiles consecutively (with split-K: so within
+each slice, and a slice's WGs share only with WGs of the same slice). The WGs of a cluster
 that share a tile column (row) share each k-step's B (A) slice: each issues ``1/n`` of the slice's requests
 (``n`` sharers: its rank's part of :func:`numpy.array_split`) and the slice is in every sharer's shared memory
 when all ``n`` parts are, so a k-group's math waits for the slowest part. The L2 sees each shared slice once
@@ -37,46 +48,30 @@ timings do). The kernel is done when every WG has finished and every store it is
 has completed (its *own* writes: the ``written`` events its sink reports, i.e. accepted by the
 write-back L2 or, for uncached/near-memory stores, written in DRAM). Other traffic on the GPU
 (e.g. T3's incoming reduce-scatter updates, or a concurrent collective) does not delay its end;
-nor do L2 evictions of its dirty lines, which the L2 writes back on its own schedule. Times are integer ticks; CU cycles convert through the CU
+nor do L2 evictions of its dirty lines, which the L2 writes back on its own schedule. A split-K kernel ends when its
+reduction kernel does. Times are integer ticks; CU cycles convert through the CU
 :class:`~t3sim.sim.clock.Clock` exactly.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import simpy
 
 from t3sim.compute.addresses import GemmGeometry, slice_requests, wg_store_requests
 from t3sim.compute.dispatcher import CuDispatcher, Footprint
+from t3sim.compute.kernel_run import GemmRun  # noqa: F401  (GemmRun: also this module's API)
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.compute.occupancy import cu_flops_per_cycle, k_step_compute_cycles, occupancy
-from t3sim.compute.sinks import OutputSink
+from t3sim.compute.sinks import CachedLocalOutput, OutputSink
+from t3sim.compute.splitk import partial_store, reduce_kernel, slice_steps, split_of, workspace_size_B
 from t3sim.config.gpu import GPUConfig
 from t3sim.config.workload import DTYPE_BYTES
 from t3sim.sim.clock import Clock, ns_to_ticks
 from t3sim.sim.engine import Component, Engine
-
-
-@dataclass
-class GemmRun:
-    """What a finished GEMM kernel reports (ticks)."""
-
-    start_tick: int
-    end_tick: int = -1
-    stage_end_ticks: List[int] = field(default_factory=list)
-    wgs: int = 0
-    stages: int = 0
-    stage_wgs: int = 0
-    wgs_per_cu: int = 0
-    occupancy_limiter: str = ""
-    load_requests: int = 0
-
-    @property
-    def duration_ticks(self) -> int:
-        return self.end_tick - self.start_tick
 
 
 class GemmKernel(Component):
@@ -98,21 +93,40 @@ class GemmKernel(Component):
             (:mod:`t3sim.compute.dispatcher`); default a private one (the kernel alone on the GPU).
         prologue: ``prologue(seq, tile) -> event or None``: what a WG waits for, holding its CU slot but
             not sharing the CU's math, before its first load (e.g. a per-tile signal); default none.
+        workspace_B: base address (bytes) of the split-K workspace, a buffer of
+            :func:`~t3sim.compute.splitk.workspace_size_B` bytes the caller allocated (e.g. ``SystemModel.alloc``);
+            required when ``kernel.split_k`` > 1, ignored otherwise.
     """
 
     def __init__(self, engine: Engine, name: str, hier: MemoryHierarchy, gpu: GPUConfig, kernel, tile_order: Sequence[int],
                  a_base_B: int, b_base_B: int, c_base_B: int, sink: OutputSink, num_cus: Optional[int] = None,
                  k_group: int = 1, on_stage_done: Optional[Callable[[int], None]] = None, category: str = "gemm",
                  dispatcher: Optional[CuDispatcher] = None,
-                 prologue: Optional[Callable[[int, int], Optional[simpy.Event]]] = None):
+                 prologue: Optional[Callable[[int, int], Optional[simpy.Event]]] = None,
+                 workspace_B: Optional[int] = None):
         super().__init__(engine, name)
         #: ``prologue(seq, tile)``: an event the WG waits for on its CU before its main loop (None: none;
         #: FLUX's AllGather+GEMM spins on its tiles' signals there)
         self.prologue = prologue
         self.hier, self.gpu, self.kernel, self.sink = hier, gpu, kernel, sink
-        self.order = np.asarray(tile_order, dtype=np.int64)
-        if sorted(self.order.tolist()) != list(range(kernel.num_wgs)):
+        tiles = np.asarray(tile_order, dtype=np.int64)
+        if sorted(tiles.tolist()) != list(range(kernel.num_wgs)):
             raise ValueError(f"{name}: tile order is not a permutation of the kernel's {kernel.num_wgs} tiles")
+        #: split-K slices (1: none; module doc) and the WGs of the kernel: tiles x slices
+        self.split = split_of(kernel)
+        self.num_wgs = kernel.num_wgs * self.split
+        if self.split > 1 and workspace_B is None:
+            raise ValueError(f"{name}: split_k={self.split} needs a workspace: pass workspace_B, the base address of "
+                             f"{workspace_size_B(kernel)} bytes (splitk.workspace_size_B)")
+        self.workspace_B = workspace_B
+        #: the split kernel's partial tiles go to the workspace through cached local stores; its reduction kernel
+        #: (t3sim.compute.splitk.reduce_kernel), once launched
+        self.ws_sink = CachedLocalOutput(hier, category) if self.split > 1 else None
+        self.reduce = None
+        self.mma_rate = float(getattr(kernel, "mma_rate", 1.0))
+        if not 0 < self.mma_rate <= 1:
+            raise ValueError(f"{name}: mma_rate must be in (0, 1] (a fraction of the SM's tensor FLOP rate), "
+                             f"got {self.mma_rate}")
         self.num_cus = num_cus or gpu.num_cus
         self.k_group = max(1, int(k_group))
         self.category = category
@@ -133,13 +147,17 @@ class GemmKernel(Component):
         self.cu_active = np.zeros(self.num_cus, dtype=np.int64)
         self.cluster = (int(getattr(kernel, "cluster_m", 1)), int(getattr(kernel, "cluster_n", 1)))
         if self.cluster != (1, 1) and self.slots >= self.cluster[0] * self.cluster[1]:
-            self.order = cluster_order(self.order, kernel.tiles_n, *self.cluster)
+            tiles = cluster_order(tiles, kernel.tiles_n, *self.cluster)
         else:
             self.cluster = (1, 1)
+        #: the tiles in dispatch order (clusters regrouped), and the tile of each WG in dispatch order (split-K:
+        #: every slice repeats the tile order)
+        self.tile_order = tiles
+        self.order = np.tile(tiles, self.split) if self.split > 1 else tiles
         self._share: dict = {}  # (operand, group key, first k-step) -> _Shared (clusters only)
         self._sharers: dict = {}  # seq -> ((a group, rank, n), (b group, rank, n)), from start()
-        self.stages = -(-kernel.num_wgs // self.slots)
-        self._stage_left = [min(self.slots, kernel.num_wgs - s * self.slots) for s in range(self.stages)]
+        self.stages = -(-self.num_wgs // self.slots)
+        self._stage_left = [min(self.slots, self.num_wgs - s * self.slots) for s in range(self.stages)]
         self._next = 0
         self._live = 0
         self._addr_cache: dict = {}
@@ -164,20 +182,22 @@ class GemmKernel(Component):
 
         ``first_wg`` > 0 runs only WGs ``first_wg..`` of the dispatch order, as if the earlier ones had already
         run (e.g. the last stages of a kernel that a steady-state simulation starts from); stages that end
-        before ``first_wg`` keep ``stage_end_ticks`` -1 and ``GemmRun.wgs`` counts the WGs that ran.
+        before ``first_wg`` keep ``stage_end_ticks`` -1 and ``GemmRun.wgs`` counts the WGs that ran. (Split-K:
+        WGs of the slice order; the reduction still reduces every tile.)
         """
         k = self.kernel
-        if not 0 <= first_wg < k.num_wgs:
-            raise ValueError(f"{self.name}: first_wg={first_wg} out of range 0..{k.num_wgs - 1}")
-        self.run = GemmRun(self.env.now, wgs=k.num_wgs - first_wg, stages=self.stages, stage_wgs=self.slots,
+        if not 0 <= first_wg < self.num_wgs:
+            raise ValueError(f"{self.name}: first_wg={first_wg} out of range 0..{self.num_wgs - 1}")
+        self.run = GemmRun(self.env.now, wgs=self.num_wgs - first_wg, stages=self.stages, stage_wgs=self.slots,
                            wgs_per_cu=self.occ.wgs_per_cu, occupancy_limiter=self.occ.limiter,
-                           stage_end_ticks=[-1] * self.stages)
+                           stage_end_ticks=[-1] * self.stages, split_k=self.split,
+                           workspace_B=workspace_size_B(k))
         for seq in range(first_wg):
             self._stage_left[seq // self.slots] -= 1
         self._next = first_wg
         if self.cluster != (1, 1):
-            self._sharers = sharer_groups(self.order, first_wg, k.tiles_n, *self.cluster)
-        n = min(self.slots, k.num_wgs - first_wg)
+            self._sharers = sharer_groups(self.order, first_wg, k.tiles_n, *self.cluster, tiles=k.num_wgs)
+        n = min(self.slots, self.num_wgs - first_wg)
         self._live = n
         self._h = self.dispatcher.register(self.name, self.footprint, self._pending, self._on_cu,
                                            None if self.num_cus == self.gpu.num_cus else range(self.num_cus))
@@ -191,13 +211,21 @@ class GemmKernel(Component):
     def _pending(self) -> int:
         """WGs that no slot holding a CU will take: from its launch on, the kernel waits for CUs for all of
         them, so kernels launched after it never get ahead (the dispatcher's view)."""
-        return self.kernel.num_wgs - self._next - self._held
+        return self.num_wgs - self._next - self._held
 
     def _on_cu(self, cu: int) -> None:
         """The dispatcher placed one more of this kernel's WGs on ``cu`` (its footprint is taken)."""
         self._live += 1
         self._held += 1
         self.env.process(self._slot(cu))
+
+    def math_cycles(self, s0: int, s1: int, share: int) -> int:
+        """CU cycles of one WG's math over k-steps ``[s0, s1)`` with ``share`` WGs sharing the CU: the sum of
+        :func:`~t3sim.compute.occupancy.k_step_compute_cycles` at the CU's rate times ``mma_rate`` (the one
+        definition the simpy slots and the GEMM window both use)."""
+        k = self.kernel
+        return sum(k_step_compute_cycles(k.tile_m, k.tile_n, k.tile_k, k.K, s, self.flops, share, self.mma_rate)
+                   for s in range(s0, s1))
 
     def _cycles_to_ticks(self, cycles: int) -> int:
         now_c = self.clock.next_cycle_at_or_after(self.env.now)
@@ -252,13 +280,13 @@ class GemmKernel(Component):
             yield self.env.timeout(launch_ticks)
         disp, h = self.dispatcher, self._h
         if cu is None:
-            cu = disp.acquire(h) if self._next < self.kernel.num_wgs else None
+            cu = disp.acquire(h) if self._next < self.num_wgs else None
             if cu is None:  # no room (or nothing left): the dispatcher hands this kernel CUs as they free
                 self._live -= 1
                 self._check_retired()
                 return
             self._held += 1
-            if self._held + self._next >= self.kernel.num_wgs:
+            if self._held + self._next >= self.num_wgs:
                 disp.settled(h)  # every WG has a slot: leftover CUs go to kernels launched after this one
         first = True
         k = self.kernel
@@ -266,8 +294,9 @@ class GemmKernel(Component):
         steps = g.k_steps
         G = self.k_group
         P = self.in_flight
-        memo = self._math_cycles  # (first k-step of the group, WGs sharing the CU) -> CU cycles
-        while self._next < k.num_wgs:
+        nw, split = self.num_wgs, self.split
+        memo = self._math_cycles  # (first k-step of the group, its end, WGs sharing the CU) -> CU cycles
+        while self._next < nw:
             seq = self._next
             self._next += 1
             if first:
@@ -281,27 +310,29 @@ class GemmKernel(Component):
                 if wait is not None:
                     yield wait
             self.cu_active[cu] += 1
-            groups = list(range(0, steps, G))
-            loads = [self._loads(seq, tm, tn, g0, min(g0 + G, steps)) for g0 in groups[:P]]
+            z = seq // k.num_wgs  # split-K slice (0 without)
+            lo, hi = slice_steps(steps, split, z) if split > 1 else (0, steps)
+            groups = list(range(lo, hi, G))
+            loads = [self._loads(seq, tm, tn, g0, min(g0 + G, hi)) for g0 in groups[:P]]
             yield loads[0]
             for gi, s0 in enumerate(groups):
-                s1 = min(s0 + G, steps)
+                s1 = min(s0 + G, hi)
                 if gi + P < len(groups):  # the buffer of group gi-1 is free: refill it with group gi+P
                     g0 = groups[gi + P]
-                    loads.append(self._loads(seq, tm, tn, g0, min(g0 + G, steps)))
+                    loads.append(self._loads(seq, tm, tn, g0, min(g0 + G, hi)))
                 pending = loads[gi + 1] if gi + 1 < len(groups) else None
                 share = int(self.cu_active[cu])
-                cycles = memo.get((s0, share))
+                cycles = memo.get((s0, s1, share))
                 if cycles is None:
-                    cycles = memo[(s0, share)] = sum(
-                        k_step_compute_cycles(k.tile_m, k.tile_n, k.tile_k, k.K, s, self.flops, share)
-                        for s in range(s0, s1))
+                    cycles = memo[(s0, s1, share)] = self.math_cycles(s0, s1, share)
                 yield self.env.timeout(self._cycles_to_ticks(cycles))
                 self.beat()  # a deep-K WG can run longer than the watchdog's window
                 if pending is not None:
                     yield pending
-            reqs = wg_store_requests(g, tm, tn, wg_id=seq)
-            st = self.sink.store(seq, tile, reqs)
+            if split > 1:  # the fp32 partial tile to the workspace, not the output (splitk module doc)
+                st = self.ws_sink.store(seq, tile, partial_store(k, self.workspace_B, z, tile, seq))
+            else:
+                st = self.sink.store(seq, tile, wg_store_requests(g, tm, tn, wg_id=seq))
             if st is not None:
                 if st.written is not None:
                     self._track_own_write(st.written)
@@ -312,7 +343,7 @@ class GemmKernel(Component):
             if self.wg_spans is not None:
                 self.wg_spans.append((cu, seq, t0, self.env.now))
             self._wg_done(seq)
-            if self._next < k.num_wgs and disp.should_yield(h, cu):
+            if self._next < nw and disp.should_yield(h, cu):
                 break  # an earlier-launched kernel waits for this CU
         if first:
             self._held -= 1
@@ -321,7 +352,7 @@ class GemmKernel(Component):
         self._check_retired()
 
     def _check_retired(self) -> None:
-        if self._live == 0 and self._next >= self.kernel.num_wgs:
+        if self._live == 0 and self._next >= self.num_wgs:
             self._all_retired = True
             self._maybe_end()
 
@@ -337,10 +368,21 @@ class GemmKernel(Component):
         ev.callbacks.append(done)
 
     def _maybe_end(self) -> None:
-        """End the kernel once every WG retired and every store it issued completed (module doc)."""
+        """End the kernel once every WG retired and every store it issued completed (module doc); a split-K
+        kernel launches its reduction then and ends with it."""
         if self._all_retired and self._writes_left == 0 and not self.done.triggered:
-            self.run.end_tick = self.env.now
-            self.done.succeed(self.run)
+            if self.split == 1:
+                self._end()
+            elif self.reduce is None:
+                self.run.reduce_start_tick = self.env.now
+                self.reduce = reduce_kernel(self)
+                self.reduce.wg_spans = [] if self.wg_spans is not None else None
+                self.run.reduce_wgs = self.reduce.num_wgs
+                self.reduce.start().callbacks.append(lambda _e: self._end())
+
+    def _end(self) -> None:
+        self.run.end_tick = self.env.now
+        self.done.succeed(self.run)
 
     def _wg_done(self, seq: int) -> None:
         s = seq // self.slots
@@ -353,7 +395,9 @@ class GemmKernel(Component):
     def pending(self) -> str:
         if self.run is None or self.done.triggered:
             return ""
-        return f"{self.kernel.num_wgs - self._next} WGs not started, {int(self.cu_active.sum())} running"
+        if self.reduce is not None:
+            return "split-K slices done, reducing"
+        return f"{self.num_wgs - self._next} WGs not started, {int(self.cu_active.sum())} running"
 
 
 @dataclass
@@ -377,15 +421,18 @@ def cluster_order(order: np.ndarray, tiles_n: int, cm: int, cn: int) -> np.ndarr
     return np.asarray(order, dtype=np.int64)[np.lexsort((np.arange(len(cid)), rank))]
 
 
-def sharer_groups(order: np.ndarray, first_wg: int, tiles_n: int, cm: int, cn: int) -> dict:
+def sharer_groups(order: np.ndarray, first_wg: int, tiles_n: int, cm: int, cn: int,
+                  tiles: Optional[int] = None) -> dict:
     """For each dispatched WG ``seq >= first_wg``: ``((a key, rank, n), (b key, rank, n))`` -- the group of WGs
     of its cluster that share its A slice (same tile row) and its B slice (same tile column), its rank in each
-    and the group's size, over the WGs that run."""
+    and the group's size, over the WGs that run. ``order``: the tile of each WG; ``tiles``: WGs per split-K slice
+    (WG ``seq`` is of slice ``seq // tiles``; only WGs of one slice share; default all one slice)."""
+    per = tiles or max(1, len(order))
     groups: dict = {}
     members = []
     for seq in range(first_wg, len(order)):
         tm, tn = divmod(int(order[seq]), tiles_n)
-        c = (tm // cm, tn // cn)
+        c = (tm // cm, tn // cn, seq // per)
         ka, kb = ("a", c, tm), ("b", c, tn)
         members.append((seq, ka, kb))
         groups.setdefault(ka, []).append(seq)

@@ -32,6 +32,7 @@ stage on 80 CUs; the LDS carve-out is 64 KiB, leaving 64 KiB of L1.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Dict, Optional, Tuple
 
 from t3sim.config.gpu import GPUConfig
@@ -192,11 +193,14 @@ def cu_flops_per_cycle(gpu: GPUConfig, dtype: str) -> int:
         raise ValueError(f"no compute rate for dtype {dtype!r}; known: {', '.join(FLOPS_FIELD)}") from None
 
 
-def wg_compute_cycles(tile_m: int, tile_n: int, k: int, flops_per_cycle: int, wgs_sharing_cu: int = 1) -> int:
+def wg_compute_cycles(tile_m: int, tile_n: int, k: int, flops_per_cycle: int, wgs_sharing_cu: int = 1,
+                      mma_rate: float = 1.0) -> int:
     """CU cycles one WG needs for the math of a ``tile_m x tile_n`` output tile over depth ``k``.
 
-    ``cycles = ceil(2 * tile_m * tile_n * k / (flops_per_cycle / wgs_sharing_cu))``,
-    computed in integers as ``ceil(2*tile_m*tile_n*k*wgs_sharing_cu / flops_per_cycle)``.
+    ``cycles = ceil(2 * tile_m * tile_n * k / (flops_per_cycle * mma_rate / wgs_sharing_cu))``,
+    computed exactly in integers as ``ceil(2*tile_m*tile_n*k*wgs_sharing_cu*q / (flops_per_cycle*p))`` where
+    ``p / q`` is ``mma_rate`` as an exact fraction (the float's binary value, :class:`fractions.Fraction`): with
+    ``mma_rate = 1`` this is ``ceil(2*tile_m*tile_n*k*wgs_sharing_cu / flops_per_cycle)``.
 
     One multiply-add is 2 FLOPs. The CU's math throughput ``flops_per_cycle``
     (e.g. :func:`cu_flops_per_cycle`) is shared equally by the
@@ -214,24 +218,30 @@ def wg_compute_cycles(tile_m: int, tile_n: int, k: int, flops_per_cycle: int, wg
             main-loop step), in elements.
         flops_per_cycle: CU FLOPs per cycle, in FLOP/cycle.
         wgs_sharing_cu: WGs sharing the CU's math units.
+        mma_rate: fraction (0, 1] of ``flops_per_cycle`` the kernel's MMA instructions reach (the kernel record's
+            ``mma_rate``: below 1 e.g. an sm80 ``mma.sync`` kernel on an sm90 SM).
 
     Returns:
         cycles, in CU cycles (0 iff ``k == 0``).
     """
-    if min(tile_m, tile_n, flops_per_cycle, wgs_sharing_cu) < 1 or k < 0:
+    if min(tile_m, tile_n, flops_per_cycle, wgs_sharing_cu) < 1 or k < 0 or not 0 < mma_rate <= 1:
         raise ValueError(f"bad compute-time arguments: tile {tile_m}x{tile_n}, k={k}, "
-                         f"flops/cycle={flops_per_cycle}, sharing={wgs_sharing_cu}")
-    return ceil_div(2 * tile_m * tile_n * k * wgs_sharing_cu, flops_per_cycle)
+                         f"flops/cycle={flops_per_cycle}, sharing={wgs_sharing_cu}, mma_rate={mma_rate}")
+    if mma_rate == 1:
+        return ceil_div(2 * tile_m * tile_n * k * wgs_sharing_cu, flops_per_cycle)
+    r = Fraction(mma_rate)
+    return ceil_div(2 * tile_m * tile_n * k * wgs_sharing_cu * r.denominator, flops_per_cycle * r.numerator)
 
 
 def k_step_compute_cycles(tile_m: int, tile_n: int, tile_k: int, K: int, step: int,
-                          flops_per_cycle: int, wgs_sharing_cu: int = 1) -> int:
+                          flops_per_cycle: int, wgs_sharing_cu: int = 1, mma_rate: float = 1.0) -> int:
     """Cycles of main-loop step ``step`` (0-based) of a WG: the last step covers
     only ``K - step * tile_k`` when ``tile_k`` does not divide ``K``. Summing
     all ``ceil(K / tile_k)`` steps gives at least :func:`wg_compute_cycles`
-    over ``K`` (per-step ceilings can add at most one cycle per step)."""
+    over ``K`` (per-step ceilings can add at most one cycle per step). ``mma_rate``: as
+    :func:`wg_compute_cycles`."""
     steps = ceil_div(K, tile_k)
     if not 0 <= step < steps:
         raise IndexError(f"k-step {step} out of range 0..{steps - 1}")
     depth = min(tile_k, K - step * tile_k)
-    return wg_compute_cycles(tile_m, tile_n, depth, flops_per_cycle, wgs_sharing_cu)
+    return wg_compute_cycles(tile_m, tile_n, depth, flops_per_cycle, wgs_sharing_cu, mma_rate)

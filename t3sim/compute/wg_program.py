@@ -16,19 +16,19 @@ Math: :meth:`math` turns FLOPs into CU cycles at a FLOP rate shared by the WGs *
 (:meth:`busy` / :meth:`idle`, which a program calls around its compute: a persistent WG spinning on a flag does not
 take a share), as :func:`~t3sim.compute.occupancy.wg_compute_cycles` does for a GEMM.
 
-End: :attr:`done` fires with a :class:`~t3sim.compute.gemm_kernel.GemmRun` once every WG retired and every write the
+End: :attr:`done` fires with a :class:`~t3sim.compute.kernel_run.GemmRun` once every WG retired and every write the
 programs tracked (:meth:`track_write`) completed. Times are integer ticks; CU cycles convert through the CU clock.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Generator, List, Optional
+from typing import Callable, Generator, List, Optional, Sequence
 
 import numpy as np
 import simpy
 
 from t3sim.compute.dispatcher import CuDispatcher, Footprint
-from t3sim.compute.gemm_kernel import GemmRun
+from t3sim.compute.kernel_run import GemmRun
 from t3sim.compute.occupancy import ceil_div, occupancy
 from t3sim.config.gpu import GPUConfig
 from t3sim.sim.clock import Clock, ns_to_ticks
@@ -59,18 +59,20 @@ class ProgramKernel(Component):
         tiles: what timelines label WG ``w`` with (``tiles[w]``; default ``w``).
         progress_per_wg: count a unit of progress (the progress meter's) per retired WG; False: the programs count
             their own units (a persistent WG's logical WGs) with :meth:`progressed`.
+        cus: the CUs its WGs may use (default all; a GEMM's split-K reduction runs on its GEMM's CUs).
     """
 
     def __init__(self, engine: Engine, name: str, hier, gpu: GPUConfig, *, threads_per_wg: int, registers_per_thread: int,
                  lds_per_wg_B: int, num_wgs: int, program: Program, dispatcher: Optional[CuDispatcher] = None,
-                 tiles: Optional[List[int]] = None, progress_per_wg: bool = True):
+                 tiles: Optional[List[int]] = None, progress_per_wg: bool = True, cus: Optional[Sequence[int]] = None):
         super().__init__(engine, name)
+        self.cus = None if cus is None else tuple(int(c) for c in cus)
         self.progress_per_wg = progress_per_wg
         if num_wgs < 1:
             raise ValueError(f"{name}: a kernel needs at least one WG, got {num_wgs}")
         self.hier, self.gpu, self.program, self.num_wgs = hier, gpu, program, int(num_wgs)
         self.occ = program_occupancy(gpu, threads_per_wg, registers_per_thread, lds_per_wg_B)
-        self.slots = self.occ.wgs_per_cu * gpu.num_cus
+        self.slots = self.occ.wgs_per_cu * (gpu.num_cus if self.cus is None else len(self.cus))
         self.footprint = Footprint.of(gpu, threads_per_wg, registers_per_thread, lds_per_wg_B)
         self.dispatcher = dispatcher or CuDispatcher(gpu, name)
         #: timelines: WG index -> the tile (or logical WG) it is labelled with
@@ -128,7 +130,7 @@ class ProgramKernel(Component):
                            stage_end_ticks=[-1] * self.stages)
         n = min(self.slots, self.num_wgs)
         self._live = n
-        self._h = self.dispatcher.register(self.name, self.footprint, self._pending, self._on_cu)
+        self._h = self.dispatcher.register(self.name, self.footprint, self._pending, self._on_cu, self.cus)
         launch = ns_to_ticks(self.gpu.kernel_launch_overhead_ns)
         for _ in range(n):
             self.env.process(self._slot(None, launch))

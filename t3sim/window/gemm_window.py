@@ -16,7 +16,8 @@ When. A kernel runs windowed (:func:`eligible`) only where the mirrored events a
 happens on its GPU while it runs: the caller marks it ``exclusive`` (nothing else uses the GPU's
 memory or CUs meanwhile: a program with one stream, :func:`t3sim.schemes.runtime.program.run_program`),
 the output goes through :class:`~t3sim.compute.sinks.CachedLocalOutput` or
-:class:`~t3sim.compute.sinks.AccumulatingOutput` (:func:`sink_kind`), no cluster, prologue,
+:class:`~t3sim.compute.sinks.AccumulatingOutput` (:func:`sink_kind`), no split-K (a split kernel's slices write
+a workspace and a reduction kernel follows them: the simpy path runs both), no cluster, prologue,
 stage callback, WG trace, CU mask, enqueue hook, functional data or command log, the memory is idle
 and the CUs are free. Otherwise the kernel takes the reference path. In explicit mode every GPU's GEMM
 of an exclusive phase runs windowed, all behind one bridge (:class:`_Group`: one window after another
@@ -41,7 +42,6 @@ from t3sim.compute.addresses import slice_requests, wg_store_requests
 from t3sim.compute.dispatcher import CuDispatcher
 from t3sim.compute.fast import REQ_B, l2_read
 from t3sim.compute.memhier import CATEGORY_SOURCE
-from t3sim.compute.occupancy import k_step_compute_cycles
 from t3sim.compute.sinks import AccumulatingOutput, CachedLocalOutput
 from t3sim.memory import Kind, Source, Stream
 from t3sim.memory.fast import NOUT, PUMP_DEPENDS, kernels, specialise
@@ -93,7 +93,8 @@ def eligible(gk) -> bool:
     sink = gk.sink
     disp = gk.dispatcher
     if not (getattr(gk, "exclusive", False) and sink_kind(sink) is not None and sink.hier is h
-            and gk.cluster == (1, 1) and gk.prologue is None and gk.on_stage_done is None and gk.wg_spans is None
+            and gk.split == 1 and gk.cluster == (1, 1) and gk.prologue is None and gk.on_stage_done is None
+            and gk.wg_spans is None
             and gk.num_cus == gk.gpu.num_cus and type(disp) is CuDispatcher):
         return False
     if not (mem._fused and mem.feed is None and mem.outstanding == 0 and h.outstanding_writes == 0
@@ -123,11 +124,10 @@ class GemmWindow:
         self.st_off = np.concatenate(([0], np.cumsum([len(x) for x in st]))).astype(np.int64)
         self.st_addr = np.concatenate(st).astype(np.int64)
         wpc = gk.occ.wgs_per_cu
-        self.mcyc = np.zeros((ng, wpc + 1), dtype=np.int64)
+        self.mcyc = np.zeros((ng, wpc + 1), dtype=np.int64)  # CU cycles per (k-group, WGs sharing the CU)
         for gi in range(ng):
             for share in range(1, wpc + 1):
-                self.mcyc[gi, share] = sum(k_step_compute_cycles(k.tile_m, k.tile_n, k.tile_k, k.K, s, gk.flops, share)
-                                           for s in range(gi * G, min(gi * G + G, steps)))
+                self.mcyc[gi, share] = gk.math_cycles(gi * G, min(gi * G + G, steps), share)
         la = np.diff(self.a_off).reshape(k.tiles_m, ng).max(initial=0)
         lb = np.diff(self.b_off).reshape(k.tiles_n, ng).max(initial=0)
         self.scratch = np.zeros(int(la + lb), dtype=np.int64)

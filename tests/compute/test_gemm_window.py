@@ -7,6 +7,8 @@ order -- the same view for every simpy process running beside the window.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -41,11 +43,12 @@ def windows(monkeypatch):
 
 
 def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch_at=None, first_wg=0, acc=False,
-             lookahead=True, pumps=None):
+             lookahead=True, pumps=None, mma_rate=1.0, split_k=1):
     """One GEMM alone on a GPU (exclusive), optionally with a simpy process beside it that wakes every
     ``noise_ps`` and records what it sees (time, WGs done, beats, kernel's next WG). ``acc``: C += the tile
     (:class:`_CountingAcc`, whose count of C lines read is returned too). ``lookahead``: the memory pump's
-    (``simulation.memory_lookahead``); ``pumps``: a list that gets the run's count of pump steps."""
+    (``simulation.memory_lookahead``); ``pumps``: a list that gets the run's count of pump steps. ``mma_rate``,
+    ``split_k``: the kernel record's (a split kernel's workspace at 3 GiB)."""
     if system.gemm_library.kernels:  # H200: no clusters (a clustered kernel takes the reference path)
         upd = {"cluster_m": 1, "cluster_n": 1, **({"lds_stages": stages} if stages else {})}
         system = with_kernel(system, LARGE, **upd)
@@ -53,11 +56,13 @@ def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch
     else:  # Table 1: the workload's own kernel (T-NLG FC-2 at TP=8) at M tokens
         exp = load_experiment(TABLE1, [f"workload.tokens={M}"])
         k = system_kernel(exp.workload, exp.system)
+    k = dataclasses.replace(k, mma_rate=mma_rate, split_k=split_k)
     eng = Engine(seed=0, watchdog_idle_ticks=8_000_000)  # 8 us: longer than a launch, far shorter than these kernels
     hier = MemoryHierarchy(eng.env, system)
     hier.port.lookahead = lookahead
     gk = GemmKernel(eng, "gpu0.gemm", hier, system.gpu, k, row_major(k.tiles_m, k.tiles_n), 0, 1 << 30, 1 << 31,
-                    _CountingAcc(hier) if acc else CachedLocalOutput(hier), k_group=k_group)
+                    _CountingAcc(hier) if acc else CachedLocalOutput(hier), k_group=k_group,
+                    workspace_B=3 << 30 if split_k > 1 else None)
     gk.window, gk.exclusive = (gemm_window.run_windowed if window else None), True
     seen = []
     env = eng.env
@@ -140,6 +145,28 @@ def test_accumulating_output_matches_reference(system, windows, shape, k_group):
     assert ref[8] > 0 and win[:-1] == ref[:-1]
     plain = _run_gemm(system, *shape, window=True, k_group=k_group)
     assert plain[1] < ref[1]  # the reads of C cost time
+
+
+@pytest.mark.parametrize("mma_rate", [0.5, 0.37])
+def test_mma_rate_matches_reference(system, windows, mma_rate):
+    """A kernel below the SM's tensor rate (``mma_rate``): the window's math cycles are the simpy slots' (one
+    function, ``GemmKernel.math_cycles``), so the results are identical, and slower than at the full rate."""
+    ref = _run_gemm(system, 128, 1280, 640, window=False, k_group=2, mma_rate=mma_rate, noise_ps=1499)
+    assert not windows
+    win = _run_gemm(system, 128, 1280, 640, window=True, k_group=2, mma_rate=mma_rate, noise_ps=1499)
+    assert windows == ["gpu0.gemm"]
+    assert win[:-1] == ref[:-1]
+    full = _run_gemm(system, 128, 1280, 640, window=True, k_group=2)
+    assert full[1] < ref[1]
+
+
+def test_split_k_kernels_take_the_reference_path(system, windows):
+    """A split kernel is never windowed (its slices write a workspace, a reduction kernel follows): with windows
+    on it runs the simpy path, with the same results as with windows off."""
+    ref = _run_gemm(system, 128, 1024, 512, window=False, split_k=2)
+    win = _run_gemm(system, 128, 1024, 512, window=True, split_k=2)
+    assert not windows
+    assert win == ref
 
 
 def test_simpy_processes_beside_the_window_see_the_reference_order(system, windows):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -120,3 +122,25 @@ def test_compute_cycles():
     assert k_step_compute_cycles(128, 128, 32, 40, 1, f16) == wg_compute_cycles(128, 128, 8, f16)
     with pytest.raises(IndexError):
         k_step_compute_cycles(128, 128, 32, 40, 2, f16)
+
+
+@given(tm=st.sampled_from([16, 64, 128, 256]), tn=st.sampled_from([8, 64, 128]), k=st.integers(0, 4096),
+       share=st.integers(1, 4), rate=st.floats(0.01, 1.0, allow_nan=False))
+def test_mma_rate_scales_the_flop_rate_exactly(tm, tn, k, share, rate):
+    """The kernel's MMA rate fraction divides the CU's FLOP rate; cycles are the exact integer ceiling (the float's
+    binary value as a fraction), and rate 1 is the plain formula."""
+    f16 = cu_flops_per_cycle(GPU, "fp16")
+    r = Fraction(rate)
+    want = -(-(2 * tm * tn * k * share * r.denominator) // (f16 * r.numerator))
+    assert wg_compute_cycles(tm, tn, k, f16, share, mma_rate=rate) == want
+    assert wg_compute_cycles(tm, tn, k, f16, share, mma_rate=1.0) == wg_compute_cycles(tm, tn, k, f16, share)
+    assert wg_compute_cycles(tm, tn, k, f16, share, mma_rate=rate) >= wg_compute_cycles(tm, tn, k, f16, share)
+
+
+def test_mma_rate_half_doubles_and_bad_rates_are_rejected():
+    f16 = cu_flops_per_cycle(GPU, "fp16")
+    assert wg_compute_cycles(128, 128, 32, f16, mma_rate=0.5) == 2048
+    assert k_step_compute_cycles(128, 128, 32, 40, 1, f16, 1, 0.5) == 2 * wg_compute_cycles(128, 128, 8, f16)
+    for bad in (0.0, -0.5, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="mma_rate"):
+            wg_compute_cycles(128, 128, 32, f16, mma_rate=bad)
