@@ -25,6 +25,7 @@ from t3sim.collectives.runner import plan_for_system
 from t3sim.compute.dispatcher import CuDispatcher
 from t3sim.compute.gemm_kernel import GemmKernel
 from t3sim.compute.selection import check_selected, retile
+from t3sim.compute.splitk import workspace_size_B
 from t3sim.compute.sinks import CachedLocalOutput, OutputSink
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config.experiment import ExperimentConfig
@@ -143,12 +144,13 @@ class SystemModel:
             check_selected(k, self.system, fused_epilogue=s.fused_epilogue, autotune=s.autotune)
             a, b, c = a + chunk.a_offset_B, b + chunk.b_offset_B, c + chunk.c_offset_B
         events = {}
+        ws = self.alloc(workspace_size_B(k)) if k.split_k > 1 else None  # split-K partials (same address on every GPU)
         for g in (self.sim_gpus if gpus is None else gpus):
             h = self.hiers[g]
             sink: OutputSink = sink_for(g) if sink_for else CachedLocalOutput(h)
             gk = GemmKernel(self.engine, f"gpu{g}.{name}", h, self.system.gpu, k,
                             order_for(g) if order_for else (order or wg_order(k)),
-                            a, b, c, sink, num_cus=num_cus,
+                            a, b, c, sink, num_cus=num_cus, workspace_B=ws,
                             on_stage_done=(lambda s, g=g: on_stage_done(g, s)) if on_stage_done else None,
                             dispatcher=self.dispatchers[g], prologue=prologue_for(g) if prologue_for else None)
             gk.wg_spans = [] if (self.trace or self.record_wg_spans) else None

@@ -46,7 +46,7 @@ from t3sim.dma.copy_kernel import SMCopyKernel
 from t3sim.sim.clock import TICKS_PER_NS, ns_to_ticks
 from t3sim.sim.engine import Engine
 from t3sim.system.kernels import gemm_kernel_record
-from t3sim.workload.wg_order import row_major
+from t3sim.workload.wg_order import wg_order
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -100,11 +100,12 @@ class _Setup:
             up = lambda x: -(-x // align) * align  # noqa: E731
             self.a, self.b = 0, up(M * K * eb)
             self.c = up(self.b + K * N * eb)
+            self.ws = up(self.c + M * N * eb) if self.kernel.split_k > 1 else None  # split-K partials
 
     def gemm(self, name: str) -> GemmKernel:
         k = self.kernel
-        g = GemmKernel(self.eng, name, self.hier, self.system.gpu, k, row_major(k.tiles_m, k.tiles_n),
-                       self.a, self.b, self.c, CachedLocalOutput(self.hier), dispatcher=self.disp)
+        g = GemmKernel(self.eng, name, self.hier, self.system.gpu, k, wg_order(k),
+                       self.a, self.b, self.c, CachedLocalOutput(self.hier), dispatcher=self.disp, workspace_B=self.ws)
         g.wg_spans = []  # (cu, seq, start, end) of every WG: when its first WG was dispatched
         return g
 

@@ -36,7 +36,7 @@ from t3sim.errors import InputError
 from t3sim.sim.clock import TICKS_PER_NS
 from t3sim.sim.engine import Engine
 from t3sim.system.kernels import gemm_kernel_record
-from t3sim.workload.wg_order import row_major
+from t3sim.workload.wg_order import wg_order
 
 #: Bytes in the CSV's ``size_mb`` unit: MiB (2^20 B; see module doc and experiments/validation/README.md).
 MIB = 1 << 20
@@ -93,8 +93,10 @@ def simulate_gemm_row(system: SystemConfig, M: int, N: int, K: int, dtype: str, 
     up = lambda x: -(-x // align) * align  # noqa: E731
     a, b = 0, up(M * K * eb)
     c = up(b + K * N * eb)
-    gk = GemmKernel(eng, "gpu0.gemm", hier, system.gpu, k, row_major(k.tiles_m, k.tiles_n), a, b, c, CachedLocalOutput(hier))
-    eng.work = lambda: (gk.progress / k.num_wgs, f"{gk.progress}/{k.num_wgs} WGs")  # progress display only
+    ws = up(c + M * N * eb) if k.split_k > 1 else None  # split-K partials
+    gk = GemmKernel(eng, "gpu0.gemm", hier, system.gpu, k, wg_order(k), a, b, c, CachedLocalOutput(hier),
+                    workspace_B=ws)
+    eng.work = lambda: (gk.progress / gk.num_wgs, f"{gk.progress}/{gk.num_wgs} WGs")  # progress display only
     t0 = time.perf_counter()
     done = gk.start()
     done.callbacks.append(lambda _e: eng.finish())
