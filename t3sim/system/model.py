@@ -207,6 +207,16 @@ class SystemModel:
         s.merge("network", self.network.stats(self.env.now))
         for source in self._stats_sources:
             s.merge("", source())
+        seen = set()
+        for gk in self.gemm_kernels:
+            k, key = getattr(gk, "kernel", None), gk.name.replace(".", "_")
+            if k is None or not hasattr(k, "tile_m") or key in seen:
+                continue
+            seen.add(key)
+            s.add(f"gemm_kernel.{key}", f"{k.kernel or 'workload'} ({k.tile_m}x{k.tile_n}x{k.tile_k}"
+                  f"{f', split-K {k.split_k}' if k.split_k > 1 else ''})", "name",
+                  "the kernel this GEMM ran (the system's gemm_library pick for its shape, or the workload's own) and "
+                  "its tile M x N x K")
         s.add("sim.events", self.engine.events_processed, "count", "simpy events processed")
         s.add("sim.end_us", self.env.now / TICKS_PER_US, "us", "simulated time at the end of the run")
         return s

@@ -91,7 +91,8 @@ def build(model, stats, samples: Dict[int, List[Tuple[int, int]]]) -> Dict[str, 
             for s, end in enumerate(gk.run.stage_end_ticks):
                 if end >= 0:
                     ev.append({"ph": "X", "name": f"stage {s}", "cat": "gemm", "pid": pid, "tid": 2, "ts": _us(prev),
-                               "dur": _us(end - prev), "args": {"wgs": gk.slots}})
+                               "dur": _us(end - prev), "args": {"wgs": gk.slots, "kernel": gk.kernel.kernel or "workload",
+                                                                "tile": f"{gk.kernel.tile_m}x{gk.kernel.tile_n}"}})
                     prev = end
             for cu, lane, seq, t0, t1 in _lanes(gk.wg_spans or []):
                 tid = 1000 + 16 * cu + lane
