@@ -20,7 +20,8 @@ takes :func:`~t3sim.compute.occupancy.k_step_compute_cycles` at the CU's
 FLOP rate shared by the WGs resident on that CU at that moment. Finally each
 WF's output sub-tile is stored through the kernel's *output sink*
 (:mod:`t3sim.compute.sinks`: cached local stores for Sequential; uncached near-memory updates, remote stores...
-for T3), carrying ``wg_id``/``wf_id``.
+for T3), carrying ``wg_id``/``wf_id``; a sink's ``hold`` keeps the WG on its CU after that without math (its
+epilogue's own time, e.g. FLUX's store issue, fence and flag).
 
 Clusters (``kernel.cluster_m`` x ``cluster_n`` > 1, sm90 thread-block clusters with TMA multicast). WGs are
 dispatched cluster by cluster: the clusters (``cluster_m`` consecutive tile rows x ``cluster_n`` tile columns)
@@ -302,12 +303,16 @@ class GemmKernel(Component):
                     yield pending
             reqs = wg_store_requests(g, tm, tn, wg_id=seq)
             st = self.sink.store(seq, tile, reqs)
+            hold = None
             if st is not None:
                 if st.written is not None:
                     self._track_own_write(st.written)
                 if st.retire is not None:
                     yield st.retire
+                hold = st.hold
             self.cu_active[cu] -= 1
+            if hold is not None:  # the WG's epilogue: its slot held, the CU's math left to the others
+                yield hold
             self.progressed()
             if self.wg_spans is not None:
                 self.wg_spans.append((cu, seq, t0, self.env.now))
