@@ -22,7 +22,8 @@ shared by the WGs resident on that CU at that moment (:meth:`GemmKernel.math_cyc
 uses too). Finally each
 WF's output sub-tile is stored through the kernel's *output sink*
 (:mod:`t3sim.compute.sinks`: cached local stores for Sequential; uncached near-memory updates, remote stores...
-for T3), carrying ``wg_id``/``wf_id``.
+for T3), carrying ``wg_id``/``wf_id``; a sink's ``hold`` keeps the WG on its CU after that without math (its
+epilogue's own time, e.g. FLUX's store issue, fence and flag).
 
 Split-K (``kernel.split_k`` = ``s`` > 1, :mod:`t3sim.compute.splitk`). The kernel's WGs are the ``tiles x s``
 slice WGs (WG ``seq`` is slice ``seq // tiles`` of tile ``order[seq % tiles]``), each running its slice's k-steps
@@ -333,12 +334,16 @@ class GemmKernel(Component):
                 st = self.ws_sink.store(seq, tile, partial_store(k, self.workspace_B, z, tile, seq))
             else:
                 st = self.sink.store(seq, tile, wg_store_requests(g, tm, tn, wg_id=seq))
+            hold = None
             if st is not None:
                 if st.written is not None:
                     self._track_own_write(st.written)
                 if st.retire is not None:
                     yield st.retire
+                hold = st.hold
             self.cu_active[cu] -= 1
+            if hold is not None:  # the WG's epilogue: its slot held, the CU's math left to the others
+                yield hold
             self.progressed()
             if self.wg_spans is not None:
                 self.wg_spans.append((cu, seq, t0, self.env.now))

@@ -25,10 +25,13 @@ class Stored:
     ``retire``: event the WG waits for before it retires (None: posted stores, retire at once).
     ``written``: event that fires when the tile's local stores have completed; the kernel's end
     waits for every such event (None: nothing local to wait for, e.g. all stores went remote).
+    ``hold``: event the WG waits for after ``retire`` holding its CU slot but no longer sharing the CU's math
+    (an epilogue's store issue, fence and flag, e.g. FLUX's; None: none).
     """
 
     retire: Optional[simpy.Event] = None
     written: Optional[simpy.Event] = None
+    hold: Optional[simpy.Event] = None
 
 
 class OutputSink(Protocol):

@@ -127,16 +127,17 @@ class SystemModel:
         return base
 
     def gemm(self, name: str = "gemm", sink_for=None, order=None, num_cus=None, on_stage_done=None,
-             order_for=None, chunk=None, prologue_for=None, gpus=None) -> simpy.Event:
+             order_for=None, chunk=None, prologue_for=None, gpus=None, kernel=None) -> simpy.Event:
         """Launch the workload's GEMM on every simulated GPU (``gpus``: on those only, e.g. one GPU's own
         stream of chunk GEMMs); event fires with {gpu: GemmRun}.
 
         ``order_for(gpu)`` gives a per-GPU WG order (T3's staggering); else ``order`` for all.
         ``chunk``: a :class:`~t3sim.workload.chunks.Chunk` -- run only that part of the GEMM (software
         decomposition), on its own slices of A (or B) and C. ``prologue_for(gpu)``: the WGs' prologue wait
-        on that GPU (:class:`~t3sim.compute.gemm_kernel.GemmKernel`'s ``prologue``).
+        on that GPU (:class:`~t3sim.compute.gemm_kernel.GemmKernel`'s ``prologue``). ``kernel``: the record to run
+        instead of the workload's (the same GEMM with other resources, e.g. a fused kernel's registers).
         """
-        k = self.kernel
+        k = self.kernel if kernel is None else kernel
         a, b, c = self.a_base, self.b_base, self.c_base
         if chunk is not None:
             k = chunk.kernel

@@ -39,11 +39,16 @@ def test_an_option_means_one_thing():
     assert "kind" not in fields
 
 
+#: flux_rs with flux_reduce=pull, every other option at its default, in the resolved config's order
+FLUX_RS_PULL = {"kind": "flux_rs", "flux_swizzle": True, "flux_extra_registers_per_thread": 0,
+                "flux_store_box_cols": 32, "flux_store_box_issue_ns": 20.0, "flux_tile_fence_ns": None,
+                "flux_tile_flag_ns": None, "flux_reduce": "pull", "flux_pull_ctas": 8}
+
+
 def test_a_resolved_config_holds_the_kind_and_its_options_only():
     exp = load_experiment(DEFAULT, ["scheme.kind=flux_rs", "scheme.flux_reduce=pull"])
     assert type(exp.scheme) is options_for("flux_rs")
-    assert exp.model_dump()["scheme"] == {"kind": "flux_rs", "flux_swizzle": True, "flux_reduce": "pull",
-                                          "flux_pull_ctas": 8}
+    assert exp.model_dump()["scheme"] == FLUX_RS_PULL
     assert load_experiment(DEFAULT).model_dump()["scheme"] == {"kind": "sequential"}
 
 
@@ -71,8 +76,7 @@ def test_an_unknown_option_lists_the_kinds_own(run_cli):
                          "scheme.flux_reduc=pull")
     assert rc == 2
     assert err.strip().splitlines()[-1].endswith("--set scheme.flux_reduc: scheme.flux_reduc: found unknown key "
-                                                  "'flux_reduc'; allowed: kind, flux_swizzle, flux_reduce, "
-                                                  "flux_pull_ctas")
+                                                  "'flux_reduc'; allowed: " + ", ".join(FLUX_RS_PULL))
 
 
 def test_config_show_prints_the_schemes_options(run_cli):
@@ -90,7 +94,7 @@ def test_a_sweep_over_kinds_takes_their_options_from_the_base(tmp_path):
                  "sweep:\n  cases: [{scheme.kind: flux_rs}, {scheme.kind: chunked, scheme.flux_reduce: atomic}]\n")
     pts = expand(f)
     assert [p.config.model_dump()["scheme"] for p in pts] == [
-        {"kind": "flux_rs", "flux_swizzle": True, "flux_reduce": "pull", "flux_pull_ctas": 8},
+        FLUX_RS_PULL,
         {"kind": "chunked", "compute_streams": 1, "comm_cus": 0, "chunk_axis": "M", "chunks": 4}]
     f.write_text(f"base: {DEFAULT}\nscheme: {{kind: sequential, flux_reduce: pull}}\n"
                  "sweep:\n  grid:\n    scheme.kind: [chunked]\n")
@@ -122,7 +126,8 @@ def test_options_load_without_simulation_code():
     assert r.returncode == 0, r.stderr[-2000:]
     before, after = r.stdout.splitlines()
     assert before == ""
-    assert set(after.split()) == {"t3sim.schemes.flux.flux_rs", "t3sim.schemes.flux.flux_pull"}
+    assert set(after.split()) == {"t3sim.schemes.flux.flux_rs", "t3sim.schemes.flux.flux_pull",
+                                  "t3sim.schemes.flux.costs"}
 
 
 def test_lazy_registry_entries():

@@ -32,9 +32,12 @@ engines' DRAM traffic is category ``ag``.
 
 The kernel (Alg. 2). The GEMM's WGs run as the plain GEMM's do, except that before its main loop a
 WG waits (``WaitSignal``, spinning: it holds its CU slot, but adds nothing to the CU's math) until
-the signal of every communication tile its A rows overlap is set; the local shard's signals are
-preset. The wait is one event per signal (no per-cycle polling); a WG sees a signal the tick it is
-set (assumption: the latency of the spin's polling load is not modelled). Tile-coordinate
+the signal of every communication tile its A rows overlap is set, one signal after another; the local
+shard's signals are preset. The spin is modelled by its polls' timing, not as memory traffic
+(:func:`t3sim.schemes.flux.costs.poll_pass`): polls of ``scheme.flux_signal_poll_ns`` round trip (default the
+L2 hit latency), ``scheme.flux_signal_poll_interval_ns`` apart, each reading the signal at its midpoint; even a
+preset signal costs one poll; with both 0 a WG sees a signal the tick it is set. The fused kernel's threads
+carry ``scheme.flux_extra_registers_per_thread`` more registers (its occupancy). Tile-coordinate
 swizzle (``scheme.flux_swizzle``, Sec. 4.1: "align with the signal arrival order"): GPU ``r``'s tile
 order starts at its own shard's first tile row and goes on in row order (wrapping), i.e. its rows in
 the order their copies arrive; off: every GPU runs the base order (row 0 first).
@@ -111,6 +114,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import simpy
 
+from t3sim.compute.gemm_kernel import gemm_occupancy
 from t3sim.compute.memhier import REQ_B
 from t3sim.dma.copy_engine import Copy, CopyEngines
 from t3sim.dma.engine import Completion, Fabric, Payload
@@ -118,6 +122,7 @@ from t3sim.errors import InputError
 from t3sim.interconnect.network import PacketMeta
 from t3sim.results.stats import Stats
 from t3sim.schemes.common.ag_gemm import GatheredA, check_row_sharded
+from t3sim.schemes.flux.costs import PollCosts, fused_kernel, poll_pass
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
 from t3sim.schemes.common.outputs import FunctionalOutput
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
@@ -178,6 +183,10 @@ class FluxAgContext:
             self.signals[g] = evs
         #: per GPU: (seq, tile, tick the WG entered its prologue, tick it passed it)
         self.waits: Dict[int, List[Tuple[int, int, int, int]]] = {g: [] for g in model.sim_gpus}
+        #: the fused kernel (its registers), the prologue's polls and how many each GPU issued
+        self.fused = fused_kernel(k, model.system.gpu, sc.flux_extra_registers_per_thread)
+        self.poll = PollCosts.of(model)
+        self.polls = {g: 0 for g in model.sim_gpus}
         base = list(wg_order(k))
         tm_of = np.asarray(base, dtype=np.int64) // k.tiles_n
         self.orders = {}
@@ -376,6 +385,8 @@ class FluxAgContext:
                 self._check_prologue(g, tile)
 
         def prologue(seq: int, tile: int) -> Optional[simpy.Event]:
+            if not self.poll.free:
+                return self.env.process(self._spin(g, seq, tile, passed))
             pending = [sig[t] for t in self.needed(tile) if not sig[t].triggered]
             t0 = self.env.now
             if not pending:
@@ -386,6 +397,19 @@ class FluxAgContext:
             return ev
 
         return prologue
+
+    def _spin(self, g: int, seq: int, tile: int, passed):
+        """GPU ``g``'s WG of GEMM tile ``tile`` polls its tiles' signals one after another (module doc)."""
+        env, t0 = self.env, self.env.now
+        for t in self.needed(tile):
+            start = env.now
+            if not self.signals[g][t].triggered:
+                yield self.signals[g][t]
+            end, n = poll_pass(start, self.set_tick[g][t], self.poll.poll, self.poll.interval)
+            self.polls[g] += n
+            if end > env.now:
+                yield env.timeout(end - env.now)
+        passed(seq, tile, t0)
 
     def _check_prologue(self, g: int, tile: int) -> None:
         """Functional mode: a WG of GEMM tile ``tile`` passed its prologue on GPU ``g`` now: its A rows must be
@@ -412,9 +436,14 @@ class FluxAgContext:
                   "bytes this GPU's copy engines pulled from peers (pull mode)")
             w = self.waits[g]
             waited = [b - a for _s, _t, a, b in w]
-            s.add(f"gpu{g}.flux_ag.wgs_waited", sum(1 for x in waited if x > 0), "count",
-                  "WGs whose prologue waited for a signal")
+            late = sum(1 for _s, t, a, b in w if b - a > len(self.needed(t)) * self.poll.poll)
+            s.add(f"gpu{g}.flux_ag.wgs_waited", late, "count",
+                  "WGs whose prologue waited for a signal not yet set (longer than one poll per signal)")
             s.add(f"gpu{g}.flux_ag.wait_us_total", sum(waited) / TICKS_PER_US, "us", "sum over WGs of the prologue's wait")
+            s.add(f"gpu{g}.flux_ag.polls", self.polls[g], "count",
+                  "signal polls the prologues issued (0 when scheme.flux_signal_poll_ns and the interval are 0)")
+        s.add("flux_ag.fused_wgs_per_cu", gemm_occupancy(self.model.system.gpu, self.fused).wgs_per_cu, "count",
+              "WGs of the fused kernel resident per CU (its occupancy, with scheme.flux_extra_registers_per_thread)")
         s.merge("flux_ag.fabric", self.fabric.stats())
         if self.homogeneous:
             s.add("flux_ag.shadow_B", self.shadow_B, "B",
@@ -435,7 +464,7 @@ def flux_ag_program(model, ctx: FluxAgContext) -> Program:
 
     def gemm():
         return model.gemm("flux_gemm", order_for=lambda g: ctx.orders[g], prologue_for=ctx.prologue_for,
-                          sink_for=sink)
+                          sink_for=sink, kernel=ctx.fused)
 
     p = Program()
     p.add("main", Kernel("flux_gemm", "fused", "gemm", gemm, on_end=boundary(model)))

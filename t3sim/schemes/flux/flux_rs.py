@@ -39,9 +39,17 @@ Reduction (``scheme.flux_reduce``, Sec. 4.2):
   CTAs through the GPU's WG dispatcher) -- reads the N partial shards and
   writes the sum over its own partial in C (the paper's "discrete reduction").
 
-Stores (both variants) are posted: a WG retires once its epilogue has issued
-them (no per-tile fence), as the stores of a ``st``/TMA epilogue are; remote
-stores enter the link in ``interconnect.sm_store_payload_B`` packets. The
+Stores (every variant) are posted; remote stores enter the link in
+``interconnect.sm_store_payload_B`` packets. The epilogue's own time
+(:mod:`t3sim.schemes.flux.costs`): after issuing a tile's stores the WG holds
+its CU slot, without math, while it issues them as TMA boxes
+(``scheme.flux_store_box_issue_ns`` per box of ``min(tile_m, rows of the
+part)`` x ``scheme.flux_store_box_cols``, per owner's part; Sec. 6), waits for
+them to be performed (a fence, ``scheme.flux_tile_fence_ns``) and sets the
+tile's flag (``scheme.flux_tile_flag_ns``); a ``pull`` owner sees a partial's
+flag only once that flag is set. The fused kernel's threads carry
+``scheme.flux_extra_registers_per_thread`` more registers (its occupancy). With
+every cost at 0 the WG retires as soon as its stores are issued. The
 GEMM kernel's record ends when its WGs retired and its own local stores are
 written; the companion ``flux_rs`` (communication) ends when every remote
 store landed (and, for ``pull``, every owned tile was reduced and written):
@@ -80,7 +88,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from t3sim.compute.gemm_kernel import gemm_geometry
+from t3sim.compute.gemm_kernel import gemm_geometry, gemm_occupancy
 from t3sim.compute.sinks import Stored
 from t3sim.compute.memhier import REQ_B
 from t3sim.dma.copy_kernel import SMCopyKernel
@@ -88,7 +96,9 @@ from t3sim.dma.engine import Completion, Fabric, Payload
 from t3sim.errors import InputError
 from t3sim.memory.request import Stream
 from t3sim.results.stats import Stats
+from t3sim.sim.clock import TICKS_PER_US
 from t3sim.schemes.runtime.base import Scheme, register_scheme, register_simulation
+from t3sim.schemes.flux.costs import EpilogueCosts, fused_kernel, tile_parts
 from t3sim.schemes.flux.flux_pull import FluxPull
 from t3sim.schemes.runtime.program import Kernel, Program, ProgramRun, boundary, run_program
 from t3sim.schemes.common.functional_data import check_summed, store_data
@@ -157,6 +167,18 @@ class FluxContext:
                                              cfg, category="rs") for g in model.sim_gpus}
         #: the pull reduction (its CTAs, flags and reads), for flux_reduce=pull
         self.pull = FluxPull(self) if self.variant == "pull" else None
+        #: the fused kernel (its registers) and the epilogue's costs (t3sim.schemes.flux.costs)
+        self.fused = fused_kernel(k, model.system.gpu, sc.flux_extra_registers_per_thread)
+        self.costs = EpilogueCosts.of(model)
+        #: per tile: TMA store boxes and bytes (every owner's part)
+        self.boxes = np.zeros(self.W, dtype=np.int64)
+        self.tile_B = np.zeros(self.W, dtype=np.int64)
+        for t in range(self.W):
+            tm, tn = divmod(t, k.tiles_n)
+            ps = tile_parts(k.M, k.N, k.tile_m, k.tile_n, tm, tn, model.c_elems // N, col)
+            self.boxes[t] = sum(-(-c // self.costs.box_cols) for _o, _r, c in ps)  # one box row: rows <= tile_m
+            self.tile_B[t] = sum(r * c for _o, r, c in ps) * model.elem_B
+        self.epi = {"boxes": 0, "box_B": 0, "hold": 0, "fences": 0}
 
     # ---------------------------------------------------------------- checks
     def _check(self, model) -> None:
@@ -196,8 +218,9 @@ class FluxContext:
         return int(len(addr) - len(np.unique(addr)))
 
     # ---------------------------------------------------------------- the epilogue
-    def store_tile(self, g: int, tile: int):
-        """GPU ``g``'s epilogue stores tile ``tile`` (module doc); returns its local write's event (None: shadow)."""
+    def store_tile(self, g: int, tile: int, flag=None):
+        """GPU ``g``'s epilogue stores tile ``tile`` (module doc); returns its local write's event (None: shadow).
+        ``flag``: the event of the WG's flag store (pull: the owners are flagged once it and the write are done)."""
         h = self.model.hiers.get(g)
         r = self.table.reqs
         a, b = int(self.table.start[tile]), int(self.table.start[tile + 1])
@@ -233,8 +256,25 @@ class FluxContext:
             written = h.write(r.addr[a:b], "gemm", Stream.COMPUTE, uncached=True, wg_id=wg[a:b], wf_id=r.wf_id[a:b],
                               data=data)
             self.local_store_B += REQ_B * (b - a)
-            written.callbacks.append(lambda _e, g=g, tile=tile: self.pull.partial_written(g, tile))
+            ready = written if flag is None else self.env.all_of([written, flag])
+            ready.callbacks.append(lambda _e, g=g, tile=tile: self.pull.partial_written(g, tile))
         return written
+
+    def epilogue(self, g: int, tile: int):
+        """GPU ``g``'s epilogue time after issuing tile ``tile``'s stores: its boxes, the fence, the flag (module
+        doc); the event of its end, None when every cost is 0."""
+        c = self.costs
+        if c.free:
+            return None
+        dests = [g] if self.variant == "pull" else [o for o, _ in self.parts[tile]]  # where its stores went
+        fence = c.fence_ticks(self.model, g, dests)
+        hold = int(self.boxes[tile]) * c.box_issue + fence + c.flag
+        e = self.epi
+        e["boxes"] += int(self.boxes[tile])
+        e["box_B"] += int(self.tile_B[tile])
+        e["hold"] += hold
+        e["fences"] += 1 if fence else 0
+        return self.env.timeout(hold)
 
     # ---------------------------------------------------------------- a2a_local reduction
     def slot(self, src: int, dst: int) -> int:
@@ -267,6 +307,18 @@ class FluxContext:
               "bytes the pull CTAs read from peers over the links")
         s.add("flux.reduced_B", self.reduced_B, "B",
               "bytes of reduced shard stored by the pull CTAs or the local reduction kernels (simulated GPUs)")
+        e = self.epi
+        s.add("flux.epilogue.store_boxes", e["boxes"], "count",
+              "TMA store boxes the fused epilogues issued (simulated GPUs; 0 when every epilogue cost is 0)")
+        s.add("flux.epilogue.box_mean_B", e["box_B"] / e["boxes"] if e["boxes"] else 0.0, "B",
+              "mean bytes of output per TMA store box (narrow boxes at small m: FLUX Sec. 6)")
+        s.add("flux.epilogue.fences", e["fences"], "count", "per-tile fences with a nonzero wait (simulated GPUs)")
+        s.add("flux.epilogue.hold_us", e["hold"] / TICKS_PER_US, "us",
+              "sum over WGs of the epilogue's own time: box issue, fence, flag (simulated GPUs)")
+        s.add("flux.fused_registers_per_thread", self.fused.registers_per_thread, "count",
+              "registers per thread of the fused kernel (the GEMM's plus scheme.flux_extra_registers_per_thread)")
+        s.add("flux.fused_wgs_per_cu", gemm_occupancy(self.model.system.gpu, self.fused).wgs_per_cu, "count",
+              "WGs of the fused kernel resident per CU (its occupancy)")
         if self.mirror:
             s.add("flux.pull.mirrored_B", self.pull.mirror_B, "B", "homogeneous mode: bytes of the shadows' pulls "
                   "sent over the links as GPU 0 pulled (t3sim.schemes.flux.flux_pull)")
@@ -283,13 +335,15 @@ class FluxOutput:
 
     def store(self, seq: int, tile: int, reqs) -> Stored:
         ctx = self.ctx
-        written = ctx.store_tile(self.g, tile)
-        if ctx.mirror and self.g == 0:  # every shadow's seq-th partial is written when GPU 0's is (symmetry)
-            written.callbacks.append(lambda _e, seq=seq: ctx.pull.shadows_written(seq))
+        hold = ctx.epilogue(self.g, tile)
+        written = ctx.store_tile(self.g, tile, hold)
+        if ctx.mirror and self.g == 0:  # every shadow's seq-th partial is flagged when GPU 0's is (symmetry)
+            ready = written if hold is None else ctx.env.all_of([written, hold])
+            ready.callbacks.append(lambda _e, seq=seq: ctx.pull.shadows_written(seq))
         elif ctx.homogeneous and self.g == 0:  # every shadow stores its seq-th tile now (symmetry)
             for j in range(1, ctx.N):
                 ctx.store_tile(j, ctx.orders[j][seq])
-        return Stored(written=written)  # posted stores: the WG retires at once
+        return Stored(written=written, hold=hold)  # posted stores; the WG holds its slot for its epilogue
 
 
 def flux_program(model, ctx: FluxContext, with_ag: Optional[bool] = None) -> Program:
@@ -297,7 +351,8 @@ def flux_program(model, ctx: FluxContext, with_ag: Optional[bool] = None) -> Pro
     def gemm():
         if ctx.pull:
             ctx.pull.start()
-        return model.gemm("flux_gemm", sink_for=lambda g: FluxOutput(ctx, g), order_for=lambda g: ctx.orders[g])
+        return model.gemm("flux_gemm", sink_for=lambda g: FluxOutput(ctx, g), order_for=lambda g: ctx.orders[g],
+                          kernel=ctx.fused)
 
     mc_boundary = boundary(model)
 
