@@ -16,6 +16,8 @@ version  the change
 =======  =====================================================================================================
 0        before versioning: results that predate the first versioned model (each names what it predates)
 1        the model as of release 0.1.0, the first versioned model
+2        GEMM kernels chosen per shape by the system's library (split-K, MMA rate, tile order); collective start-up
+         from NCCL's/RCCL's tuning tables; the two-socket PCIe topology; FLUX's tile-level costs
 =======  =====================================================================================================
 """
 
@@ -24,13 +26,15 @@ from __future__ import annotations
 from typing import Dict
 
 #: the current model version (an integer, bumped by one per results-moving change)
-MODEL_VERSION = 1
+MODEL_VERSION = 2
 
 #: version -> the change that made it (the table above, as data: ``t3sim reproduce --status`` names what a stale
 #: result predates from it)
 HISTORY: Dict[int, str] = {
     0: "before versioning",
     1: "the model as of release 0.1.0",
+    2: "GEMM kernels chosen per shape by the system's library; collective start-up from NCCL's/RCCL's tuning tables; "
+       "the two-socket PCIe topology; FLUX's tile-level costs",
 }
 
 
