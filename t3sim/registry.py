@@ -39,6 +39,7 @@ PLUGIN_MODULES = (
     "t3sim.dma.tracker_policy",
     "t3sim.interconnect.topology",
     "t3sim.interconnect.multinode",
+    "t3sim.interconnect.pcie",
     "t3sim.collectives",
     "t3sim.schemes",
 )
