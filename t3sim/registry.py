@@ -40,6 +40,7 @@ PLUGIN_MODULES = (
     "t3sim.compute.selection",
     "t3sim.interconnect.topology",
     "t3sim.interconnect.multinode",
+    "t3sim.interconnect.pcie",
     "t3sim.collectives",
     "t3sim.schemes",
 )

@@ -30,6 +30,7 @@ KNOWN = {
     r"Hopper whitepaper": "**Hopper**", r"H200 datasheet": "**H200**", r"H800 (SXM5 )?datasheet": "H800",
     r"CUDA C\+\+ Programming Guide": "CUDA C++ Programming Guide", r"Occupancy Calculator": "CUDA Occupancy Calculator",
     r"\bPTX\b": "PTX ISA", r"ConnectX-6": "ConnectX-6", r"MI210 datasheet|\[DS\]": "Instinct MI210",
+    r"Ice Lake-SP|\bUPI\b": "**Xeon Scalable**",
     r"CDNA 2": "CDNA 2", r"CDNA 3": "CDNA 3", r"MI300X (product page|datasheet)": "MI300X", r"MI300 ISA": "MI300 ISA",
     r"GPU hardware specifications": "GPU hardware specifications", r"LLVM AMDGPU": "LLVM **AMDGPU**",
     r"experiments/validation": "experiments/validation/README.md", r"traces/FORMAT\.md": "traces/FORMAT.md",

@@ -21,7 +21,7 @@ REQUEST_B = 64
 class InterconnectConfig(Model):
     """Inter-GPU network (paper Table 1: ring, 150 GB/s bi-directional, 500 ns links)."""
 
-    kind: str = F("ring", unit="name", desc="topology: ring, direct (fully connected), switch, or multinode (nodes of gpus_per_node GPUs joined through NICs)", source="paper Table 1; multinode: fused computation-collective paper Table I")
+    kind: str = F("ring", unit="name", desc="topology: ring, direct (fully connected), switch, multinode (nodes of gpus_per_node GPUs joined through NICs), or pcie (PCIe switch trees under CPU sockets joined by a socket link)", source="paper Table 1; multinode: fused computation-collective paper Table I; pcie: FLUX Sec. 5 (the A100 PCIe node)")
     num_gpus: int = F(8, unit="count", desc="GPUs in the tensor-parallel group (1: a single GPU, no collectives)", source="paper Table 1 (8, 16)", ge=1)
     link_bandwidth_GBps: float = F(
         75.0, unit="GBps", desc="bandwidth of one link in one direction (a switch: per port, per direction)",
@@ -31,7 +31,7 @@ class InterconnectConfig(Model):
     links_per_gpu: Optional[int] = F(
         None, unit="count", desc="physical links each GPU has (None = as many as the topology needs); ring needs 2, direct needs num_gpus-1, switch 1",
         source="system datasheet (e.g. MI210: 3 Infinity Fabric links)", gt=0)
-    switch_ports: int = F(64, unit="count", desc="switch: ports available for GPUs", source="assumption: NVSwitch-class radix", gt=0)
+    switch_ports: int = F(64, unit="count", desc="switch (and each PCIe switch of kind pcie): ports available for GPUs", source="assumption: NVSwitch-class radix", gt=0)
     packet_size_B: int = F(4096, unit="B", desc="transfers are split into packets of this size (simulation granularity, not the link protocol's packet)", source="assumption: coarse enough for speed; link time is bandwidth-bound at this size", gt=0)
     packet_header_B: int = F(
         0, unit="B",
@@ -72,6 +72,31 @@ class InterconnectConfig(Model):
                                   "starts per second; each message holds the port for at least 1/rate",
         source="NVIDIA ConnectX-6 product brief: \"215 million messages per second\"", gt=0)
 
+    # ---- PCIe tree under CPU sockets (kind: pcie; t3sim/interconnect/pcie.py) ----
+    sockets: int = F(
+        2, unit="count", desc="kind pcie: CPU sockets, each the root complex of a PCIe tree of num_gpus / sockets GPUs "
+                              "(GPU g under socket g // (num_gpus / sockets)); every two sockets are joined by a socket link",
+        source="FLUX Sec. 5: the A100 PCIe node has 2 CPU sockets with 4 GPUs (and 1 NIC) each", gt=0)
+    gpus_per_switch: int = F(
+        4, unit="count", desc="kind pcie: GPUs behind one PCIe switch (a socket's GPUs must be a multiple); the switch's "
+                              "upstream port to its socket's root complex is one more link_bandwidth_GBps / link_latency_ns "
+                              "link, shared by all its GPUs' traffic leaving the switch. 1: every GPU on a root port of its "
+                              "own, no switch",
+        source="assumption: one 96-lane PCIe 4.0 switch per socket, its GPUs' four x16 ports, the NIC's x16 and one x16 "
+               "upstream port (FLUX Sec. 4.3: 4 GPUs and 1 NIC per socket, inter-socket and inter-node traffic contend)", gt=0)
+    socket_link_bandwidth_GBps: float = F(
+        67.2, unit="GBps", desc="kind pcie: bandwidth between two sockets' root complexes, each direction (all the "
+                                "CPU-to-CPU links of the pair together), the payload rate of bulk transfers as "
+                                "link_bandwidth_GBps is",
+        source="Intel Xeon Platinum 83xx (3rd gen Xeon Scalable, Ice Lake-SP) datasheet: 3 UPI links at 11.2 GT/s, 2 B "
+               "per transfer and direction = 22.4 GB/s per link; assumption: FLUX names no CPU, the UPI protocol's "
+               "own overhead is not counted", gt=0)
+    socket_link_latency_ns: float = F(
+        500.0, unit="ns", desc="kind pcie: one-way latency of the socket link, from one root complex to the other "
+                               "(both root complexes' forwarding included)",
+        source="assumption: as much as one PCIe hop (configs/systems/a100-pcie-8gpu.yaml: link_latency_ns from NCCL's "
+               "PCI latency); no published figure for GPU peer writes crossing sockets", ge=0)
+
     @field_validator("kind")
     @classmethod
     def _kind(cls, v: str) -> str:
@@ -83,6 +108,20 @@ class InterconnectConfig(Model):
         if v == "multinode":
             raise ValueError("node_kind 'multinode': a node's GPUs are joined by ring, direct or switch links")
         return check_kind("topology", v)
+
+    @model_validator(mode="after")
+    def _pcie_shape(self) -> "InterconnectConfig":
+        if self.kind == "pcie":
+            n, k, per = self.num_gpus, self.sockets, self.gpus_per_switch
+            if n % k:
+                raise ValueError(f"kind pcie: num_gpus={n} is not a multiple of sockets={k} (every socket holds "
+                                 "the same number of GPUs)")
+            if (n // k) % per:
+                raise ValueError(f"kind pcie: the {n // k} GPUs of a socket (num_gpus={n} / sockets={k}) are not a "
+                                 f"multiple of gpus_per_switch={per} (every switch holds the same number of GPUs)")
+            if per > self.switch_ports:
+                raise ValueError(f"kind pcie: gpus_per_switch={per} exceeds switch_ports={self.switch_ports}")
+        return self
 
     @property
     def num_nodes(self) -> int:

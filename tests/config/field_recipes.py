@@ -80,6 +80,8 @@ CONTEXTS: Dict[str, Context] = {
     "sample": Context("run", SAMPLE),
     "sampled": Context("run", SAMPLED),
     "switch": Context("run", TINY4 + ("system.interconnect.kind=switch",)),
+    # the same sub-layer on 2 CPU sockets of 2 GPUs behind one PCIe switch each: ring steps cross the socket link
+    "pcie": Context("run", TINY4 + ("system.interconnect.kind=pcie", "system.interconnect.gpus_per_switch=2")),
     # the same sub-layer on 2 nodes of 2 GPUs: the ring's steps cross the NICs
     "multinode": Context("run", TINY4 + ("system.interconnect.kind=multinode", "system.interconnect.gpus_per_node=2",
                                          "system.interconnect.node_kind=ring")),
@@ -284,6 +286,10 @@ RECIPES: Dict[str, Recipe] = {
     "system.interconnect.nic_bandwidth_GBps": R("multinode", 5),
     "system.interconnect.nic_latency_ns": R("multinode", 5000),
     "system.interconnect.nic_message_rate_Mps": R("multinode", 0.01),
+    "system.interconnect.sockets": R("pcie", 1),
+    "system.interconnect.gpus_per_switch": R("pcie", 1),
+    "system.interconnect.socket_link_bandwidth_GBps": R("pcie", 1.0),
+    "system.interconnect.socket_link_latency_ns": R("pcie", 20000),
     "system.interconnect.packet_size_B": R("tiny", 1024),
     # the configured bandwidth is the payload rate of full max_payload_B packets: headers cost wire time only
     # for smaller packets, such as CU stores of sm_store_payload_B (NCCL's kernels)
