@@ -14,6 +14,7 @@ from typing import Iterable, Tuple, Type
 from pydantic import BaseModel
 
 from t3sim.config.base import F, Model
+from t3sim.config.gemm_library import GemmLibraryConfig
 from t3sim.config.experiment import ExperimentConfig, SimulationConfig, SweepConfig
 from t3sim.config.kinds import detect_kind
 from t3sim.config.gpu import GPUConfig, L2Config
@@ -36,6 +37,7 @@ ROOT_MODELS: dict[str, Type[BaseModel]] = {
     "experiment": ExperimentConfig,
     "system": SystemConfig,
     "model": ModelConfig,
+    "gemm_library": GemmLibraryConfig,
 }
 
 

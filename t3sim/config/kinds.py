@@ -6,6 +6,8 @@ Detection works on the composed file data (``base:`` resolved, before ``--set`` 
 * *experiment*: has any experiment-only section (``workload``, ``scheme``, ``simulation``, ``sweep``) or
   a ``system:`` section;
 * *model*: has ``hidden_size`` (a Table 2 model preset);
+* *gemm_library*: has ``kernels`` (a GEMM library file, ``configs/systems/libraries/``, that a system's
+  ``gemm_library`` bases on);
 * *system*: everything else (its sections are ``gpu``, ``hbm``, ``interconnect``, ...).
 """
 
@@ -19,21 +21,24 @@ from t3sim.errors import InputError
 
 EXPERIMENT_ONLY = ("workload", "scheme", "simulation", "sweep", "system")
 EXAMPLES = {"experiment": "configs/experiments/default.yaml", "system": "configs/systems/t3-table1.yaml",
-            "model": "configs/models/t-nlg.yaml"}
+            "model": "configs/models/t-nlg.yaml", "gemm_library": "configs/systems/libraries/cublas-h200-bf16.yaml"}
 
 
 def detect_kind(data: Dict[str, Any]) -> str:
-    """``experiment``, ``model`` or ``system`` (module doc)."""
+    """``experiment``, ``model``, ``gemm_library`` or ``system`` (module doc)."""
     if any(k in data for k in EXPERIMENT_ONLY):
         return "experiment"
     if "hidden_size" in data:
         return "model"
+    if "kernels" in data:
+        return "gemm_library"
     return "system"
 
 
 def kind_of_model(model: Type[BaseModel]) -> str:
     """The config kind a root model class validates."""
-    return {"ExperimentConfig": "experiment", "SystemConfig": "system", "ModelConfig": "model"}.get(model.__name__, "")
+    return {"ExperimentConfig": "experiment", "SystemConfig": "system", "ModelConfig": "model",
+            "GemmLibraryConfig": "gemm_library"}.get(model.__name__, "")
 
 
 def expect_kind(data: Any, expected: str, where: str) -> None:

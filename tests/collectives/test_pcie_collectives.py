@@ -29,7 +29,7 @@ def _rs(overrides, size_B, mode="homogeneous"):
     n = size_B // 2
     run, _ = simulate_collective_on_gpus(system, "reduce_scatter", n, 2, mode=mode)
     bound = plan_lower_bound(plan_for_system(system, "reduce_scatter", n, 2), build_topology(system.interconnect),
-                             system.collective.launch_overhead_ns)
+                             system.collective.latency.startup_ns("reduce_scatter"))
     return run.duration_ns, bound, system
 
 
@@ -44,7 +44,7 @@ def test_all_to_all_reduce_scatter_is_bound_by_the_switch_upstream_ports():
     assert b_one.bandwidth_ns == pytest.approx(7 * size / 8 / bw)
     assert b_pcie.total_ns <= t_pcie <= 1.05 * b_pcie.total_ns
     assert b_one.total_ns <= t_one <= 1.05 * b_one.total_ns
-    launch = system.collective.launch_overhead_ns
+    launch = system.collective.latency.startup_ns("reduce_scatter")
     assert (t_pcie - launch) / (t_one - launch) == pytest.approx(16 / 7, rel=0.03)
 
 
@@ -59,13 +59,14 @@ def test_nccl_ring_reduce_scatter_pays_the_socket_crossings_in_latency_only():
     assert t_pcie == pytest.approx(t_one, rel=0.01)
     # small: latency-bound (every GPU simulated: the GPUs are not alike, t3sim/interconnect/pcie.py). The ring
     # crosses the sockets twice (GPU 3 -> 4, 7 -> 0); the longest chain of a channel's slices passes both, and at each
-    # the data and the flag each take the longer route, 2.5 us against 1.0 us through one switch
+    # at least the data takes the longer route, 2.5 us against 1.0 us through one switch (the flag's may hide under
+    # the hop's fence, collective.latency's hwLat[PCI] hop)
     small = 1 << 20
     t_pcie, _, _ = _rs((), small, "explicit")
     t_one, _, _ = _rs(ONE_SWITCH, small, "explicit")
     ic = system.interconnect
     extra_ns = 2 * ic.link_latency_ns + ic.socket_link_latency_ns  # a cross-socket route's 3 hops more
-    assert t_pcie - t_one >= 2 * 2 * extra_ns
+    assert t_pcie - t_one >= 2 * extra_ns
     # and at most three longer routes (data, acknowledgement, flag), each with its 3 extra store-and-forward
     # packets, for every slice op of a channel (the N ops of one slice each here)
     pkt_ns = (ic.packet_size_B + ic.packet_size_B // ic.max_payload_B * ic.packet_header_B) / (

@@ -26,6 +26,7 @@ from t3sim.config import load_system
 from t3sim.sim.clock import Clock, ns_to_ticks
 from t3sim.sim.engine import Engine
 from t3sim.system.kernels import gemm_kernel_record
+from tests.conftest import LARGE, with_kernel
 from t3sim.workload.wg_order import row_major
 
 H200 = "configs/systems/h200-4gpu.yaml"
@@ -34,7 +35,8 @@ A, B, C, WS = 0, 1 << 30, 1 << 31, 3 << 30  # operand and workspace base address
 
 @pytest.fixture(scope="module")
 def system():
-    return load_system(H200)
+    """The H200 preset with its one large cuBLAS kernel for every shape (128 x 256 tiles), split here by hand."""
+    return with_kernel(load_system(H200), LARGE)
 
 
 def record(system, M, N, K, split_k=1, mma_rate=1.0):

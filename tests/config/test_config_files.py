@@ -25,7 +25,7 @@ def test_there_are_configs():
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: p.split("configs/")[1])
 def test_config_validates(path):
     kind, model = load_config(path)
-    assert kind in {"experiment", "system", "model"}
+    assert kind in {"experiment", "system", "model", "gemm_library"}
 
 
 def test_cli_check_all(run_cli):
