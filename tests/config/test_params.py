@@ -132,6 +132,8 @@ def parse_preset(path: Path) -> Preset:
             if key == "base":
                 pre.base = value
             continue
+        if key == "base":  # a section composed from another file (e.g. gemm_library: {base: libraries/...})
+            continue
         pre.values[".".join([k for _, k in stack] + [key])] = comment
     take_block()
     return pre

@@ -118,11 +118,14 @@ def test_a_bump_rewrites_the_status_paragraphs(monkeypatch):
 
 def test_the_reports_model_line_follows_the_version(tmp_path, monkeypatch):
     md = (SNAP / "REPRODUCTION.md").read_text().splitlines()
-    assert md[2] == freshness.header_line(freshness.read(SNAP).report) and "all current" in md[2]
-    monkeypatch.setattr(model_version, "MODEL_VERSION", 2)
+    report = freshness.read(SNAP).report
+    assert md[2] == freshness.header_line(report)
+    t3 = report["t3"].model_version
+    nxt = model_version.MODEL_VERSION + 1
+    monkeypatch.setattr(model_version, "MODEL_VERSION", nxt)
     from_snapshot(SNAP, tmp_path)
     line = (tmp_path / "REPRODUCTION.md").read_text().splitlines()[2]
-    assert "**Model version 2**" in line and "T3 (version 1)" in line and "--status" in line
+    assert f"**Model version {nxt}**" in line and f"T3 (version {t3})" in line and "--status" in line
 
 
 def test_a_snapshot_without_a_manifest_is_before_versioning(tmp_path):
