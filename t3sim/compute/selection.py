@@ -8,7 +8,7 @@ no kernels leaves the workload's own kernel (its trace's tile). :func:`retile` i
 is returned unchanged, which is how :meth:`t3sim.system.model.SystemModel.gemm` checks that a GEMM it launches was
 chosen here.
 
-Selection policies (registry category ``gemm_selection``; each a function ``(library, shape, gpu, hbm) -> kernels in
+Selection policies (registry category ``gemm_selection``; each a function ``(library, shape, system) -> kernels in
 order of preference``, from which the first that admits the shape is taken):
 
 * ``first_fit`` -- the kernels in library order (a one-kernel library: that kernel, when its alignment fits);
@@ -16,9 +16,11 @@ order of preference``, from which the first that admits the shape is taken):
   whose shape has the query's operand alignment (the largest power-of-two byte count, at most 16, dividing both
   the K and the N rows), the least ``4 |log2 M/M'| + |log2 N/N'| + |log2 K/K'|``; M weighs four times because the
   measured choices follow M (experiments/validation/gemm_kernels/README.md); ties go to the earlier row;
-* ``fastest`` -- the kernels in order of :func:`estimate_ns`, an analytical time (waves of tiles at the kernel's
-  MMA rate, or DRAM bytes at peak bandwidth, whichever is longer): what an autotuner that times every kernel of its
-  set picks (FLUX Sec. 4 tunes its tile this way). The estimate is a ranking, not the simulated time.
+* ``fastest`` -- the kernels of the most specialised alignment the shape admits (fallbacks only where the aligned
+  kernels cannot run), in order of :func:`estimate_ns`, an analytical time (the longest of waves of tiles at the
+  kernel's MMA rate, DRAM bytes at peak bandwidth, and the operand bytes the tiles load through the L2 at its
+  bandwidth): what an autotuner that times every kernel of its set picks (FLUX Sec. 4 tunes its tile this way). The
+  estimate is a ranking, not the simulated time.
 
 A kernel *admits* a shape when its ``operand_alignment_B`` divides the K and N rows in bytes (TMA's 16-byte
 strides). Schemes whose GEMM epilogue carries the communication (``fused_epilogue``: T3, FLUX, the fused kernels)
@@ -71,11 +73,11 @@ def admits(k: GemmKernelConfig, s: Shape) -> bool:
     return True
 
 
-def _first_fit(lib: GemmLibraryConfig, s: Shape, gpu, hbm) -> List[GemmKernelConfig]:
+def _first_fit(lib: GemmLibraryConfig, s: Shape, system) -> List[GemmKernelConfig]:
     return list(lib.kernels)
 
 
-def _measured(lib: GemmLibraryConfig, s: Shape, gpu, hbm) -> List[GemmKernelConfig]:
+def _measured(lib: GemmLibraryConfig, s: Shape, system) -> List[GemmKernelConfig]:
     by_name = {k.name: k for k in lib.kernels}
     lm, ln, lk = math.log2(s.M), math.log2(s.N), math.log2(s.K)
     eb = DTYPE_BYTES[s.dtype]
@@ -93,10 +95,12 @@ def _measured(lib: GemmLibraryConfig, s: Shape, gpu, hbm) -> List[GemmKernelConf
     return out + [k for k in lib.kernels if k.name not in seen]
 
 
-def estimate_ns(k: GemmKernelConfig, s: Shape, gpu, hbm) -> float:
-    """Analytical time of shape ``s`` on kernel ``k`` (ns; module doc): the longer of the math -- waves of WGs, each
-    its whole tile over ``K / split_k`` at ``mma_rate`` of the CU's rate shared by the WGs resident on it -- and the
-    DRAM bytes (A, B and C once, plus a split-K workspace written and read in fp32) at ``hbm``'s peak bandwidth."""
+def estimate_ns(k: GemmKernelConfig, s: Shape, gpu, hbm, l2=None) -> float:
+    """Analytical time of shape ``s`` on kernel ``k`` (ns; module doc): the longest of the math -- waves of WGs, each
+    its whole tile over ``K / split_k`` at ``mma_rate`` of the CU's rate shared by the WGs resident on it --, the
+    DRAM bytes (A, B and C once, plus a split-K workspace written and read in fp32) at ``hbm``'s peak bandwidth, and
+    (given ``l2``) the operand bytes the WGs load through the L2 (each tile's A rows and B columns over its K range;
+    a cluster's multicast shares them) at the L2's bandwidth (banks x bytes per bank cycle x clock)."""
     eb = DTYPE_BYTES[s.dtype]
     wgs = ceil_div(s.M, k.tile_m) * ceil_div(s.N, k.tile_n) * k.split_k
     occ = occupancy(gpu, wfs_per_wg=k.wf_grid[0] * k.wf_grid[1], registers_per_thread=k.registers_per_thread,
@@ -108,13 +112,23 @@ def estimate_ns(k: GemmKernelConfig, s: Shape, gpu, hbm) -> float:
     math_ns = waves * wave_cycles / gpu.clock_GHz
     dram_B = eb * (s.M * s.K + s.K * s.N + s.M * s.N) + (2 * 4 * s.M * s.N * k.split_k if k.split_k > 1 else 0)
     mem_ns = dram_B / hbm.peak_bandwidth_GBps
+    l2_ns = 0.0
+    if l2 is not None:
+        tm, tn = ceil_div(s.M, k.tile_m), ceil_div(s.N, k.tile_n)
+        l2_B = eb * s.K * (tm * k.tile_m * tn / k.cluster_n + tn * k.tile_n * tm / k.cluster_m)
+        l2_ns = l2_B / (l2.banks * l2.bank_bandwidth_B_per_cycle * l2.clock_GHz)
     launches = 2 if k.split_k > 1 else 1
-    return max(math_ns, mem_ns) + launches * gpu.kernel_launch_overhead_ns
+    return max(math_ns, mem_ns, l2_ns) + launches * gpu.kernel_launch_overhead_ns
 
 
-def _fastest(lib: GemmLibraryConfig, s: Shape, gpu, hbm) -> List[GemmKernelConfig]:
+def _fastest(lib: GemmLibraryConfig, s: Shape, system) -> List[GemmKernelConfig]:
+    """The kernels of the most specialised alignment that admits ``s`` first (a library runs its fallbacks only where
+    its aligned kernels cannot run), each group by :func:`estimate_ns`."""
     order = {k.name: i for i, k in enumerate(lib.kernels)}
-    return sorted(lib.kernels, key=lambda k: (estimate_ns(k, s, gpu, hbm), order[k.name]))
+    best_align = max((k.operand_alignment_B for k in lib.kernels if admits(k, s)), default=0)
+    g, hbm, l2 = system.gpu, system.hbm, system.l2
+    return sorted(lib.kernels, key=lambda k: (k.operand_alignment_B != best_align, estimate_ns(k, s, g, hbm, l2),
+                                              order[k.name]))
 
 
 POLICIES: dict = {"first_fit": _first_fit, "measured": _measured, "fastest": _fastest}
@@ -138,7 +152,7 @@ def select(system, M: int, N: int, K: int, dtype: str, *, fused_epilogue: bool =
     s = Shape(M, N, K, dtype, fused_epilogue)
     policy: Callable[..., Iterable[GemmKernelConfig]] = (
         _fastest if autotune else registry.get(CATEGORY, lib.selection, "system.gemm_library.selection"))
-    for k in policy(lib, s, system.gpu, system.hbm):
+    for k in policy(lib, s, system):
         if admits(k, s):
             return k
     raise InputError("system.gemm_library.kernels",
