@@ -12,7 +12,10 @@ layout) becomes one ``system.gemm_library.kernels`` entry, and every measured sh
   ``cutlass_80_wmma_..``): the same tile convention; ``align{a}``: ``a`` elements (``operand_alignment_B = 2a``);
   sm75 kernels without ``{TK}x{S}``: 32 x 2 (CUTLASS's sm75 tensor-op default; assumption).
 - **Warps, registers**: the profiler's block size and registers per thread (columns ``block``, ``regs``) where the
-  CSV has them; sm90 consumer warps are the block's warps less one producer warpgroup (4 warps).
+  CSV has them, else 384 threads and 168 registers (what every nvjet kernel measured on the H100 has); sm90 math warps
+  are the block's warps less one producer warpgroup (4 warps), and they are given the whole CTA's registers (block x
+  registers, e.g. 384 x 168 over 256 threads = 252 each), so a WG holds the register file the CTA holds (the
+  producer warpgroup, which does no math, is not modelled).
 - **Split-K slices**: the profiler's grid (``grid`` z, or grid size over tiles).
 - **Tile order** (``raster``): nvjet kernels are persistent (grid = the SM count, the profiler's ``grid``) and are
   taken to order their tiles as CUTLASS's sm90 persistent scheduler does by default (``heuristic``: along M when there
@@ -56,10 +59,13 @@ def parse(row: dict, fallback_rate: dict) -> dict:
         a, b, tk, st, ca, cb, _dir, variant, _lay = m.groups()
         variant = variant or ""
         tile_n, tile_m, tile_k, stages = int(a), int(b), int(tk), int(st)
-        threads = math.prod(block) if block else (384 if "coop" in variant else 256)
+        threads = math.prod(block) if block else 384
         warps = max(4, threads // 32 - 4)  # consumer warps: less one producer warpgroup
+        # the CTA's registers (block x registers per thread at launch) over the math warps t3sim models, so a WG
+        # holds on its SM what the CTA does (setmaxnreg moves registers from the producer to the consumers)
+        regs_math = math.ceil((regs or 168) * threads / (warps * 32))
         k = dict(name=base_name(name), tile_m=tile_m, tile_n=tile_n, tile_k=tile_k,
-                 wf_grid=[warps // 4, 4], registers_per_thread=regs or 168, lds_stages=stages,
+                 wf_grid=[warps // 4, 4], registers_per_thread=regs_math, lds_stages=stages,
                  cluster_m=int(cb), cluster_n=int(ca), split_k=1, operand_alignment_B=16, raster="heuristic",
                  mma_rate=1.0)
         if "splitK" in variant:
