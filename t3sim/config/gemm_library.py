@@ -57,8 +57,8 @@ class GemmLibraryConfig(Model):
     selection: str = F("first_fit", unit="name",
                        desc="registered policy that picks a kernel per GEMM shape (t3sim/compute/selection.py): first_fit "
                             "(the first kernel whose operand alignment fits), measured (the kernel the library ran for the "
-                            "nearest measured shape, `choices`), fastest (the kernel with the least estimated time: an "
-                            "autotuner's choice)",
+                            "nearest measured shape, `choices`), fastest (among the kernels of the most specialised alignment "
+                            "the shape admits, the least estimated time: an autotuner's choice)",
                        source="measured: experiments/validation/gemm_kernels/ (profiler kernel names per shape); fastest models an autotuner (FLUX Sec. 4)")
     choices: List[List[object]] = F(
         [], unit="list", desc="selection measured: [M, N, K, kernel name] rows, the kernel the library ran for that shape (row-major A and B, torch.matmul)",
