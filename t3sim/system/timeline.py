@@ -99,6 +99,12 @@ def build(model, stats, samples: Dict[int, List[Tuple[int, int]]]) -> Dict[str, 
                 names[tid] = f"CU {cu}.{lane}"
                 ev.append({"ph": "X", "name": f"WG {seq}", "cat": "wg", "pid": pid, "tid": tid, "ts": _us(t0),
                            "dur": _us(t1 - t0), "args": {"seq": seq, "tile": int(gk.order[seq])}})
+            red = getattr(gk, "reduce", None)  # a split-K GEMM's reduction kernel: after every slice WG, same CUs
+            for cu, lane, seq, t0, t1 in _lanes((red.wg_spans or []) if red is not None else []):
+                tid = 1000 + 16 * cu + lane
+                names[tid] = f"CU {cu}.{lane}"
+                ev.append({"ph": "X", "name": f"reduce {seq}", "cat": "wg.reduce", "pid": pid, "tid": tid,
+                           "ts": _us(t0), "dur": _us(t1 - t0), "args": {"seq": seq}})
         streams = sorted({r.stream for r in model.kernel_records})
         for r in model.kernel_records:  # every kernel of the scheme's program, one thread per stream
             if r.end >= r.start >= 0:

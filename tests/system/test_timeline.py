@@ -86,3 +86,22 @@ def test_cli_timeline(tmp_path):
     many = subprocess.run(base + sets + ["--set", "sweep.grid={scheme.kind: [t3, sequential]}", "--timeline"],
                           capture_output=True, text=True, timeout=600)
     assert many.returncode == 2 and len(many.stderr.strip().splitlines()) == 1 and "--timeline" in many.stderr
+
+
+def test_split_k_reduction_wgs_are_drawn(tmp_path):
+    """On the H200 a 16-token FC-2 GEMM at TP = 4 (16 x 3072 x 3072) runs cuBLAS's split-K kernel: the timeline
+    draws each slice WG and each reduction WG (one per output tile), the reductions after the slices."""
+    from t3sim.config import load_experiment
+    f = tmp_path / "e.yaml"
+    f.write_text(f"""name: splitk
+system: {{base: {REPO / 'configs/systems/h200-4gpu.yaml'}}}
+workload: {{model: {{base: models/mega-gpt-2.yaml}}, sublayer: FC-2, tp: 4, tokens: 16, dtype: bf16}}
+""")
+    traced = simulate(load_experiment(f, []), timeline=True)
+    ev = json.loads(json.dumps(traced.timeline))["traceEvents"]
+    assert validate({"traceEvents": ev}) == []
+    wgs = [x for x in ev if x.get("cat") == "wg"]
+    red = [x for x in ev if x.get("cat") == "wg.reduce"]
+    assert red and len(wgs) > len(red)
+    assert len(wgs) % len(red) == 0  # tiles x split slice WGs, one reduction WG per tile
+    assert min(x["ts"] for x in red) >= max(x["ts"] + x["dur"] for x in wgs) - 1e-6
