@@ -6,7 +6,7 @@ earlier memory model) per wall-clock second of the fast HBM model.
 Runs the ``t3sim memtest`` simulation (submit + simulate to completion, no command log) on the
 paper's Table 1 HBM2 after a warm-up that compiles/loads the numba kernels, ``--repeat`` times,
 and prints the best and median rate. Exit code 1 when the best rate is below ``--target``
-(default 1,000,000 requests/s, the issue's goal on a 2-core machine).
+(default 1,000,000 requests/s, the target rate on a 2-core machine: docs/performance.md).
 """
 
 from __future__ import annotations

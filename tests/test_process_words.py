@@ -35,6 +35,10 @@ _PATTERNS = {
     "lent machine": r"\b[Ll]ent\b",
     # the development machines' time budget
     "device time": r"\b[Dd]evice[- ](?:time|minutes?|calls?)\b",
+    # "the issue's goal", "as the issue lists them": the tracker's texts, which a checkout has not
+    "the issue": r"\b[Tt]he issue's\b|\bas the issue\b",
+    # the development machines' ritual: "Device prefix", "carry [\".whl\"]", "the returned files"
+    "machine ritual": r"(?i:device prefix)|\bcarry \[|\breturned files?\b",
 }
 _RX = re.compile("|".join(f"(?P<g{i}>{p})" for i, p in enumerate(_PATTERNS.values())))
 _NAMES = list(_PATTERNS)
@@ -71,7 +75,7 @@ def _tracked() -> list:
 
 #: lower-case words one of which every match of :data:`_RX` contains: a line is matched only if it holds one
 #: (``str.find`` over a whole file is far faster than a regex search, and keeps the test under a second)
-_KEYS = ("issue", "paper", "shared", "session", "lent", "device")
+_KEYS = ("issue", "paper", "shared", "session", "lent", "device", "carry", "returned")
 
 
 def _candidate_lines(text: str):

@@ -1,16 +1,16 @@
 #!/bin/bash
-# The FiCCO study (or part of it) measured whole on a many-core host, resumable across
-# time-limited calls (its CPU-hour budget).
+# The FiCCO study (or part of it) measured whole on a many-core machine, in runs of at most SECONDS that resume one
+# another (its CPU-hour budget).
 #   usage: benchmarks/ficco_budget/study.sh SECONDS EXP:JOBS [EXP:JOBS ...]
 #   e.g.   benchmarks/ficco_budget/study.sh 480 ficco-ep:6 ficco-sp:10
 # Runs each configs/experiments/EXP.yaml with JOBS workers, all at once, for at most SECONDS, into .whl/res; points
-# done earlier (.whl/res-EXP.tgz, carried) are reused, so the next call with the returned files resumes. numba's
-# cache travels the same way (.whl/nbc.tgz): a fresh machine compiles once (~70 s), a resumed one loads it (~20 s).
-# Writes $OUT/res-EXP.tgz (one per experiment: ~60 KB a point, and a returned file may hold 16 MiB) and
-# $OUT/nbc.tgz -- copy them into .whl/ here before the next call -- and the runs' logs.
+# an earlier run finished (packed in .whl/res-EXP.tgz) are reused. numba's cache is packed the same way
+# (.whl/nbc.tgz): a fresh machine compiles once (~70 s), a resumed run loads it (~20 s).
+# Writes $OUT/res-EXP.tgz (one per experiment, ~60 KB a point) and $OUT/nbc.tgz -- put them in .whl/ before the next
+# run -- and the runs' logs.
 # Afterwards: python benchmarks/ficco_budget/cost.py DIR (DIR: where the res-*.tgz were unpacked) sums the points'
 # wall times by experiment and schedule kind; experiments/ficco/plot.py --results DIR/res remakes ficco.csv.
-# Device prefix (wheels in .whl/, carry [".whl"]): see benchmarks/README.md.
+# The package's dependencies are installed from wheel files in .whl/ (for a machine without them).
 set -u
 T=$1; shift
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl

@@ -1,7 +1,7 @@
 """HBM device, address map and memory-controller configuration.
 
 Defaults are the paper's Table 1 HBM2 (1 TB/s at 1 GHz, CCDWL=4, 4 bank
-groups, "rest [11]"). Reference [11]'s timings, as the issue lists them at
+groups, "rest [11]"). Reference [11]'s timings at
 1 GHz: nbk=16, CCD=1, RRD=4, RCD=14, RAS=33, RP=14, RC=47, CL=14, WL=2,
 CDLR=3, WR=12, nbkgrp=4, CCDL=2, RTPL=4 (these are Accel-Sim's QV100 HBM
 ``dram_timing_opt``). Timing parameters are in HBM command-clock cycles (nCK).

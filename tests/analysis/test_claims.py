@@ -92,7 +92,7 @@ def _sweep(seq_us: float, t3_us: float):
 
 
 def test_t3_maximum_below_the_paper_is_not_explained_by_the_above_claim():
-    """The issue's case: a T3 maximum 10.5 points *below* the paper must not read "so T3 reaches the ideal"."""
+    """A T3 maximum 10.5 points *below* the paper must not read "so T3 reaches the ideal"."""
     p = float(BY_KEY["s612_t3_max"].value)
     tables = {"sweep-mca": _sweep(1372.0, 1431.0)}
     below = _t3_row({"s612_t3_max": p - 10.5, "s611_ideal_max": p - 9.0}, tables)

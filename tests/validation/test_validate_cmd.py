@@ -101,7 +101,7 @@ def test_gemm_op_row(run_cli, tmp_path):
 
 @pytest.mark.slow
 def test_h200_full_reduce_scatter_and_gemm(run_cli, tmp_path):
-    """The issue's done criteria: RS geomean error <= 10 %, GEMM <= 15 % (paper-style geomean of |error|)."""
+    """The validation targets: RS geomean error <= 10 %, GEMM <= 15 % (paper-style geomean of |error|)."""
     rc, out, err = run_cli("validate", "--system", SYS, "--measured", RS, "--gemm", GEMM, "--out", str(tmp_path), "--json")
     assert rc == 0, err
     rs, gemm = json.loads(out)
