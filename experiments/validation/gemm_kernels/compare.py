@@ -4,8 +4,8 @@ Each ``nn`` row (row-major ``torch.matmul``) of the ``grid``, ``ksweep`` and ``a
 GPU (``t3sim.validation.rows.simulate_gemm_row``: the kernel the preset's library picks for the shape, launch
 included) and is set beside the measured ``gpu_us`` (CUDA events with the GPU held busy while the host enqueues,
 so the launch gap and the kernels, not the host: ``measure.py``). Writes ``--out`` (one row per shape: the measured
-and simulated kernel, both times and the error) and prints the geometric-mean absolute error, over all rows and over
-the rows with M <= 512.
+and simulated kernel, both times and the error) and prints the geometric mean of the absolute errors (``t3sim validate``'s
+metric, :func:`t3sim.analysis.validation.geomean_error`), over all rows and over the rows with M <= 512.
 
 Run: ``python3 compare.py --csv h100/gemm_kernels.csv --system h800-8gpu -j 16 --out h100/compare_h800.csv``.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -45,11 +44,6 @@ def _one(args):
             "error": round(out.sim_us / meas - 1, 4), "wall_s": round(out.wall_s, 1)}
 
 
-def geomean_abs(errs):
-    errs = list(errs)
-    return math.exp(sum(math.log(1 + abs(e)) for e in errs) / len(errs)) - 1 if errs else float("nan")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", required=True)
@@ -68,10 +62,15 @@ def main() -> None:
         w = csv.DictWriter(f, list(res[0]))
         w.writeheader()
         w.writerows(res)
-    small = [r["error"] for r in res if r["M"] <= 512]
-    print(f"{len(res)} rows: geomean |error| {geomean_abs(r['error'] for r in res):.1%}; M <= 512: "
-          f"{geomean_abs(small):.1%} (worst {max(small, key=abs):+.1%}); rows within 15 %: "
-          f"{sum(abs(e) <= 0.15 for e in small)}/{len(small)} of M <= 512")
+    from t3sim.analysis.validation import geomean_error  # t3sim validate's metric: geomean of |sim/meas - 1|
+
+    def err(rs):
+        return geomean_error([r["sim_us"] for r in rs], [r["gpu_us"] for r in rs])
+
+    small = [r for r in res if r["M"] <= 512]
+    print(f"{len(res)} rows: geomean |error| {err(res):.1%}; M <= 512: {err(small):.1%} (worst "
+          f"{max((r['error'] for r in small), key=abs):+.1%}); rows within 15 %: "
+          f"{sum(abs(r['error']) <= 0.15 for r in small)}/{len(small)} of M <= 512")
 
 
 if __name__ == "__main__":

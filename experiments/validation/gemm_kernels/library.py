@@ -123,7 +123,7 @@ def main() -> None:
     ap.add_argument("--csv", default=str(HERE / "h200" / "gemm_kernels.csv"))
     ap.add_argument("--out", default=str(HERE.parents[2] / "configs" / "systems" / "libraries" / "cublas-h200-bf16.yaml"))
     # 1: no source gives an sm80/sm75 kernel's MMA rate on an sm90 SM, and the measured fallback rows are not
-    # compute-bound in the simulation (a rate fitted to them moved their error from 54-64 % to 48 %: README)
+    # compute-bound in the simulation (a rate fitted to them moved their error from 57 % to 47 %: README)
     ap.add_argument("--sm80-rate", type=float, default=1.0, help="mma_rate of sm80 mma.sync fallback kernels")
     ap.add_argument("--sm75-rate", type=float, default=1.0, help="mma_rate of sm75 fallback kernels")
     ap.add_argument("--wmma-rate", type=float, default=1.0, help="mma_rate of sm80 wmma fallback kernels")
