@@ -80,10 +80,9 @@ def _first_fit(lib: GemmLibraryConfig, s: Shape, system) -> List[GemmKernelConfi
 def _measured(lib: GemmLibraryConfig, s: Shape, system) -> List[GemmKernelConfig]:
     by_name = {k.name: k for k in lib.kernels}
     lm, ln, lk = math.log2(s.M), math.log2(s.N), math.log2(s.K)
-    eb = DTYPE_BYTES[s.dtype]
     ranked = []
     for i, (m, n, kk, name) in enumerate(lib.choices):
-        same_class = math.gcd(16, kk * eb, n * eb) == s.alignment_B
+        same_class = Shape(m, n, kk, s.dtype).alignment_B == s.alignment_B
         d = 4 * abs(lm - math.log2(m)) + abs(ln - math.log2(n)) + abs(lk - math.log2(kk))
         ranked.append((not same_class, d, i, name))
     ranked.sort()

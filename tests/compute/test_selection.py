@@ -15,7 +15,7 @@ from t3sim.compute.selection import Shape, admits, check_selected, estimate_ns, 
 from t3sim.config import load_experiment, load_system
 from t3sim.errors import InputError
 from t3sim.system.kernels import gemm_kernel_record
-from tests.conftest import REPO
+from tests.conftest import REPO, load_script
 
 DATA = REPO / "experiments/validation/gemm_kernels"
 PRESETS = {"h200": "h200-4gpu", "h100": "h800-8gpu"}
@@ -32,11 +32,7 @@ def measured(request):
 
 def _base(name: str) -> str:
     """The library name of a measured kernel (layout suffix and C++ wrapper dropped, as library.py names them)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("library", DATA / "library.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.base_name(name)
+    return load_script("experiments/validation/gemm_kernels/library.py").base_name(name)
 
 
 def test_measured_selection_reproduces_every_measured_choice(measured):

@@ -9,23 +9,19 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, load_script
 
 HERE = REPO / "experiments/validation/gemm_kernels"
 LIB = REPO / "configs/systems/libraries"
 
 
 def _module(name: str):
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(f"experiments/validation/gemm_kernels/{name}.py")
 
 
 @pytest.mark.parametrize("gpu, out", [("H200", "cublas-h200-bf16.yaml"), ("H100", "cublas-h100-bf16.yaml")])

@@ -23,11 +23,8 @@ sys.path.insert(0, str(HERE.parents[2]))
 
 
 def _system(name: str):
-    from t3sim.config.loader import build, load_raw
-    from t3sim.config.system import SystemConfig
-    path = HERE.parents[2] / "configs" / "systems" / f"{name}.yaml"
-    data, prov = load_raw(path)
-    return build(SystemConfig, data, prov, str(path))
+    from t3sim.config import load_system
+    return load_system(HERE.parents[2] / "configs" / "systems" / f"{name}.yaml")
 
 
 def _one(args):
