@@ -5,14 +5,20 @@
   includes whatever the GPU waits for the host to enqueue (the method of the earlier committed measurements).
 - :func:`gpu_times`: the same events, but the GPU is first held busy by a sleep kernel long enough for the host to
   enqueue the whole call, so the time is the GPU's alone: the call's kernels and the gaps between them.
+- :func:`kernels_of`: the kernels one call launches, with their grid, block, registers and shared memory, from
+  torch.profiler's trace.
 """
 
 from __future__ import annotations
 
+import json
+import statistics
+import tempfile
 import time
 from typing import Callable, List
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 
 def ev_times(fn: Callable[[], object], reps: int, warm: int = 5) -> List[float]:
@@ -58,4 +64,30 @@ def gpu_times(fn: Callable[[], object], reps: int, warm: int = 5) -> List[float]
         e1.record()
         e1.synchronize()
         out.append(e0.elapsed_time(e1) * 1e3)
+    return out
+
+
+def kernels_of(fn, calls: int = 3) -> list[dict]:
+    """The CUDA kernels one call of ``fn`` launches: name, grid, block, registers per thread, shared memory (B) and
+    duration (us, the median over ``calls`` profiled calls), from the profiler's trace."""
+    fn()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(calls):
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        with tempfile.NamedTemporaryFile(suffix=".json") as t:
+            prof.export_chrome_trace(t.name)
+            trace = json.load(open(t.name))
+        per_call.append([e for e in sorted(trace.get("traceEvents", []), key=lambda e: e.get("ts", 0))
+                         if e.get("cat") == "kernel"])
+    out = []
+    for i, e in enumerate(per_call[0]):
+        a = e.get("args", {})
+        durs = [c[i].get("dur", 0.0) for c in per_call if len(c) > i]
+        out.append({"name": e.get("name", ""), "dur_us": statistics.median(durs),
+                    "grid": "x".join(str(v) for v in a.get("grid", [])),
+                    "block": "x".join(str(v) for v in a.get("block", [])),
+                    "regs": a.get("registers per thread", ""), "smem_B": a.get("shared memory", "")})
     return out

@@ -33,14 +33,12 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from gpu_timing import ev_times, gpu_times  # noqa: E402  (experiments/validation/gpu_timing.py)
+from gpu_timing import ev_times, gpu_times, kernels_of  # noqa: E402  (experiments/validation/gpu_timing.py)
 
 MS = tuple(2 ** i for i in range(3, 16))  # 8 .. 32768 (8: a 64-row GEMM in 8 row chunks)
 MODELS = {"mega-gpt-2": 3072, "t-nlg": 4256, "gpt-3": 12288}
@@ -72,32 +70,6 @@ def shapes(quick: bool) -> list[tuple[str, str, int, int, int]]:
     if quick:
         rows = rows[::37] + [r for r in rows if r[0] == "align"][:3]
     return rows
-
-
-def kernels_of(fn, calls: int = 3) -> list[dict]:
-    """The CUDA kernels one call of ``fn`` launches: name, grid, block, registers per thread, shared memory (B) and
-    duration (us, the median over ``calls`` profiled calls), from the profiler's trace."""
-    fn()
-    torch.cuda.synchronize()
-    per_call = []
-    for _ in range(calls):
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            fn()
-            torch.cuda.synchronize()
-        with tempfile.NamedTemporaryFile(suffix=".json") as t:
-            prof.export_chrome_trace(t.name)
-            trace = json.load(open(t.name))
-        per_call.append([e for e in sorted(trace.get("traceEvents", []), key=lambda e: e.get("ts", 0))
-                         if e.get("cat") == "kernel"])
-    out = []
-    for i, e in enumerate(per_call[0]):
-        a = e.get("args", {})
-        durs = [c[i].get("dur", 0.0) for c in per_call if len(c) > i]
-        out.append({"name": e.get("name", ""), "dur_us": statistics.median(durs),
-                    "grid": "x".join(str(v) for v in a.get("grid", [])),
-                    "block": "x".join(str(v) for v in a.get("block", [])),
-                    "regs": a.get("registers per thread", ""), "smem_B": a.get("shared memory", "")})
-    return out
 
 
 COLUMNS = ["set", "label", "layout", "M", "N", "K", "kernel", "grid", "block", "regs", "smem_B", "kernels",

@@ -11,7 +11,8 @@ Three measurements (bf16-free: plain CUDA C++ kernels compiled by CuPy):
   first CTA's start to its last CTA's end (``%globaltimer``), so each row pairs the chase's ns per hop with the HBM
   bandwidth achieved beside it. ``k`` runs from 1 to every SM, then two and four CTAs per SM (the peak).
 - ``copy``: ``torch.Tensor.copy_`` device to device of 64 MiB to 1 GiB, median of 20 after warm-ups;
-  GB/s counts bytes read and written.
+  GB/s counts bytes read and written; the kernel that runs it (name, grid, block, registers per thread) from the
+  profiler's trace, empty if a copy engine runs it.
 
 Each row is the median of ``--reps`` repeats. Run: ``python3 measure.py --out DIR`` (writes
 ``DIR/idle_latency.csv``, ``DIR/loaded_latency.csv``, ``DIR/d2d_copy.csv``, ``DIR/env.json``); ``--quick`` for a
@@ -31,7 +32,7 @@ import cupy as cp
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from gpu_timing import ev_times  # noqa: E402  (experiments/validation/gpu_timing.py)
+from gpu_timing import ev_times, kernels_of  # noqa: E402  (experiments/validation/gpu_timing.py)
 
 LINE_B = 128
 
@@ -93,6 +94,7 @@ def main() -> None:
     ap.add_argument("--out", default=".")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", choices=("idle", "loaded", "copy"), help="one of the three measurements")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -117,63 +119,80 @@ def main() -> None:
     footprints = (1 << 20, 16 << 20, 48 << 20, 128 << 20, 1 << 30, 4 << 30)
     if args.quick:
         footprints = (1 << 20, 256 << 20)
-    with open(out / "idle_latency.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, ["footprint_B", "hops", "ns_per_hop", "min_ns_per_hop"])
-        w.writeheader()
-        for fp in footprints:
-            nxt = chain(fp)
-            sink[0] = 0
-            chase_ns_per_hop(nxt, 1000)
-            vals = [chase_ns_per_hop(nxt, hops) for _ in range(args.reps)]
-            w.writerow({"footprint_B": fp, "hops": hops, "ns_per_hop": round(statistics.median(vals), 2),
-                        "min_ns_per_hop": round(min(vals), 2)})
-            f.flush()
-            del nxt
-    big = footprints[-1]
-    nxt = chain(big)
-    sink[0] = 0
-    src = cp.ones(((256 if args.quick else 2048) << 20) // 4, dtype=cp.int32)
-    n16 = cp.uint64(src.nbytes // 16)
-    cnt = cp.zeros(3, dtype=cp.uint64)
-    s_stream, s_chase = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
-    ks = [1, 2, 4, 8, 16, 24, 32, 48, 66, 100, sms]
-    if args.quick:
-        ks = [1, sms]
-    load_hops = hops // 5
-    configs = [(k, 1) for k in ks] + [(sms, 2), (sms, 4)]
-    with open(out / "loaded_latency.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, ["stream_sms", "ctas_per_sm", "stream_GBps", "ns_per_hop", "hops"])
-        w.writeheader()
-        for k, per in configs:
-            rows = []
-            for _ in range(args.reps):
-                cnt[0], cnt[1], cnt[2] = 0, 2 ** 64 - 1, 0
-                cp.cuda.Device().synchronize()
-                smem = smem_one_per_sm if per == 1 else 0
-                threads = 1024 if per <= 2 else 512
-                run_ns = cp.int64(int(load_hops * 4000 + 20e6))  # outlasts the chase at 4 us per hop
-                stream((k * per,), (threads,), (src, n16, run_ns, cnt), shared_mem=smem, stream=s_stream)
-                per_hop = chase_ns_per_hop(nxt, load_hops, s_chase)
-                s_stream.synchronize()
-                c = cnt.get()
-                rows.append((int(c[0]) / (int(c[2]) - int(c[1])), per_hop))
-            gbps = statistics.median(r[0] for r in rows)
-            lat = statistics.median(r[1] for r in rows)
-            w.writerow({"stream_sms": k, "ctas_per_sm": per, "stream_GBps": round(gbps, 1),
-                        "ns_per_hop": round(lat, 2), "hops": load_hops})
-            f.flush()
-    del nxt, src
-    with open(out / "d2d_copy.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, ["bytes", "median_us", "GBps_read_plus_write"])
-        w.writeheader()
-        for mib in ((64, 256) if args.quick else (64, 256, 1024)):
-            a = torch.empty(mib << 20, dtype=torch.uint8, device="cuda")
-            b = torch.empty_like(a)
-            ts = ev_times(lambda: b.copy_(a), 20)
-            med = statistics.median(ts)
-            w.writerow({"bytes": a.numel(), "median_us": round(med, 2),
-                        "GBps_read_plus_write": round(2 * a.numel() / med / 1e3, 1)})
-            del a, b
+    if args.only in (None, "idle"):
+        with open(out / "idle_latency.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, ["footprint_B", "hops", "ns_per_hop", "min_ns_per_hop"])
+            w.writeheader()
+            for fp in footprints:
+                nxt = chain(fp)
+                sink[0] = 0
+                chase_ns_per_hop(nxt, 1000)
+                vals = [chase_ns_per_hop(nxt, hops) for _ in range(args.reps)]
+                w.writerow({"footprint_B": fp, "hops": hops, "ns_per_hop": round(statistics.median(vals), 2),
+                            "min_ns_per_hop": round(min(vals), 2)})
+                f.flush()
+                del nxt
+    if args.only in (None, "loaded"):
+        big = footprints[-1]
+        nxt = chain(big)
+        sink[0] = 0
+        src = cp.ones(((256 if args.quick else 2048) << 20) // 4, dtype=cp.int32)
+        n16 = cp.uint64(src.nbytes // 16)
+        cnt = cp.zeros(3, dtype=cp.uint64)
+        s_stream, s_chase = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+        ks = [1, 2, 4, 8, 16, 24, 32, 48, 56, 64, 66, 80, 100, sms]
+        if args.quick:
+            ks = [1, sms]
+        load_hops = hops // 5
+        configs = [(k, 1) for k in ks] + [(sms, 2), (sms, 4)]
+        with open(out / "loaded_latency.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, ["stream_sms", "ctas_per_sm", "stream_GBps", "ns_per_hop", "hops", "stream_B",
+                                   "stream_span_ns", "stream_event_GBps", "chase_overlapped"])
+            w.writeheader()
+            for k, per in configs:
+                rows = []
+                for _ in range(args.reps):
+                    cnt[0], cnt[1], cnt[2] = 0, 2 ** 64 - 1, 0
+                    cp.cuda.Device().synchronize()
+                    smem = smem_one_per_sm if per == 1 else 0
+                    threads = 1024 if per <= 2 else 512
+                    run_ns = cp.int64(int(load_hops * 4000 + 20e6))  # outlasts the chase at 4 us per hop
+                    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+                    e0.record(s_stream)
+                    stream((k * per,), (threads,), (src, n16, run_ns, cnt), shared_mem=smem, stream=s_stream)
+                    e1.record(s_stream)
+                    chase((1,), (1,), (nxt, cp.int64(load_hops), sink, ns), stream=s_chase)
+                    c_end = cp.cuda.Event()
+                    c_end.record(s_chase)
+                    c_end.synchronize()
+                    chase_done_first = not e1.done  # the chase ended while the stream still ran: it ran beside it
+                    s_stream.synchronize()
+                    per_hop = int(ns.get()[0]) / load_hops
+                    c = cnt.get()
+                    span = int(c[2]) - int(c[1])
+                    ev_us = cp.cuda.get_elapsed_time(e0, e1) * 1e3
+                    rows.append((int(c[0]) / span, per_hop, int(c[0]), span, int(c[0]) / ev_us / 1e3, chase_done_first))
+                med = sorted(rows, key=lambda r: r[1])[len(rows) // 2]  # the repeat of median latency
+                w.writerow({"stream_sms": k, "ctas_per_sm": per, "stream_GBps": round(med[0], 1),
+                            "ns_per_hop": round(med[1], 2), "hops": load_hops, "stream_B": med[2],
+                            "stream_span_ns": med[3], "stream_event_GBps": round(med[4], 1),
+                            "chase_overlapped": int(all(r[5] for r in rows))})
+                f.flush()
+        del nxt, src
+    if args.only in (None, "copy"):
+        with open(out / "d2d_copy.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, ["bytes", "median_us", "GBps_read_plus_write", "kernel", "grid", "block", "regs"])
+            w.writeheader()
+            for mib in ((64, 256) if args.quick else (64, 256, 1024)):
+                a = torch.empty(mib << 20, dtype=torch.uint8, device="cuda")
+                b = torch.empty_like(a)
+                ts = ev_times(lambda: b.copy_(a), 20)
+                med = statistics.median(ts)
+                ks = kernels_of(lambda: b.copy_(a)) or [{}]  # none: the copy ran on a copy engine
+                w.writerow({"bytes": a.numel(), "median_us": round(med, 2),
+                            "GBps_read_plus_write": round(2 * a.numel() / med / 1e3, 1),
+                            **{c: ks[0].get("name" if c == "kernel" else c, "") for c in ("kernel", "grid", "block", "regs")}})
+                del a, b
     print(json.dumps(env), flush=True)
 
 
