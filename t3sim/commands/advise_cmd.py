@@ -12,8 +12,9 @@ GEMM+ReduceScatter), or ``ag_gemm``, the GEMM whose input is all-gathered first.
 field of the experiment built from them (``system.*``, ``workload.*``, ``simulation.*``).
 
 Every registered scheme (:data:`t3sim.schemes.runtime.SCHEMES`) is tried on it: the options of
-:data:`VARIANT_OPTIONS` at each of their values (each a variant), the others at their defaults. A scheme that cannot
-run the operation -- its config or the pre-run checks (:func:`t3sim.exec.checks.check_experiment`) reject it, or its
+:data:`VARIANT_OPTIONS` at each of their values (each a variant), the others at their defaults (but ``chunked_dma``
+in ag_gemm: ``chunks = tp``, one GEMM step per shard of A, as its option requires a multiple of the GPUs). A scheme
+that cannot run the operation -- its config or the pre-run checks (:func:`t3sim.exec.checks.check_experiment`) reject it, or its
 simulation refuses it as bad input -- is listed with that reason (:data:`NOT_AN_APPROACH`: the study schemes); one
 whose simulation fails is listed as failed. The rest run through :func:`t3sim.exec.runner.run_points` as experiment
 ``advise`` (``results/advise/<hash>/``, reused on the next call, ``-j N`` worker processes), and
@@ -190,7 +191,11 @@ def _candidates(data, prov, source: str, only: Optional[Sequence[str]] = None):
             variant = ",".join(f"{k}={v}" for k, v in opts.items())
             cand = {**base, "variant": variant, "options": opts,
                     "label": base["label"] + (f" ({variant})" if variant else "")}
-            d = {**data, "scheme": {"kind": kind, **opts}}
+            fixed = {}
+            if kind == "chunked_dma" and data["workload"]["direction"] == "ag_gemm":
+                # one GEMM step per shard of A (FLUX Sec. 2.2: the decomposition aligned with the number of devices)
+                fixed = {"chunks": data["workload"]["tp"]}
+            d = {**data, "scheme": {"kind": kind, **fixed, **opts}}
             p = {**prov, ("scheme",): f"scheme {kind}"}
             try:
                 cfg = build(ExperimentConfig, d, p, source)

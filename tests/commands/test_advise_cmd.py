@@ -75,13 +75,16 @@ def test_the_python_api_and_a_feature_the_system_lacks(tmp_path):
 def test_ag_gemm_marks_ficcos_heuristic_pick(run_cli, tmp_path):
     rc, js, err = run_cli("advise", "--system", "h200-4gpu", "--model", "mega-gpt-2", "--sublayer", "FC-1",
                           "--tokens", "256", "--direction", "ag-gemm", "--dtype", "bf16", "--json",
-                          "--schemes", "sequential,ficco,flux_ag,ideal_gemm_rs_overlap", "--out", str(tmp_path))
+                          "--schemes", "sequential,ficco,flux_ag,chunked_dma,ideal_gemm_rs_overlap", "--out",
+                          str(tmp_path))
     assert rc == 0, err
     a = json.loads(js)
     ficco = [r for r in a["rows"] if r["scheme"] == "ficco"]
     assert len(ficco) == 4 and a["ficco_heuristic_schedule"]
     assert [r["variant"] for r in ficco if r["heuristic_pick"]] == [f"ficco_schedule={a['ficco_heuristic_schedule']}"]
     assert {r["variant"] for r in a["rows"] if r["scheme"] == "flux_ag"} == {"flux_ag_mode=push", "flux_ag_mode=pull"}
+    shards = next(r for r in a["rows"] if r["scheme"] == "chunked_dma")
+    assert shards["status"] == "ok" and shards["rank"] >= 1
     ideal = next(r for r in a["rows"] if r["scheme"] == "ideal_gemm_rs_overlap")
     assert ideal["status"] == "not_applicable" and "ag_gemm" in ideal["reason"]
 
