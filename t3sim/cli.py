@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "t3sim.commands.config_cmds",
     "t3sim.commands.params_cmd",
     "t3sim.commands.run_cmd",
+    "t3sim.commands.advise_cmd",
     "t3sim.commands.validate_cmd",
     "t3sim.commands.reproduce_cmd",
     "t3sim.workload.cli",

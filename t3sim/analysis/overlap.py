@@ -29,6 +29,18 @@ COLUMNS = ("system", "model", "sublayer", "tp", "scheme", "total_us", "gemm_us",
            "gemm_alone_us", "ect_us", "overlap_efficiency", "speedup_pct")
 
 
+def ect_us(total_us: float, gemm_alone_us: float) -> float:
+    """FLUX Sec. 2.3's effective communication time (us): the scheme's time beyond its GEMM's alone."""
+    return total_us - gemm_alone_us
+
+
+def overlap_efficiency(total_us: float, gemm_alone_us: float, sequential_total_us: float) -> float:
+    """FLUX Sec. 2.3's overlap efficiency ``E = 1 - ECT / ECT_sequential`` (module doc); NaN when Sequential's
+    ECT is not positive (nothing to hide)."""
+    ect_seq = ect_us(sequential_total_us, gemm_alone_us)
+    return 1.0 - ect_us(total_us, gemm_alone_us) / ect_seq if ect_seq > 0 else math.nan
+
+
 def series_keys(runs: Sequence[Run]) -> List[str]:
     """Each run's series: its scheme kind, or ``kind:v1/v2`` where runs of that kind differ in ``scheme.*``
     options (FLUX's reductions in one sweep): the values of the options that vary among the kind's runs
@@ -80,14 +92,12 @@ def overlap_rows(runs: Sequence[Run]) -> List[Dict]:
         if seq is None:
             continue
         t_seq, g = f(seq.summary, "total_us"), f(seq.summary, "gemm_us")
-        ect_seq = t_seq - g
         for scheme, r in by.items():
             t = f(r.summary, "total_us")
-            ect = t - g
             rows.append({"system": key[0], "model": key[1], "sublayer": key[2], "tp": key[3], "scheme": scheme,
                          "total_us": t, "gemm_us": f(r.summary, "gemm_us"), "rs_us": f(r.summary, "rs_us"),
-                         "ag_us": f(r.summary, "ag_us"), "gemm_alone_us": g, "ect_us": ect,
-                         "overlap_efficiency": 1.0 - ect / ect_seq if ect_seq > 0 else math.nan,
+                         "ag_us": f(r.summary, "ag_us"), "gemm_alone_us": g, "ect_us": ect_us(t, g),
+                         "overlap_efficiency": overlap_efficiency(t, g, t_seq),
                          "speedup_pct": 100.0 * (t_seq / t - 1.0)})
     return rows
 

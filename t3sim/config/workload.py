@@ -62,7 +62,10 @@ class GemmShapeConfig(Model):
     ``workload.direction: ag_gemm`` (SP+TP, g1-g12) every GPU gathers all M rows of A and multiplies them
     by its weight shard: ``M x N/tp x K`` per GPU; with ``a2a_gemm`` (EP, g13-g16, one expert per GPU and
     equal load) every GPU's expert receives M/tp of the M routed rows, M/tp^2 from each GPU:
-    ``M/tp x N x K`` per GPU. Either way each GPU does 1/tp of the operator's 2MNK FLOPs."""
+    ``M/tp x N x K`` per GPU; with ``gemm_rs`` (a row-parallel layer whose partial outputs are reduce-scattered:
+    FLUX Sec. 5.1 gives its GEMM+ReduceScatter shapes as the whole operator's (n, k), k over all GPUs) every GPU
+    multiplies all M rows by its K/tp slice of the reduction depth: ``M x N x K/tp`` per GPU, whose M x N partial
+    outputs are reduced. Each way each GPU does 1/tp of the operator's 2MNK FLOPs."""
 
     name: str = F(..., unit="name", desc="the GEMM's name (e.g. FiCCO Table I's g1..g16); names results, traces and plots",
                   descriptive="names results, traces and plots; a run simulates the shape (M, N, K)",
@@ -71,7 +74,8 @@ class GemmShapeConfig(Model):
                source="FiCCO Table I", gt=0)
     N: int = F(..., unit="count", desc="columns of B and C of the whole operator (ag_gemm: each GPU holds N/tp of them)",
                source="FiCCO Table I", gt=0)
-    K: int = F(..., unit="count", desc="reduction depth (columns of A, rows of B)", source="FiCCO Table I", gt=0)
+    K: int = F(..., unit="count", desc="reduction depth (columns of A, rows of B); gemm_rs: over all GPUs, each holding K/tp of it",
+               source="FiCCO Table I", gt=0)
     model: Optional[str] = F(None, unit="name", desc="the model the GEMM comes from", descriptive="records FiCCO Table I's model column; not simulated",
                              source="FiCCO Table I")
     scale_M: int = F(1, unit="count",
@@ -153,9 +157,10 @@ class WorkloadConfig(Model):
     model: Optional[ModelConfig] = F(None, unit="mapping", desc="the Transformer model (usually `base: models/<name>.yaml`); exactly one of model, gemm and gemv", source="paper Table 2")
     gemm: Optional[GemmShapeConfig] = F(
         None, unit="mapping",
-        desc="a GEMM given by its whole-operator shape (M, N, K) instead of a model's sub-layer (FiCCO Table I); only "
-             "with direction ag_gemm or a2a_gemm; exactly one of model, gemm and gemv",
-        source="FiCCO Table I")
+        desc="a GEMM given by its whole-operator shape (M, N, K) instead of a model's sub-layer (FiCCO Table I); with "
+             "any direction (gemm_rs: M x N x K/tp per GPU, its M x N output reduced); exactly one of model, gemm and "
+             "gemv",
+        source="FiCCO Table I; FLUX (Chang et al. 2024) Sec. 5.1 (GEMM+ReduceScatter shapes of the whole operator)")
     gemv: Optional[GemvShapeConfig] = F(
         None, unit="mapping",
         desc="a GEMV (matrix-vector product, the decode phase) given by its whole-operator shape (M, K), whose M-element "
@@ -174,8 +179,8 @@ class WorkloadConfig(Model):
     dtype: DType = F("fp16", unit="enum", desc="element type of activations and weights", source="paper Sec. 5.2 (FP16)")
     direction: Direction = F(
         "gemm_rs", unit="enum",
-        desc="gemm_rs: the sub-layer's producer GEMM (M = T, N = H, K = H*f/TP) whose output is reduce-scattered, then "
-             "all-gathered; ag_gemm: the sub-layer's consumer GEMM (M = T, N = H*f/TP, K = H) whose input A (T x H, "
+        desc="gemm_rs: the sub-layer's producer GEMM (M = T, N = H, K = H*f/TP; workload.gemm's M x N x K/tp) whose "
+             "output is reduce-scattered, then all-gathered (collective all_reduce) or not (reduce_scatter); ag_gemm: the sub-layer's consumer GEMM (M = T, N = H*f/TP, K = H) whose input A (T x H, "
              "row-sharded over the TP GPUs) is all-gathered first (sequence parallelism: IP and FC-1 forward, OP and "
              "FC-2 backward), or workload.gemm's M x N/tp x K; a2a_gemm: an expert GEMM (workload.gemm only, "
              "M/tp x N x K per GPU) whose input rows arrive by an all-to-all, M/tp^2 from each GPU (expert "
@@ -279,10 +284,9 @@ class WorkloadConfig(Model):
     def _check_gemm(self) -> None:
         g, tp = self.gemm, self.tp
         self._only_with(("sublayer", "tokens", "trace"), "workload.gemm, whose shape is given", "workload.model")
-        if self.direction == "gemm_rs":
-            raise ValueError("direction=gemm_rs with workload.gemm; allowed: ag_gemm (all-gather, then the GEMM), "
-                             "a2a_gemm (all-to-all, then the expert GEMM) or gemm_a2a (the expert GEMM, then the "
-                             "all-to-all combine)")
+        if self.direction == "gemm_rs" and g.sim_K % tp:
+            raise ValueError(f"gemm.K={g.K} / scale_K={g.scale_K} with tp={tp} (gemm_rs: each GPU holds K/tp of the "
+                             f"reduction depth); allowed: K / scale_K a multiple of {tp}")
         if self.direction == "ag_gemm" and g.N % tp:
             raise ValueError(f"gemm.N={g.N} with tp={tp} (ag_gemm: each GPU holds N/tp columns of B); allowed: N a "
                              f"multiple of {tp}")

@@ -203,24 +203,29 @@ def shape_kernel(gemm, tp: int, direction: str, params: TileParams = TileParams(
     """One GPU's kernel of a GEMM given by its whole-operator shape (``workload.gemm``,
     :class:`~t3sim.config.workload.GemmShapeConfig`): ``M x N/tp x K`` for ``ag_gemm`` (all M gathered rows
     times the GPU's weight shard), ``M/tp x N x K`` for ``a2a_gemm`` (the GPU's expert over its routed rows) and ``gemm_a2a`` (the same, its output
-    rows then combined back: C row-major).
+    rows then combined back: C row-major), ``M x N x K/tp`` for ``gemm_rs`` (the GPU's slice of the reduction
+    depth; its M x N partial output is reduced, C column-major as a model sub-layer's producer GEMM).
     A is row-major (``trans_a``), so a block of its rows is one contiguous copy, as the ag_gemm schemes need.
     M and K are the simulated ones (``gemm.scale_M``, ``gemm.scale_K``)."""
-    if direction not in ("ag_gemm", "a2a_gemm", "gemm_a2a"):
-        raise InputError("workload.direction", f"{direction} with workload.gemm", "ag_gemm, a2a_gemm, gemm_a2a")
+    if direction not in ("gemm_rs", "ag_gemm", "a2a_gemm", "gemm_a2a"):
+        raise InputError("workload.direction", f"{direction} with workload.gemm", "gemm_rs, ag_gemm, a2a_gemm, gemm_a2a")
     if direction == "gemm_a2a":  # the combine sends row blocks of C: row-major, so each is one contiguous chunk
         params = dataclasses.replace(params, c_layout="row_major")
     params.check()
     M, N = (gemm.sim_M, gemm.N // tp) if direction == "ag_gemm" else (gemm.sim_M // tp, gemm.N)
+    K = gemm.sim_K
+    if direction == "gemm_rs":
+        M, N, K = gemm.sim_M, gemm.N, gemm.sim_K // tp
     tiles_m, tiles_n = tile_grid(M, N, params.tile_m, params.tile_n)
     return KernelRecord(
         name=f"{gemm.name}.tp{tp}.{direction}", model=gemm.name, sublayer="GEMM", pass_="fwd", tp=tp,
-        M=M, N=N, K=gemm.sim_K, dtype=params.dtype, trans_a=True, trans_b=True, c_layout=params.c_layout,
+        M=M, N=N, K=K, dtype=params.dtype, trans_a=True, trans_b=True, c_layout=params.c_layout,
         tile_m=params.tile_m, tile_n=params.tile_n, tile_k=params.tile_k,
         tiles_m=tiles_m, tiles_n=tiles_n, num_wgs=tiles_m * tiles_n,
         wfs_per_wg=params.wfs_per_wg, wf_grid=tuple(params.wf_grid),
         threads_per_wf=params.threads_per_wf, registers_per_thread=params.registers_per_thread,
-        lds_per_wg_B=params.lds_per_wg_B, wg_order={"kind": params.wg_order}, role="none", collective=None)
+        lds_per_wg_B=params.lds_per_wg_B, wg_order={"kind": params.wg_order},
+        role="producer" if direction == "gemm_rs" else "none", collective="all-reduce" if direction == "gemm_rs" else None)
 
 
 def system_kernel(workload, system) -> KernelRecord:

@@ -49,6 +49,27 @@ def test_each_gpu_runs_one_tp_th_of_the_operator(m, n, k, tp, a2a):
     assert parse_trace(dumps_trace(Trace((kr,))), "t").kernels == (kr,)  # a valid trace record
 
 
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 4096), n=st.integers(1, 64), k=st.integers(1, 64), tp=st.sampled_from([1, 2, 4, 8]))
+def test_gemm_rs_splits_the_reduction_depth(m, n, k, tp):
+    """gemm_rs: every GPU multiplies all M rows by its K/tp slice (a row-parallel layer, FLUX's (n, k) shapes),
+    its M x N partial output the producer of the reduction, column-major as a model sub-layer's."""
+    g = GemmShapeConfig(name="g", M=m, N=n * 16, K=k * tp * 16)
+    kr = shape_kernel(g, tp, "gemm_rs")
+    assert (kr.M, kr.N, kr.K) == (g.M, g.N, g.K // tp)
+    assert 2 * kr.M * kr.N * kr.K * tp == 2 * g.M * g.N * g.K
+    assert (kr.role, kr.c_layout) == ("producer", "col_major")
+
+
+def test_gemm_rs_shape_matches_the_sub_layer_it_names(tmp_path):
+    """A model sub-layer and the workload.gemm of its whole-operator shape run the same per-GPU GEMM."""
+    sub = load_experiment(REPO / "configs/experiments/default.yaml", ["workload.tokens=256"])
+    k_sub = workload_kernel(sub.workload)
+    e = _exp(tmp_path, M=256, N=k_sub.N, K=k_sub.K * 4, direction="gemm_rs")
+    k = workload_kernel(e.workload)
+    assert (k.M, k.N, k.K, k.c_layout, k.trans_a) == (k_sub.M, k_sub.N, k_sub.K, k_sub.c_layout, k_sub.trans_a)
+
+
 def test_workload_kernel_follows_the_shape(tmp_path):
     e = _exp(tmp_path, M=2048, N=4096, K=512)
     k = workload_kernel(e.workload)
@@ -59,7 +80,7 @@ def test_workload_kernel_follows_the_shape(tmp_path):
 @pytest.mark.parametrize("setting, match", [
     (("workload.sublayer=OP",), "sublayer with workload.gemm"),
     (("workload.tokens=64",), "tokens with workload.gemm"),
-    (("workload.direction=gemm_rs",), "direction=gemm_rs with workload.gemm"),
+    (("workload.direction=gemm_rs", "workload.gemm.K=258"), "gemm.K=258 / scale_K=1 with tp=4"),
     (("workload.gemm.N=1026",), "gemm.N=1026 with tp=4"),
     (("workload.direction=a2a_gemm", "workload.gemm.M=1000"), "gemm.M=1000 / scale_M=1 with tp=4"),
     (("workload.gemm.scale_K=3",), "scale_K=3 does not divide gemm.K=256"),

@@ -1,0 +1,329 @@
+"""``t3sim advise``: which overlap scheme wins for one operation on one machine.
+
+    t3sim advise --system SYSTEM (--model NAME [--sublayer S] [--tokens T] | --m M --n N --k K)
+                 [--direction gemm-rs|ag-gemm] [--tp N] [--dtype D] [--set a.b=V ...] [--out DIR] [-j N] [--force] [--json]
+
+The operation is one GEMM and its collective on ``--tp`` GPUs of the system (a preset name such as ``h200-4gpu``,
+``configs/systems/<name>.yaml``, or a system YAML): ``gemm_rs``, the GEMM whose output is reduce-scattered
+(``workload.collective: reduce_scatter``: the operation ends at the reduce-scatter, FLUX Sec. 5.1's
+GEMM+ReduceScatter), or ``ag_gemm``, the GEMM whose input is all-gathered first. It is given as a model's sub-layer
+(``workload.model``/``sublayer``/``tokens``, as the experiments give it) or by its whole-operator shape
+(``workload.gemm``: per GPU ``M x N x K/tp`` for gemm_rs, ``M x N/tp x K`` for ag_gemm). ``--set`` overrides any
+field of the experiment built from them (``system.*``, ``workload.*``, ``simulation.*``).
+
+Every registered scheme (:data:`t3sim.schemes.runtime.SCHEMES`) is tried on it: the options of
+:data:`VARIANT_OPTIONS` at each of their values (each a variant), the others at their defaults (but ``chunked_dma``
+in ag_gemm: ``chunks = tp``, one GEMM step per shard of A, as its option requires a multiple of the GPUs). A scheme
+that cannot run the operation -- its config or the pre-run checks (:func:`t3sim.exec.checks.check_experiment`) reject it, or its
+simulation refuses it as bad input -- is listed with that reason (:data:`NOT_AN_APPROACH`: the study schemes); one
+whose simulation fails is listed as failed. The rest run through :func:`t3sim.exec.runner.run_points` as experiment
+``advise`` (``results/advise/<hash>/``, reused on the next call, ``-j N`` worker processes), and
+:mod:`t3sim.analysis.advise` ranks them. Exit 0 when the table is printed, 2 on bad input.
+
+Python: :func:`advise` (rows) and :func:`advise_report` (rows and what they were ranked on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import typing
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from t3sim.config.loader import apply_overrides, build, config_roots, load_raw
+from t3sim.config.kinds import expect_kind
+from t3sim.config.workload import DTYPE_BYTES, SUBLAYER_K_FACTOR
+from t3sim.errors import InputError
+
+# (the simulator and the schemes load when advise runs, so `t3sim --help` and bad flags answer fast)
+
+#: per scheme, the option whose every value is tried (a variant each); FiCCO's schedules are its four algorithms
+VARIANT_OPTIONS = {"concurrent": "launch_first", "flux_rs": "flux_reduce", "flux_ag": "flux_ag_mode",
+                   "ficco": "ficco_schedule"}
+#: schemes that study a mechanism rather than carry out an operation: listed with this reason, never run
+NOT_AN_APPROACH = {
+    "copy": "a contention study (the GEMM beside background copies, no collective), not a way to run the operation",
+    "ficco_char": "FiCCO's characterization runs (the overlap's parts alone or cut up), not a way to run the operation",
+}
+DIRECTIONS = {"gemm-rs": "gemm_rs", "ag-gemm": "ag_gemm", "gemm_rs": "gemm_rs", "ag_gemm": "ag_gemm"}
+EXPERIMENT = "advise"
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One GEMM and its collective: a model's sub-layer (``model``, optionally ``sublayer`` and ``tokens``) or a
+    whole-operator shape (``M``, ``N``, ``K``, counts: ``workload.gemm``). ``direction``: ``gemm_rs`` or
+    ``ag_gemm``; ``tp``: GPUs (None: the system's ``interconnect.num_gpus``); ``dtype``: element type (None: the
+    workload default). ``model``: a preset name (``configs/models/<name>.yaml``) or a model YAML."""
+
+    direction: str = "gemm_rs"
+    tp: Optional[int] = None
+    dtype: Optional[str] = None
+    model: Optional[str] = None
+    sublayer: Optional[str] = None
+    tokens: Optional[int] = None
+    M: Optional[int] = None
+    N: Optional[int] = None
+    K: Optional[int] = None
+
+
+@dataclass
+class Advice:
+    """What :func:`advise_report` found: the system, the per-GPU GEMM (counts), the peak it is measured against
+    (TFLOP/s), FiCCO's heuristic schedule (ag_gemm; else ``""``) and the ranked rows
+    (:data:`t3sim.analysis.advise.ROW_KEYS`)."""
+
+    system: str
+    operation: Dict[str, Any]
+    gemm_M: int
+    gemm_N: int
+    gemm_K: int
+    peak_TFLOPS: float
+    ficco_heuristic_schedule: str
+    rows: List[Dict[str, Any]] = field(default_factory=list)
+
+
+def _preset(ref: str, folder: str, flag: str) -> Path:
+    """A preset name (``configs/<folder>/<ref>.yaml`` under a configs root) or a YAML path."""
+    p = Path(ref)
+    if p.is_file():
+        return p
+    for root in config_roots():
+        for cand in (root / folder / ref, root / folder / f"{ref}.yaml"):
+            if cand.is_file():
+                return cand
+    names = sorted({q.stem for root in config_roots() if (root / folder).is_dir() for q in (root / folder).glob("*.yaml")})
+    raise InputError(flag, repr(ref), f"a {folder[:-1]} YAML file or a preset name: {', '.join(names)}")
+
+
+def _workload(op: Operation, tp: int) -> Tuple[Dict[str, Any], Dict[Tuple[str, ...], str]]:
+    """The ``workload`` section of ``op`` and the flag each of its values came from (for error messages)."""
+    direction = DIRECTIONS.get(op.direction)
+    if direction is None:
+        raise InputError("--direction", repr(op.direction), "gemm-rs, ag-gemm")
+    shape = [v is not None for v in (op.M, op.N, op.K)]
+    sub = [v is not None for v in (op.model, op.sublayer, op.tokens)]
+    if any(shape) and any(sub):
+        raise InputError("--m/--n/--k", "both a shape and a model sub-layer (--model/--sublayer/--tokens)",
+                         "one of them: --model NAME [--sublayer S] [--tokens T], or --m M --n N --k K")
+    if any(shape) and not all(shape):
+        missing = [f for f, g in zip(("--m", "--n", "--k"), shape) if not g]
+        raise InputError(", ".join(missing), "missing beside the other shape flags", "all of --m, --n and --k (whole-operator counts)")
+    if not any(shape) and op.model is None:
+        raise InputError("--model", "no operation", "--model NAME [--sublayer S] [--tokens T], or --m M --n N --k K")
+    w: Dict[str, Any] = {"tp": tp, "direction": direction}
+    given = [(f, v) for f, v in (("--model", op.model), ("--sublayer", op.sublayer), ("--tokens", op.tokens),
+                                 ("--m", op.M), ("--n", op.N), ("--k", op.K)) if v is not None]
+    flags = " ".join(f"{f} {v}" for f, v in given + [("--direction", op.direction), ("--tp", tp)])
+    # a check of the workload as a whole (its validator) names the flags that gave it
+    prov = {("workload",): f"the operation ({flags})", ("workload", "tp"): "--tp", ("workload", "direction"): "--direction"}
+    if direction == "gemm_rs":  # the operation ends at the reduce-scatter (FLUX's GEMM+ReduceScatter)
+        w["collective"] = "reduce_scatter"
+    if op.dtype is not None:
+        w["dtype"], prov[("workload", "dtype")] = op.dtype, "--dtype"
+    if all(shape):
+        w["gemm"] = {"name": f"gemm-{op.M}x{op.N}x{op.K}", "M": op.M, "N": op.N, "K": op.K}
+        prov.update({("workload", "gemm", d): f"--{d.lower()}" for d in "MNK"})
+        return w, prov
+    path = _preset(op.model, "models", "--model")
+    data, _ = load_raw(path)
+    expect_kind(data, "model", str(path))
+    w["model"], prov[("workload", "model")] = data, f"--model {op.model} ({path})"
+    for key, flag in (("sublayer", "--sublayer"), ("tokens", "--tokens")):
+        if getattr(op, key) is not None:
+            w[key], prov[("workload", key)] = getattr(op, key), flag
+    return w, prov
+
+
+def _base(system: Union[str, Path], op: Operation, overrides: Iterable[str]):
+    """The experiment (raw data, provenance) of ``op`` on ``system`` before a scheme is chosen, and its system."""
+    from t3sim.config import load_system
+
+    path = _preset(str(system), "systems", "--system")
+    sysc = load_system(path)
+    tp = op.tp if op.tp is not None else sysc.interconnect.num_gpus
+    if tp < 2:
+        raise InputError("--tp", str(tp), "2 or more GPUs (the operation's collective runs over them)")
+    sys_data, sys_prov = load_raw(path)
+    sys_data.setdefault("interconnect", {})["num_gpus"] = tp
+    workload, w_prov = _workload(op, tp)
+    data = {"name": EXPERIMENT, "system": sys_data, "workload": workload, "scheme": {"kind": "sequential"}}
+    prov = {("system",) + k: v for k, v in sys_prov.items()}
+    prov.update(w_prov)
+    prov[("system", "interconnect", "num_gpus")] = "--tp"
+    data, prov = apply_overrides(data, prov, overrides)
+    return data, prov, str(path)
+
+
+def _variants(kind: str) -> List[Dict[str, Any]]:
+    """The scheme options of each variant of ``kind`` (:data:`VARIANT_OPTIONS`; ``[{}]``: its defaults)."""
+    from t3sim.config.scheme import options_for
+
+    opt = VARIANT_OPTIONS.get(kind)
+    if opt is None:
+        return [{}]
+    return [{opt: v} for v in typing.get_args(options_for(kind).model_fields[opt].annotation)]
+
+
+def _candidates(data, prov, source: str, only: Optional[Sequence[str]] = None):
+    """One candidate per scheme variant (plain data for :func:`t3sim.analysis.advise.rank`) and the points to
+    run, each with the index of its candidate; ``only``: the schemes to try (the others are listed, not run)."""
+    from t3sim.config.experiment import ExperimentConfig
+    from t3sim.config.sweep import Point
+    from t3sim.exec.checks import check_experiment
+    from t3sim.schemes.runtime import SCHEMES
+
+    cands, points, kernel = [], [], None
+    for kind, scheme in SCHEMES.items():
+        base = {"scheme": kind, "label": scheme.label or kind, "bound": scheme.ideal}
+        if only is not None and kind not in only:
+            cands.append({**base, "variant": "", "options": {}, "status": "skipped",
+                          "reason": "not among the schemes asked for (--schemes)"})
+            continue
+        if kind in NOT_AN_APPROACH:
+            cands.append({**base, "variant": "", "options": {}, "status": "not_applicable", "reason": NOT_AN_APPROACH[kind]})
+            continue
+        reasons = []
+        for opts in _variants(kind):
+            variant = ",".join(f"{k}={v}" for k, v in opts.items())
+            cand = {**base, "variant": variant, "options": opts,
+                    "label": base["label"] + (f" ({variant})" if variant else "")}
+            fixed = {}
+            if kind == "chunked_dma" and data["workload"]["direction"] == "ag_gemm":
+                # one GEMM step per shard of A (FLUX Sec. 2.2: the decomposition aligned with the number of devices)
+                fixed = {"chunks": data["workload"]["tp"]}
+            d = {**data, "scheme": {"kind": kind, **fixed, **opts}}
+            p = {**prov, ("scheme",): f"scheme {kind}"}
+            try:
+                cfg = build(ExperimentConfig, d, p, source)
+                resolved = check_experiment(cfg)
+            except InputError as exc:
+                reasons.append(exc.one_line())
+                cands.append({**cand, "status": "not_applicable", "reason": exc.one_line()})
+                continue
+            kernel = kernel or resolved.kernel
+            points.append((len(cands), Point(f"{kind}" + (f":{variant}" if variant else ""), cfg, source)))
+            cands.append({**cand, "status": "ok"})
+        if len(reasons) > 1 and len(set(reasons)) == 1 and len(reasons) == len(_variants(kind)):
+            # every variant refused for one reason: the scheme itself does not apply
+            del cands[-len(reasons):]
+            cands.append({**base, "variant": "", "options": {}, "status": "not_applicable", "reason": reasons[0]})
+    return cands, points, kernel
+
+
+def advise_report(system: Union[str, Path], operation: Operation, *, overrides: Sequence[str] = (),
+                  schemes: Optional[Sequence[str]] = None, out: Union[str, Path] = "results", jobs: int = 1,
+                  force: bool = False, progress=None) -> Advice:
+    """Try every scheme on ``operation`` on ``system`` (a preset name or a system YAML) and rank them (module doc).
+
+    Args:
+        overrides: ``--set`` style ``dotted.path=VALUE`` strings applied to the experiment built.
+        schemes: the registered scheme kinds to try (default: all); the others are rows saying so.
+        out: results root; runs land in ``<out>/advise/<hash>/`` and are reused by later calls.
+        jobs: local worker processes (1: this process; 0: one per CPU).
+        force: simulate again points that already have results.
+        progress: a :class:`t3sim.exec.progress.Progress` (default: silent).
+
+    Raises :class:`~t3sim.errors.InputError` for bad input (system, shape, flags) and when no scheme can run the
+    operation; a scheme that cannot run it is a row with its reason, not an error."""
+    from t3sim.analysis.advise import FAILED, NOT_APPLICABLE, peak_TFLOPS, rank
+    from t3sim.exec.runner import run_points
+    from t3sim.schemes.ficco.heuristic import pick
+
+    data, prov, source = _base(system, operation, overrides)
+    if schemes is not None:
+        from t3sim.schemes.runtime import SCHEMES
+
+        unknown = [s for s in schemes if s not in SCHEMES]
+        if unknown or not schemes:
+            raise InputError("--schemes", ",".join(unknown) or "none", "registered schemes: " + ", ".join(SCHEMES))
+    from t3sim.config.experiment import ExperimentConfig
+    from t3sim.exec.checks import check_experiment
+
+    check_experiment(build(ExperimentConfig, data, prov, source))  # the operation itself, under Sequential
+    cands, points, kernel = _candidates(data, prov, source, schemes)
+    if not points:
+        reasons = "; ".join(f"{c['scheme']}: {c['reason']}" for c in cands if c["scheme"] == "sequential")
+        raise InputError(source, f"no scheme can run this operation ({reasons})", "an operation the system can run")
+    outcomes = run_points([p for _, p in points], out=out, jobs=jobs, force=force, progress=progress)
+    for (i, _), o in zip(points, outcomes):
+        c = cands[i]
+        if o.ok:
+            r = o.result
+            c.update(total_us=float(r.summary["total_us"]), summary=dict(r.summary), result_dir=str(o.path),
+                     reused=o.reused, stats={n: s.to_dict()["value"] for n, s in r.stats.items()})
+        else:
+            c.update(status=NOT_APPLICABLE if o.error.kind == "input" else FAILED, reason=o.error.message)
+    exp = points[0][1].config
+    dtype = exp.workload.dtype
+    peak = peak_TFLOPS(exp.system.model_dump(mode="json"), dtype)
+    heuristic = ""
+    if exp.workload.direction == "ag_gemm":  # FiCCO's rule on the whole operator: M x (N of all GPUs) x K
+        heuristic = pick(kernel.M, kernel.N * exp.workload.tp, kernel.K, gpus=exp.workload.tp, peak_TFLOPS=peak,
+                         elem_B=DTYPE_BYTES[dtype]).schedule
+    rows = rank(cands, 2.0 * kernel.M * kernel.N * kernel.K, peak, heuristic)
+    op = {k: v for k, v in asdict(operation).items() if v is not None}
+    op.update(direction=exp.workload.direction, tp=exp.workload.tp, dtype=dtype)
+    return Advice(exp.system.name, op, kernel.M, kernel.N, kernel.K, peak, heuristic, rows)
+
+
+def advise(system: Union[str, Path], operation: Operation, **kwargs) -> List[Dict[str, Any]]:
+    """The ranked rows of :func:`advise_report` (:data:`t3sim.analysis.advise.ROW_KEYS`, fastest first, then the
+    bounds, then the schemes that did not run with their reasons)."""
+    return advise_report(system, operation, **kwargs).rows
+
+
+# ------------------------------------------------------------------------------------------------------- command
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("advise", help="rank every overlap scheme on one GEMM + collective on one system")
+    p.add_argument("--system", required=True, help="system preset name (h200-4gpu) or system YAML")
+    p.add_argument("--model", help="model preset name (t-nlg) or model YAML: the operation is its sub-layer")
+    p.add_argument("--sublayer", choices=tuple(SUBLAYER_K_FACTOR), help="the model's sub-layer (default FC-2)")
+    p.add_argument("--tokens", type=int, help="tokens T (default: the model's SL x B)")
+    p.add_argument("--m", dest="M", type=int, help="whole-operator M (rows of A and C)")
+    p.add_argument("--n", dest="N", type=int, help="whole-operator N (columns of C; ag-gemm: over all GPUs)")
+    p.add_argument("--k", dest="K", type=int, help="whole-operator K (gemm-rs: over all GPUs)")
+    p.add_argument("--direction", default="gemm-rs", choices=("gemm-rs", "ag-gemm"),
+                   help="gemm-rs: GEMM, then reduce-scatter of its output; ag-gemm: all-gather of its input, then GEMM")
+    p.add_argument("--tp", type=int, help="GPUs (default: the system's interconnect.num_gpus)")
+    p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), help="element type (default: the workload's, fp16)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a field of the experiment built (system.*, workload.*, simulation.*; repeatable)")
+    p.add_argument("--out", default="results", help="results root (default: results/; runs land in advise/)")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                   help="local worker processes (default 1: in this process; 0: one per CPU)")
+    p.add_argument("--schemes", metavar="S,S,...",
+                   help="only these schemes (comma-separated kinds; default: every registered scheme)")
+    p.add_argument("--force", action="store_true", help="simulate again points that already have results")
+    p.add_argument("--json", action="store_true", help="print the advice as JSON")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from t3sim.analysis.advise import format_table
+    from t3sim.exec.progress import Progress
+
+    for flag, v in (("--tokens", args.tokens), ("--m", args.M), ("--n", args.N), ("--k", args.K)):
+        if v is not None and v < 1:
+            raise InputError(flag, str(v), "a count >= 1")
+    op = Operation(direction=args.direction, tp=args.tp, dtype=args.dtype, model=args.model, sublayer=args.sublayer,
+                   tokens=args.tokens, M=args.M, N=args.N, K=args.K)
+    schemes = [s.strip() for s in args.schemes.split(",") if s.strip()] if args.schemes is not None else None
+    a = advise_report(args.system, op, overrides=args.overrides, schemes=schemes, out=args.out, jobs=args.jobs,
+                      force=args.force, progress=Progress(sys.stderr))
+    if args.json:
+        json.dump(asdict(a), sys.stdout, indent=1, sort_keys=False)
+        sys.stdout.write("\n")
+        return 0
+    d = a.operation
+    what = (f"{d['model']} {d.get('sublayer', 'FC-2')}" if "model" in d else f"GEMM {d['M']}x{d['N']}x{d['K']}")
+    sys.stdout.write(f"{what} {d['direction']} on {a.system}, tp={d['tp']}, {d['dtype']}: per GPU "
+                     f"{a.gemm_M}x{a.gemm_N}x{a.gemm_K} (M x N x K), peak {a.peak_TFLOPS:.0f} TFLOP/s\n\n")
+    sys.stdout.write(format_table(a.rows))
+    sys.stdout.write(f"results: {Path(args.out) / EXPERIMENT}\n")
+    return 0
