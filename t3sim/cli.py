@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "t3sim.commands.validate_cmd",
     "t3sim.commands.reproduce_cmd",
     "t3sim.workload.cli",
+    "t3sim.commands.chakra_cmd",
     "t3sim.memory.cli",
     "t3sim.commands.bench_cmd",
 )

@@ -1,4 +1,5 @@
-"""``t3sim trace gen|check``: generate and validate GEMM trace files (traces/FORMAT.md)."""
+"""``t3sim trace gen|check``: generate and validate GEMM trace files (traces/FORMAT.md). The group's ``import`` and
+``export`` subcommands (Chakra traces) live in :mod:`t3sim.commands.chakra_cmd`."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ DEFAULT_OUT = "traces"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("trace", help="generate or check GEMM trace files (traces/FORMAT.md)")
+    p = sub.add_parser("trace", help="generate or check GEMM trace files (traces/FORMAT.md); import or export Chakra traces")
     tsub = p.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", parser_class=type(p))
     tsub.required = True
+    p.subcommands = tsub  # command groups of other layers add theirs here (`import`, `export`: t3sim/commands/chakra_cmd.py)
 
     d = TileParams()
     gen = tsub.add_parser("gen", help="write traces of the sliced sub-layers that need an all-reduce (OP, FC-2 fwd; FC-1, IP bwd)")
