@@ -2,6 +2,7 @@
 
     t3sim advise --system SYSTEM (--model NAME [--sublayer S] [--tokens T] | --m M --n N --k K)
                  [--direction gemm-rs|ag-gemm] [--tp N] [--dtype D] [--set a.b=V ...] [--out DIR] [-j N] [--force] [--json]
+    t3sim advise --system SYSTEM --chakra FILE.et [FILE.et ...] [...]   (each pair of the traces: advise_chakra.py)
 
 The operation is one GEMM and its collective on ``--tp`` GPUs of the system (a preset name such as ``h200-4gpu``,
 ``configs/systems/<name>.yaml``, or a system YAML): ``gemm_rs``, the GEMM whose output is reduce-scattered
@@ -57,7 +58,9 @@ class Operation:
     """One GEMM and its collective: a model's sub-layer (``model``, optionally ``sublayer`` and ``tokens``) or a
     whole-operator shape (``M``, ``N``, ``K``, counts: ``workload.gemm``). ``direction``: ``gemm_rs`` or
     ``ag_gemm``; ``tp``: GPUs (None: the system's ``interconnect.num_gpus``); ``dtype``: element type (None: the
-    workload default). ``model``: a preset name (``configs/models/<name>.yaml``) or a model YAML."""
+    workload default). ``model``: a preset name (``configs/models/<name>.yaml``) or a model YAML. ``collective``
+    (gemm_rs only): ``reduce_scatter`` (None: the operation ends at the reduce-scatter) or ``all_reduce`` (the
+    reduce-scatter, then the all-gather of the reduced shards)."""
 
     direction: str = "gemm_rs"
     tp: Optional[int] = None
@@ -68,6 +71,7 @@ class Operation:
     M: Optional[int] = None
     N: Optional[int] = None
     K: Optional[int] = None
+    collective: Optional[str] = None
 
 
 @dataclass
@@ -87,12 +91,13 @@ class Advice:
 
 
 def _preset(ref: str, folder: str, flag: str) -> Path:
-    """A preset name (``configs/<folder>/<ref>.yaml`` under a configs root) or a YAML path."""
+    """A preset name (``configs/<folder>/<ref>.yaml`` under a configs root), a path under a configs root
+    (``<folder>/<ref>.yaml``) or a YAML path."""
     p = Path(ref)
     if p.is_file():
         return p
     for root in config_roots():
-        for cand in (root / folder / ref, root / folder / f"{ref}.yaml"):
+        for cand in (root / folder / ref, root / folder / f"{ref}.yaml", root / ref):
             if cand.is_file():
                 return cand
     names = sorted({q.stem for root in config_roots() if (root / folder).is_dir() for q in (root / folder).glob("*.yaml")})
@@ -120,8 +125,11 @@ def _workload(op: Operation, tp: int) -> Tuple[Dict[str, Any], Dict[Tuple[str, .
     flags = " ".join(f"{f} {v}" for f, v in given + [("--direction", op.direction), ("--tp", tp)])
     # a check of the workload as a whole (its validator) names the flags that gave it
     prov = {("workload",): f"the operation ({flags})", ("workload", "tp"): "--tp", ("workload", "direction"): "--direction"}
-    if direction == "gemm_rs":  # the operation ends at the reduce-scatter (FLUX's GEMM+ReduceScatter)
-        w["collective"] = "reduce_scatter"
+    if op.collective is not None and (direction != "gemm_rs" or op.collective not in ("reduce_scatter", "all_reduce")):
+        raise InputError("Operation.collective", f"{op.collective!r} with direction {direction}",
+                         "reduce_scatter or all_reduce, with direction gemm_rs")
+    if direction == "gemm_rs":  # by default the operation ends at the reduce-scatter (FLUX's GEMM+ReduceScatter)
+        w["collective"] = op.collective or "reduce_scatter"
     if op.dtype is not None:
         w["dtype"], prov[("workload", "dtype")] = op.dtype, "--dtype"
     if all(shape):
@@ -288,10 +296,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--m", dest="M", type=int, help="whole-operator M (rows of A and C)")
     p.add_argument("--n", dest="N", type=int, help="whole-operator N (columns of C; ag-gemm: over all GPUs)")
     p.add_argument("--k", dest="K", type=int, help="whole-operator K (gemm-rs: over all GPUs)")
-    p.add_argument("--direction", default="gemm-rs", choices=("gemm-rs", "ag-gemm"),
-                   help="gemm-rs: GEMM, then reduce-scatter of its output; ag-gemm: all-gather of its input, then GEMM")
-    p.add_argument("--tp", type=int, help="GPUs (default: the system's interconnect.num_gpus)")
-    p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), help="element type (default: the workload's, fp16)")
+    p.add_argument("--direction", choices=("gemm-rs", "ag-gemm"),
+                   help="gemm-rs (default): GEMM, then reduce-scatter of its output; ag-gemm: all-gather of its input, "
+                        "then GEMM")
+    p.add_argument("--chakra", nargs="+", metavar="FILE.et",
+                   help="per-rank Chakra traces: advise on each distinct GEMM+collective pair instead of one operation")
+    p.add_argument("--tp", type=int, help="GPUs (default: the system's interconnect.num_gpus; with --chakra: the "
+                   "tensor-parallel degree of every collective, default the size of its process group)")
+    p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), help="element type (default: the workload's, fp16; with "
+                   "--chakra: of GEMMs whose trace has no tensor types)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a field of the experiment built (system.*, workload.*, simulation.*; repeatable)")
     p.add_argument("--out", default="results", help="results root (default: results/; runs land in advise/)")
@@ -308,10 +321,14 @@ def _run(args: argparse.Namespace) -> int:
     from t3sim.analysis.advise import format_table
     from t3sim.exec.progress import Progress
 
+    if args.chakra:
+        from t3sim.commands.advise_chakra import run
+
+        return run(args)
     for flag, v in (("--tokens", args.tokens), ("--m", args.M), ("--n", args.N), ("--k", args.K)):
         if v is not None and v < 1:
             raise InputError(flag, str(v), "a count >= 1")
-    op = Operation(direction=args.direction, tp=args.tp, dtype=args.dtype, model=args.model, sublayer=args.sublayer,
+    op = Operation(direction=args.direction or "gemm-rs", tp=args.tp, dtype=args.dtype, model=args.model, sublayer=args.sublayer,
                    tokens=args.tokens, M=args.M, N=args.N, K=args.K)
     schemes = [s.strip() for s in args.schemes.split(",") if s.strip()] if args.schemes is not None else None
     a = advise_report(args.system, op, overrides=args.overrides, schemes=schemes, out=args.out, jobs=args.jobs,

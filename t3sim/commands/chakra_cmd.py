@@ -6,7 +6,8 @@
   node it could not map with the reason.
 * ``export`` simulates each pair's operation under a scheme through the runner (results reused from ``--results``
   as ``t3sim run`` reuses them) and writes the traces back with the simulated times
-  (:mod:`t3sim.workload.chakra_export`).
+  (:mod:`t3sim.workload.chakra_export`); ``--scheme advise`` gives each pair the scheme ``t3sim advise`` ranks
+  first for its operation (:mod:`t3sim.commands.advise_chakra`).
 
 Another caller picks the scheme per pair by passing its own ``choose`` to :func:`pair_times`;
 :func:`experiment_points` and :func:`simulate_operations` are the steps under it.
@@ -33,6 +34,8 @@ DEFAULT_SYSTEM = "systems/t3-table1.yaml"
 #: collective), which runs every pair's direction
 DEFAULT_SCHEME = "sequential"
 DEFAULT_OUT = "chakra-experiments"
+#: export's ``--scheme`` that gives each pair the scheme ``t3sim advise`` ranks first (t3sim/commands/advise_chakra.py)
+ADVISE = "advise"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -59,7 +62,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), help="element type of GEMMs whose trace has no tensor types")
     p.add_argument("--system", default=DEFAULT_SYSTEM, metavar="YAML",
                    help="system config the operations run on (default: %(default)s), its GPU count set to tp")
-    p.add_argument("--scheme", default=DEFAULT_SCHEME, metavar="KIND", help="scheme.kind for every pair (default: %(default)s)")
+    p.add_argument("--scheme", default=DEFAULT_SCHEME, metavar="KIND", help="scheme.kind for every pair (default: "
+                   "%(default)s); export: 'advise' gives each pair the scheme t3sim advise ranks first")
 
 
 def system_ref(ref: str) -> str:
@@ -210,6 +214,9 @@ def _import(args: argparse.Namespace) -> int:
     from t3sim.workload.chakra_trace import traces_in
 
     _check_flags(args)
+    if args.scheme == ADVISE:
+        raise InputError("--scheme", "advise with trace import, which simulates nothing",
+                         "a scheme.kind; advise with trace export, or t3sim advise --chakra")
     traces = traces_in(args.chakra)
     pairs, unmapped = find_pairs(traces, args.tp, args.dtype)
     _check_scheme(args.scheme, pairs)
@@ -268,10 +275,18 @@ def _export(args: argparse.Namespace) -> int:
         raise InputError("--chakra", "traces with different numbers of pairs (" + ", ".join(
             f"{k}: {v}" for k, v in counts.items()) + "), whose collectives would no longer match across ranks",
                          "the ranks of one program")
-    _check_scheme(args.scheme, pairs)
+    if args.scheme != ADVISE:
+        _check_scheme(args.scheme, pairs)
     system = system_ref(args.system)
     outs = _outputs(traces, args.out)
-    times, refused = pair_times(pairs, lambda p: args.scheme, system, args.results, args.jobs, Progress(sys.stderr))
+    if args.scheme == ADVISE:  # each operation's winner, its times read from its own run
+        from t3sim.commands.advise_chakra import advise_pairs, runnable, winner_times
+
+        path, pairs, unmapped = runnable(traces, pairs, unmapped, args.system)
+        advice = advise_pairs(pairs, path, lambda: Progress(sys.stderr), out=args.results, jobs=args.jobs)
+        times, refused = winner_times(pairs, advice)
+    else:
+        times, refused = pair_times(pairs, lambda p: args.scheme, system, args.results, args.jobs, Progress(sys.stderr))
     pairs, unmapped = _refuse(pairs, unmapped, refused, traces)
     note = f"durations of GEMM+collective pairs simulated by t3sim on {system} (node attributes t3sim_*)"
     rewritten = [apply_times(tr, pairs, times.__getitem__, note) for tr in traces]
@@ -285,6 +300,9 @@ def _export(args: argparse.Namespace) -> int:
                      f"{t.second_us:.3f}", f"{t.total_us:.3f}", p.op.name))
     sys.stdout.write(f"pairs ({len(pairs)}):\n" + _table(
         ("trace", "first node", "second node", "scheme", "first us", "second us", "total us", "operation"), rows))
+    if args.scheme == ADVISE:
+        sys.stdout.write("scheme: the one t3sim advise ranks first for the pair's operation (kind:option=value for a "
+                         f"variant; the rankings: t3sim advise --chakra, runs in {Path(args.results) / 'advise'})\n")
     sys.stdout.write("first node: runs first (a GEMM before its reduce-scatter or all-reduce, an all-gather before its "
                      "GEMM) and gets the scheme's time to that phase's end; second node: the rest of the total\n")
     sys.stdout.write("".join(f"wrote {p}\n" for p in outs))

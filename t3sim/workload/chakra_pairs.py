@@ -20,14 +20,12 @@ the whole tensor, one rank's shard (1/tp of it), or PyTorch's sum of its c10d op
 group: the number of the given traces holding collectives of its ``pg_name`` (no ``pg_name``: the default group),
 or ``--tp``.
 
-How a pair is a t3sim experiment (:meth:`Operation.experiment`; the workload config has no M, N, K GEMM with a
-reduce-scatter, so the pairs take the workload that each direction has):
-
-* ``gemm_rs``: ``workload.model``, a one-layer model of ``hidden_size = N`` and ``seq_len = M`` (batch 1), whose
-  sliced sub-layer GEMM (``M = T, N = H, K = H f / tp``) is the pair's: sub-layer ``OP`` when ``K = N / tp``,
-  else ``FC-2`` with ``ffn_multiplier = f = K tp / N`` (a whole number, else the pair is not mapped);
-  ``workload.collective`` ``reduce_scatter`` or ``all_reduce``;
-* ``ag_gemm``: ``workload.gemm`` (the whole operator, ``N`` = the rank's N times tp) with ``direction: ag_gemm``.
+How a pair is a t3sim experiment (:meth:`Operation.experiment`): ``workload.gemm``, the whole operator's shape
+(:attr:`Operation.operator_shape`), with the pair's direction: ``gemm_rs`` (every GPU multiplies all ``M`` rows by
+its ``K``-slice: the whole operator's ``K`` is the rank's times ``tp``) with ``workload.collective``
+``reduce_scatter`` or ``all_reduce``; ``ag_gemm`` (every GPU multiplies the gathered ``M`` rows by its ``N``-slice:
+the whole operator's ``N`` is the rank's times ``tp``). ``t3sim advise`` builds the same workload from the same shape
+(:func:`t3sim.commands.advise_chakra.advise_operation`).
 """
 
 from __future__ import annotations
@@ -77,20 +75,23 @@ class Operation:
         """The phase (``stats.json`` ``time.<phase>_us``) that ends first: ``gemm`` (gemm_rs) or ``ag``."""
         return "gemm" if self.direction == "gemm_rs" else "ag"
 
+    @property
+    def operator_shape(self) -> Tuple[int, int, int]:
+        """The whole operator's ``(M, N, K)`` as ``workload.gemm`` takes it: ``K`` over all ranks (``gemm_rs``: each
+        rank holds ``K/tp`` of the reduction depth), or ``N`` over all ranks (``ag_gemm``: each holds ``N/tp``
+        columns of B)."""
+        if self.direction == "gemm_rs":
+            return self.M, self.N, self.K * self.tp
+        return self.M, self.N * self.tp, self.K
+
     def experiment(self, system: str, scheme: str, description: str = "") -> Dict[str, Any]:
         """The experiment config (a mapping, as its YAML reads) that simulates the operation under ``scheme`` on
         ``system`` (a ``base:`` reference) with ``tp`` GPUs (module doc)."""
+        M, N, K = self.operator_shape
+        workload: Dict[str, Any] = {"gemm": {"name": self.name, "M": M, "N": N, "K": K}, "tp": self.tp,
+                                    "dtype": self.dtype, "direction": self.direction}
         if self.direction == "gemm_rs":
-            f = self.K * self.tp // self.N
-            model: Dict[str, Any] = {"name": self.name, "hidden_size": self.N, "layers": 1, "seq_len": self.M,
-                                     "batch": 1, "tp_degrees": [self.tp]}
-            if f != 1:
-                model["ffn_multiplier"] = f
-            workload: Dict[str, Any] = {"model": model, "sublayer": "OP" if f == 1 else "FC-2", "tp": self.tp,
-                                        "dtype": self.dtype, "collective": self.collective}
-        else:
-            workload = {"gemm": {"name": self.name, "M": self.M, "N": self.N * self.tp, "K": self.K}, "tp": self.tp,
-                        "dtype": self.dtype, "direction": "ag_gemm"}
+            workload["collective"] = self.collective
         return {"name": self.name, "description": description or f"{self.name} from a Chakra trace",
                 "system": {"base": system, "interconnect": {"num_gpus": self.tp}}, "workload": workload,
                 "scheme": {"kind": scheme}}
@@ -205,9 +206,6 @@ def _operation(tr: ChakraTrace, g, c, shape, kind: str, groups: Dict[str, int], 
     if reducing:
         if N % tp:
             return f"N = {N} is not a multiple of tp = {tp} (the reduce-scatter cuts the output into tp shards)"
-        if (K * tp) % N:
-            return (f"K x tp / N = {K * tp / N:.4g} is not a whole number: t3sim's sliced GEMM has K = N x f / tp "
-                    "with a whole f (workload.model.ffn_multiplier)")
         return Operation("gemm_rs", REDUCING[kind], M, N, K, dt, tp)
     if M % tp:
         return f"M = {M} is not a multiple of tp = {tp} (each rank holds M / tp rows of A before the all-gather)"

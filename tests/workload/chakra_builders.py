@@ -141,9 +141,9 @@ def unmappable_trace(T: int = 128, H: int = 512, tp: int = 4) -> tuple:
     g = lin(k)
     why[g] = "comm_size 123 B is not the GEMM's output C (128 x 512 x 2 B = 131072 B)"
     why[t.coll(REDUCE_SCATTER, 123, [g])] = f"its GEMM node {g} (aten::linear): comm_size 123 B"
-    g = lin(344)  # 344 x 4 / 512 = 2.6875: an FFN width that is no whole multiple of the hidden size
-    why[g] = "K x tp / N = 2.688 is not a whole number"
-    why[t.coll(ALL_REDUCE, T * H * b, [g])] = "K x tp / N = 2.688"
+    g = t.comp("aten::linear", [[T, k], [H - 2, k], [H - 2]], [[T, H - 2]])  # an output no reduce-scatter divides
+    why[g] = f"N = {H - 2} is not a multiple of tp = {tp}"
+    why[t.coll(ALL_REDUCE, T * (H - 2) * b, [g])] = f"N = {H - 2} is not a multiple"
     g = t.comp("aten::mm", None, None, attrs=[AttributeProto(name="num_ops", int64_val=2 * T * H * k)])
     why[g] = "GEMM (aten::mm) without input/output shapes"
     why[t.coll(ALL_REDUCE, T * H * b, [g])] = "without input/output shapes"

@@ -59,8 +59,9 @@ def test_the_experiment_of_a_pair_is_the_pairs_gemm(tmp_path):
         assert (k.M, k.N, k.K, k.dtype, w.tp) == (op.M, op.N, op.K, "bf16", 4), (coll, K)
         assert point.config.system.interconnect.num_gpus == 4
         assert w.direction == ("ag_gemm" if coll == "all_gather" else "gemm_rs")
+        assert w.kind == "gemm" and (w.gemm.M, w.gemm.N, w.gemm.K) == op.operator_shape
         if coll != "all_gather":
-            assert w.collective == coll and w.sublayer == ("OP" if K * 4 == op.N else "FC-2")
+            assert w.collective == coll and op.operator_shape == (op.M, op.N, op.K * 4)
 
 
 def test_unmappable_nodes_are_each_reported_with_their_reason(tmp_path):
