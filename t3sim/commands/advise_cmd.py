@@ -20,7 +20,9 @@ whose simulation fails is listed as failed. The rest run through :func:`t3sim.ex
 ``advise`` (``results/advise/<hash>/``, reused on the next call, ``-j N`` worker processes), and
 :mod:`t3sim.analysis.advise` ranks them. Exit 0 when the table is printed, 2 on bad input.
 
-Python: :func:`advise` (rows) and :func:`advise_report` (rows and what they were ranked on).
+Python: :func:`advise` (rows) and :func:`advise_report` (rows and what they were ranked on); a sweep of operations
+(``t3sim decision-map``) plans each with :func:`plan_advice`, runs all their points at once and ranks each with
+:func:`finish_advice`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ as ``t3sim advise`` plans one (:func:`t3sim.commands.advise_cmd.plan_advice`: ea
 as experiment ``decision-map``: an operation from ``SAMPLE_FROM_M`` tokens asks for sampled simulation
 (``simulation.sampling.mode=waves``), and a scheme the sampler refuses (its reason names
 ``simulation.sampling.mode``) is planned whole. Each operation's simulations are costed before anything runs
-(:func:`t3sim.analysis.decision_map.run_cost_s`: measured CPU seconds per run; a sampled run's detailed rows, the
-first three runs of :func:`t3sim.sampling.plan.ladder`); the budget (``--budget-cpu-h``, default
+(:func:`t3sim.analysis.decision_map.run_cost_s`: measured CPU seconds per run; a sampled run at the rows its
+detailed runs may hold, :func:`_detailed_rows`); the budget (``--budget-cpu-h``, default
 :data:`~t3sim.analysis.decision_map.BUDGET_CPU_H`) keeps the operations of the
 :data:`~t3sim.analysis.decision_map.SPINE` GEMMs, then the others, each cheapest first, while their sum fits
 (:func:`~t3sim.analysis.decision_map.over_budget`), and every other operation is a row with status ``over_budget``
@@ -104,21 +104,19 @@ def plan_op(op: D.Op) -> PlannedOp:
 
 
 def _detailed_rows(config) -> int:
-    """Rows a sampled point's detailed runs hold together (:func:`t3sim.sampling.plan.ladder`): the first three
-    runs; for a GEMM cut into one chunk per GPU (T3: ``fused_rs``), whose criterion wants ``2 x window_waves + 1``
-    waves per chunk, the runs of the doubling up to that many (the earlier, smaller runs counted as half the last
-    three's rows)."""
+    """Rows a sampled point's detailed runs hold together (:func:`t3sim.sampling.plan.ladder`), to cost it: for
+    Sequential, whose criterion the first three runs met on every operation measured, those three runs; for any other
+    scheme, which may fail it and double its runs (Concurrent with the GEMM first, Chunked and T3 did: 8-12x
+    Sequential's time), the runs of the doubling up to ``max_detail_waves`` (the earlier, smaller runs counted as
+    half the last three's rows), at most the whole workload's rows."""
     from t3sim.exec.dispatch import resolve
     from t3sim.sampling.plan import ladder
 
     r = resolve(config)
     s = config.simulation.sampling
-    d = s.detail_waves
-    if getattr(r.scheme, "fused_rs", False):
-        while d < (2 * s.window_waves + 1) * config.workload.tp and 2 * d <= s.max_detail_waves:
-            d *= 2
-    rows = sum(ladder(r.plan, d))
-    return rows * 3 // 2 if d > s.detail_waves else rows
+    if config.scheme.kind == "sequential":
+        return sum(ladder(r.plan, s.detail_waves))
+    return min(sum(ladder(r.plan, s.max_detail_waves)) * 3 // 2, r.plan.rows)
 
 
 def estimate(p: PlannedOp) -> float:
