@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "t3sim.commands.params_cmd",
     "t3sim.commands.run_cmd",
     "t3sim.commands.advise_cmd",
+    "t3sim.commands.decision_map_cmd",
     "t3sim.commands.validate_cmd",
     "t3sim.commands.reproduce_cmd",
     "t3sim.workload.cli",

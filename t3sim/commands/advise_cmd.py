@@ -21,12 +21,15 @@ whose simulation fails is listed as failed. The rest run through :func:`t3sim.ex
 ``advise`` (``results/advise/<hash>/``, reused on the next call, ``-j N`` worker processes), and
 :mod:`t3sim.analysis.advise` ranks them. Exit 0 when the table is printed, 2 on bad input.
 
-Python: :func:`advise` (rows) and :func:`advise_report` (rows and what they were ranked on).
+Python: :func:`advise` (rows) and :func:`advise_report` (rows and what they were ranked on); a sweep of operations
+(``t3sim decision-map``) plans each with :func:`plan_advice`, runs all their points at once and ranks each with
+:func:`finish_advice`.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import typing
@@ -146,19 +149,35 @@ def _workload(op: Operation, tp: int) -> Tuple[Dict[str, Any], Dict[Tuple[str, .
     return w, prov
 
 
-def _base(system: Union[str, Path], op: Operation, overrides: Iterable[str]):
-    """The experiment (raw data, provenance) of ``op`` on ``system`` before a scheme is chosen, and its system."""
+#: systems read so far: (path, modification time, size) -> (num_gpus, raw data, provenance); a sweep of many
+#: operations on one system (``t3sim decision-map``) parses its YAML and GEMM library once
+_SYSTEMS: Dict[Tuple[str, int, int], Tuple[int, Dict[str, Any], Dict[Any, str]]] = {}
+
+
+def _system(path: Path):
+    """The system at ``path``: its ``interconnect.num_gpus`` and a fresh copy of its raw data and provenance."""
     from t3sim.config import load_system
 
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _SYSTEMS:
+        data, prov = load_raw(path)
+        _SYSTEMS[key] = (load_system(path).interconnect.num_gpus, data, prov)
+    n, data, prov = _SYSTEMS[key]
+    return n, copy.deepcopy(data), dict(prov)
+
+
+def _base(system: Union[str, Path], op: Operation, overrides: Iterable[str], experiment: str = EXPERIMENT):
+    """The experiment (raw data, provenance) of ``op`` on ``system`` before a scheme is chosen, and its system;
+    ``experiment`` names it (its results land in ``<out>/<experiment>/``)."""
     path = _preset(str(system), "systems", "--system")
-    sysc = load_system(path)
-    tp = op.tp if op.tp is not None else sysc.interconnect.num_gpus
+    num_gpus, sys_data, sys_prov = _system(path)
+    tp = op.tp if op.tp is not None else num_gpus
     if tp < 2:
         raise InputError("--tp", str(tp), "2 or more GPUs (the operation's collective runs over them)")
-    sys_data, sys_prov = load_raw(path)
     sys_data.setdefault("interconnect", {})["num_gpus"] = tp
     workload, w_prov = _workload(op, tp)
-    data = {"name": EXPERIMENT, "system": sys_data, "workload": workload, "scheme": {"kind": "sequential"}}
+    data = {"name": experiment, "system": sys_data, "workload": workload, "scheme": {"kind": "sequential"}}
     prov = {("system",) + k: v for k, v in sys_prov.items()}
     prov.update(w_prov)
     prov[("system", "interconnect", "num_gpus")] = "--tp"
@@ -222,6 +241,66 @@ def _candidates(data, prov, source: str, only: Optional[Sequence[str]] = None):
     return cands, points, kernel
 
 
+@dataclass
+class Planned:
+    """One operation's candidates (plain data for :func:`t3sim.analysis.advise.rank`) and the points that run them,
+    each with the index of its candidate (:func:`plan_advice`); :func:`finish_advice` ranks their outcomes."""
+
+    operation: Operation
+    cands: List[Dict[str, Any]]
+    points: List[Tuple[int, Any]]
+    kernel: Any
+
+
+def plan_advice(system: Union[str, Path], operation: Operation, *, overrides: Sequence[str] = (),
+                schemes: Optional[Sequence[str]] = None, experiment: str = EXPERIMENT) -> Planned:
+    """The candidates and points of ``operation`` on ``system`` (:func:`advise_report`'s arguments; ``experiment``
+    names the points' experiment). Raises :class:`~t3sim.errors.InputError` as :func:`advise_report` does."""
+    data, prov, source = _base(system, operation, overrides, experiment)
+    if schemes is not None:
+        from t3sim.schemes.runtime import SCHEMES
+
+        unknown = [s for s in schemes if s not in SCHEMES]
+        if unknown or not schemes:
+            raise InputError("--schemes", ",".join(unknown) or "none", "registered schemes: " + ", ".join(SCHEMES))
+    from t3sim.config.experiment import ExperimentConfig
+    from t3sim.exec.checks import check_experiment
+
+    check_experiment(build(ExperimentConfig, data, prov, source))  # the operation itself, under Sequential
+    cands, points, kernel = _candidates(data, prov, source, schemes)
+    if not points:
+        reasons = "; ".join(f"{c['scheme']}: {c['reason']}" for c in cands if c["scheme"] == "sequential")
+        raise InputError(source, f"no scheme can run this operation ({reasons})", "an operation the system can run")
+    return Planned(operation, cands, points, kernel)
+
+
+def finish_advice(planned: Planned, outcomes: Sequence[Any]) -> Advice:
+    """Rank the outcomes (:class:`t3sim.exec.runner.PointOutcome`, one per point of ``planned``, in its order)."""
+    from t3sim.analysis.advise import FAILED, NOT_APPLICABLE, peak_TFLOPS, rank
+    from t3sim.schemes.ficco.heuristic import pick
+
+    cands = [dict(c) for c in planned.cands]
+    for (i, _), o in zip(planned.points, outcomes):
+        c = cands[i]
+        if o.ok:
+            r = o.result
+            c.update(total_us=float(r.summary["total_us"]), summary=dict(r.summary), result_dir=str(o.path),
+                     reused=o.reused, stats={n: s.to_dict()["value"] for n, s in r.stats.items()})
+        else:
+            c.update(status=NOT_APPLICABLE if o.error.kind == "input" else FAILED, reason=o.error.message)
+    exp, kernel = planned.points[0][1].config, planned.kernel
+    dtype = exp.workload.dtype
+    peak = peak_TFLOPS(exp.system.model_dump(mode="json"), dtype)
+    heuristic = ""
+    if exp.workload.direction == "ag_gemm":  # FiCCO's rule on the whole operator: M x (N of all GPUs) x K
+        heuristic = pick(kernel.M, kernel.N * exp.workload.tp, kernel.K, gpus=exp.workload.tp, peak_TFLOPS=peak,
+                         elem_B=DTYPE_BYTES[dtype]).schedule
+    rows = rank(cands, 2.0 * kernel.M * kernel.N * kernel.K, peak, heuristic)
+    op = {k: v for k, v in asdict(planned.operation).items() if v is not None}
+    op.update(direction=exp.workload.direction, tp=exp.workload.tp, dtype=dtype)
+    return Advice(exp.system.name, op, kernel.M, kernel.N, kernel.K, peak, heuristic, rows)
+
+
 def advise_report(system: Union[str, Path], operation: Operation, *, overrides: Sequence[str] = (),
                   schemes: Optional[Sequence[str]] = None, out: Union[str, Path] = "results", jobs: int = 1,
                   force: bool = False, progress=None) -> Advice:
@@ -237,45 +316,11 @@ def advise_report(system: Union[str, Path], operation: Operation, *, overrides: 
 
     Raises :class:`~t3sim.errors.InputError` for bad input (system, shape, flags) and when no scheme can run the
     operation; a scheme that cannot run it is a row with its reason, not an error."""
-    from t3sim.analysis.advise import FAILED, NOT_APPLICABLE, peak_TFLOPS, rank
     from t3sim.exec.runner import run_points
-    from t3sim.schemes.ficco.heuristic import pick
 
-    data, prov, source = _base(system, operation, overrides)
-    if schemes is not None:
-        from t3sim.schemes.runtime import SCHEMES
-
-        unknown = [s for s in schemes if s not in SCHEMES]
-        if unknown or not schemes:
-            raise InputError("--schemes", ",".join(unknown) or "none", "registered schemes: " + ", ".join(SCHEMES))
-    from t3sim.config.experiment import ExperimentConfig
-    from t3sim.exec.checks import check_experiment
-
-    check_experiment(build(ExperimentConfig, data, prov, source))  # the operation itself, under Sequential
-    cands, points, kernel = _candidates(data, prov, source, schemes)
-    if not points:
-        reasons = "; ".join(f"{c['scheme']}: {c['reason']}" for c in cands if c["scheme"] == "sequential")
-        raise InputError(source, f"no scheme can run this operation ({reasons})", "an operation the system can run")
-    outcomes = run_points([p for _, p in points], out=out, jobs=jobs, force=force, progress=progress)
-    for (i, _), o in zip(points, outcomes):
-        c = cands[i]
-        if o.ok:
-            r = o.result
-            c.update(total_us=float(r.summary["total_us"]), summary=dict(r.summary), result_dir=str(o.path),
-                     reused=o.reused, stats={n: s.to_dict()["value"] for n, s in r.stats.items()})
-        else:
-            c.update(status=NOT_APPLICABLE if o.error.kind == "input" else FAILED, reason=o.error.message)
-    exp = points[0][1].config
-    dtype = exp.workload.dtype
-    peak = peak_TFLOPS(exp.system.model_dump(mode="json"), dtype)
-    heuristic = ""
-    if exp.workload.direction == "ag_gemm":  # FiCCO's rule on the whole operator: M x (N of all GPUs) x K
-        heuristic = pick(kernel.M, kernel.N * exp.workload.tp, kernel.K, gpus=exp.workload.tp, peak_TFLOPS=peak,
-                         elem_B=DTYPE_BYTES[dtype]).schedule
-    rows = rank(cands, 2.0 * kernel.M * kernel.N * kernel.K, peak, heuristic)
-    op = {k: v for k, v in asdict(operation).items() if v is not None}
-    op.update(direction=exp.workload.direction, tp=exp.workload.tp, dtype=dtype)
-    return Advice(exp.system.name, op, kernel.M, kernel.N, kernel.K, peak, heuristic, rows)
+    planned = plan_advice(system, operation, overrides=overrides, schemes=schemes)
+    outcomes = run_points([p for _, p in planned.points], out=out, jobs=jobs, force=force, progress=progress)
+    return finish_advice(planned, outcomes)
 
 
 def advise(system: Union[str, Path], operation: Operation, **kwargs) -> List[Dict[str, Any]]:

@@ -205,7 +205,7 @@ def test_analysis_never_imports_simulation_code():
     """Of t3sim.schemes, only its pure config modules (the package faces, each family's options, FiCCO's
     heuristic) may load."""
     code = ("import sys, t3sim.reproduction.build, t3sim.analysis.overlap, t3sim.analysis.validation_copy, "
-            "t3sim.analysis.advise; "
+            "t3sim.analysis.advise, t3sim.analysis.decision_map, t3sim.analysis.decision_map_plot; "
             "pure = lambda m: m.count('.') <= 2 or m.endswith(('.options', '.ficco.heuristic')); "
             "bad = [m for m in sys.modules if m.split('.')[:2] in (['t3sim', s] for s in "
             "('sim', 'system', 'memory', 'compute', 'cache', 'dma', 'schemes', 'collectives', 'interconnect'))"
