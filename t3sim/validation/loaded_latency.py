@@ -34,7 +34,7 @@ from t3sim.sim.clock import TICKS_PER_NS, ns_to_ticks
 from t3sim.sim.engine import Engine
 
 GiB = 1 << 30
-#: bytes one streaming lane keeps outstanding (16 requests of 64 B: half a warp's 16 B loads of one instruction)
+#: bytes one streaming lane keeps outstanding (16 requests of 64 B: two warps' 16 B loads of one instruction)
 LANE_B = 1024
 #: bytes one load instruction of the measured CTA covers (1024 threads x 16 B): the grid-stride sweep's unit
 BLOCK_B = 16384
