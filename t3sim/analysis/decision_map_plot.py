@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Sequence
 
 from t3sim.analysis import decision_map as D
-from t3sim.analysis.plotting import FORMATS, pyplot
+from t3sim.analysis.plotting import pyplot, save_figure
 
 #: opacity of a cell whose winner leads by nothing; the margin (%) from which a cell is opaque
 ALPHA_MIN, OPAQUE_MARGIN_PCT = 0.25, 20.0
@@ -149,17 +149,8 @@ def _wrap(text: str, width: int) -> str:
 
 def draw(rows: Sequence[Mapping], out: str | Path, formats: Sequence[str] = ("png",), quick: bool = False) -> List[Path]:
     """One figure per machine of ``rows``: ``decision-map[-quick]-<preset>.<fmt>`` under ``out``."""
-    plt = pyplot()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     paths = []
     for preset in [m.preset for m in D.MACHINES if any(r["machine"] == m.preset for r in rows)]:
         fig = machine_figure([r for r in rows if r["machine"] == preset], preset, quick)
-        for fmt in formats:
-            if fmt not in FORMATS:
-                raise ValueError(f"unknown figure format {fmt!r}; allowed: {', '.join(FORMATS)}")
-            p = out / f"decision-map{'-quick' if quick else ''}-{preset}.{fmt}"
-            fig.savefig(p, dpi=150, bbox_inches="tight")
-            paths.append(p)
-        plt.close(fig)
+        paths += save_figure(fig, out, f"decision-map{'-quick' if quick else ''}-{preset}", formats)
     return paths

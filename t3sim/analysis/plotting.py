@@ -55,6 +55,21 @@ def rows_csv(rows: Sequence[Mapping], columns: Sequence[str] | None = None) -> s
     return buf.getvalue()
 
 
+def save_figure(fig, out_dir: str | Path, stem: str, formats: Sequence[str] = ("png",)) -> List[Path]:
+    """Write ``<stem>.<fmt>`` under ``out_dir`` for each format (150 dpi, tight); close ``fig``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown figure format {fmt!r}; allowed: {', '.join(FORMATS)}")
+        p = out / f"{stem}.{fmt}"
+        fig.savefig(p, dpi=150, bbox_inches="tight")
+        paths.append(p)
+    pyplot().close(fig)
+    return paths
+
+
 def save(fig, rows: Sequence[Mapping], out_dir: str | Path, stem: str,
          formats: Sequence[str] = ("png",), columns: Sequence[str] | None = None) -> List[Path]:
     """Write ``<stem>.csv`` (the plotted numbers) and ``<stem>.<fmt>`` for each format; close ``fig``."""
@@ -62,13 +77,7 @@ def save(fig, rows: Sequence[Mapping], out_dir: str | Path, stem: str,
     out.mkdir(parents=True, exist_ok=True)
     paths = [write_csv_atomic(out / f"{stem}.csv", rows_csv(rows, columns))]
     if fig is not None:
-        for fmt in formats:
-            if fmt not in FORMATS:
-                raise ValueError(f"unknown figure format {fmt!r}; allowed: {', '.join(FORMATS)}")
-            p = out / f"{stem}.{fmt}"
-            fig.savefig(p, dpi=150, bbox_inches="tight")
-            paths.append(p)
-        pyplot().close(fig)
+        paths += save_figure(fig, out, stem, formats)
     return paths
 
 
