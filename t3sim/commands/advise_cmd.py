@@ -12,11 +12,12 @@ GEMM+ReduceScatter), or ``ag_gemm``, the GEMM whose input is all-gathered first.
 (``workload.gemm``: per GPU ``M x N x K/tp`` for gemm_rs, ``M x N/tp x K`` for ag_gemm). ``--set`` overrides any
 field of the experiment built from them (``system.*``, ``workload.*``, ``simulation.*``).
 
-Every registered scheme (:data:`t3sim.schemes.runtime.SCHEMES`) is tried on it: the options of
-:data:`VARIANT_OPTIONS` at each of their values (each a variant), the others at their defaults (but ``chunked_dma``
-in ag_gemm: ``chunks = tp``, one GEMM step per shard of A, as its option requires a multiple of the GPUs). A scheme
-that cannot run the operation -- its config or the pre-run checks (:func:`t3sim.exec.checks.check_experiment`) reject it, or its
-simulation refuses it as bad input -- is listed with that reason (:data:`NOT_AN_APPROACH`: the study schemes); one
+Every registered scheme (:data:`t3sim.schemes.runtime.SCHEMES`) is tried on it as the scheme declares
+(:class:`~t3sim.schemes.runtime.base.Scheme`): its ``variants`` option at each of its values (each a variant), the
+others at their defaults plus the ``operation_options`` the operation needs (``chunked_dma`` in ag_gemm: one GEMM
+step per shard of A). A scheme that cannot run the operation -- its config or the pre-run checks
+(:func:`t3sim.exec.checks.check_experiment`) reject it, or its simulation refuses it as bad input -- is listed with
+that reason, and a ``study`` scheme with the reason it declares; one
 whose simulation fails is listed as failed. The rest run through :func:`t3sim.exec.runner.run_points` as experiment
 ``advise`` (``results/advise/<hash>/``, reused on the next call, ``-j N`` worker processes), and
 :mod:`t3sim.analysis.advise` ranks them. Exit 0 when the table is printed, 2 on bad input.
@@ -44,14 +45,6 @@ from t3sim.errors import InputError
 
 # (the simulator and the schemes load when advise runs, so `t3sim --help` and bad flags answer fast)
 
-#: per scheme, the option whose every value is tried (a variant each); FiCCO's schedules are its four algorithms
-VARIANT_OPTIONS = {"concurrent": "launch_first", "flux_rs": "flux_reduce", "flux_ag": "flux_ag_mode",
-                   "ficco": "ficco_schedule"}
-#: schemes that study a mechanism rather than carry out an operation: listed with this reason, never run
-NOT_AN_APPROACH = {
-    "copy": "a contention study (the GEMM beside background copies, no collective), not a way to run the operation",
-    "ficco_char": "FiCCO's characterization runs (the overlap's parts alone or cut up), not a way to run the operation",
-}
 DIRECTIONS = {"gemm-rs": "gemm_rs", "ag-gemm": "ag_gemm", "gemm_rs": "gemm_rs", "ag_gemm": "ag_gemm"}
 EXPERIMENT = "advise"
 
@@ -185,13 +178,14 @@ def _base(system: Union[str, Path], op: Operation, overrides: Iterable[str], exp
     return data, prov, str(path)
 
 
-def _variants(kind: str) -> List[Dict[str, Any]]:
-    """The scheme options of each variant of ``kind`` (:data:`VARIANT_OPTIONS`; ``[{}]``: its defaults)."""
+def _variants(kind: str, scheme) -> List[Dict[str, Any]]:
+    """The scheme options of each variant of ``scheme`` (every value of its ``variants`` option; ``[{}]``: its
+    defaults)."""
     from t3sim.config.scheme import options_for
 
-    opt = VARIANT_OPTIONS.get(kind)
-    if opt is None:
+    if not scheme.variants:
         return [{}]
+    opt = scheme.variants
     return [{opt: v} for v in typing.get_args(options_for(kind).model_fields[opt].annotation)]
 
 
@@ -210,18 +204,15 @@ def _candidates(data, prov, source: str, only: Optional[Sequence[str]] = None):
             cands.append({**base, "variant": "", "options": {}, "status": "skipped",
                           "reason": "not among the schemes asked for (--schemes)"})
             continue
-        if kind in NOT_AN_APPROACH:
-            cands.append({**base, "variant": "", "options": {}, "status": "not_applicable", "reason": NOT_AN_APPROACH[kind]})
+        if scheme.study:
+            cands.append({**base, "variant": "", "options": {}, "status": "not_applicable", "reason": scheme.study})
             continue
         reasons = []
-        for opts in _variants(kind):
+        for opts in _variants(kind, scheme):
             variant = ",".join(f"{k}={v}" for k, v in opts.items())
             cand = {**base, "variant": variant, "options": opts,
                     "label": base["label"] + (f" ({variant})" if variant else "")}
-            fixed = {}
-            if kind == "chunked_dma" and data["workload"]["direction"] == "ag_gemm":
-                # one GEMM step per shard of A (FLUX Sec. 2.2: the decomposition aligned with the number of devices)
-                fixed = {"chunks": data["workload"]["tp"]}
+            fixed = scheme.operation_options(data["workload"]["direction"], data["workload"]["tp"])
             d = {**data, "scheme": {"kind": kind, **fixed, **opts}}
             p = {**prov, ("scheme",): f"scheme {kind}"}
             try:
@@ -234,7 +225,7 @@ def _candidates(data, prov, source: str, only: Optional[Sequence[str]] = None):
             kernel = kernel or resolved.kernel
             points.append((len(cands), Point(f"{kind}" + (f":{variant}" if variant else ""), cfg, source)))
             cands.append({**cand, "status": "ok"})
-        if len(reasons) > 1 and len(set(reasons)) == 1 and len(reasons) == len(_variants(kind)):
+        if len(reasons) > 1 and len(set(reasons)) == 1 and len(reasons) == len(_variants(kind, scheme)):
             # every variant refused for one reason: the scheme itself does not apply
             del cands[-len(reasons):]
             cands.append({**base, "variant": "", "options": {}, "status": "not_applicable", "reason": reasons[0]})

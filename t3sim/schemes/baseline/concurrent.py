@@ -48,4 +48,4 @@ def run_concurrent(model) -> ProgramRun:
 register_simulation("concurrent", run_concurrent)
 register_scheme(Scheme("concurrent", "the GEMM and an independent RS on two streams sharing CUs, L2, HBM and links; then AG",
                        label="Concurrent", color="#8c564b", paper_section="T3 Sec. 3.2 (resource contention)",
-                       simulation="concurrent"))
+                       simulation="concurrent", variants="launch_first"))

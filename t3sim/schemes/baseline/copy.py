@@ -128,4 +128,6 @@ register_simulation("copy", run_copy)
 register_scheme(Scheme("copy", "the GEMM beside background copies issued back to back on copy streams until it ends "
                        "(SM copy kernels or copy engines; contention studies, no RS/AG)", label="GEMM + copies",
                        color="#e377c2", paper_section="T3 Sec. 3.2 (resource contention)", simulation="copy",
-                       collectives=False))
+                       collectives=False,
+                       study="a contention study (the GEMM beside background copies, no collective), not a way to run "
+                             "the operation"))

@@ -245,4 +245,7 @@ register_scheme(Scheme("chunked_dma", "GEMM in C chunks; when a chunk ends the c
                        "(PyTorch AsyncTP / TE userbuffers style); then AG. workload.direction=ag_gemm: one GEMM step per "
                        "shard of A in arrival order, each after a stream wait for the copy-engine push that delivers it",
                        label="Chunked (DMA)", color="#bcbd22", paper_section="T3 Sec. 3.1; FLUX Secs. 2.2, 5",
-                       simulation="chunked_dma", directions=("gemm_rs", "ag_gemm")))
+                       simulation="chunked_dma", directions=("gemm_rs", "ag_gemm"),
+                       # ag_gemm: one GEMM step per shard of A (FLUX Sec. 2.2: the decomposition aligned with the
+                       # number of devices; its chunks must be a multiple of the GPUs)
+                       operation_options=lambda direction, tp: {"chunks": tp} if direction == "ag_gemm" else {}))

@@ -405,4 +405,4 @@ register_scheme(Scheme("ficco", "FiCCO: the AllGather decomposed one level finer
                        "all-to-all copy-engine steps), with one of four gather/GEMM/scatter schedules "
                        "(uniform/hetero, fused/unfused, 1D/2D)", label="FiCCO", color="#8c564b",
                        paper_section="FiCCO Secs. III, V-A, V-B, VI-C", simulation="ficco",
-                       directions=("ag_gemm", "a2a_gemm")))
+                       directions=("ag_gemm", "a2a_gemm"), variants="ficco_schedule"))

@@ -262,4 +262,6 @@ register_scheme(Scheme("ficco_char", "FiCCO's characterization: the GEMM as 1/8/
                        "chunks alone, the all-gather alone whole or in N all-to-all steps (copy engines or RCCL) or "
                        "shard by shard peer to peer, or a GEMM shard beside one step (DIL and CIL)",
                        label="FiCCO characterization", color="#bcbd22", paper_section="FiCCO Secs. IV-C, IV-D",
-                       simulation="ficco_char", directions=("ag_gemm",)))
+                       simulation="ficco_char", directions=("ag_gemm",),
+                       study="FiCCO's characterization runs (the overlap's parts alone or cut up), not a way to run "
+                             "the operation"))

@@ -497,4 +497,5 @@ register_scheme(Scheme("flux_ag", "FLUX: AllGather+GEMM fused in the prologue: h
                        "communication tiles (push or pull, ring order after the local rank) set per-tile signals; each "
                        "GEMM WG waits on its tiles' signals before its main loop",
                        label="FLUX AG", color="#e377c2", paper_section="FLUX Algs. 2-3, Secs. 3.2, 4.1, 4.3",
-                       simulation="flux_ag", directions=("ag_gemm",), fused_epilogue=True, autotune=True))
+                       simulation="flux_ag", directions=("ag_gemm",), fused_epilogue=True, autotune=True,
+                       variants="flux_ag_mode"))

@@ -407,4 +407,4 @@ register_scheme(Scheme("flux_rs", "FLUX: one fused kernel whose WG epilogues sto
                        "stores over the links), reduced by atomic adds, by pull CTAs on the owner, or by a local reduction "
                        "kernel after a write-only all-to-all; tile coordinates swizzled by rank; then AG",
                        label="FLUX", color="#d62728", paper_section="FLUX Alg. 1, Secs. 3.1, 4.1, 4.2", simulation="flux_rs",
-                       fused_epilogue=True, autotune=True))
+                       fused_epilogue=True, autotune=True, variants="flux_reduce"))

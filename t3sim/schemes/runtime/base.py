@@ -122,6 +122,14 @@ class Scheme:
     #: its GEMM kernel is tuned per shape over the system's library (the fastest estimate) rather than the
     #: library's own selection (FLUX Sec. 4: FLUX autotunes its tile)
     autotune: bool = False
+    #: the option each of whose values is a way of its own to run the operation (``t3sim advise`` tries every one;
+    #: "": its defaults are the one way)
+    variants: str = ""
+    #: non-empty: the scheme studies a mechanism rather than carrying out the operation, and why (``t3sim advise``
+    #: lists it with this reason and never runs it)
+    study: str = ""
+    #: the options an operation of ``(direction, tp)`` needs beyond the scheme's defaults (``t3sim advise`` sets them)
+    operation_options: Callable[[str, int], Dict] = lambda _direction, _tp: {}
 
     @property
     def runnable(self) -> bool:
