@@ -137,3 +137,14 @@ def test_lazy_registry_entries():
         registry.get("test-lazy", "x")
     with pytest.raises(registry.DuplicateRegistration):
         registry.add_lazy("test-lazy", "x", "elsewhere")
+
+
+def test_every_scheme_pickles():
+    """A scheme travels to sweep workers by pickle (t3sim.exec.executors): none may hold a lambda or a closure."""
+    import pickle
+
+    for k in kinds():
+        scheme = scheme_for(k.name)
+        again = pickle.loads(pickle.dumps(scheme))
+        assert again.name == scheme.name
+        assert again.operation_options("ag_gemm", 4) == scheme.operation_options("ag_gemm", 4)

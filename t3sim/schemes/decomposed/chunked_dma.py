@@ -239,6 +239,12 @@ def run_chunked_dma(model) -> ProgramRun:
     return run_program(model, chunked_dma_program(model))
 
 
+def _one_chunk_per_shard(direction: str, tp: int) -> Dict:
+    """ag_gemm: one GEMM step per shard of A (FLUX Sec. 2.2: the decomposition aligned with the number of devices;
+    its chunks must be a multiple of the GPUs)."""
+    return {"chunks": tp} if direction == "ag_gemm" else {}
+
+
 register_simulation("chunked_dma", run_chunked_dma)
 register_scheme(Scheme("chunked_dma", "GEMM in C chunks; when a chunk ends the copy engines write every peer's shard of it "
                        "into the peer's receive slot (no CUs); one local reduction kernel after the last chunk "
@@ -246,6 +252,4 @@ register_scheme(Scheme("chunked_dma", "GEMM in C chunks; when a chunk ends the c
                        "shard of A in arrival order, each after a stream wait for the copy-engine push that delivers it",
                        label="Chunked (DMA)", color="#bcbd22", paper_section="T3 Sec. 3.1; FLUX Secs. 2.2, 5",
                        simulation="chunked_dma", directions=("gemm_rs", "ag_gemm"),
-                       # ag_gemm: one GEMM step per shard of A (FLUX Sec. 2.2: the decomposition aligned with the
-                       # number of devices; its chunks must be a multiple of the GPUs)
-                       operation_options=lambda direction, tp: {"chunks": tp} if direction == "ag_gemm" else {}))
+                       operation_options=_one_chunk_per_shard))

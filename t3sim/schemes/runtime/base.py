@@ -70,6 +70,12 @@ def identity(phases: Phases) -> Phases:
     return phases
 
 
+def no_operation_options(_direction: str, _tp: int) -> Dict:
+    """An operation needs no options beyond the scheme's defaults. (A module-level function, not a lambda: a
+    scheme travels to worker processes by pickle.)"""
+    return {}
+
+
 #: simulation key -> the function that runs that simulation on a built SystemModel and returns its ProgramRun
 SIMULATIONS: Dict[str, Callable] = {}
 
@@ -129,7 +135,7 @@ class Scheme:
     #: lists it with this reason and never runs it)
     study: str = ""
     #: the options an operation of ``(direction, tp)`` needs beyond the scheme's defaults (``t3sim advise`` sets them)
-    operation_options: Callable[[str, int], Dict] = lambda _direction, _tp: {}
+    operation_options: Callable[[str, int], Dict] = no_operation_options
 
     @property
     def runnable(self) -> bool:
