@@ -20,6 +20,7 @@ from t3sim.dma.fast import tracker_kernel as TK
 from t3sim.memory import bookkeeping as BK
 from t3sim.memory.fast import controller_fast as CF
 from t3sim.window import window_heap as WH
+from t3sim.window import window_joins as WJ
 from t3sim.window import window_kernel as WK
 
 RUNTIME_FREE = {
@@ -32,8 +33,8 @@ RUNTIME_FREE = {
     "tracker_kernel.count_common": TK.count_common,
     **{f"window_heap.{n}": getattr(WH, n) for n in ("next_cycle", "_less", "_swap", "_sift_up", "_remove_first", "push",
                                                    "pop", "_ch_push", "_ch_pop", "register_done")},
-    **{f"window_kernel.{n}": getattr(WK, n) for n in ("_new_join", "_free_join", "_attach", "_maybe_end", "_retire_wg",
-                                                     "fire_tick")},
+    **{f"window_kernel.{n}": getattr(WK, n) for n in ("_maybe_end", "_retire_wg")},
+    **{f"window_joins.{n}": getattr(WJ, n) for n in ("_new_join", "_room", "_free_join", "_attach", "fire_tick")},
 }
 
 

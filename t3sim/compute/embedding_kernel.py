@@ -146,7 +146,10 @@ def bulk_embedding(engine, name: str, hier, gpu, e, geom: EmbeddingGeometry, g: 
     def program(w: int, cu: int):
         for t, b in bags[w::grid]:
             yield from pool_bag(k, hier, geom, g, cu, t, b, e.rows_in_flight, rate, category)
-            k.track_write(hier.write(geom.out_requests(b, t), category))
+            written, room = hier.posted_write(geom.out_requests(b, t), category)
+            k.track_write(written)
+            if room is not None:  # its evictions met a full write-back buffer (MemoryHierarchy module doc)
+                yield room
 
     k = ProgramKernel(engine, name, hier, gpu, threads_per_wg=e.threads_per_wg,
                       registers_per_thread=e.registers_per_thread, lds_per_wg_B=0, num_wgs=grid, program=program,

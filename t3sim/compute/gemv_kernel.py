@@ -164,7 +164,10 @@ def bulk_gemv(engine, name: str, hier, gpu, record, geom: GemvGeometry, order: S
         tile = order[w]
         yield from gemv_tile(k, hier, geom, cu, tile, steps_in_flight, rate, category)
         addrs, _mask = geom.y_requests(tile)
-        k.track_write(hier.write(addrs, category))
+        written, room = hier.posted_write(addrs, category)
+        k.track_write(written)
+        if room is not None:  # its evictions met a full write-back buffer (MemoryHierarchy module doc)
+            yield room
 
     k = ProgramKernel(engine, name, hier, gpu, threads_per_wg=record.threads_per_wg,
                       registers_per_thread=record.registers_per_thread, lds_per_wg_B=record.lds_per_wg_B,

@@ -24,6 +24,12 @@ Paths (paper Sec. 4.3 and Table 1):
   fill is still in flight wait for that fill (:class:`FillTable`, the MSHR merge).
 * cached write: write-back L2; evictions of dirty lines become DRAM writes
   of their dirty sectors, attributed to the line's owner.
+* write-back bound (``l2.writeback_buffer_accesses`` = B > 0): the write-back accesses outstanding (submitted, not
+  yet written) are counted; an access (read or write, cached or not) whose own evictions leave more than B outstanding
+  completes only once they have drained to B, in the order such accesses came (its event, and a posted store's
+  :meth:`MemoryHierarchy.posted_write` room event, wait for it). Its own write-backs are submitted at once, so the
+  count exceeds B by at most the evictions of the accesses waiting; their requesters wait, so no one adds more.
+  B = 0: unbounded, nothing waits (the write-backs are posted).
 * uncached write / update (T3's output allocation and DMA updates): straight
   to the memory controller as WRITE or UPDATE (op-and-store), carrying
   ``wg_id``/``wf_id`` for the tracker; the L2 slice is passed through for
@@ -37,8 +43,9 @@ served (accesses x ``access_size_B``).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Dict, List, Optional, Sequence
+from collections import defaultdict, deque
+from functools import partial
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import simpy
@@ -118,6 +125,11 @@ class MemoryHierarchy:
         self.traffic: Dict[str, Dict[str, int]] = defaultdict(lambda: {"read": 0, "write": 0, "update": 0})
         self.outstanding_writes = 0
         self._drained: Optional[simpy.Event] = None
+        #: write-back bound (module doc): the bound in accesses (0: unbounded), the write-back accesses outstanding,
+        #: and the accesses' room events waiting for them to drain, oldest first
+        self.wb_limit = int(system.l2.writeback_buffer_accesses)
+        self.wb_out = 0
+        self._rooms: Deque[simpy.Event] = deque()
         #: the windowed GEMM (t3sim.window.gemm_window) that drives this hierarchy now, or None
         self.window = None
 
@@ -181,19 +193,42 @@ class MemoryHierarchy:
                 ev.callbacks.append(one)
         return out
 
-    def _writebacks(self, E: np.ndarray) -> None:
+    def _writebacks(self, E: np.ndarray) -> Optional[simpy.Event]:
         """Issue the DRAM writes of the L2's write-back rows ``E``
         (:func:`~t3sim.compute.fast.memhier_kernel.writeback_groups`): a dirty line goes back as the accesses its dirty
-        sectors touch, one batch per owner."""
-        if E.shape[1]:
-            line_B, sector_B, access_B = self._geo
-            srcs, off, acc = writeback_groups(E, sector_B, line_B // sector_B, access_B)
-            for g, src in enumerate(srcs.tolist()):
-                if off[g + 1] > off[g]:
-                    # no requester waits for a write-back (a run may end with it in flight): unawaited, which the
-                    # memory's lookahead does not run past now (MemorySystem.advance)
-                    self.track_write(self._dram(acc[off[g]:off[g + 1]], Kind.WRITE, Stream.COMPUTE,
-                                                self.categories[src], awaited=False))
+        sectors touch, one batch per owner. Returns the room event the access that evicted them must wait for (the
+        write-back bound, module doc), or None."""
+        if not E.shape[1]:
+            return None
+        line_B, sector_B, access_B = self._geo
+        srcs, off, acc = writeback_groups(E, sector_B, line_B // sector_B, access_B)
+        n = 0
+        for g, src in enumerate(srcs.tolist()):
+            k = int(off[g + 1] - off[g])
+            if k:
+                # no requester waits for a write-back (a run may end with it in flight): unawaited, which the
+                # memory's lookahead does not run past now (MemorySystem.advance)
+                ev = self.track_write(self._dram(acc[off[g]:off[g + 1]], Kind.WRITE, Stream.COMPUTE,
+                                                 self.categories[src], awaited=False))
+                if self.wb_limit:
+                    self.count_writeback(ev, k)
+                    n += k
+        if n and self.wb_out > self.wb_limit:
+            room = self.env.event()
+            self._rooms.append(room)
+            return room
+        return None
+
+    def count_writeback(self, ev: simpy.Event, accesses: int) -> None:
+        """Count write-back batch ``ev`` of ``accesses`` against the bound until it fires (module doc)."""
+        self.wb_out += accesses
+        ev.callbacks.append(partial(self._writeback_done, accesses))
+
+    def _writeback_done(self, accesses: int, _ev) -> None:
+        self.wb_out -= accesses
+        rooms = self._rooms
+        while rooms and self.wb_out <= self.wb_limit:
+            rooms.popleft().succeed()
 
     def track_write(self, ev: simpy.Event) -> simpy.Event:
         """Count DRAM write batch ``ev`` (a store's or a write-back's) as outstanding until it fires
@@ -236,7 +271,7 @@ class MemoryHierarchy:
         # one compiled call: the L2 accesses and the read plan
         ready, tags, req, E = l2_read(addrs, bool(uncached), self._cat(category), now, *l2.kernel_state, fills.line,
                                        fills.tag, fills.mask, bool(fills.events), *self._geo)
-        self._writebacks(E)
+        room = self._writebacks(E)
         waits: List[simpy.Event] = []
         if len(tags):
             ev_of = fills.events
@@ -247,6 +282,8 @@ class MemoryHierarchy:
             if not uncached:
                 fills.record_requests(req, ev)
             waits.append(ev)
+        if room is not None:
+            waits.append(room)
         return self._join(waits, ready if ready >= 0 else env.now, self.l2_latency), dram, req
 
     def _read_data(self, addrs: np.ndarray, category: str, stream: Stream) -> simpy.Event:
@@ -269,28 +306,40 @@ class MemoryHierarchy:
 
     def write(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False,
               update: bool = False, wg_id=None, wf_id=None, data=None) -> simpy.Event:
-        """Write (or, with ``update``, op-and-store) 64 B requests; event fires when accepted/written.
+        """Write (or, with ``update``, op-and-store) 64 B requests; event fires when accepted/written (and, where
+        its evictions met a full write-back buffer, once it has drained: module doc).
 
         ``update`` implies ``uncached`` (near-memory updates happen in DRAM, paper Sec. 4.3).
         """
+        return self._write(addrs, category, stream, uncached, update, wg_id, wf_id, data)[0]
+
+    def posted_write(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False,
+                     update: bool = False, wg_id=None, wf_id=None, data=None) -> Tuple[simpy.Event, Optional[simpy.Event]]:
+        """A posted store's :meth:`write` (the storing WG does not wait for it to be accepted): ``(written, room)``,
+        the write's event and the event the WG must wait for before it goes on, which is None unless the write's
+        evictions met a full write-back buffer (module doc)."""
+        return self._write(addrs, category, stream, uncached, update, wg_id, wf_id, data)
+
+    def _write(self, addrs, category: str, stream: Stream, uncached: bool, update: bool, wg_id, wf_id, data):
         if self.window is not None:
             self.port.window_conflict()
         addrs = np.asarray(addrs, dtype=np.int64)
         if not len(addrs):
-            return self._join([], self.env.now, 0)
+            return self._join([], self.env.now, 0), None
         uncached = uncached or update
         l2 = self.l2
         # one compiled call: the L2 accesses, and the DRAM accesses of the requests that go on to DRAM (REQ_B / access
         # size each: a divisor, SystemConfig checks it)
         t, sel, acc, E = l2_write(addrs, bool(uncached), self._cat(category),
                                    l2.clock.next_cycle_at_or_after(self.env.now), *l2.kernel_state, self.access_B)
-        self._writebacks(E)
-        if not len(sel):
-            return self._join([], int(t), 0)
-        pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])
-        wg, wf, d = access_fields(pick(wg_id), pick(wf_id), pick(data), len(sel), REQ_B // self.access_B)
-        ev = self._dram(acc, Kind.UPDATE if update else Kind.WRITE, stream, category, wg_id=wg, wf_id=wf, data=d)
-        return self._join([self.track_write(ev)], int(t), 0)
+        room = self._writebacks(E)
+        waits = [] if room is None else [room]
+        if len(sel):
+            pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])
+            wg, wf, d = access_fields(pick(wg_id), pick(wf_id), pick(data), len(sel), REQ_B // self.access_B)
+            ev = self._dram(acc, Kind.UPDATE if update else Kind.WRITE, stream, category, wg_id=wg, wf_id=wf, data=d)
+            waits.insert(0, self.track_write(ev))
+        return self._join(waits, int(t), 0), room
 
     def drained(self) -> simpy.Event:
         """Event that fires once every DRAM write issued so far has completed."""

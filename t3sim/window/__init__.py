@@ -9,7 +9,8 @@ public modules), and none of them imports it. The system model hands :func:`run_
 (``GemmKernel.window``) where ``simulation.gemm_window`` is on; the kernel calls it at its start.
 
 Modules: :mod:`~t3sim.window.gemm_window` (setup, the bridge to simpy, the hand-back at the end),
-:mod:`~t3sim.window.window_kernel` (the compiled event loop) and :mod:`~t3sim.window.window_heap` (its heaps).
+:mod:`~t3sim.window.window_kernel` (the compiled event loop), :mod:`~t3sim.window.window_joins` (its state layout,
+its joins and the write-back room FIFO) and :mod:`~t3sim.window.window_heap` (its heaps).
 """
 
 from t3sim.window.gemm_window import GemmWindow, eligible, run_windowed

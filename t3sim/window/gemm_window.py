@@ -98,7 +98,8 @@ def eligible(gk) -> bool:
             and gk.num_cus == gk.gpu.num_cus and type(disp) is CuDispatcher):
         return False
     if not (mem._fused and mem.feed is None and mem.outstanding == 0 and h.outstanding_writes == 0
-            and not h.fills.events and not h.port._events and h.window is None and not mem.posted_policy_events):
+            and not h.fills.events and not h.port._events and h.window is None and not mem.posted_policy_events
+            and not h._rooms):
         return False
     if getattr(mem.engine, "_pump_step", None) is None:
         return False
@@ -156,7 +157,7 @@ class GemmWindow:
                      (WK.C_MARGIN_B, (P + 2 + acc) * (ncat + 2) + 8), (WK.C_ACC, int(acc)),
                      (WK.C_STCAT, h._cat(gk.sink.category)),
                      (WK.C_STSRC, int(CATEGORY_SOURCE.get(gk.sink.category, Source.OTHER))), (WK.C_R, P + 1),
-                     (WK.C_AHEAD, int(h.port.lookahead and mem.may_run_ahead()))):
+                     (WK.C_AHEAD, int(h.port.lookahead and mem.may_run_ahead())), (WK.C_WBLIM, h.wb_limit)):
             C[i] = int(v)
         W = self.W = np.zeros(WK.NW, dtype=np.int64)
         eng = mem.engine
@@ -164,7 +165,7 @@ class GemmWindow:
                      (WK.W_NB, C[WK.C_BID0]), (WK.W_TAG, C[WK.C_TAG0]), (WK.W_N, mem.n), (WK.W_OUT, mem.outstanding),
                      (WK.W_OUTW, mem.outstanding_writes), (WK.W_FRONTIER, mem.frontier), (WK.W_KAT, mem._kernel_at),
                      (WK.W_LASTSUB, mem._last_submit_tick), (WK.W_NEXTLB, eng.next_lb), (WK.W_JFREE, -1),
-                     (WK.W_CBFREE, -1), (WK.W_LAG, eng.lag)):
+                     (WK.W_CBFREE, -1), (WK.W_LAG, eng.lag), (WK.W_WBOUT, h.wb_out), (WK.W_RMH, -1), (WK.W_RMT, -1)):
             W[i] = int(v)
         n0 = max(1024, 8 * slots * (P + 3))
         self.H = np.zeros((n0, 5), dtype=np.int64)
@@ -309,6 +310,9 @@ class GemmWindow:
         env, W, C, mem, h, gk = self.env, self.W, self.C, self.mem, self.hier, self.gk
         env._now = int(W[WK.W_END])
         mem.n, mem.outstanding, mem.outstanding_writes = int(W[WK.W_N]), int(W[WK.W_OUT]), int(W[WK.W_OUTW])
+        if W[WK.W_RMH] >= 0:
+            raise RuntimeError(f"{gk.name}: windowed GEMM ended with accesses waiting for write-back room")
+        h.wb_out = int(W[WK.W_WBOUT])
         mem.frontier, mem._kernel_at, mem._last_submit_tick = int(W[WK.W_FRONTIER]), int(W[WK.W_KAT]), int(W[WK.W_LASTSUB])
         mem.engine.next_lb, mem.engine.lag = int(W[WK.W_NEXTLB]), int(W[WK.W_LAG])
         nb = int(W[WK.W_NB] - C[WK.C_BID0])
@@ -342,6 +346,9 @@ class GemmWindow:
             ev = env.event()
             if self.BI[b, WK.B_TRACK]:
                 h.track_write(ev)
+            if self.BI[b, WK.B_WB]:
+                h.wb_out -= int(self.BI[b, WK.B_WB])  # count_writeback counts it again, with its callback
+                h.count_writeback(ev, int(self.BI[b, WK.B_WB]))
             if bid in known:
                 port._dispatch.at(known[bid], (port._id, bid), ev, BatchResult(bid, known[bid]))
             else:

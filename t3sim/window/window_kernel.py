@@ -20,7 +20,11 @@ run, in their order:
   which fires one event later (both as ``AccumulatingOutput.store``'s callbacks do);
 * ``EV_DISPATCH``: the :class:`~t3sim.sim.engine.Dispatcher` entry of a completion tick
   (URGENT): the batches due then fire in batch-id order (fill-table entry dropped, tracked
-  write counted, then the joins waiting on it, in attachment order).
+  write counted, a write-back's accesses uncounted and the accesses waiting for room woken, then the joins
+  waiting on it, in attachment order);
+* ``EV_ROOM``: the room event of an L2 access whose evictions met a full write-back buffer
+  (``MemoryHierarchy``'s write-back bound, ``C[C_WBLIM]`` > 0): its join counts it, then the WG whose posted store
+  it was resumes (``CachedLocalOutput.store``'s ``retire``).
 
 The pump is not an event: before each event the memory is advanced (as ``MemoryPort``'s pump
 step would, at ``MemorySystem.next_event_tick``) until every completion up to the event's tick
@@ -43,66 +47,19 @@ from t3sim.memory.fast import P_HARD, P_STOP_IDLE, SC_A0, STOP_NO_REQUESTS, fill
 from t3sim.memory.fast import pump_step  # rebound per arbitration policy (gemm_window.kernel)
 from t3sim.sim.clock import cycle_start_tick
 from t3sim.window.window_heap import (  # noqa: F401 (state indices: also this module's API)
-    EV_DISPATCH, EV_INIT, EV_JOIN, EV_TIMEOUT, NORMAL, URGENT, _ch_pop, next_cycle, pop, push, register_done,
+    EV_DISPATCH, EV_INIT, EV_JOIN, EV_ROOM, EV_TIMEOUT, NORMAL, URGENT, _ch_pop, next_cycle, pop, push, register_done,
     W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
     W_NB, W_NFILL, W_TAG, W_TRACKED, W_LIVEB, W_N, W_OUT, W_OUTW, W_FRONTIER, W_KAT, W_LASTSUB, W_NEXTLB, W_PUMPS,
-    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, W_LAG, NW)
-
-# constants C
-(C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
- C_READ_DONE, C_LAZY, C_L2_LAT, C_CAT, C_SCAT, C_ACCESS_B, C_LINE_B, C_SECTOR_B, C_REQ_B, C_FLMASK, C_SLOTS,
- C_BID0, C_TAG0, C_BPG, C_XOR, C_PCH, C_READ, C_WRITE, C_COMPUTE, C_MARGIN_REQ, C_MARGIN_B, C_STCAT, C_STSRC, C_R,
- C_ACC, C_AHEAD, NC) = range(40)
-# slot fields SL[j]; the ring of its loads' join ids follows
-SL_CU, SL_SEQ, SL_TM, SL_TN, SL_GI, SL_PC, SL_WAIT, SL_RING = range(8)
-PC_START, PC_AFTER_LOAD, PC_AFTER_MATH, PC_AFTER_ACC = range(4)
-# join fields J[k]
-J_STATE, J_WAITER, J_N, J_T, J_KIND, J_EXTRA, NJ = range(7)
-# a load's; a store's write (the kernel waits for it); an accumulating store's read of C (the WG waits for it,
-# then writes); that write, whose firing succeeds the kernel's ``written`` event one event later
-JOIN_LOAD, JOIN_STORE, JOIN_ACC, JOIN_ACCW = 0, 1, 2, 3
-# batch fields BI[bid - bid0]
-B_FILL, B_TRACK, B_FIRED, B_CBH, B_CBT, B_FIRST, B_COUNT, NB = range(8)
-# return reasons
-R_LIMIT, R_DONE, R_GROW, R_STATS, R_IDLE = 1, 2, 3, 4, 5
-BIG = np.int64(1) << np.int64(62)
-
-
-@numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
-def _new_join(J, W, kind, t, extra):  # pragma: no cover - compiled
-    k = W[W_JFREE]
-    if k >= 0:
-        W[W_JFREE] = J[k, J_WAITER]
-    else:
-        k = W[W_JTOP]
-        W[W_JTOP] = k + 1
-    J[k, J_STATE], J[k, J_WAITER], J[k, J_N], J[k, J_T], J[k, J_KIND], J[k, J_EXTRA] = 0, -1, 0, t, kind, extra
-    return k
-
-
-@numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
-def _free_join(J, W, k):  # pragma: no cover - compiled
-    J[k, J_WAITER] = W[W_JFREE]
-    W[W_JFREE] = k
-
-
-@numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
-def _attach(BI, CB, W, C, bid, k, J):  # pragma: no cover - compiled
-    """Join ``k`` waits on batch ``bid`` (appended to the batch's callbacks)."""
-    n = W[W_CBFREE]
-    if n >= 0:
-        W[W_CBFREE] = CB[n, 1]
-    else:
-        n = W[W_CBTOP]
-        W[W_CBTOP] = n + 1
-    CB[n, 0], CB[n, 1] = k, -1
-    b = bid - C[C_BID0]
-    if BI[b, B_CBT] < 0:
-        BI[b, B_CBH] = n
-    else:
-        CB[BI[b, B_CBT], 1] = n
-    BI[b, B_CBT] = n
-    J[k, J_N] += 1
+    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, W_LAG, W_WBOUT, W_RMH, W_RMT, NW)
+from t3sim.window.window_joins import (  # noqa: F401 (state layout: also this module's API)
+    B_CBH, B_CBT, B_COUNT, B_FILL, B_FIRED, B_FIRST, B_TRACK, B_WB, BIG, J_EXTRA, J_KIND, J_N, J_RNEXT, J_RWG, J_STATE,
+    J_T, J_WAITER, JOIN_ACC, JOIN_ACCW, JOIN_LOAD, JOIN_STORE, NB, NJ, PC_AFTER_ACC, PC_AFTER_LOAD, PC_AFTER_MATH,
+    PC_AFTER_ROOM, PC_START, R_DONE, R_GROW, R_IDLE, R_LIMIT, R_STATS, SL_CU, SL_GI, SL_PC, SL_RING, SL_SEQ, SL_TM,
+    SL_TN, SL_WAIT, _attach, _free_join, _new_join, _room, fire_tick,
+    C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
+    C_READ_DONE, C_LAZY, C_L2_LAT, C_CAT, C_SCAT, C_ACCESS_B, C_LINE_B, C_SECTOR_B, C_REQ_B, C_FLMASK, C_SLOTS,
+    C_BID0, C_TAG0, C_BPG, C_XOR, C_PCH, C_READ, C_WRITE, C_COMPUTE, C_MARGIN_REQ, C_MARGIN_B, C_STCAT, C_STSRC,
+    C_R, C_ACC, C_AHEAD, C_WBLIM, NC)
 
 
 @numba.njit(cache=True)
@@ -117,7 +74,7 @@ def _submit(addrs, kind, source, W, C, BI, RQ, b_done, b_rem, sc, radix, pos, ch
     W[W_NB] = bid + 1
     n = addrs.shape[0]
     b = bid - C[C_BID0]
-    BI[b, B_FILL], BI[b, B_TRACK], BI[b, B_FIRED], BI[b, B_CBH], BI[b, B_CBT] = -1, 0, 0, -1, -1
+    BI[b, B_FILL], BI[b, B_TRACK], BI[b, B_FIRED], BI[b, B_CBH], BI[b, B_CBT], BI[b, B_WB] = -1, 0, 0, -1, -1, 0
     BI[b, B_FIRST], BI[b, B_COUNT] = W[W_N], n
     b_rem[bid] = n
     b_done[bid] = arrive
@@ -138,11 +95,12 @@ def _submit(addrs, kind, source, W, C, BI, RQ, b_done, b_rem, sc, radix, pos, ch
 @numba.njit(cache=True)
 def _writebacks(E, W, C, BI, TR, cat_src, SA):  # pragma: no cover - compiled
     """``MemoryHierarchy._writebacks``: per owner (ascending), the accesses of its lines' dirty sectors as one
-    tracked DRAM write batch."""
+    tracked DRAM write batch; returns the accesses counted against the write-back bound (0 without one)."""
     if E.shape[1] == 0:
-        return
+        return 0
     RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
     srcs, off, acc = writeback_groups(E, C[C_SECTOR_B], C[C_LINE_B] // C[C_SECTOR_B], C[C_ACCESS_B])
+    nwb = 0
     for g in range(srcs.shape[0]):
         s = srcs[g]
         addrs = acc[off[g]:off[g + 1]]
@@ -152,6 +110,11 @@ def _writebacks(E, W, C, BI, TR, cat_src, SA):  # pragma: no cover - compiled
             BI[bid - C[C_BID0], B_TRACK] = 1
             W[W_TRACKED] += 1
             TR[s, 1] += C[C_ACCESS_B] * addrs.shape[0]
+            if C[C_WBLIM] > 0:
+                BI[bid - C[C_BID0], B_WB] = addrs.shape[0]
+                W[W_WBOUT] += addrs.shape[0]
+                nwb += addrs.shape[0]
+    return nwb
 
 
 @numba.njit(cache=True)
@@ -163,7 +126,7 @@ def _read(addrs, jkind, cat, scat, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):
     now = W[W_NOW]
     ready, tags, req, E = l2_read(addrs, False, cat, next_cycle(now, C[C_L2_F]), S, G, V, occ, cnt, fl_line,
                                    fl_tag, C[C_FLMASK], W[W_NFILL] > 0, C[C_LINE_B], C[C_SECTOR_B], C[C_ACCESS_B])
-    _writebacks(E, W, C, BI, TR, cat_src, SA)
+    nwb = _writebacks(E, W, C, BI, TR, cat_src, SA)
     k = _new_join(J, W, jkind, ready if ready >= 0 else now, C[C_L2_LAT])
     for t in tags:
         ti = t - C[C_TAG0]
@@ -182,6 +145,7 @@ def _read(addrs, jkind, cat, scat, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):
         W[W_NFILL] += 1
         record_fills(req, fl_line, fl_tag, C[C_FLMASK], tag)
         _attach(BI, CB, W, C, bid, k, J)
+    _room(k, nwb, W, C, J)
     if J[k, J_N] == 0:
         J[k, J_STATE] = 1
         push(H, W, max(J[k, J_T], now), NORMAL, EV_JOIN, k)
@@ -193,13 +157,14 @@ def _store(a, jkind, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cov
     """``MemoryHierarchy.write`` of the tile's requests ``a`` now (cached), its done event a join of kind
     ``jkind``: ``CachedLocalOutput.store`` (``JOIN_STORE``: the kernel then waits for it,
     ``GemmKernel._track_own_write``) or an ``AccumulatingOutput``'s write once its read is back (``JOIN_ACCW``;
-    the kernel counted the write when the WG stored)."""
+    the kernel counted the write when the WG stored). Returns ``k`` if the write waits for write-back room (the
+    storing WG of a ``JOIN_STORE`` waits for it too), else -1."""
     S, G, V, occ, cnt, fl_line, fl_tag = LS
     RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
     now = W[W_NOW]
     R, E, _cyc = access_uniform(a, True, False, C[C_STCAT], C[C_REQ_B], next_cycle(now, C[C_L2_F]), S, G, V,
                                     occ, cnt)
-    _writebacks(E, W, C, BI, TR, cat_src, SA)
+    nwb = _writebacks(E, W, C, BI, TR, cat_src, SA)
     t, sel, sp = write_plan(a, R, C[C_REQ_B], C[C_ACCESS_B])
     nd = sel.shape[0]
     k = _new_join(J, W, jkind, t, 0)
@@ -210,11 +175,13 @@ def _store(a, jkind, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cov
         BI[bid - C[C_BID0], B_TRACK] = 1
         W[W_TRACKED] += 1
         _attach(BI, CB, W, C, bid, k, J)
+    waits = _room(k, nwb, W, C, J)
     if J[k, J_N] == 0:
         J[k, J_STATE] = 1
         push(H, W, max(t, now), NORMAL, EV_JOIN, k)
     if jkind == JOIN_STORE:
         W[W_WLEFT] += 1
+    return k if waits else -1
 
 
 @numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
@@ -248,6 +215,9 @@ def resume(j, pc, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragm
     R = C[C_R]
     cu = SL[j, SL_CU]
     while True:
+        if pc == PC_AFTER_ROOM:  # its posted store's write-back room came: the WG retires
+            _retire_wg(SL[j, SL_SEQ], cu, W, C, cu_active, stage_left, stage_end)
+            pc = PC_START
         if pc == PC_AFTER_ACC:  # an accumulating store's read of C is back: the WG retires
             _free_join(J, W, SL[j, SL_WAIT])
             SL[j, SL_WAIT] = -1
@@ -310,7 +280,11 @@ def resume(j, pc, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragm
             J[k, J_WAITER] = j
             SL[j, SL_PC], SL[j, SL_WAIT] = PC_AFTER_ACC, k
             return
-        _store(st_addr[st_off[tile]: st_off[tile + 1]], JOIN_STORE, W, C, H, BI, CB, J, TR, cat_src, SA, LS)
+        k = _store(st_addr[st_off[tile]: st_off[tile + 1]], JOIN_STORE, W, C, H, BI, CB, J, TR, cat_src, SA, LS)
+        if k >= 0:  # CachedLocalOutput.store's retire: the write-back room
+            J[k, J_RWG] = j
+            SL[j, SL_PC] = PC_AFTER_ROOM
+            return
         _retire_wg(SL[j, SL_SEQ], cu, W, C, cu_active, stage_left, stage_end)
         pc = PC_START
 
@@ -325,36 +299,6 @@ def _retire_wg(seq, cu, W, C, cu_active, stage_left, stage_end):  # pragma: no c
     stage_left[s] -= 1
     if stage_left[s] == 0:
         stage_end[s] = W[W_NOW]
-
-
-@numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
-def fire_tick(T, W, C, H, CH, BI, CB, J):  # pragma: no cover - compiled
-    """The dispatcher entry of tick ``T``: the batches due then, in batch-id order, each running its
-    callbacks (fill entry dropped / tracked write counted, then its joins in attachment order)."""
-    while W[W_CHN] > 0 and CH[0, 0] == T:
-        n = _ch_pop(CH, W)
-        bid = CH[n, 1]
-        b = bid - C[C_BID0]
-        BI[b, B_FIRED] = 1
-        W[W_LIVEB] -= 1
-        if BI[b, B_FILL] >= 0:
-            W[W_NFILL] -= 1
-        if BI[b, B_TRACK]:
-            W[W_TRACKED] -= 1
-        node = BI[b, B_CBH]
-        while node >= 0:
-            k = CB[node, 0]
-            J[k, J_T] = max(J[k, J_T], T + J[k, J_EXTRA])
-            J[k, J_N] -= 1
-            if J[k, J_N] == 0:
-                J[k, J_STATE] = 1
-                push(H, W, max(J[k, J_T], T), NORMAL, EV_JOIN, k)
-            nxt = CB[node, 1]
-            CB[node, 1] = W[W_CBFREE]
-            W[W_CBFREE] = node
-            node = nxt
-        BI[b, B_CBH] = -1
-        BI[b, B_CBT] = -1
 
 
 def run_window(lim_t, lim_p, lim_e, budget, W, C, H, CH, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD, MP, MS, caps):
@@ -458,6 +402,15 @@ def run_window(lim_t, lim_p, lim_e, budget, W, C, H, CH, SL, BI, CB, J, TB, TR, 
                 resume(J[arg, J_WAITER], PC_AFTER_LOAD, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD)
         elif kind == EV_TIMEOUT:
             resume(arg, SL[arg, SL_PC], W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD)
+        elif kind == EV_ROOM:  # the room event's callbacks: its join counts it, then the waiting WG resumes
+            j = J[arg, J_RWG]
+            J[arg, J_T] = max(J[arg, J_T], t + J[arg, J_EXTRA])
+            J[arg, J_N] -= 1
+            if J[arg, J_N] == 0:
+                J[arg, J_STATE] = 1
+                push(H, W, max(J[arg, J_T], t), NORMAL, EV_JOIN, arg)
+            if j >= 0:
+                resume(j, PC_AFTER_ROOM, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD)
         else:  # EV_INIT: the slot process starts and waits out the launch latency
             if C[C_LAUNCH] > 0:
                 SL[arg, SL_PC] = PC_START

@@ -37,5 +37,6 @@ class FunctionalOutput:
         self.hier, self.g = hier, g
 
     def store(self, seq: int, tile: int, reqs) -> Stored:
-        return Stored(written=self.hier.write(reqs.addr, "gemm", Stream.COMPUTE, update=True,
-                                              data=store_data(self.g, reqs.addr, reqs.mask)))
+        written, room = self.hier.posted_write(reqs.addr, "gemm", Stream.COMPUTE, update=True,
+                                               data=store_data(self.g, reqs.addr, reqs.mask))
+        return Stored(retire=room, written=written)

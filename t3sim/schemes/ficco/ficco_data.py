@@ -59,7 +59,8 @@ class FunctionalC:
         rows = (reqs.addr - self.c0) // self.row_c
         v = np.array([self.fs.read_addr(int(self.a0 + r * self.row_a))[0] for r in rows], dtype=np.float32) + 1
         data = np.where(word_mask(reqs.mask), v[:, None], np.float32(0)).astype(np.float32)
-        return Stored(written=self.hier.write(reqs.addr, "gemm", Stream.COMPUTE, update=True, data=data))
+        written, room = self.hier.posted_write(reqs.addr, "gemm", Stream.COMPUTE, update=True, data=data)
+        return Stored(retire=room, written=written)
 
 
 def sink_for(ctx, g: int, gm):

@@ -1,0 +1,135 @@
+"""The L2's write-back bound (``l2.writeback_buffer_accesses``; :mod:`t3sim.compute.memhier`'s module doc).
+
+With a bound B > 0 the hierarchy counts the write-back accesses outstanding; an access whose own dirty evictions
+leave more than B outstanding completes only once they have drained to B, so its requester stalls: a
+closed-loop writer, a posted store's WG (its room event), a copy engine's credit. B = 0 keeps write-backs posted:
+nothing waits and nothing is counted. The windowed GEMM runs the same rule (tests/compute/test_gemm_window.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from t3sim.compute.memhier import MemoryHierarchy
+from t3sim.config.system import SystemConfig
+from t3sim.dma.copy_engine import CopyEngines
+from t3sim.sim.engine import Engine
+
+MiB = 1 << 20
+LINE_B = 128
+#: a write-back of one line is at most its four 32 B sectors' accesses (Table 1: 32 B accesses)
+LINE_ACCESSES = 4
+
+
+def _system(bound: int, **ce) -> SystemConfig:
+    """Table 1 with an L2 of one set per bank (64 banks x 16 ways x 128 B = 128 KiB): a stream of stores evicts
+    dirty lines once it passes 128 KiB."""
+    return SystemConfig.model_validate({"l2": {"size_MiB": 0.125, "writeback_buffer_accesses": bound},
+                                        "copy_engine": ce})
+
+
+def _writer(bound: int, lines: int, stride_B: int = LINE_B, posted: bool = False):
+    """One closed-loop writer: a 64 B store to each of ``lines`` lines, the next issued when the previous one's
+    event fires (``posted``: when its room event fires, or at once without one, as a posted store's WG goes on).
+    Returns (end tick, DRAM bytes by kind, the most write-back accesses outstanding after any submission, the
+    outstanding count when each room event fired, the rooms)."""
+    env = simpy.Environment()
+    h = MemoryHierarchy(env, _system(bound))
+    seen = {"max": 0, "at_room": []}
+
+    def proc():
+        for i in range(lines):
+            a = np.array([i * stride_B], dtype=np.int64)
+            if posted:
+                written, room = h.posted_write(a)
+                if room is not None:
+                    room.callbacks.append(lambda _e: seen["at_room"].append(h.wb_out))
+                    yield room
+            else:
+                ev = h.write(a)
+                seen["max"] = max(seen["max"], h.wb_out)
+                yield ev
+            seen["max"] = max(seen["max"], h.wb_out)
+
+    p = env.process(proc())
+    env.run()
+    assert p.processed and h.wb_out == 0 and not h._rooms
+    return env.now, dict(h.traffic["gemm"]), seen["max"], seen["at_room"]
+
+
+def test_unbounded_write_backs_are_posted_and_uncounted():
+    end, traffic, most, rooms = _writer(0, 4096, posted=True)
+    assert traffic["write"] > 0  # 512 KiB of stores through a 128 KiB L2: dirty evictions
+    assert most == 0 and rooms == []
+
+
+@pytest.mark.parametrize("bound", [1, 8, 64])
+def test_a_closed_loop_writer_stalls_at_the_bound(bound):
+    """The writer's stores evict dirty lines; with a bound, the write-backs outstanding never exceed it by more
+    than one store's evictions, the DRAM traffic is the same (one writer: the same accesses in the same order),
+    and the writer takes longer (it waited for the buffer to drain)."""
+    free_end, free_traffic, _, _ = _writer(0, 4096)
+    end, traffic, most, _ = _writer(bound, 4096)
+    assert traffic == free_traffic and traffic["write"] > 0
+    assert bound < most <= bound + LINE_ACCESSES
+    assert end > free_end
+
+
+@pytest.mark.parametrize("bound", [1, 16])
+def test_a_posted_store_waits_for_room_and_room_means_drained(bound):
+    """A posted store's room event fires only when the write-backs outstanding have drained to the bound."""
+    free_end, _, _, _ = _writer(0, 4096, posted=True)
+    end, _, most, at_room = _writer(bound, 4096, posted=True)
+    assert at_room and all(n <= bound for n in at_room)
+    assert most <= bound + LINE_ACCESSES
+    assert end > free_end
+
+
+@settings(max_examples=25, deadline=None)
+@given(bound=st.integers(1, 48), writers=st.integers(1, 4), lines=st.integers(1100, 1600),
+       read_every=st.integers(2, 9))
+def test_concurrent_requesters_never_deadlock_and_stay_bounded(bound, writers, lines, read_every):
+    """Several closed-loop requesters (stores, and reads whose fills evict dirty lines too) always finish, leave
+    nothing counted or waiting, and keep the outstanding write-backs within the bound plus one access's evictions
+    per requester."""
+    env = simpy.Environment()
+    h = MemoryHierarchy(env, _system(bound))
+    most = [0]
+
+    def proc(w):
+        base = w * 4 * MiB
+        for i in range(lines):
+            a = np.array([base + i * LINE_B], dtype=np.int64)
+            ev = h.read(a + 2 * MiB) if i % read_every == 0 else h.write(a)
+            most[0] = max(most[0], h.wb_out)
+            yield ev
+
+    procs = [env.process(proc(w)) for w in range(writers)]
+    env.run()
+    assert all(p.processed for p in procs)
+    assert h.wb_out == 0 and not h._rooms
+    assert most[0] <= bound + writers * LINE_ACCESSES
+
+
+def test_a_copy_engine_stalls_on_the_bound():
+    """A device-to-device copy that allocates in the L2 (its stores evict the dirty lines of its earlier ones):
+    its engine's credit comes back when the store is accepted, which the bound delays, so the copy slows; the bytes
+    it moves do not change."""
+
+    def copy(bound):
+        system = _system(bound, l2_allocate=True, launch_latency_ns=0)
+        eng = Engine(seed=0)
+        hier = MemoryHierarchy(eng.env, system)
+        ce = CopyEngines(eng, 0, hier, system.copy_engine)
+        ev = ce.copy(0, 64 * MiB, 2 * MiB, "d2d")
+        ev.callbacks.append(lambda _e: eng.finish())
+        eng.run()
+        return ev.value.duration_ticks, dict(hier.traffic[ce.category])
+
+    free_t, free_traffic = copy(0)
+    t, traffic = copy(8)
+    assert traffic["write"] > 0 and t > free_t
