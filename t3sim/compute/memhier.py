@@ -24,12 +24,14 @@ Paths (paper Sec. 4.3 and Table 1):
   fill is still in flight wait for that fill (:class:`FillTable`, the MSHR merge).
 * cached write: write-back L2; evictions of dirty lines become DRAM writes
   of their dirty sectors, attributed to the line's owner.
-* write-back bound (``l2.writeback_buffer_accesses`` = B > 0): the write-back accesses outstanding (submitted, not
-  yet written) are counted; an access (read or write, cached or not) whose own evictions leave more than B outstanding
-  completes only once they have drained to B, in the order such accesses came (its event, and a posted store's
-  :meth:`MemoryHierarchy.posted_write` room event, wait for it). Its own write-backs are submitted at once, so the
-  count exceeds B by at most the evictions of the accesses waiting; their requesters wait, so no one adds more.
-  B = 0: unbounded, nothing waits (the write-backs are posted).
+* write queue bound (``l2.write_queue_accesses`` = B > 0): the L2's compute-stream DRAM writes outstanding
+  (submitted, not yet written: write-backs of dirty lines, and the uncached writes and updates of compute-stream
+  requesters) are counted; an access (read or write) that adds some while more than B are outstanding completes only
+  once they have drained to B, in the order such accesses came (its event, and a posted store's
+  :meth:`MemoryHierarchy.posted_write` room event, wait for it). Its own writes are submitted at once, so the count
+  exceeds B by at most the writes of the accesses waiting; their requesters wait, so no one adds more. The
+  communication stream's writes (a DMA engine's, a link's landed packets) reach the controllers by their own path and
+  are neither counted nor held. B = 0: unbounded, nothing waits (writes no one awaits are posted).
 * uncached write / update (T3's output allocation and DMA updates): straight
   to the memory controller as WRITE or UPDATE (op-and-store), carrying
   ``wg_id``/``wf_id`` for the tracker; the L2 slice is passed through for
@@ -125,10 +127,10 @@ class MemoryHierarchy:
         self.traffic: Dict[str, Dict[str, int]] = defaultdict(lambda: {"read": 0, "write": 0, "update": 0})
         self.outstanding_writes = 0
         self._drained: Optional[simpy.Event] = None
-        #: write-back bound (module doc): the bound in accesses (0: unbounded), the write-back accesses outstanding,
-        #: and the accesses' room events waiting for them to drain, oldest first
-        self.wb_limit = int(system.l2.writeback_buffer_accesses)
-        self.wb_out = 0
+        #: write queue bound (module doc): the bound in accesses (0: unbounded), the compute-stream DRAM write accesses
+        #: outstanding, and the accesses' room events waiting for them to drain, oldest first
+        self.wq_limit = int(system.l2.write_queue_accesses)
+        self.wq_out = 0
         self._rooms: Deque[simpy.Event] = deque()
         #: the windowed GEMM (t3sim.window.gemm_window) that drives this hierarchy now, or None
         self.window = None
@@ -193,13 +195,13 @@ class MemoryHierarchy:
                 ev.callbacks.append(one)
         return out
 
-    def _writebacks(self, E: np.ndarray) -> Optional[simpy.Event]:
+    def _writebacks(self, E: np.ndarray) -> int:
         """Issue the DRAM writes of the L2's write-back rows ``E``
         (:func:`~t3sim.compute.fast.memhier_kernel.writeback_groups`): a dirty line goes back as the accesses its dirty
-        sectors touch, one batch per owner. Returns the room event the access that evicted them must wait for (the
-        write-back bound, module doc), or None."""
+        sectors touch, one batch per owner. Returns the accesses counted against the write queue bound (module doc;
+        0 without one)."""
         if not E.shape[1]:
-            return None
+            return 0
         line_B, sector_B, access_B = self._geo
         srcs, off, acc = writeback_groups(E, sector_B, line_B // sector_B, access_B)
         n = 0
@@ -210,24 +212,29 @@ class MemoryHierarchy:
                 # memory's lookahead does not run past now (MemorySystem.advance)
                 ev = self.track_write(self._dram(acc[off[g]:off[g + 1]], Kind.WRITE, Stream.COMPUTE,
                                                  self.categories[src], awaited=False))
-                if self.wb_limit:
-                    self.count_writeback(ev, k)
+                if self.wq_limit:
+                    self.count_write(ev, k)
                     n += k
-        if n and self.wb_out > self.wb_limit:
+        return n
+
+    def _room(self, added: int) -> Optional[simpy.Event]:
+        """The room event an access that added ``added`` counted writes must wait for (the write queue bound, module
+        doc), or None."""
+        if added and self.wq_out > self.wq_limit:
             room = self.env.event()
             self._rooms.append(room)
             return room
         return None
 
-    def count_writeback(self, ev: simpy.Event, accesses: int) -> None:
-        """Count write-back batch ``ev`` of ``accesses`` against the bound until it fires (module doc)."""
-        self.wb_out += accesses
-        ev.callbacks.append(partial(self._writeback_done, accesses))
+    def count_write(self, ev: simpy.Event, accesses: int) -> None:
+        """Count DRAM write batch ``ev`` of ``accesses`` against the write queue bound until it fires (module doc)."""
+        self.wq_out += accesses
+        ev.callbacks.append(partial(self._write_done, accesses))
 
-    def _writeback_done(self, accesses: int, _ev) -> None:
-        self.wb_out -= accesses
+    def _write_done(self, accesses: int, _ev) -> None:
+        self.wq_out -= accesses
         rooms = self._rooms
-        while rooms and self.wb_out <= self.wb_limit:
+        while rooms and self.wq_out <= self.wq_limit:
             rooms.popleft().succeed()
 
     def track_write(self, ev: simpy.Event) -> simpy.Event:
@@ -271,7 +278,7 @@ class MemoryHierarchy:
         # one compiled call: the L2 accesses and the read plan
         ready, tags, req, E = l2_read(addrs, bool(uncached), self._cat(category), now, *l2.kernel_state, fills.line,
                                        fills.tag, fills.mask, bool(fills.events), *self._geo)
-        room = self._writebacks(E)
+        room = self._room(self._writebacks(E))
         waits: List[simpy.Event] = []
         if len(tags):
             ev_of = fills.events
@@ -332,13 +339,19 @@ class MemoryHierarchy:
         # size each: a divisor, SystemConfig checks it)
         t, sel, acc, E = l2_write(addrs, bool(uncached), self._cat(category),
                                    l2.clock.next_cycle_at_or_after(self.env.now), *l2.kernel_state, self.access_B)
-        room = self._writebacks(E)
-        waits = [] if room is None else [room]
+        added = self._writebacks(E)
+        waits = []
         if len(sel):
             pick = (lambda x: x if x is None or np.isscalar(x) else np.asarray(x)[sel])
             wg, wf, d = access_fields(pick(wg_id), pick(wf_id), pick(data), len(sel), REQ_B // self.access_B)
             ev = self._dram(acc, Kind.UPDATE if update else Kind.WRITE, stream, category, wg_id=wg, wf_id=wf, data=d)
-            waits.insert(0, self.track_write(ev))
+            waits.append(self.track_write(ev))
+            if self.wq_limit and stream is Stream.COMPUTE:
+                self.count_write(ev, len(acc))
+                added += len(acc)
+        room = self._room(added)
+        if room is not None:
+            waits.append(room)
         return self._join(waits, int(t), 0), room
 
     def drained(self) -> simpy.Event:

@@ -77,14 +77,16 @@ class L2Config(Model):
     hit_latency_cycles: int = F(193, unit="cycles", desc="L2 hit latency in L2 cycles, as seen by a CU", source="Jia et al. 2018 (V100 L2 hit latency ~193 cycles)", ge=0)
     bank_bandwidth_B_per_cycle: int = F(64, unit="B/cycle", desc="bytes each bank can return per L2 cycle", source="assumption: 64 B/clk/slice as in Volta-class L2s (Accel-Sim QV100 uses 32 B sectors at 2/clk)", gt=0)
     write_allocate: bool = F(True, unit="bool", desc="allocate lines on write misses (write-back L2)", source="Accel-Sim QV100 L2 (write-back, allocate-on-write)")
-    writeback_buffer_accesses: int = F(
+    write_queue_accesses: int = F(
         0, unit="count",
-        desc="DRAM write-back accesses (hbm.access_size_B each) the L2 keeps outstanding, all slices together: an L2 "
-             "access whose dirty evictions find more outstanding completes only once they have drained to this bound, "
-             "so its requester stalls (a storing WG before it retires, a copy engine's or kernel's credit, a load's "
-             "data); 0: unbounded (write-backs are posted and never stall anyone)",
-        source="assumption: no vendor document gives the L2's write-back buffering; 0 keeps write-backs unbounded, the "
-               "model before this bound (docs/validation.md: the bound's effect)", ge=0)
+        desc="compute-stream DRAM write accesses (hbm.access_size_B each: write-backs of dirty lines, uncached stores "
+             "and updates) the L2 keeps outstanding, all slices together: an L2 access that adds some while more are "
+             "outstanding completes only once they have drained to this bound, so its requester stalls (a storing WG "
+             "before it retires, a copy engine's or kernel's credit, a load's data); 0: unbounded (writes no one "
+             "awaits are posted and never stall anyone)",
+        source="assumption: no vendor document gives the L2's write buffering; 0 keeps the writes unbounded, the model "
+               "before this bound. Accel-Sim's QV100 configuration queues 64 requests from each of its 64 L2 "
+               "sub-partitions to DRAM (-gpgpu_dram_partition_queues 64:64:64:64, reads and writes together)", ge=0)
     index_hash: Literal["xor", "linear"] = F(
         "xor", unit="enum", desc="line -> bank and set index function: xor-folded line bits (xor) or plain modulo (linear)",
         source="assumption: xor-based hashed indexing as in Accel-Sim's L2 (IPOLY-style set/partition hashing) so power-of-two strides spread over banks")

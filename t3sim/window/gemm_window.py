@@ -157,7 +157,7 @@ class GemmWindow:
                      (WK.C_MARGIN_B, (P + 2 + acc) * (ncat + 2) + 8), (WK.C_ACC, int(acc)),
                      (WK.C_STCAT, h._cat(gk.sink.category)),
                      (WK.C_STSRC, int(CATEGORY_SOURCE.get(gk.sink.category, Source.OTHER))), (WK.C_R, P + 1),
-                     (WK.C_AHEAD, int(h.port.lookahead and mem.may_run_ahead())), (WK.C_WBLIM, h.wb_limit)):
+                     (WK.C_AHEAD, int(h.port.lookahead and mem.may_run_ahead())), (WK.C_WQLIM, h.wq_limit)):
             C[i] = int(v)
         W = self.W = np.zeros(WK.NW, dtype=np.int64)
         eng = mem.engine
@@ -165,7 +165,7 @@ class GemmWindow:
                      (WK.W_NB, C[WK.C_BID0]), (WK.W_TAG, C[WK.C_TAG0]), (WK.W_N, mem.n), (WK.W_OUT, mem.outstanding),
                      (WK.W_OUTW, mem.outstanding_writes), (WK.W_FRONTIER, mem.frontier), (WK.W_KAT, mem._kernel_at),
                      (WK.W_LASTSUB, mem._last_submit_tick), (WK.W_NEXTLB, eng.next_lb), (WK.W_JFREE, -1),
-                     (WK.W_CBFREE, -1), (WK.W_LAG, eng.lag), (WK.W_WBOUT, h.wb_out), (WK.W_RMH, -1), (WK.W_RMT, -1)):
+                     (WK.W_CBFREE, -1), (WK.W_LAG, eng.lag), (WK.W_WQOUT, h.wq_out), (WK.W_RMH, -1), (WK.W_RMT, -1)):
             W[i] = int(v)
         n0 = max(1024, 8 * slots * (P + 3))
         self.H = np.zeros((n0, 5), dtype=np.int64)
@@ -311,8 +311,8 @@ class GemmWindow:
         env._now = int(W[WK.W_END])
         mem.n, mem.outstanding, mem.outstanding_writes = int(W[WK.W_N]), int(W[WK.W_OUT]), int(W[WK.W_OUTW])
         if W[WK.W_RMH] >= 0:
-            raise RuntimeError(f"{gk.name}: windowed GEMM ended with accesses waiting for write-back room")
-        h.wb_out = int(W[WK.W_WBOUT])
+            raise RuntimeError(f"{gk.name}: windowed GEMM ended with accesses waiting for write queue room")
+        h.wq_out = int(W[WK.W_WQOUT])
         mem.frontier, mem._kernel_at, mem._last_submit_tick = int(W[WK.W_FRONTIER]), int(W[WK.W_KAT]), int(W[WK.W_LASTSUB])
         mem.engine.next_lb, mem.engine.lag = int(W[WK.W_NEXTLB]), int(W[WK.W_LAG])
         nb = int(W[WK.W_NB] - C[WK.C_BID0])
@@ -346,9 +346,9 @@ class GemmWindow:
             ev = env.event()
             if self.BI[b, WK.B_TRACK]:
                 h.track_write(ev)
-            if self.BI[b, WK.B_WB]:
-                h.wb_out -= int(self.BI[b, WK.B_WB])  # count_writeback counts it again, with its callback
-                h.count_writeback(ev, int(self.BI[b, WK.B_WB]))
+            if self.BI[b, WK.B_WQ]:
+                h.wq_out -= int(self.BI[b, WK.B_WQ])  # count_write counts it again, with its callback
+                h.count_write(ev, int(self.BI[b, WK.B_WQ]))
             if bid in known:
                 port._dispatch.at(known[bid], (port._id, bid), ev, BatchResult(bid, known[bid]))
             else:

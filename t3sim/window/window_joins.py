@@ -3,13 +3,13 @@
 Indices into the loop's arrays: ``C`` (constants), ``SL[j]`` (slot ``j``: its CU, WG, yield point ``PC_*`` and the
 ring of its loads' joins), ``J[k]`` (join ``k``: a ``MemoryHierarchy._join`` output event, counting the batches and
 room events it waits for), ``BI[bid - bid0]`` (batch ``bid``: its fill tag, whether its write is tracked, its
-callbacks list in ``CB``, its write-back accesses counted against the L2's write-back bound) and the loop's return
+callbacks list in ``CB``, its write accesses counted against the L2's write queue bound) and the loop's return
 reasons ``R_*``. ``W`` (the scalar state) and the heaps are :mod:`t3sim.window.window_heap`'s.
 
-A join waiting for write-back room (``MemoryHierarchy._writebacks``' room event, the bound ``C[C_WBLIM]`` > 0) is on
+A join waiting for write queue room (``MemoryHierarchy._room``'s event, the bound ``C[C_WQLIM]`` > 0) is on
 the room FIFO: ``W[W_RMH]`` to ``W[W_RMT]``, linked by ``J_RNEXT``; ``J_RWG`` is the slot whose WG waits for that
 room too (a posted store's, ``CachedLocalOutput.store``'s ``retire``; -1: none). :func:`fire_tick` wakes the FIFO,
-oldest first, as ``MemoryHierarchy._writeback_done`` succeeds the room events.
+oldest first, as ``MemoryHierarchy._write_done`` succeeds the room events.
 """
 
 from __future__ import annotations
@@ -18,25 +18,25 @@ import numba
 import numpy as np
 
 from t3sim.window.window_heap import (NORMAL, EV_JOIN, EV_ROOM, W_CBFREE, W_CBTOP, W_CHN, W_JFREE, W_JTOP, W_LIVEB,
-                                      W_NFILL, W_RMH, W_RMT, W_TRACKED, W_WBOUT, _ch_pop, push)
+                                      W_NFILL, W_RMH, W_RMT, W_TRACKED, W_WQOUT, _ch_pop, push)
 
 # constants C
 (C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
  C_READ_DONE, C_LAZY, C_L2_LAT, C_CAT, C_SCAT, C_ACCESS_B, C_LINE_B, C_SECTOR_B, C_REQ_B, C_FLMASK, C_SLOTS,
  C_BID0, C_TAG0, C_BPG, C_XOR, C_PCH, C_READ, C_WRITE, C_COMPUTE, C_MARGIN_REQ, C_MARGIN_B, C_STCAT, C_STSRC, C_R,
- C_ACC, C_AHEAD, C_WBLIM, NC) = range(41)
+ C_ACC, C_AHEAD, C_WQLIM, NC) = range(41)
 # slot fields SL[j]; the ring of its loads' join ids follows
 SL_CU, SL_SEQ, SL_TM, SL_TN, SL_GI, SL_PC, SL_WAIT, SL_RING = range(8)
 PC_START, PC_AFTER_LOAD, PC_AFTER_MATH, PC_AFTER_ACC, PC_AFTER_ROOM = range(5)
-# join fields J[k]; a join waiting for write-back room is on the room FIFO (W_RMH..W_RMT, linked by J_RNEXT), J_RWG
+# join fields J[k]; a join waiting for write queue room is on the room FIFO (W_RMH..W_RMT, linked by J_RNEXT), J_RWG
 # the slot whose WG waits for the room too (-1: none)
 J_STATE, J_WAITER, J_N, J_T, J_KIND, J_EXTRA, J_RNEXT, J_RWG, NJ = range(9)
 # a load's; a store's write (the kernel waits for it); an accumulating store's read of C (the WG waits for it,
 # then writes); that write, whose firing succeeds the kernel's ``written`` event one event later
 JOIN_LOAD, JOIN_STORE, JOIN_ACC, JOIN_ACCW = 0, 1, 2, 3
 # batch fields BI[bid - bid0]
-# (B_WB: a write-back's accesses counted against the write-back bound)
-B_FILL, B_TRACK, B_FIRED, B_CBH, B_CBT, B_FIRST, B_COUNT, B_WB, NB = range(9)
+# (B_WQ: a compute-stream write's accesses counted against the write queue bound)
+B_FILL, B_TRACK, B_FIRED, B_CBH, B_CBT, B_FIRST, B_COUNT, B_WQ, NB = range(9)
 # return reasons
 R_LIMIT, R_DONE, R_GROW, R_STATS, R_IDLE = 1, 2, 3, 4, 5
 BIG = np.int64(1) << np.int64(62)
@@ -57,9 +57,9 @@ def _new_join(J, W, kind, t, extra):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
 def _room(k, nwb, W, C, J):  # pragma: no cover - compiled
-    """``MemoryHierarchy._writebacks``' room event: join ``k``'s access submitted ``nwb`` write-back accesses; if
+    """``MemoryHierarchy._room``: join ``k``'s access submitted ``nwb`` counted write accesses; if
     more than the bound are outstanding now, it also waits for them to drain (the room FIFO). True if it waits."""
-    if nwb == 0 or W[W_WBOUT] <= C[C_WBLIM]:
+    if nwb == 0 or W[W_WQOUT] <= C[C_WQLIM]:
         return False
     J[k, J_N] += 1
     if W[W_RMT] < 0:
@@ -98,7 +98,7 @@ def _attach(BI, CB, W, C, bid, k, J):  # pragma: no cover - compiled
 @numba.njit(cache=True, _nrt=False)  # allocates nothing (window_heap says why)
 def fire_tick(T, W, C, H, CH, BI, CB, J):  # pragma: no cover - compiled
     """The dispatcher entry of tick ``T``: the batches due then, in batch-id order, each running its
-    callbacks (fill entry dropped / tracked write counted; a write-back's accesses uncounted, the room FIFO's
+    callbacks (fill entry dropped / tracked write counted; a counted write's accesses uncounted, the room FIFO's
     joins woken, oldest first, while at most the bound are outstanding; then its joins in attachment order)."""
     while W[W_CHN] > 0 and CH[0, 0] == T:
         n = _ch_pop(CH, W)
@@ -110,9 +110,9 @@ def fire_tick(T, W, C, H, CH, BI, CB, J):  # pragma: no cover - compiled
             W[W_NFILL] -= 1
         if BI[b, B_TRACK]:
             W[W_TRACKED] -= 1
-        if BI[b, B_WB]:
-            W[W_WBOUT] -= BI[b, B_WB]
-            while W[W_RMH] >= 0 and W[W_WBOUT] <= C[C_WBLIM]:
+        if BI[b, B_WQ]:
+            W[W_WQOUT] -= BI[b, B_WQ]
+            while W[W_RMH] >= 0 and W[W_WQOUT] <= C[C_WQLIM]:
                 k = W[W_RMH]
                 W[W_RMH] = J[k, J_RNEXT]
                 if W[W_RMH] < 0:

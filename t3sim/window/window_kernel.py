@@ -20,10 +20,10 @@ run, in their order:
   which fires one event later (both as ``AccumulatingOutput.store``'s callbacks do);
 * ``EV_DISPATCH``: the :class:`~t3sim.sim.engine.Dispatcher` entry of a completion tick
   (URGENT): the batches due then fire in batch-id order (fill-table entry dropped, tracked
-  write counted, a write-back's accesses uncounted and the accesses waiting for room woken, then the joins
+  write counted, a counted write's accesses uncounted and the accesses waiting for room woken, then the joins
   waiting on it, in attachment order);
-* ``EV_ROOM``: the room event of an L2 access whose evictions met a full write-back buffer
-  (``MemoryHierarchy``'s write-back bound, ``C[C_WBLIM]`` > 0): its join counts it, then the WG whose posted store
+* ``EV_ROOM``: the room event of an L2 access whose writes met a full write queue
+  (``MemoryHierarchy``'s write queue bound, ``C[C_WQLIM]`` > 0): its join counts it, then the WG whose posted store
   it was resumes (``CachedLocalOutput.store``'s ``retire``).
 
 The pump is not an event: before each event the memory is advanced (as ``MemoryPort``'s pump
@@ -50,16 +50,16 @@ from t3sim.window.window_heap import (  # noqa: F401 (state indices: also this m
     EV_DISPATCH, EV_INIT, EV_JOIN, EV_ROOM, EV_TIMEOUT, NORMAL, URGENT, _ch_pop, next_cycle, pop, push, register_done,
     W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
     W_NB, W_NFILL, W_TAG, W_TRACKED, W_LIVEB, W_N, W_OUT, W_OUTW, W_FRONTIER, W_KAT, W_LASTSUB, W_NEXTLB, W_PUMPS,
-    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, W_LAG, W_WBOUT, W_RMH, W_RMT, NW)
+    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, W_LAG, W_WQOUT, W_RMH, W_RMT, NW)
 from t3sim.window.window_joins import (  # noqa: F401 (state layout: also this module's API)
-    B_CBH, B_CBT, B_COUNT, B_FILL, B_FIRED, B_FIRST, B_TRACK, B_WB, BIG, J_EXTRA, J_KIND, J_N, J_RNEXT, J_RWG, J_STATE,
+    B_CBH, B_CBT, B_COUNT, B_FILL, B_FIRED, B_FIRST, B_TRACK, B_WQ, BIG, J_EXTRA, J_KIND, J_N, J_RNEXT, J_RWG, J_STATE,
     J_T, J_WAITER, JOIN_ACC, JOIN_ACCW, JOIN_LOAD, JOIN_STORE, NB, NJ, PC_AFTER_ACC, PC_AFTER_LOAD, PC_AFTER_MATH,
     PC_AFTER_ROOM, PC_START, R_DONE, R_GROW, R_IDLE, R_LIMIT, R_STATS, SL_CU, SL_GI, SL_PC, SL_RING, SL_SEQ, SL_TM,
     SL_TN, SL_WAIT, _attach, _free_join, _new_join, _room, fire_tick,
     C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
     C_READ_DONE, C_LAZY, C_L2_LAT, C_CAT, C_SCAT, C_ACCESS_B, C_LINE_B, C_SECTOR_B, C_REQ_B, C_FLMASK, C_SLOTS,
     C_BID0, C_TAG0, C_BPG, C_XOR, C_PCH, C_READ, C_WRITE, C_COMPUTE, C_MARGIN_REQ, C_MARGIN_B, C_STCAT, C_STSRC,
-    C_R, C_ACC, C_AHEAD, C_WBLIM, NC)
+    C_R, C_ACC, C_AHEAD, C_WQLIM, NC)
 
 
 @numba.njit(cache=True)
@@ -74,7 +74,7 @@ def _submit(addrs, kind, source, W, C, BI, RQ, b_done, b_rem, sc, radix, pos, ch
     W[W_NB] = bid + 1
     n = addrs.shape[0]
     b = bid - C[C_BID0]
-    BI[b, B_FILL], BI[b, B_TRACK], BI[b, B_FIRED], BI[b, B_CBH], BI[b, B_CBT], BI[b, B_WB] = -1, 0, 0, -1, -1, 0
+    BI[b, B_FILL], BI[b, B_TRACK], BI[b, B_FIRED], BI[b, B_CBH], BI[b, B_CBT], BI[b, B_WQ] = -1, 0, 0, -1, -1, 0
     BI[b, B_FIRST], BI[b, B_COUNT] = W[W_N], n
     b_rem[bid] = n
     b_done[bid] = arrive
@@ -95,7 +95,7 @@ def _submit(addrs, kind, source, W, C, BI, RQ, b_done, b_rem, sc, radix, pos, ch
 @numba.njit(cache=True)
 def _writebacks(E, W, C, BI, TR, cat_src, SA):  # pragma: no cover - compiled
     """``MemoryHierarchy._writebacks``: per owner (ascending), the accesses of its lines' dirty sectors as one
-    tracked DRAM write batch; returns the accesses counted against the write-back bound (0 without one)."""
+    tracked DRAM write batch; returns the accesses counted against the write queue bound (0 without one)."""
     if E.shape[1] == 0:
         return 0
     RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
@@ -110,9 +110,9 @@ def _writebacks(E, W, C, BI, TR, cat_src, SA):  # pragma: no cover - compiled
             BI[bid - C[C_BID0], B_TRACK] = 1
             W[W_TRACKED] += 1
             TR[s, 1] += C[C_ACCESS_B] * addrs.shape[0]
-            if C[C_WBLIM] > 0:
-                BI[bid - C[C_BID0], B_WB] = addrs.shape[0]
-                W[W_WBOUT] += addrs.shape[0]
+            if C[C_WQLIM] > 0:
+                BI[bid - C[C_BID0], B_WQ] = addrs.shape[0]
+                W[W_WQOUT] += addrs.shape[0]
                 nwb += addrs.shape[0]
     return nwb
 
@@ -157,7 +157,7 @@ def _store(a, jkind, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cov
     """``MemoryHierarchy.write`` of the tile's requests ``a`` now (cached), its done event a join of kind
     ``jkind``: ``CachedLocalOutput.store`` (``JOIN_STORE``: the kernel then waits for it,
     ``GemmKernel._track_own_write``) or an ``AccumulatingOutput``'s write once its read is back (``JOIN_ACCW``;
-    the kernel counted the write when the WG stored). Returns ``k`` if the write waits for write-back room (the
+    the kernel counted the write when the WG stored). Returns ``k`` if the write waits for write queue room (the
     storing WG of a ``JOIN_STORE`` waits for it too), else -1."""
     S, G, V, occ, cnt, fl_line, fl_tag = LS
     RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
@@ -174,6 +174,10 @@ def _store(a, jkind, W, C, H, BI, CB, J, TR, cat_src, SA, LS):  # pragma: no cov
         TR[C[C_STCAT], 1] += C[C_REQ_B] * nd
         BI[bid - C[C_BID0], B_TRACK] = 1
         W[W_TRACKED] += 1
+        if C[C_WQLIM] > 0:  # a compute-stream DRAM write, counted against the write queue bound
+            BI[bid - C[C_BID0], B_WQ] = sp.shape[0]
+            W[W_WQOUT] += sp.shape[0]
+            nwb += sp.shape[0]
         _attach(BI, CB, W, C, bid, k, J)
     waits = _room(k, nwb, W, C, J)
     if J[k, J_N] == 0:
@@ -215,7 +219,7 @@ def resume(j, pc, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragm
     R = C[C_R]
     cu = SL[j, SL_CU]
     while True:
-        if pc == PC_AFTER_ROOM:  # its posted store's write-back room came: the WG retires
+        if pc == PC_AFTER_ROOM:  # its posted store's write queue room came: the WG retires
             _retire_wg(SL[j, SL_SEQ], cu, W, C, cu_active, stage_left, stage_end)
             pc = PC_START
         if pc == PC_AFTER_ACC:  # an accumulating store's read of C is back: the WG retires
@@ -281,7 +285,7 @@ def resume(j, pc, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragm
             SL[j, SL_PC], SL[j, SL_WAIT] = PC_AFTER_ACC, k
             return
         k = _store(st_addr[st_off[tile]: st_off[tile + 1]], JOIN_STORE, W, C, H, BI, CB, J, TR, cat_src, SA, LS)
-        if k >= 0:  # CachedLocalOutput.store's retire: the write-back room
+        if k >= 0:  # CachedLocalOutput.store's retire: the write queue room
             J[k, J_RWG] = j
             SL[j, SL_PC] = PC_AFTER_ROOM
             return

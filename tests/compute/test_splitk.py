@@ -60,14 +60,15 @@ def run(system, k, order=None, num_cus=None, on_stage_done=None, k_group=1, hier
     eng = Engine(seed=0)
     hier = (hier_factory or (lambda env: MemoryHierarchy(env, system)))(eng.env)
     log = {"read": [], "write": []}
-    for kind in log:  # log every request batch the kernel and its reduction issue
-        orig = getattr(hier, kind)
+    # log every request batch the kernel and its reduction issue (a posted store's too)
+    for kind, attr in (("read", "read"), ("write", "write"), ("write", "posted_write")):
+        orig = getattr(hier, attr)
 
         def logged(addrs, *a, _orig=orig, _kind=kind, **kw):
             log[_kind].append(np.asarray(addrs, dtype=np.int64).copy())
             return _orig(addrs, *a, **kw)
 
-        setattr(hier, kind, logged)
+        setattr(hier, attr, logged)
     sink = RecordingSink(hier) if hier_factory is None else _NoSink()
     gk = GemmKernel(eng, "gpu0.gemm", hier, system.gpu, k, order if order is not None else row_major(k.tiles_m, k.tiles_n),
                     A, B, C, sink, num_cus=num_cus, on_stage_done=on_stage_done, k_group=k_group,
@@ -97,6 +98,9 @@ class FakeHier:
 
     def write(self, addrs, category="gemm"):
         return self.env.timeout(self.lat)
+
+    def posted_write(self, addrs, category="gemm"):
+        return self.env.timeout(self.lat), None  # no write queue to wait for
 
 
 def _in(addrs, lo, hi):

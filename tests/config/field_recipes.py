@@ -186,7 +186,7 @@ RECIPES: Dict[str, Recipe] = {
     "system.l2.bank_bandwidth_B_per_cycle": R("tiny", 16),
     "system.l2.write_allocate": R("tiny", False),
     # an L2 small enough that the GEMM's stores evict dirty lines; a bound of one access stalls each that does
-    "system.l2.writeback_buffer_accesses": R("tiny", 1, "system.l2.size_MiB=0.25"),
+    "system.l2.write_queue_accesses": R("tiny", 1, "system.l2.size_MiB=0.25"),
     "system.l2.index_hash": R("tiny", "linear"),
     # ---- HBM
     "system.hbm.standard": R("mem", "HBM3", with_=("system.hbm.timing.tPPD_nCK=12",)),

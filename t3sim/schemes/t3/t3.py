@@ -384,16 +384,16 @@ class T3Output:
         wg = np.full(len(reqs.addr), p, dtype=np.int64)
         data = store_data(self.g, reqs.addr, reqs.mask) if ctx.functional else None
         op = self.space.local_op[p]
-        written = None
-        if op:
-            written = self.h.write(reqs.addr, "gemm", Stream.COMPUTE, uncached=True, update=op == "update",
-                                   wg_id=wg, wf_id=reqs.wf_id, data=data)
+        written = room = None
+        if op:  # the WG waits only where its stores met a full write queue (l2.write_queue_accesses)
+            written, room = self.h.posted_write(reqs.addr, "gemm", Stream.COMPUTE, uncached=True, update=op == "update",
+                                                wg_id=wg, wf_id=reqs.wf_id, data=data)
         ctx.wgs_stored += 1
         for peer, rop in self.space.remote[p]:
             ctx.fabric.send(self.g, peer, Payload(reqs.addr, wg, reqs.wf_id, rop, data))
         if ctx.homogeneous and self.g == 0:
             ctx.on_ref_store(seq, written)
-        return Stored(written=written)  # posted stores; the kernel's end waits for its own local writes
+        return Stored(retire=room, written=written)  # posted stores; the kernel's end waits for its own local writes
 
 
 def t3_program(model, ctx: T3Context) -> Program:

@@ -1,9 +1,10 @@
-"""The L2's write-back bound (``l2.writeback_buffer_accesses``; :mod:`t3sim.compute.memhier`'s module doc).
+"""The L2's write queue bound (``l2.write_queue_accesses``; :mod:`t3sim.compute.memhier`'s module doc).
 
-With a bound B > 0 the hierarchy counts the write-back accesses outstanding; an access whose own dirty evictions
-leave more than B outstanding completes only once they have drained to B, so its requester stalls: a
-closed-loop writer, a posted store's WG (its room event), a copy engine's credit. B = 0 keeps write-backs posted:
-nothing waits and nothing is counted. The windowed GEMM runs the same rule (tests/compute/test_gemm_window.py).
+With a bound B > 0 the hierarchy counts its compute-stream DRAM writes outstanding (write-backs of dirty lines,
+uncached stores and updates); an access that adds some while more than B are outstanding completes only once they
+have drained to B, so its requester stalls: a closed-loop writer, a posted store's WG (its room event), a copy
+engine's credit. Communication-stream writes are neither counted nor held. B = 0 keeps such writes posted: nothing
+waits and nothing is counted. The windowed GEMM runs the same rule (tests/compute/test_gemm_window.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config.system import SystemConfig
 from t3sim.dma.copy_engine import CopyEngines
+from t3sim.memory.request import Stream
 from t3sim.sim.engine import Engine
 
 MiB = 1 << 20
@@ -28,15 +30,15 @@ LINE_ACCESSES = 4
 def _system(bound: int, **ce) -> SystemConfig:
     """Table 1 with an L2 of one set per bank (64 banks x 16 ways x 128 B = 128 KiB): a stream of stores evicts
     dirty lines once it passes 128 KiB."""
-    return SystemConfig.model_validate({"l2": {"size_MiB": 0.125, "writeback_buffer_accesses": bound},
+    return SystemConfig.model_validate({"l2": {"size_MiB": 0.125, "write_queue_accesses": bound},
                                         "copy_engine": ce})
 
 
 def _writer(bound: int, lines: int, stride_B: int = LINE_B, posted: bool = False):
     """One closed-loop writer: a 64 B store to each of ``lines`` lines, the next issued when the previous one's
     event fires (``posted``: when its room event fires, or at once without one, as a posted store's WG goes on).
-    Returns (end tick, DRAM bytes by kind, the most write-back accesses outstanding after any submission, the
-    outstanding count when each room event fired, the rooms)."""
+    Returns (end tick, DRAM bytes by kind, the most counted write accesses outstanding after any submission, the
+    outstanding count when each room event fired)."""
     env = simpy.Environment()
     h = MemoryHierarchy(env, _system(bound))
     seen = {"max": 0, "at_room": []}
@@ -47,17 +49,17 @@ def _writer(bound: int, lines: int, stride_B: int = LINE_B, posted: bool = False
             if posted:
                 written, room = h.posted_write(a)
                 if room is not None:
-                    room.callbacks.append(lambda _e: seen["at_room"].append(h.wb_out))
+                    room.callbacks.append(lambda _e: seen["at_room"].append(h.wq_out))
                     yield room
             else:
                 ev = h.write(a)
-                seen["max"] = max(seen["max"], h.wb_out)
+                seen["max"] = max(seen["max"], h.wq_out)
                 yield ev
-            seen["max"] = max(seen["max"], h.wb_out)
+            seen["max"] = max(seen["max"], h.wq_out)
 
     p = env.process(proc())
     env.run()
-    assert p.processed and h.wb_out == 0 and not h._rooms
+    assert p.processed and h.wq_out == 0 and not h._rooms
     return env.now, dict(h.traffic["gemm"]), seen["max"], seen["at_room"]
 
 
@@ -81,7 +83,7 @@ def test_a_closed_loop_writer_stalls_at_the_bound(bound):
 
 @pytest.mark.parametrize("bound", [1, 16])
 def test_a_posted_store_waits_for_room_and_room_means_drained(bound):
-    """A posted store's room event fires only when the write-backs outstanding have drained to the bound."""
+    """A posted store's room event fires only when the writes outstanding have drained to the bound."""
     free_end, _, _, _ = _writer(0, 4096, posted=True)
     end, _, most, at_room = _writer(bound, 4096, posted=True)
     assert at_room and all(n <= bound for n in at_room)
@@ -94,7 +96,7 @@ def test_a_posted_store_waits_for_room_and_room_means_drained(bound):
        read_every=st.integers(2, 9))
 def test_concurrent_requesters_never_deadlock_and_stay_bounded(bound, writers, lines, read_every):
     """Several closed-loop requesters (stores, and reads whose fills evict dirty lines too) always finish, leave
-    nothing counted or waiting, and keep the outstanding write-backs within the bound plus one access's evictions
+    nothing counted or waiting, and keep the counted writes outstanding within the bound plus one access's evictions
     per requester."""
     env = simpy.Environment()
     h = MemoryHierarchy(env, _system(bound))
@@ -105,13 +107,13 @@ def test_concurrent_requesters_never_deadlock_and_stay_bounded(bound, writers, l
         for i in range(lines):
             a = np.array([base + i * LINE_B], dtype=np.int64)
             ev = h.read(a + 2 * MiB) if i % read_every == 0 else h.write(a)
-            most[0] = max(most[0], h.wb_out)
+            most[0] = max(most[0], h.wq_out)
             yield ev
 
     procs = [env.process(proc(w)) for w in range(writers)]
     env.run()
     assert all(p.processed for p in procs)
-    assert h.wb_out == 0 and not h._rooms
+    assert h.wq_out == 0 and not h._rooms
     assert most[0] <= bound + writers * LINE_ACCESSES
 
 
@@ -133,3 +135,36 @@ def test_a_copy_engine_stalls_on_the_bound():
     free_t, free_traffic = copy(0)
     t, traffic = copy(8)
     assert traffic["write"] > 0 and t > free_t
+
+
+def _uncached(bound: int, stream: Stream, n: int = 2048):
+    """A posted writer of uncached updates (T3's GEMM output: each WG's stores go straight to DRAM, and it goes on
+    unless they must wait for room) on ``stream``: (end tick, most counted accesses outstanding, rooms waited)."""
+    env = simpy.Environment()
+    h = MemoryHierarchy(env, _system(bound))
+    seen = {"max": 0, "rooms": 0}
+
+    def proc():
+        for i in range(n):
+            written, room = h.posted_write(np.arange(4, dtype=np.int64) * 64 + i * 256, "gemm", stream, update=True)
+            seen["max"] = max(seen["max"], h.wq_out)
+            if room is not None:
+                seen["rooms"] += 1
+                yield room
+            else:
+                yield env.timeout(100)  # 0.1 ns between stores: far faster than the HBM drains them
+
+    env.process(proc())
+    env.run()
+    assert h.wq_out == 0 and not h._rooms
+    return env.now, seen["max"], seen["rooms"]
+
+
+def test_posted_uncached_compute_writes_stall_and_communication_writes_do_not():
+    """Uncached compute-stream updates count against the bound and their WG waits for room (4 accesses of 64 B
+    requests x 4 per store: at most one store over); the communication stream's are neither counted nor held."""
+    free_end, free_most, free_rooms = _uncached(0, Stream.COMPUTE)
+    end, most, rooms = _uncached(16, Stream.COMPUTE)
+    assert free_most == free_rooms == 0
+    assert rooms > 0 and 16 < most <= 16 + 8 and end > free_end
+    assert _uncached(16, Stream.COMM) == (free_end, 0, 0)
