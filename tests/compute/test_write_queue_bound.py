@@ -168,3 +168,32 @@ def test_posted_uncached_compute_writes_stall_and_communication_writes_do_not():
     assert free_most == free_rooms == 0
     assert rooms > 0 and 16 < most <= 16 + 8 and end > free_end
     assert _uncached(16, Stream.COMM) == (free_end, 0, 0)
+
+
+@pytest.mark.parametrize("scheme", ["sequential", "t3", "flux_rs"])
+def test_whole_runs_finish_and_stall_under_a_tight_bound(scheme, monkeypatch):
+    """A small sub-layer on 2 GPUs with an L2 of 128 KiB and a bound of one access: every scheme's posted stores
+    (Sequential's cached ones, T3's and FLUX's uncached updates) meet a full queue and wait for room, the run still
+    ends, and its GEMM phase is no shorter than unbounded."""
+    from t3sim.config import load_experiment
+    from t3sim.system import simulate
+    from tests.conftest import REPO
+
+    rooms = []
+    orig = MemoryHierarchy._room
+
+    def counting(self, added):
+        room = orig(self, added)
+        rooms.append(room is not None)
+        return room
+
+    monkeypatch.setattr(MemoryHierarchy, "_room", counting)
+    base = [f"scheme.kind={scheme}", "workload.sublayer=OP", "workload.tokens=256", "workload.model.hidden_size=512",
+            "workload.tp=2", "system.interconnect.num_gpus=2", "system.gpu.num_cus=8", "system.l2.size_MiB=0.125"]
+    times = {}
+    for bound in (0, 1):
+        rooms.clear()
+        cfg = load_experiment(REPO / "configs/experiments/default.yaml", base + [f"system.l2.write_queue_accesses={bound}"])
+        times[bound] = simulate(cfg).stats.value("time.gemm_us")
+        assert any(rooms) == bool(bound)
+    assert times[1] >= times[0]

@@ -219,21 +219,23 @@ class FluxContext:
 
     # ---------------------------------------------------------------- the epilogue
     def store_tile(self, g: int, tile: int, flag=None):
-        """GPU ``g``'s epilogue stores tile ``tile`` (module doc); returns its local write's event (None: shadow).
-        ``flag``: the event of the WG's flag store (pull: the owners are flagged once it and the write are done)."""
+        """GPU ``g``'s epilogue stores tile ``tile`` (module doc); returns its local write's event (None: shadow) and
+        the event the WG waits for before it goes on (None unless that write met a full write queue,
+        ``MemoryHierarchy.posted_write``). ``flag``: the event of the WG's flag store (pull: the owners are flagged
+        once it and the write are done)."""
         h = self.model.hiers.get(g)
         r = self.table.reqs
         a, b = int(self.table.start[tile]), int(self.table.start[tile + 1])
         data = store_data(g, r.addr[a:b], r.mask[a:b]) if self.functional else None  # rows a..b-1
         wg = np.full(len(r.addr), tile, dtype=np.int64)
-        written = None
+        written = room = None
         if self.variant == "atomic":
             for o, idx in self.parts[tile]:
                 d = None if data is None else data[idx - a]
                 if o == g:
                     if h is not None:
-                        written = h.write(r.addr[idx], "gemm", Stream.COMPUTE, uncached=True, update=True,
-                                          wg_id=wg[idx], wf_id=r.wf_id[idx], data=d)
+                        written, room = h.posted_write(r.addr[idx], "gemm", Stream.COMPUTE, uncached=True, update=True,
+                                                       wg_id=wg[idx], wf_id=r.wf_id[idx], data=d)
                         self.local_store_B += REQ_B * len(idx)
                 else:
                     if h is not None:
@@ -244,8 +246,8 @@ class FluxContext:
                 d = None if data is None else data[idx - a]
                 if o == g:
                     if h is not None:
-                        written = h.write(r.addr[idx], "gemm", Stream.COMPUTE, uncached=True, wg_id=wg[idx],
-                                          wf_id=r.wf_id[idx], data=d)
+                        written, room = h.posted_write(r.addr[idx], "gemm", Stream.COMPUTE, uncached=True,
+                                                       wg_id=wg[idx], wf_id=r.wf_id[idx], data=d)
                         self.local_store_B += REQ_B * len(idx)
                 else:
                     if h is not None:
@@ -253,12 +255,12 @@ class FluxContext:
                     dst = self.slot(g, o) + (r.addr[idx] - self.model.c_base - o * self.shard_B)
                     self.fabric.send(g, o, Payload(dst, wg[idx], r.wf_id[idx], "store", d), self.payload_B)
         else:  # pull: the whole partial tile into local memory; flags to its owners once written
-            written = h.write(r.addr[a:b], "gemm", Stream.COMPUTE, uncached=True, wg_id=wg[a:b], wf_id=r.wf_id[a:b],
-                              data=data)
+            written, room = h.posted_write(r.addr[a:b], "gemm", Stream.COMPUTE, uncached=True, wg_id=wg[a:b],
+                                           wf_id=r.wf_id[a:b], data=data)
             self.local_store_B += REQ_B * (b - a)
             ready = written if flag is None else self.env.all_of([written, flag])
             ready.callbacks.append(lambda _e, g=g, tile=tile: self.pull.partial_written(g, tile))
-        return written
+        return written, room
 
     def epilogue(self, g: int, tile: int):
         """GPU ``g``'s epilogue time after issuing tile ``tile``'s stores: its boxes, the fence, the flag (module
@@ -336,14 +338,15 @@ class FluxOutput:
     def store(self, seq: int, tile: int, reqs) -> Stored:
         ctx = self.ctx
         hold = ctx.epilogue(self.g, tile)
-        written = ctx.store_tile(self.g, tile, hold)
+        written, room = ctx.store_tile(self.g, tile, hold)
         if ctx.mirror and self.g == 0:  # every shadow's seq-th partial is flagged when GPU 0's is (symmetry)
             ready = written if hold is None else ctx.env.all_of([written, hold])
             ready.callbacks.append(lambda _e, seq=seq: ctx.pull.shadows_written(seq))
         elif ctx.homogeneous and self.g == 0:  # every shadow stores its seq-th tile now (symmetry)
             for j in range(1, ctx.N):
                 ctx.store_tile(j, ctx.orders[j][seq])
-        return Stored(written=written, hold=hold)  # posted stores; the WG holds its slot for its epilogue
+        # posted stores (the WG waits only where they met a full write queue); it holds its slot for its epilogue
+        return Stored(retire=room, written=written, hold=hold)
 
 
 def flux_program(model, ctx: FluxContext, with_ag: Optional[bool] = None) -> Program:

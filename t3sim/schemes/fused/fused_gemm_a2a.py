@@ -134,10 +134,12 @@ class FusedGemmA2A:
                 d = ctx.dest(tm)
                 if d == g:
                     data = store_data(g, c_addrs, np.full(len(c_addrs), FULL)) if ctx.functional else None
-                    w = hier.write(ctx.recv_addrs(g, g, c_addrs), "gemm", uncached=True, data=data)
+                    w, room = hier.posted_write(ctx.recv_addrs(g, g, c_addrs), "gemm", uncached=True, data=data)
                     w.callbacks.append(lambda _e: ctx.arrivals[(g, g, tm, tn)].append(ctx.env.now))
                     ctx.local_store_B += REQ_B * len(c_addrs)
-                    return Stored(retire=ctx.env.process(ctx.after(g, tile)), written=w)
+                    after = ctx.env.process(ctx.after(g, tile))
+                    # the WG also waits where its store met a full write queue (MemoryHierarchy.posted_write)
+                    return Stored(retire=after if room is None else ctx.env.all_of([after, room]), written=w)
                 key = (g, tm, d)
                 ctx.remote_store_B += REQ_B * len(c_addrs)
                 ctx._send(g, tm, tn, c_addrs, key)
