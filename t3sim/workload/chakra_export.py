@@ -7,8 +7,8 @@ all-gather of an ``ag_gemm`` pair -- gets the scheme's first phase (``time.gemm_
 ``stats.json``: the time to that phase's end, which under an overlap scheme includes the slowdown the concurrent
 collective causes); the second node gets the rest, ``time.total_us`` minus that: the communication (resp. GEMM)
 time the scheme leaves exposed. The second node depends on the first (a data dependency is added where only a
-tensor linked them), so the pair takes ``total_us``. A scheme that runs the all-gather inside its GEMM kernel
-reports no all-gather phase of its own (``time.ag_us`` 0): its ``ag_gemm`` pair's all-gather node gets 0 us and the
+tensor linked them), so the pair takes ``total_us``. A scheme that overlaps the all-gather with its GEMM (FLUX's
+fused AllGather+GEMM, the chunked schemes) reports no all-gather phase of its own (``time.ag_us`` 0): its ``ag_gemm`` pair's all-gather node gets 0 us and the
 GEMM node the whole operation, which is still the scheme's time for the pair.
 
 The collective node becomes a ``COMP_NODE`` of that duration (its ``comm_type``, ``comm_size`` and ``pg_name``
