@@ -148,7 +148,7 @@ def bulk_embedding(engine, name: str, hier, gpu, e, geom: EmbeddingGeometry, g: 
             yield from pool_bag(k, hier, geom, g, cu, t, b, e.rows_in_flight, rate, category)
             written, room = hier.posted_write(geom.out_requests(b, t), category)
             k.track_write(written)
-            if room is not None:  # its evictions met a full write-back buffer (MemoryHierarchy module doc)
+            if room is not None:  # its writes met a full write queue (MemoryHierarchy module doc)
                 yield room
 
     k = ProgramKernel(engine, name, hier, gpu, threads_per_wg=e.threads_per_wg,

@@ -166,7 +166,7 @@ def bulk_gemv(engine, name: str, hier, gpu, record, geom: GemvGeometry, order: S
         addrs, _mask = geom.y_requests(tile)
         written, room = hier.posted_write(addrs, category)
         k.track_write(written)
-        if room is not None:  # its evictions met a full write-back buffer (MemoryHierarchy module doc)
+        if room is not None:  # its writes met a full write queue (MemoryHierarchy module doc)
             yield room
 
     k = ProgramKernel(engine, name, hier, gpu, threads_per_wg=record.threads_per_wg,

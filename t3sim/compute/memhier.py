@@ -314,7 +314,7 @@ class MemoryHierarchy:
     def write(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False,
               update: bool = False, wg_id=None, wf_id=None, data=None) -> simpy.Event:
         """Write (or, with ``update``, op-and-store) 64 B requests; event fires when accepted/written (and, where
-        its evictions met a full write-back buffer, once it has drained: module doc).
+        its writes met a full write queue, once it has drained to the bound: module doc).
 
         ``update`` implies ``uncached`` (near-memory updates happen in DRAM, paper Sec. 4.3).
         """
@@ -324,7 +324,7 @@ class MemoryHierarchy:
                      update: bool = False, wg_id=None, wf_id=None, data=None) -> Tuple[simpy.Event, Optional[simpy.Event]]:
         """A posted store's :meth:`write` (the storing WG does not wait for it to be accepted): ``(written, room)``,
         the write's event and the event the WG must wait for before it goes on, which is None unless the write's
-        evictions met a full write-back buffer (module doc)."""
+        DRAM writes met a full write queue (module doc)."""
         return self._write(addrs, category, stream, uncached, update, wg_id, wf_id, data)
 
     def _write(self, addrs, category: str, stream: Stream, uncached: bool, update: bool, wg_id, wf_id, data):
@@ -346,7 +346,7 @@ class MemoryHierarchy:
             wg, wf, d = access_fields(pick(wg_id), pick(wf_id), pick(data), len(sel), REQ_B // self.access_B)
             ev = self._dram(acc, Kind.UPDATE if update else Kind.WRITE, stream, category, wg_id=wg, wf_id=wf, data=d)
             waits.append(self.track_write(ev))
-            if self.wq_limit and stream is Stream.COMPUTE:
+            if self.wq_limit and stream == Stream.COMPUTE:
                 self.count_write(ev, len(acc))
                 added += len(acc)
         room = self._room(added)

@@ -48,8 +48,8 @@ class CachedLocalOutput:
         self.hier, self.category = hier, category
 
     def store(self, seq: int, tile: int, reqs: StoreRequests) -> Stored:
-        # posted stores: the WG retires at once (unless their evictions met a full write-back buffer: then once it
-        # has drained, MemoryHierarchy.posted_write); the kernel's end waits for them to be written
+        # posted stores: the WG retires at once (unless their writes met a full write queue: then once it has
+        # drained, MemoryHierarchy.posted_write); the kernel's end waits for them to be written
         written, room = self.hier.posted_write(np.unique(reqs.addr), self.category)
         return Stored(retire=room, written=written)
 
