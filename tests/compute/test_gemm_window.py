@@ -8,9 +8,12 @@ order -- the same view for every simpy process running beside the window.
 from __future__ import annotations
 
 import dataclasses
+from unittest import mock
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from t3sim.window import gemm_window
 from t3sim.compute.gemm_kernel import GemmKernel
@@ -385,3 +388,26 @@ def test_windows_of_two_gpus_hand_back_write_backs_counted_against_the_bound(win
     assert any(left), left  # a window ended with counted write-backs in flight
     assert win == ref
     assert ref[0] != _run_two(False, 1499)[0]  # the bound moved the kernels
+
+
+@settings(max_examples=8, deadline=None)
+@given(bound=st.integers(1, 3000), m=st.sampled_from([256, 512, 1024]), k=st.sampled_from([64, 128, 256]),
+       acc=st.booleans(), allocate=st.booleans())
+def test_write_queue_bound_matches_reference_over_shapes_and_bounds(bound, m, k, acc, allocate):
+    """Hypothesis over the bound, the GEMM's M and K, the sink and the L2's write allocation (H200, an L2 of two
+    sets per bank): the window and the reference path agree whatever stalls the bound causes."""
+    base = load_system(H200)
+    base = base.model_copy(update={"l2": base.l2.model_copy(update={"write_allocate": allocate})})
+    s = _with_wq_bound(base, bound, 0.375)
+    ref = _run_gemm(s, m, 2048, k, window=False, acc=acc)
+    seen = []
+    orig = gemm_window.GemmWindow.__init__
+
+    def init(self, gk, *a):
+        seen.append(gk.name)
+        orig(self, gk, *a)
+
+    with mock.patch.object(gemm_window.GemmWindow, "__init__", init):
+        win = _run_gemm(s, m, 2048, k, window=True, acc=acc)
+    assert seen == ["gpu0.gemm"]
+    assert win[:-1] == ref[:-1]
