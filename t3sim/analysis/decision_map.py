@@ -140,7 +140,7 @@ MACHINES = (
             "FLUX's A100 NVLink node from NVIDIA's A100 datasheet, CUDA, NCCL and CUTLASS; the collective start-up, "
             "CTA copy rate and copy engines assumed from the H200's measurements; nothing measured on an A100"),
     Machine("h800-8gpu", "8x H800 (NVSwitch)", 8, "from sources",
-            "FLUX's H800 NVLink node from the datasheet; cuBLAS kernels measured on an H100 (5.4 % geomean, 217 "
+            "FLUX's H800 NVLink node from the datasheet; cuBLAS kernels measured on an H100 (5.1 % geomean, 217 "
             "rows) and the DRAM front-end latency derived from an H100 chase; the rest assumed from the H200's "
             "measurements"),
     Machine("t3-table1", "T3 Table 1 (8-GPU ring)", 8, "assumed",

@@ -7,7 +7,7 @@ so the launch gap and the kernels, not the host: ``measure.py``). Writes ``--out
 and simulated kernel, both times and the error) and prints the geometric mean of the absolute errors (``t3sim validate``'s
 metric, :func:`t3sim.analysis.validation.geomean_error`), over all rows and over the rows with M <= 512.
 
-Run: ``python3 compare.py --csv h100/gemm_kernels.csv --system h800-8gpu -j 16 --out h100/compare_h800.csv``.
+Run: ``python3 compare.py --csv h100/gemm_kernels.csv --system h800-8gpu --max-flop 700 -j 16 --out h100/compare_h800.csv``.
 """
 
 from __future__ import annotations
