@@ -1,8 +1,9 @@
 """Requesters stop issuing when their bound on requests in flight is full (component tests, source -> memory -> sink).
 
-T3's DMA engines (``dma.max_outstanding_requests`` per engine, paper Sec. 4.2.2) and the SM copy kernel
-(``copy_engine.sm_copy_inflight_per_cu_B`` per CU) each hold credits for the requests they have in flight: a
-request takes its credits when it issues and returns them when it is done, and the next one waits for them. The
+T3's DMA engines (``dma.max_outstanding_requests`` per engine, paper Sec. 4.2.2), the SM copy kernel
+(``copy_engine.sm_copy_inflight_per_cu_B`` per CU) and a collective kernel's CUs (``collective.inflight_per_cu_B``
+per source) each hold credits for the requests they have in flight: a request takes its credits when it issues and
+returns them when it is done, and the next one waits for them. The
 copy engines' own bound is held by ``tests/dma/test_copy_engine.py``, the GEMM's (its pipeline stages) by
 ``tests/compute/test_gemm_pipeline.py``, the L2's write queue by ``tests/compute/test_write_queue_bound.py``.
 """
@@ -102,4 +103,42 @@ def test_sm_copy_kernel_stops_at_its_bytes_in_flight_per_cu():
     t_small, most_small, _ = _sm_copy(16 * 1024)
     assert most_big == 64 * 1024 // REQ_B and most_small == 16 * 1024 // REQ_B
     assert reads_big <= 4 * most_big  # 4 CUs
+    assert t_small > t_big
+
+
+def test_collective_cus_stop_at_their_bytes_in_flight(monkeypatch):
+    """A collective kernel's CUs (``collective.inflight_per_cu_B``, NCCL Simple's loads in flight per source) have
+    exactly ``cus x sources x inflight_per_cu_B`` of reads in flight at most (a reduce-scatter step reads its local
+    chunk and the received one); with a quarter of it the reduce-scatter is slower (the links are not the limit at
+    8 CUs)."""
+    from t3sim.collectives.gpu_run import simulate_collective_on_gpus
+
+    def rs(inflight_B: int):
+        seen = {}
+        orig = MemoryHierarchy.read
+
+        def counted(self, addrs, *a, **kw):
+            ev = orig(self, addrs, *a, **kw)
+            n = len(addrs)
+            c = seen.setdefault(id(self), [0, 0])
+            c[0] += n
+            c[1] = max(c[1], c[0])
+
+            def done(_e, c=c, n=n):
+                c[0] -= n
+
+            ev.callbacks.insert(0, done)
+            return ev
+
+        monkeypatch.setattr(MemoryHierarchy, "read", counted)
+        system = load_system("configs/systems/t3-table1.yaml",
+                             ["interconnect.num_gpus=4", f"collective.inflight_per_cu_B={inflight_B}"])
+        run, _ = simulate_collective_on_gpus(system, "reduce_scatter", 4 * 1024 * 1024, 2, cus=8)
+        monkeypatch.setattr(MemoryHierarchy, "read", orig)
+        return run.duration_ns, max(c[1] for c in seen.values())
+
+    t_big, most_big = rs(16384)
+    t_small, most_small = rs(4096)
+    for most, B in ((most_big, 16384), (most_small, 4096)):
+        assert most == 8 * 2 * B // REQ_B  # 8 CUs, each with a piece of both sources (local and received) in flight
     assert t_small > t_big
