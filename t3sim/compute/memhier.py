@@ -132,6 +132,8 @@ class MemoryHierarchy:
         self.wq_limit = int(system.l2.write_queue_accesses)
         self.wq_out = 0
         self._rooms: Deque[simpy.Event] = deque()
+        self.wq_stalls = 0  # accesses that waited for room
+        self.wq_peak = 0  # the most counted write accesses outstanding after an access's submission
         #: the windowed GEMM (t3sim.window.gemm_window) that drives this hierarchy now, or None
         self.window = None
 
@@ -220,7 +222,10 @@ class MemoryHierarchy:
     def _room(self, added: int) -> Optional[simpy.Event]:
         """The room event an access that added ``added`` counted writes must wait for (the write queue bound, module
         doc), or None."""
+        if added and self.wq_out > self.wq_peak:
+            self.wq_peak = self.wq_out
         if added and self.wq_out > self.wq_limit:
+            self.wq_stalls += 1
             room = self.env.event()
             self._rooms.append(room)
             return room
@@ -377,6 +382,12 @@ class MemoryHierarchy:
                 s.add(f"dram_traffic.{cat}.{kind}_bytes", t[kind], "B",
                       f"DRAM {kind} bytes issued by {cat} (paper Fig. 18 category)")
         s.merge("l2", self.l2.stats())
+        if self.wq_limit:  # the write queue bound's (module doc): only where it is set
+            s.add("l2.write_queue.stalled_accesses", self.wq_stalls, "count",
+                  "L2 accesses (loads, stores, write-backs' evictors) that waited for the write queue to drain to "
+                  "l2.write_queue_accesses")
+            s.add("l2.write_queue.peak_outstanding_accesses", self.wq_peak, "count",
+                  "the most compute-stream DRAM write accesses outstanding after an access's submission")
         # the controllers' statistics cover the cycles up to now, not up to the last pump step
         # (whose time depends on the pump cadence): queue occupancy and utilisation count idle cycles
         s.merge("hbm", self.mem.stats(at_tick=self.env.now))

@@ -165,7 +165,8 @@ class GemmWindow:
                      (WK.W_NB, C[WK.C_BID0]), (WK.W_TAG, C[WK.C_TAG0]), (WK.W_N, mem.n), (WK.W_OUT, mem.outstanding),
                      (WK.W_OUTW, mem.outstanding_writes), (WK.W_FRONTIER, mem.frontier), (WK.W_KAT, mem._kernel_at),
                      (WK.W_LASTSUB, mem._last_submit_tick), (WK.W_NEXTLB, eng.next_lb), (WK.W_JFREE, -1),
-                     (WK.W_CBFREE, -1), (WK.W_LAG, eng.lag), (WK.W_WQOUT, h.wq_out), (WK.W_RMH, -1), (WK.W_RMT, -1)):
+                     (WK.W_CBFREE, -1), (WK.W_LAG, eng.lag), (WK.W_WQOUT, h.wq_out), (WK.W_RMH, -1), (WK.W_RMT, -1),
+                     (WK.W_WQSTALLS, h.wq_stalls), (WK.W_WQPEAK, h.wq_peak)):
             W[i] = int(v)
         n0 = max(1024, 8 * slots * (P + 3))
         self.H = np.zeros((n0, 5), dtype=np.int64)
@@ -312,7 +313,7 @@ class GemmWindow:
         mem.n, mem.outstanding, mem.outstanding_writes = int(W[WK.W_N]), int(W[WK.W_OUT]), int(W[WK.W_OUTW])
         if W[WK.W_RMH] >= 0:
             raise RuntimeError(f"{gk.name}: windowed GEMM ended with accesses waiting for write queue room")
-        h.wq_out = int(W[WK.W_WQOUT])
+        h.wq_out, h.wq_stalls, h.wq_peak = int(W[WK.W_WQOUT]), int(W[WK.W_WQSTALLS]), int(W[WK.W_WQPEAK])
         mem.frontier, mem._kernel_at, mem._last_submit_tick = int(W[WK.W_FRONTIER]), int(W[WK.W_KAT]), int(W[WK.W_LASTSUB])
         mem.engine.next_lb, mem.engine.lag = int(W[WK.W_NEXTLB]), int(W[WK.W_LAG])
         nb = int(W[WK.W_NB] - C[WK.C_BID0])

@@ -18,7 +18,8 @@ from t3sim.sim.clock import cycle_start_tick
 # scalar state W
 (W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
  W_NB, W_NFILL, W_TAG, W_TRACKED, W_LIVEB, W_N, W_OUT, W_OUTW, W_FRONTIER, W_KAT, W_LASTSUB, W_NEXTLB, W_PUMPS,
- W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, W_LAG, W_WQOUT, W_RMH, W_RMT, NW) = range(39)
+ W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, W_LAG, W_WQOUT, W_RMH, W_RMT, W_WQSTALLS,
+ W_WQPEAK, NW) = range(41)
 # heap rows H[i] = (tick, priority, eid, kind, arg); simpy's priorities
 URGENT, NORMAL = 0, 1
 EV_INIT, EV_TIMEOUT, EV_JOIN, EV_DISPATCH, EV_ROOM = range(5)

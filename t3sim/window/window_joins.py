@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from t3sim.window.window_heap import (NORMAL, EV_JOIN, EV_ROOM, W_CBFREE, W_CBTOP, W_CHN, W_JFREE, W_JTOP, W_LIVEB,
-                                      W_NFILL, W_RMH, W_RMT, W_TRACKED, W_WQOUT, _ch_pop, push)
+                                      W_NFILL, W_RMH, W_RMT, W_TRACKED, W_WQOUT, W_WQPEAK, W_WQSTALLS, _ch_pop, push)
 
 # constants C
 (C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
@@ -59,8 +59,11 @@ def _new_join(J, W, kind, t, extra):  # pragma: no cover - compiled
 def _room(k, nwb, W, C, J):  # pragma: no cover - compiled
     """``MemoryHierarchy._room``: join ``k``'s access submitted ``nwb`` counted write accesses; if
     more than the bound are outstanding now, it also waits for them to drain (the room FIFO). True if it waits."""
+    if nwb and W[W_WQOUT] > W[W_WQPEAK]:
+        W[W_WQPEAK] = W[W_WQOUT]
     if nwb == 0 or W[W_WQOUT] <= C[C_WQLIM]:
         return False
+    W[W_WQSTALLS] += 1
     J[k, J_N] += 1
     if W[W_RMT] < 0:
         W[W_RMH] = k

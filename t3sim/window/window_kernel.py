@@ -50,7 +50,8 @@ from t3sim.window.window_heap import (  # noqa: F401 (state indices: also this m
     EV_DISPATCH, EV_INIT, EV_JOIN, EV_ROOM, EV_TIMEOUT, NORMAL, URGENT, _ch_pop, next_cycle, pop, push, register_done,
     W_EID, W_NOW, W_HN, W_CHN, W_NEXT, W_LIVE, W_WLEFT, W_RETIRED, W_DONE, W_END, W_LOADREQ, W_PROGRESS, W_BEATS,
     W_NB, W_NFILL, W_TAG, W_TRACKED, W_LIVEB, W_N, W_OUT, W_OUTW, W_FRONTIER, W_KAT, W_LASTSUB, W_NEXTLB, W_PUMPS,
-    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, W_LAG, W_WQOUT, W_RMH, W_RMT, NW)
+    W_ARG0, W_ARG1, W_ARG2, W_JFREE, W_CBFREE, W_JTOP, W_CBTOP, W_ACCLINES, W_LAG, W_WQOUT, W_RMH, W_RMT, W_WQSTALLS,
+    W_WQPEAK, NW)
 from t3sim.window.window_joins import (  # noqa: F401 (state layout: also this module's API)
     B_CBH, B_CBT, B_COUNT, B_FILL, B_FIRED, B_FIRST, B_TRACK, B_WQ, BIG, J_EXTRA, J_KIND, J_N, J_RNEXT, J_RWG, J_STATE,
     J_T, J_WAITER, JOIN_ACC, JOIN_ACCW, JOIN_LOAD, JOIN_STORE, NB, NJ, PC_AFTER_ACC, PC_AFTER_LOAD, PC_AFTER_MATH,

@@ -197,3 +197,27 @@ def test_whole_runs_finish_and_stall_under_a_tight_bound(scheme, monkeypatch):
         times[bound] = simulate(cfg).stats.value("time.gemm_us")
         assert any(rooms) == bool(bound)
     assert times[1] >= times[0]
+
+
+def test_statistics_count_the_stalls_and_the_peak_only_where_the_bound_is_set():
+    """``l2.write_queue.stalled_accesses`` counts the accesses that waited for room and
+    ``l2.write_queue.peak_outstanding_accesses`` the most counted writes outstanding after a submission (at most the
+    bound plus one store's writes for one writer); without a bound neither statistic exists."""
+
+    def run(bound):
+        env = simpy.Environment()
+        h = MemoryHierarchy(env, _system(bound))
+
+        def proc():
+            for i in range(4096):
+                yield h.write(np.array([i * LINE_B], dtype=np.int64))
+
+        env.process(proc())
+        env.run()
+        return h.stats()
+
+    st = run(8)
+    assert st.value("l2.write_queue.stalled_accesses") > 0
+    assert 8 < st.value("l2.write_queue.peak_outstanding_accesses") <= 8 + LINE_ACCESSES
+    free = run(0).to_dict()
+    assert "write_queue" not in free["l2"]
