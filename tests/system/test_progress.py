@@ -119,7 +119,7 @@ def test_workload_bytes_uses_the_systems_tile():
 
 def test_a_finished_points_percent_never_dips():
     """The finished task's partial progress is dropped in the step that counts its point (``point_done(task=)``):
-    before, a separate ``task_done`` came first and a status line between the two showed the percent falling (seen: 38.5 ->
+    with a separate ``task_done`` step first, a status line between the two would show the percent falling (38.5 ->
     30.2 % in a -j 2 sweep)."""
     p = Progress(io.StringIO(), tty=False)
     p.begin("x", 2, 0, "2 workers", weights=[1.0, 1.0])
