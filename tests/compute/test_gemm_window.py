@@ -340,29 +340,18 @@ def _with_wq_bound(system, bound: int, l2_MiB: float):
 
 @pytest.mark.parametrize("acc", [False, True], ids=["cached", "accumulate"])
 @pytest.mark.parametrize("bound,allocate", [(1, True), (512, True), (64, False)])
-def test_write_queue_bound_matches_reference(system, windows, monkeypatch, acc, bound, allocate):
+def test_write_queue_bound_matches_reference(system, windows, acc, bound, allocate):
     """The L2's write queue bound (``l2.write_queue_accesses``, MemoryHierarchy's module doc) in the window: a
     store-heavy GEMM (K = 128) through an L2 of one or two sets per bank, so its stores and the C reads evict dirty
     lines (or, without write allocation, its stores go to DRAM as they come); accesses that find the queue over the
-    bound wait for it to drain (a posted store's WG too), as on the reference path, whose stalls are counted here;
-    a process beside it sees the same progress."""
-    from t3sim.compute.memhier import MemoryHierarchy as MH
-
-    stalls = []
-    orig = MH._room
-
-    def counting(self, added):
-        room = orig(self, added)
-        stalls.append(room is not None)
-        return room
-
-    monkeypatch.setattr(MH, "_room", counting)
+    bound wait for it to drain (a posted store's WG too), as on the reference path (``l2.write_queue.*``, both
+    paths' statistics); a process beside it sees the same progress."""
     small = system.gemm_library.kernels
     system = system.model_copy(update={"l2": system.l2.model_copy(update={"write_allocate": allocate})})
     s = _with_wq_bound(system, bound, 0.375 if small else 0.125)
     shape = (1024, 2048, 128) if small else (256, 0, 0)
     ref = _run_gemm(s, *shape, window=False, acc=acc, noise_ps=1499)
-    assert not windows and sum(stalls) > 0
+    assert not windows and ref[4]["l2"]["write_queue"]["stalled_accesses"]["value"] > 0
     free = _run_gemm(_with_wq_bound(system, 0, 0.375 if small else 0.125), *shape, window=False, acc=acc)
     assert free[:-1] != ref[:-1] and free[1] <= ref[1]  # the stalls moved the run
     win = _run_gemm(s, *shape, window=True, acc=acc, noise_ps=1499)
