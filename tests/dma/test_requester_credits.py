@@ -10,6 +10,8 @@ copy engines' own bound is held by ``tests/dma/test_copy_engine.py``, the GEMM's
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 
@@ -24,25 +26,31 @@ from t3sim.sim.engine import Engine
 MiB = 1 << 20
 
 
-def _count_in_flight(hier: MemoryHierarchy, method: str):
-    """Wrap ``hier.<method>`` so that the requests it has in flight are counted; returns [now, most]."""
-    seen = [0, 0]
-    orig = getattr(hier, method)
+@contextmanager
+def _in_flight(method: str):
+    """While in the block, count the requests each hierarchy's ``<method>`` (``read``, ``direct_read``) has in
+    flight; yields the most any hierarchy had at once, as a list of one value."""
+    most = [0]
+    now = {}
+    orig = getattr(MemoryHierarchy, method)
 
-    def counted(addrs, *a, **kw):
-        ev = orig(addrs, *a, **kw)
+    def counted(self, addrs, *a, **kw):
+        ev = orig(self, addrs, *a, **kw)
         n = len(addrs)
-        seen[0] += n
-        seen[1] = max(seen[1], seen[0])
+        now[id(self)] = now.get(id(self), 0) + n
+        most[0] = max(most[0], now[id(self)])
 
-        def done(_e, n=n):
-            seen[0] -= n
+        def done(_e, key=id(self), n=n):
+            now[key] -= n
 
         ev.callbacks.insert(0, done)  # before the requester's own callback returns its credits
         return ev
 
-    setattr(hier, method, counted)
-    return seen
+    setattr(MemoryHierarchy, method, counted)
+    try:
+        yield most
+    finally:
+        setattr(MemoryHierarchy, method, orig)
 
 
 class _Sink:
@@ -60,7 +68,6 @@ def _dma(cap: int, requests: int = 8192):
                                                   "issue_latency_ns": 0}})
     eng = Engine(seed=0)
     hier = MemoryHierarchy(eng.env, system)
-    seen = _count_in_flight(hier, "direct_read")
     fabric = _Sink()
     dma = DMAEngines(eng, 0, hier, fabric, system.dma)
     addrs = np.arange(requests, dtype=np.int64) * REQ_B
@@ -68,9 +75,10 @@ def _dma(cap: int, requests: int = 8192):
     blocks = [DmaBlock(("b", i), 1, "update", addrs[i::4], ids[i::4], ids[i::4]) for i in range(4)]
     for b in blocks:
         dma.trigger(b, 0)
-    eng.env.run()
+    with _in_flight("direct_read") as most:
+        eng.env.run()
     assert fabric.sent == requests and all(b.done_tick >= 0 for b in blocks)
-    return max(b.done_tick for b in blocks), seen[1]
+    return max(b.done_tick for b in blocks), most[0]
 
 
 @pytest.mark.parametrize("cap", [16, 64, 256])
@@ -88,12 +96,12 @@ def _sm_copy(inflight_B: int):
                                                             "gpu.num_cus=4", "collective.cus=4"])
     eng = Engine(seed=0)
     hier = MemoryHierarchy(eng.env, system)
-    seen = _count_in_flight(hier, "read")
     k = SMCopyKernel(eng, 0, hier, CuDispatcher(system.gpu, "gpu0"), system.gpu, system.copy_engine)
-    ev = k.copy(0, 256 * MiB, 4 * MiB)
-    eng.env.run()
+    with _in_flight("read") as most:
+        ev = k.copy(0, 256 * MiB, 4 * MiB)
+        eng.env.run()
     assert ev.processed
-    return ev.value.duration_ticks, k.max_in_flight(), seen[1]
+    return ev.value.duration_ticks, k.max_in_flight(), most[0]
 
 
 def test_sm_copy_kernel_stops_at_its_bytes_in_flight_per_cu():
@@ -106,7 +114,7 @@ def test_sm_copy_kernel_stops_at_its_bytes_in_flight_per_cu():
     assert t_small > t_big
 
 
-def test_collective_cus_stop_at_their_bytes_in_flight(monkeypatch):
+def test_collective_cus_stop_at_their_bytes_in_flight():
     """A collective kernel's CUs (``collective.inflight_per_cu_B``, NCCL Simple's loads in flight per source) have
     exactly ``cus x sources x inflight_per_cu_B`` of reads in flight at most (a reduce-scatter step reads its local
     chunk and the received one); with a quarter of it the reduce-scatter is slower (the links are not the limit at
@@ -114,28 +122,11 @@ def test_collective_cus_stop_at_their_bytes_in_flight(monkeypatch):
     from t3sim.collectives.gpu_run import simulate_collective_on_gpus
 
     def rs(inflight_B: int):
-        seen = {}
-        orig = MemoryHierarchy.read
-
-        def counted(self, addrs, *a, **kw):
-            ev = orig(self, addrs, *a, **kw)
-            n = len(addrs)
-            c = seen.setdefault(id(self), [0, 0])
-            c[0] += n
-            c[1] = max(c[1], c[0])
-
-            def done(_e, c=c, n=n):
-                c[0] -= n
-
-            ev.callbacks.insert(0, done)
-            return ev
-
-        monkeypatch.setattr(MemoryHierarchy, "read", counted)
         system = load_system("configs/systems/t3-table1.yaml",
                              ["interconnect.num_gpus=4", f"collective.inflight_per_cu_B={inflight_B}"])
-        run, _ = simulate_collective_on_gpus(system, "reduce_scatter", 4 * 1024 * 1024, 2, cus=8)
-        monkeypatch.setattr(MemoryHierarchy, "read", orig)
-        return run.duration_ns, max(c[1] for c in seen.values())
+        with _in_flight("read") as most:
+            run, _ = simulate_collective_on_gpus(system, "reduce_scatter", 4 * 1024 * 1024, 2, cus=8)
+        return run.duration_ns, most[0]
 
     t_big, most_big = rs(16384)
     t_small, most_small = rs(4096)
