@@ -99,11 +99,11 @@ def binding_resource(util: Mapping[str, Any]) -> str:
 
 
 def rank(candidates: Iterable[Mapping[str, Any]], gemm_flops: float, peak_tflops: float,
-         heuristic_schedule: str = "") -> List[Dict[str, Any]]:
+         heuristic_picks: Optional[Mapping[str, Mapping[str, Any]]] = None) -> List[Dict[str, Any]]:
     """Rows of :data:`ROW_KEYS`, ranked (module doc). ``gemm_flops``: the GEMM's useful FLOPs on one GPU
-    (``2 M N K`` of its share); ``peak_tflops``: that GPU's peak (:func:`peak_TFLOPS`); ``heuristic_schedule``: the
-    FiCCO schedule its heuristic picks for the operation (:func:`t3sim.schemes.ficco.heuristic.pick`), marked on
-    that ``ficco`` candidate."""
+    (``2 M N K`` of its share); ``peak_tflops``: that GPU's peak (:func:`peak_TFLOPS`); ``heuristic_picks``: per
+    scheme, the options its own heuristic picks for the operation (``Scheme.heuristic_pick``, e.g. FiCCO's schedule):
+    a candidate of that scheme with those options is marked ``heuristic_pick``."""
     cands = list(candidates)
     seq = next((c for c in cands if c["scheme"] == "sequential" and c.get("status") == OK), None)
     t_seq = float(seq["total_us"]) if seq else None
@@ -115,8 +115,8 @@ def rank(candidates: Iterable[Mapping[str, Any]], gemm_flops: float, peak_tflops
         r["variant"] = r["variant"] or ""
         r["reason"] = r["reason"] or ""
         r["bound"] = bool(c.get("bound"))
-        r["heuristic_pick"] = bool(heuristic_schedule) and c["scheme"] == "ficco" and \
-            c.get("options", {}).get("ficco_schedule") == heuristic_schedule
+        picked = (heuristic_picks or {}).get(c["scheme"])
+        r["heuristic_pick"] = bool(picked) and all(c.get("options", {}).get(k) == v for k, v in picked.items())
         if c.get("status") == OK:
             t = float(c["total_us"])
             r["total_us"] = t
@@ -168,7 +168,7 @@ COLUMNS = (("rank", "#", "{}"), ("label", "scheme", "{}"), ("total_us", "time us
 
 
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The ranked rows as a text table; bounds marked ``bound``, FiCCO's heuristic pick ``*``, and a line per
+    """The ranked rows as a text table; bounds marked ``bound``, a scheme's own heuristic pick ``*``, and a line per
     scheme that did not run with its reason."""
     ran = [r for r in rows if r["status"] == OK]
     cells = [[h for _, h, _ in COLUMNS]]
@@ -181,7 +181,7 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
                        enumerate(zip(row, widths))).rstrip() for row in cells]
     out = [lines[0], "  ".join("-" * w for w in widths), *lines[1:]]
     if any(r["heuristic_pick"] for r in ran):
-        out.append("* FiCCO's heuristic picks this schedule (FiCCO Sec. V-C)")
+        out.append("* the scheme's own heuristic picks this variant (FiCCO's: Sec. V-C)")
     not_run = [r for r in rows if r["status"] in (NOT_APPLICABLE, FAILED)]
     if not_run:
         out += ["", "not run:"]

@@ -15,7 +15,7 @@ field of the experiment built from them (``system.*``, ``workload.*``, ``simulat
 Every registered scheme (:data:`t3sim.schemes.runtime.SCHEMES`) is tried on it as the scheme declares
 (:class:`~t3sim.schemes.runtime.base.Scheme`): its ``variants`` option at each of its values (each a variant), the
 others at their defaults plus the ``operation_options`` the operation needs (``chunked_dma`` in ag_gemm: one GEMM
-step per shard of A). A scheme that cannot run the operation -- its config or the pre-run checks
+step per shard of A); the variant its ``heuristic_pick`` chooses for the operation (FiCCO's schedule) is marked. A scheme that cannot run the operation -- its config or the pre-run checks
 (:func:`t3sim.exec.checks.check_experiment`) reject it, or its simulation refuses it as bad input -- is listed with
 that reason, and a ``study`` scheme with the reason it declares; one
 whose simulation fails is listed as failed. The rest run through :func:`t3sim.exec.runner.run_points` as experiment
@@ -73,8 +73,8 @@ class Operation:
 @dataclass
 class Advice:
     """What :func:`advise_report` found: the system, the per-GPU GEMM (counts), the peak it is measured against
-    (TFLOP/s), FiCCO's heuristic schedule (ag_gemm; else ``""``) and the ranked rows
-    (:data:`t3sim.analysis.advise.ROW_KEYS`)."""
+    (TFLOP/s), per scheme the options its own heuristic picks (``Scheme.heuristic_pick``: FiCCO's schedule in
+    ag_gemm) and the ranked rows (:data:`t3sim.analysis.advise.ROW_KEYS`)."""
 
     system: str
     operation: Dict[str, Any]
@@ -82,7 +82,7 @@ class Advice:
     gemm_N: int
     gemm_K: int
     peak_TFLOPS: float
-    ficco_heuristic_schedule: str
+    heuristic_picks: Dict[str, Dict[str, Any]]
     rows: List[Dict[str, Any]] = field(default_factory=list)
 
 
@@ -268,7 +268,7 @@ def plan_advice(system: Union[str, Path], operation: Operation, *, overrides: Se
 def finish_advice(planned: Planned, outcomes: Sequence[Any]) -> Advice:
     """Rank the outcomes (:class:`t3sim.exec.runner.PointOutcome`, one per point of ``planned``, in its order)."""
     from t3sim.analysis.advise import FAILED, NOT_APPLICABLE, peak_TFLOPS, rank
-    from t3sim.schemes.ficco.heuristic import pick
+    from t3sim.schemes.runtime import scheme_for
 
     cands = [dict(c) for c in planned.cands]
     for (i, _), o in zip(planned.points, outcomes):
@@ -282,14 +282,15 @@ def finish_advice(planned: Planned, outcomes: Sequence[Any]) -> Advice:
     exp, kernel = planned.points[0][1].config, planned.kernel
     dtype = exp.workload.dtype
     peak = peak_TFLOPS(exp.system.model_dump(mode="json"), dtype)
-    heuristic = ""
-    if exp.workload.direction == "ag_gemm":  # FiCCO's rule on the whole operator: M x (N of all GPUs) x K
-        heuristic = pick(kernel.M, kernel.N * exp.workload.tp, kernel.K, gpus=exp.workload.tp, peak_TFLOPS=peak,
-                         elem_B=DTYPE_BYTES[dtype]).schedule
-    rows = rank(cands, 2.0 * kernel.M * kernel.N * kernel.K, peak, heuristic)
+    # each scheme's own pick on the whole operator: M x (N of all GPUs) x K for ag_gemm, M x N x (K of all GPUs) else
+    tp, direction = exp.workload.tp, exp.workload.direction
+    whole = (kernel.M, kernel.N * tp, kernel.K) if direction == "ag_gemm" else (kernel.M, kernel.N, kernel.K * tp)
+    picks = {name: p for name in dict.fromkeys(c["scheme"] for c in cands)
+             if (p := scheme_for(name).heuristic_pick(direction, *whole, tp, peak, DTYPE_BYTES[dtype]))}
+    rows = rank(cands, 2.0 * kernel.M * kernel.N * kernel.K, peak, picks)
     op = {k: v for k, v in asdict(planned.operation).items() if v is not None}
     op.update(direction=exp.workload.direction, tp=exp.workload.tp, dtype=dtype)
-    return Advice(exp.system.name, op, kernel.M, kernel.N, kernel.K, peak, heuristic, rows)
+    return Advice(exp.system.name, op, kernel.M, kernel.N, kernel.K, peak, picks, rows)
 
 
 def advise_report(system: Union[str, Path], operation: Operation, *, overrides: Sequence[str] = (),

@@ -105,7 +105,8 @@ def test_nothing_to_hide_gives_no_efficiency():
 
 def test_the_heuristics_ficco_schedule_is_marked():
     rows = A.rank([cand("ficco", 90.0, "ficco_schedule=a", options={"ficco_schedule": "a"}),
-                   cand("ficco", 80.0, "ficco_schedule=b", options={"ficco_schedule": "b"})], FLOPS, PEAK_TFLOPS, "a")
+                   cand("ficco", 80.0, "ficco_schedule=b", options={"ficco_schedule": "b"})], FLOPS, PEAK_TFLOPS,
+                  {"ficco": {"ficco_schedule": "a"}})
     assert [(r["variant"], r["heuristic_pick"]) for r in rows] == [("ficco_schedule=b", False),
                                                                   ("ficco_schedule=a", True)]
     assert "ficco (ficco_schedule=a) *" in A.format_table(rows)

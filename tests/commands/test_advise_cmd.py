@@ -80,8 +80,10 @@ def test_ag_gemm_marks_ficcos_heuristic_pick(run_cli, tmp_path):
     assert rc == 0, err
     a = json.loads(js)
     ficco = [r for r in a["rows"] if r["scheme"] == "ficco"]
-    assert len(ficco) == 4 and a["ficco_heuristic_schedule"]
-    assert [r["variant"] for r in ficco if r["heuristic_pick"]] == [f"ficco_schedule={a['ficco_heuristic_schedule']}"]
+    assert len(ficco) == 4 and a["heuristic_picks"]["ficco"]["ficco_schedule"]
+    assert [r["variant"] for r in ficco if r["heuristic_pick"]] == [
+        f"ficco_schedule={a['heuristic_picks']['ficco']['ficco_schedule']}"]
+    assert set(a["heuristic_picks"]) == {"ficco"}  # no other scheme declares a heuristic
     assert {r["variant"] for r in a["rows"] if r["scheme"] == "flux_ag"} == {"flux_ag_mode=push", "flux_ag_mode=pull"}
     shards = next(r for r in a["rows"] if r["scheme"] == "chunked_dma")
     assert shards["status"] == "ok" and shards["rank"] >= 1

@@ -109,6 +109,7 @@ from t3sim.dma.copy_engine import CopyEngines, CopyPath
 from t3sim.dma.copy_kernel import SMCopyKernel
 from t3sim.errors import InputError
 from t3sim.results.stats import Stats
+from t3sim.schemes.ficco.heuristic import pick
 from t3sim.schemes.ficco.ficco_data import FiccoData, sink_for
 from t3sim.schemes.ficco.ficco_rccl import add_collectives, step_out
 from t3sim.schemes.ficco.ficco_rccl import stats as rccl_stats
@@ -401,8 +402,17 @@ def run_ficco(model) -> ProgramRun:
 
 
 register_simulation("ficco", run_ficco)
+def _heuristic_schedule(direction: str, M: int, N: int, K: int, tp: int, peak_TFLOPS: float, elem_B: int) -> Dict:
+    """FiCCO's schedule-picking heuristic (FiCCO Sec. V-C, :func:`t3sim.schemes.ficco.heuristic.pick`) on the whole
+    all-gather + GEMM operator; {} for other operations."""
+    if direction != "ag_gemm":
+        return {}
+    return {"ficco_schedule": pick(M, N, K, gpus=tp, peak_TFLOPS=peak_TFLOPS, elem_B=elem_B).schedule}
+
+
 register_scheme(Scheme("ficco", "FiCCO: the AllGather decomposed one level finer than shards (N pieces per shard, "
                        "all-to-all copy-engine steps), with one of four gather/GEMM/scatter schedules "
                        "(uniform/hetero, fused/unfused, 1D/2D)", label="FiCCO", color="#8c564b",
                        paper_section="FiCCO Secs. III, V-A, V-B, VI-C", simulation="ficco",
-                       directions=("ag_gemm", "a2a_gemm"), variants="ficco_schedule"))
+                       directions=("ag_gemm", "a2a_gemm"), variants="ficco_schedule",
+                       heuristic_pick=_heuristic_schedule))

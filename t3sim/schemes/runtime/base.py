@@ -76,6 +76,12 @@ def no_operation_options(_direction: str, _tp: int) -> Dict:
     return {}
 
 
+def no_heuristic_pick(direction: str, M: int, N: int, K: int, tp: int, peak_TFLOPS: float, elem_B: int) -> Dict:
+    """A scheme without a heuristic of its own for choosing among its variants. (Module-level, as
+    :func:`no_operation_options`, so that a scheme pickles.)"""
+    return {}
+
+
 #: simulation key -> the function that runs that simulation on a built SystemModel and returns its ProgramRun
 SIMULATIONS: Dict[str, Callable] = {}
 
@@ -136,6 +142,10 @@ class Scheme:
     study: str = ""
     #: the options an operation of ``(direction, tp)`` needs beyond the scheme's defaults (``t3sim advise`` sets them)
     operation_options: Callable[[str, int], Dict] = no_operation_options
+    #: the options its own heuristic picks for an operation ``(direction, M, N, K, tp, peak_TFLOPS, elem_B)``: the
+    #: whole operator's GEMM, TP degree, one GPU's peak and the element size ({}: no heuristic; ``t3sim advise``
+    #: marks the variant it picks)
+    heuristic_pick: Callable[[str, int, int, int, int, float, int], Dict] = no_heuristic_pick
 
     @property
     def runnable(self) -> bool:
