@@ -65,7 +65,7 @@ import simpy
 from t3sim.compute.addresses import GemmGeometry, slice_requests, wg_store_requests
 from t3sim.compute.dispatcher import CuDispatcher, Footprint
 from t3sim.compute.kernel_run import GemmRun  # noqa: F401  (GemmRun: also this module's API)
-from t3sim.compute.memhier import MemoryHierarchy
+from t3sim.compute.memhier import REQ_B, MemoryHierarchy
 from t3sim.compute.occupancy import cu_flops_per_cycle, k_step_compute_cycles, occupancy
 from t3sim.compute.sinks import CachedLocalOutput, OutputSink
 from t3sim.compute.splitk import partial_store, reduce_kernel, slice_steps, split_of, workspace_size_B
@@ -246,18 +246,20 @@ class GemmKernel(Component):
         addr, at = got
         return addr[at[s0]:at[s1]]
 
-    def _loads(self, seq: int, tm: int, tn: int, s0: int, s1: int) -> simpy.Event:
-        """Issue the A and B slices of k-steps ``[s0, s1)`` of tile ``(tm, tn)``; the event fires when they are in
-        the WG's shared memory (with a cluster: when every sharer's part is, module doc)."""
+    def _loads(self, seq: int, cu: int, tm: int, tn: int, s0: int, s1: int) -> simpy.Event:
+        """Issue the A and B slices of k-steps ``[s0, s1)`` of tile ``(tm, tn)`` from a WG on ``cu``; the event fires
+        when they are in the WG's shared memory (with a cluster: when every sharer's part is, module doc), and no
+        sooner than ``cu``'s port from the L2 has passed both slices (MemoryHierarchy.cu_port_done)."""
         a, b = self._slice_addrs("a", tm, s0, s1), self._slice_addrs("b", tn, s0, s1)
+        port = self.hier.cu_port_done(cu, (len(a) + len(b)) * REQ_B)
         if self.cluster == (1, 1):
             addrs = np.concatenate((a, b))
             self.run.load_requests += len(addrs)
-            return self.hier.read(addrs, self.category)
+            return self.hier.read(addrs, self.category, at_least_tick=port)
         (ga, ra, na), (gb, rb, nb) = self._sharers[seq]
         addrs = np.concatenate((np.array_split(a, na)[ra], np.array_split(b, nb)[rb]))
         self.run.load_requests += len(addrs)
-        ev = self.hier.read(addrs, self.category)
+        ev = self.hier.read(addrs, self.category, at_least_tick=port)
         return self.env.all_of([self._part(("a", ga, s0), na, ev), self._part(("b", gb, s0), nb, ev)])
 
     def _part(self, key, n: int, ev: simpy.Event) -> simpy.Event:
@@ -314,13 +316,13 @@ class GemmKernel(Component):
             z = seq // k.num_wgs  # split-K slice (0 without)
             lo, hi = slice_steps(steps, split, z) if split > 1 else (0, steps)
             groups = list(range(lo, hi, G))
-            loads = [self._loads(seq, tm, tn, g0, min(g0 + G, hi)) for g0 in groups[:P]]
+            loads = [self._loads(seq, cu, tm, tn, g0, min(g0 + G, hi)) for g0 in groups[:P]]
             yield loads[0]
             for gi, s0 in enumerate(groups):
                 s1 = min(s0 + G, hi)
                 if gi + P < len(groups):  # the buffer of group gi-1 is free: refill it with group gi+P
                     g0 = groups[gi + P]
-                    loads.append(self._loads(seq, tm, tn, g0, min(g0 + G, hi)))
+                    loads.append(self._loads(seq, cu, tm, tn, g0, min(g0 + G, hi)))
                 pending = loads[gi + 1] if gi + 1 < len(groups) else None
                 share = int(self.cu_active[cu])
                 cycles = memo.get((s0, s1, share))

@@ -32,6 +32,11 @@ Paths (paper Sec. 4.3 and Table 1):
   exceeds B by at most the writes of the accesses waiting; their requesters wait, so no one adds more. The
   communication stream's writes (a DMA engine's, a link's landed packets) reach the controllers by their own path and
   are neither counted nor held. B = 0: unbounded, nothing waits (writes no one awaits are posted).
+* CU port (``gpu.l2_to_cu_B_per_cycle`` = P > 0): a GEMM WG's load batch of ``n`` bytes reserves its CU's port from
+  the L2 for ``ceil(n / P)`` CU cycles, after the batches reserved before it (:meth:`MemoryHierarchy.cu_port_done`);
+  its data is back no sooner than that (``read``'s ``at_least_tick``). With a thread-block cluster's multicast
+  every sharer's port passes the whole shared slice. Other requesters (collective CUs, copy kernels) keep their own
+  limits and do not reserve the port.
 * uncached write / update (T3's output allocation and DMA updates): straight
   to the memory controller as WRITE or UPDATE (op-and-store), carrying
   ``wg_id``/``wf_id`` for the tracker; the L2 slice is passed through for
@@ -134,6 +139,11 @@ class MemoryHierarchy:
         self._rooms: Deque[simpy.Event] = deque()
         self.wq_stalls = 0  # accesses that waited for room
         self.wq_peak = 0  # the most counted write accesses outstanding after an access's submission
+        #: each CU's port from the L2 (gpu.l2_to_cu_B_per_cycle, module doc): its rate in bytes per CU cycle (0: no
+        #: limit), the CU clock, and the tick each CU's port has passed every byte reserved on it so far
+        self.cu_port_B = int(system.gpu.l2_to_cu_B_per_cycle)
+        self.cu_clock = Clock.from_GHz(system.gpu.clock_GHz, "cu")
+        self.cu_port_free = np.zeros(system.gpu.num_cus, dtype=np.int64)
         #: the windowed GEMM (t3sim.window.gemm_window) that drives this hierarchy now, or None
         self.window = None
 
@@ -256,10 +266,23 @@ class MemoryHierarchy:
         ev.callbacks.append(done)
         return ev
 
+    def cu_port_done(self, cu: int, nbytes: int) -> int:
+        """Reserve CU ``cu``'s port from the L2 for ``nbytes`` of read data issued now: the tick it has passed them,
+        after the bytes reserved before (from the CU cycle at or after ``max(now, the port's free tick)``, ``nbytes /
+        gpu.l2_to_cu_B_per_cycle`` cycles rounded up); -1 where the port has no limit."""
+        if not self.cu_port_B:
+            return -1
+        clock = self.cu_clock
+        c0 = clock.next_cycle_at_or_after(max(self.env.now, int(self.cu_port_free[cu])))
+        done = clock.cycle_to_tick(c0 + -(-int(nbytes) // self.cu_port_B))
+        self.cu_port_free[cu] = done
+        return done
+
     # ------------------------------------------------------------------ API
     def read(self, addrs, category: str = "gemm", stream: Stream = Stream.COMPUTE, uncached: bool = False,
-             with_data: bool = False) -> simpy.Event:
-        """Read 64 B requests at ``addrs`` (bytes); event fires when all data has returned.
+             with_data: bool = False, at_least_tick: int = -1) -> simpy.Event:
+        """Read 64 B requests at ``addrs`` (bytes); event fires when all data has returned, and not before
+        ``at_least_tick`` (a CU port's :meth:`cu_port_done`; -1: no such bound).
 
         ``with_data`` (functional mode, uncached reads only: an uncached read always reaches DRAM, whose
         values the functional store keeps; the L2 keeps none): the event's value is the data read,
@@ -271,10 +294,10 @@ class MemoryHierarchy:
         if with_data:
             return self._read_data(addrs, category, stream)
         if not len(addrs):
-            return self._join([], self.env.now, 0)
-        return self._read(addrs, category, stream, uncached)[0]
+            return self._join([], max(self.env.now, at_least_tick), 0)
+        return self._read(addrs, category, stream, uncached, at_least_tick)[0]
 
-    def _read(self, addrs: np.ndarray, category: str, stream: Stream, uncached: bool):
+    def _read(self, addrs: np.ndarray, category: str, stream: Stream, uncached: bool, at_least_tick: int = -1):
         """:meth:`read` of a non-empty batch: ``(done event, its DRAM batch's event or None, DRAM requests)``."""
         env = self.env
         fills = self.fills
@@ -296,7 +319,7 @@ class MemoryHierarchy:
             waits.append(ev)
         if room is not None:
             waits.append(room)
-        return self._join(waits, ready if ready >= 0 else env.now, self.l2_latency), dram, req
+        return self._join(waits, max(ready if ready >= 0 else env.now, at_least_tick), self.l2_latency), dram, req
 
     def _read_data(self, addrs: np.ndarray, category: str, stream: Stream) -> simpy.Event:
         """:meth:`read` ``with_data``: an uncached read whose event carries the values it read."""

@@ -116,8 +116,8 @@ def estimate_ns(k: GemmKernelConfig, s: Shape, gpu, hbm, l2=None) -> float:
         tm, tn = ceil_div(s.M, k.tile_m), ceil_div(s.N, k.tile_n)
         l2_B = eb * s.K * (tm * k.tile_m * tn / k.cluster_n + tn * k.tile_n * tm / k.cluster_m)
         l2_ns = l2_B / (l2.banks * l2.bank_bandwidth_B_per_cycle * l2.clock_GHz)
-    launches = 2 if k.split_k > 1 else 1
-    return max(math_ns, mem_ns, l2_ns) + launches * gpu.kernel_launch_overhead_ns
+    reduce_launch_ns = gpu.dependent_launch_gap if k.split_k > 1 else 0.0  # split-K's reduction kernel (splitk)
+    return max(math_ns, mem_ns, l2_ns) + gpu.kernel_launch_overhead_ns + reduce_launch_ns
 
 
 def _fastest(lib: GemmLibraryConfig, s: Shape, system) -> List[GemmKernelConfig]:

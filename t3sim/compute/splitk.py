@@ -19,11 +19,11 @@ its base address to the kernel (``GemmKernel(..., workspace_B=...)``).
 
 Reduction. When every slice WG retired and its partial stores completed (the split kernel's end), the reduction
 kernel is launched on the same GPU: a :class:`~t3sim.compute.wg_program.ProgramKernel` with one WG per output tile
-(in the given tile order), placed by the GEMM's dispatcher on the GEMM's CUs. Like every kernel t3sim launches, its
-first WGs dispatch ``gpu.kernel_launch_overhead_ns`` after its launch: cuBLAS enqueues the reduction right behind
-the split kernel on the stream, and t3sim charges a stream's next kernel the launch overhead from its predecessor's
-end (:mod:`t3sim.schemes.runtime.program` does the same); assumption: the H200 data times the two kernels only
-together, so the gap between them is not measured. Reduction WG ``w`` (tile ``t``) reads the ``s`` partial tiles
+(in the given tile order), placed by the GEMM's dispatcher on the GEMM's CUs. Its first WGs dispatch
+``gpu.dependent_launch_gap_ns`` after the split kernel's end: cuBLAS enqueues the reduction right behind the split
+kernel as a programmatic dependent launch, and on the measured H100 the pair adds no launch gap beyond the first
+kernel's (``gpu.dependent_launch_gap_ns``'s source); where a preset leaves that field unset, the reduction pays
+``gpu.kernel_launch_overhead_ns`` as any stream's next kernel does. Reduction WG ``w`` (tile ``t``) reads the ``s`` partial tiles
 of ``t`` (one batch of real 64 B requests through the L2 into DRAM), adds them (``(s - 1) x tile_m x tile_n`` fp32
 adds at ``gpu.fp32_flops_per_cycle``, shared with the WGs computing on its CU), and stores the tile through the
 GEMM kernel's output sink with the tile's own store requests and ``seq = w``: a scheme's sink sees each tile's
@@ -133,5 +133,6 @@ def reduce_kernel(gk) -> ProgramKernel:
     rk = ProgramKernel(gk.engine, f"{gk.name}.reduce", hier, gk.gpu, threads_per_wg=REDUCE_THREADS,
                        registers_per_thread=REDUCE_REGISTERS, lds_per_wg_B=0, num_wgs=len(order), program=program,
                        dispatcher=gk.dispatcher, tiles=order,
-                       cus=None if gk.num_cus == gk.gpu.num_cus else range(gk.num_cus))
+                       cus=None if gk.num_cus == gk.gpu.num_cus else range(gk.num_cus),
+                       launch_overhead_ns=gk.gpu.dependent_launch_gap)
     return rk

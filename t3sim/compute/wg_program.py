@@ -60,12 +60,17 @@ class ProgramKernel(Component):
         progress_per_wg: count a unit of progress (the progress meter's) per retired WG; False: the programs count
             their own units (a persistent WG's logical WGs) with :meth:`progressed`.
         cus: the CUs its WGs may use (default all; a GEMM's split-K reduction runs on its GEMM's CUs).
+        launch_overhead_ns: ns from :meth:`start` to its first WGs' dispatch (default ``gpu.kernel_launch_overhead_ns``;
+            a kernel launched as a programmatic dependent of the one before it passes
+            ``gpu.dependent_launch_gap_ns``).
     """
 
     def __init__(self, engine: Engine, name: str, hier, gpu: GPUConfig, *, threads_per_wg: int, registers_per_thread: int,
                  lds_per_wg_B: int, num_wgs: int, program: Program, dispatcher: Optional[CuDispatcher] = None,
-                 tiles: Optional[List[int]] = None, progress_per_wg: bool = True, cus: Optional[Sequence[int]] = None):
+                 tiles: Optional[List[int]] = None, progress_per_wg: bool = True, cus: Optional[Sequence[int]] = None,
+                 launch_overhead_ns: Optional[float] = None):
         super().__init__(engine, name)
+        self.launch_overhead_ns = gpu.kernel_launch_overhead_ns if launch_overhead_ns is None else launch_overhead_ns
         self.cus = None if cus is None else tuple(int(c) for c in cus)
         self.progress_per_wg = progress_per_wg
         if num_wgs < 1:
@@ -131,7 +136,7 @@ class ProgramKernel(Component):
         n = min(self.slots, self.num_wgs)
         self._live = n
         self._h = self.dispatcher.register(self.name, self.footprint, self._pending, self._on_cu, self.cus)
-        launch = ns_to_ticks(self.gpu.kernel_launch_overhead_ns)
+        launch = ns_to_ticks(self.launch_overhead_ns)
         for _ in range(n):
             self.env.process(self._slot(None, launch))
         return self.done

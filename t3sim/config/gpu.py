@@ -8,7 +8,7 @@ labelled as assumptions.
 
 from __future__ import annotations
 
-from typing import List, Literal
+from typing import List, Literal, Optional
 
 from pydantic import model_validator
 
@@ -50,12 +50,32 @@ class GPUConfig(Model):
     kernel_launch_overhead_ns: float = F(
         3000.0, unit="ns", desc="time from kernel launch to first WG dispatch",
         source="assumption: typical measured launch latency of a few microseconds on discrete GPUs", ge=0)
+    l2_to_cu_B_per_cycle: int = F(
+        0, unit="B/cycle",
+        desc="bytes of L2 read data one CU can receive per CU cycle (its port on the network from the L2 slices): a "
+             "GEMM WG's load batch is back no sooner than its CU's port has passed the batch's bytes after the "
+             "batches issued before it (t3sim.compute.memhier); 0: no limit",
+        source="assumption: no limit (the H800 preset sets a value measured on an H100)", ge=0)
+    dependent_launch_gap_ns: Optional[float] = F(
+        None, unit="ns",
+        desc="time from a kernel's end to the first WG of the kernel launched behind it as its programmatic dependent "
+             "(CUDA programmatic dependent launch: cuBLAS's split-K reduction behind its split kernel); unset: "
+             "kernel_launch_overhead_ns, as any stream's next kernel",
+        source="assumption: a dependent kernel launches as any other (the H800 and H200 presets set a measured value)",
+        ge=0)
     atomic_add_dtypes: List[Literal["fp16", "bf16", "fp32", "fp8"]] = F(
         ["fp16", "fp32"], unit="list",
         desc="element types a CU can reduce into (local or peer) memory with one atomic/red add instruction (FLUX's fused "
              "atomic reduce-scatter, scheme.flux_reduce=atomic, runs only for these)",
         source="CUDA C++ Programming Guide, atomicAdd(): __half on compute capability 7.x and higher, __nv_bfloat16 only "
                "8.x and higher (the Table 1 GPU is a V100, 7.0)")
+
+    @property
+    def dependent_launch_gap(self) -> float:
+        """ns from a kernel's end to its programmatic dependent's first WG (``dependent_launch_gap_ns``, or
+        ``kernel_launch_overhead_ns`` where unset)."""
+        d = self.dependent_launch_gap_ns
+        return self.kernel_launch_overhead_ns if d is None else d
 
     @model_validator(mode="after")
     def _carveouts(self) -> "GPUConfig":

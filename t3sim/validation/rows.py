@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Dict
+from typing import Dict, List, Tuple
 
 from t3sim.collectives.gpu_run import simulate_collective_on_gpus
 from t3sim.compute.gemm_kernel import GemmKernel
+from t3sim.compute.kernel_run import GemmRun
 from t3sim.compute.sinks import CachedLocalOutput
 from t3sim.compute.memhier import MemoryHierarchy
 from t3sim.config.loader import build
@@ -83,9 +84,14 @@ def simulate_collective_elems(system: SystemConfig, collective: str, gpus: int, 
     return SimOutcome(run.duration_ns / 1e3, wall, detail)
 
 
-def simulate_gemm_row(system: SystemConfig, M: int, N: int, K: int, dtype: str, where: str = "row") -> SimOutcome:
-    """Simulated time (us) of one GEMM on one GPU, including the kernel launch overhead (GemmKernel applies it)."""
-    k = gemm_kernel_record(system, M, N, K, dtype)
+def gemm_sequence_runs(system: SystemConfig, M: int, N: int, K: int, dtype: str, pieces: int = 1,
+                       warm: bool = True) -> Tuple[List[GemmRun], int, float]:
+    """Run the passes of :func:`simulate_gemm_sequence`: the :class:`GemmRun` of every GEMM in launch order (the
+    warm-up pass first, where ``warm``), the tick the timed pass started, and the wall-clock seconds taken."""
+    if pieces < 1 or M % pieces:
+        raise ValueError(f"{M} rows do not split into {pieces} equal shards")
+    m = M // pieces
+    k = gemm_kernel_record(system, m, N, K, dtype)
     eng = Engine(seed=0)
     hier = MemoryHierarchy(eng.env, system)
     eb = DTYPE_BYTES[dtype]
@@ -93,20 +99,58 @@ def simulate_gemm_row(system: SystemConfig, M: int, N: int, K: int, dtype: str, 
     up = lambda x: -(-x // align) * align  # noqa: E731
     a, b = 0, up(M * K * eb)
     c = up(b + K * N * eb)
-    ws = up(c + M * N * eb) if k.split_k > 1 else None  # split-K partials
-    gk = GemmKernel(eng, "gpu0.gemm", hier, system.gpu, k, wg_order(k), a, b, c, CachedLocalOutput(hier),
-                    workspace_B=ws)
-    eng.work = lambda: (gk.progress / gk.num_wgs, f"{gk.progress}/{gk.num_wgs} WGs")  # progress display only
+    ws = up(c + M * N * eb) if k.split_k > 1 else None  # split-K partials, reused by every shard
+    sink = CachedLocalOutput(hier)
+    total = (2 if warm else 1) * pieces
+    runs: List[GemmRun] = []
+    timed_from = [0]
+
+    def launch(i):
+        if i == total - pieces:
+            timed_from[0] = eng.env.now
+        gk = GemmKernel(eng, f"gpu0.gemm{i}", hier, system.gpu, k, wg_order(k), a + (i % pieces) * m * K * eb, b,
+                        c + (i % pieces) * m * N * eb, sink, workspace_B=ws)
+        gk.start().callbacks.append(lambda e, i=i: ended(i, e.value))
+
+    def ended(i, run):
+        runs.append(run)
+        if i + 1 < total:
+            launch(i + 1)
+        else:
+            eng.finish()
+
+    eng.work = lambda: (len(runs) / total, f"{len(runs)}/{total} GEMMs")  # progress display only
     t0 = time.perf_counter()
-    done = gk.start()
-    done.callbacks.append(lambda _e: eng.finish())
+    launch(0)
     eng.run()
-    wall = time.perf_counter() - t0
-    run = done.value
-    kernel_us = run.duration_ticks / TICKS_PER_NS / 1e3
-    launch_us = system.gpu.kernel_launch_overhead_ns / 1e3
+    if len(runs) != total:
+        raise RuntimeError(f"the GEMM sequence stopped after {len(runs)} of {total} GEMMs (a deadlock)")
+    return runs, timed_from[0], time.perf_counter() - t0
+
+
+def simulate_gemm_sequence(system: SystemConfig, M: int, N: int, K: int, dtype: str, pieces: int = 1,
+                           warm: bool = True) -> SimOutcome:
+    """Simulated time (us) of an ``M x K`` by ``K x N`` GEMM run as ``pieces`` GEMMs of ``M / pieces`` rows back to
+    back on one stream of one GPU (``torch.matmul`` on row shards of A and C, B whole: the ``rows8``/``rows64``
+    forms of ``experiments/validation/gemm_kernels/``; ``pieces = 1``: the GEMM whole).
+
+    Each shard gets the kernel the library picks for its own shape and is launched when the previous one ends, its
+    first WGs dispatching ``gpu.kernel_launch_overhead_ns`` later (a stream's next kernel); the time is the pass's,
+    from its first launch to its last GEMM's end. ``warm``: the pass runs twice on the same memory hierarchy and the
+    second is timed, as the measurements time their calls after warm-up calls of the same tensors -- so the L2
+    holds what the previous call left in it (a small GEMM's B, say), not nothing."""
+    runs, timed_from, wall = gemm_sequence_runs(system, M, N, K, dtype, pieces, warm)
+    last = runs[-1]
+    us = (last.end_tick - timed_from) / TICKS_PER_NS / 1e3
     flop = 2.0 * M * N * K
     peak_us = flop / (system.gpu.num_cus * system.gpu.fp16_flops_per_cycle * system.gpu.clock_GHz * 1e9) * 1e6
-    detail = {"kernel_us": kernel_us, "launch_overhead_us": launch_us, "peak_compute_us": peak_us,
-              "wgs_per_cu": float(run.wgs_per_cu), "stages": float(run.stages)}
-    return SimOutcome(kernel_us, wall, detail)
+    return SimOutcome(us, wall, {"kernel_us": us, "launch_overhead_us": system.gpu.kernel_launch_overhead_ns / 1e3,
+                                 "peak_compute_us": peak_us, "wgs_per_cu": float(last.wgs_per_cu),
+                                 "stages": float(last.stages), "pieces": float(pieces),
+                                 "split_k": float(last.split_k), "warm": float(warm)})
+
+
+def simulate_gemm_row(system: SystemConfig, M: int, N: int, K: int, dtype: str, where: str = "row") -> SimOutcome:
+    """Simulated time (us) of one GEMM on one GPU, launch included (:func:`simulate_gemm_sequence` with one piece,
+    after a warm-up call, as the rows were measured)."""
+    return simulate_gemm_sequence(system, M, N, K, dtype)

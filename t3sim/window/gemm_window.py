@@ -157,7 +157,8 @@ class GemmWindow:
                      (WK.C_MARGIN_B, (P + 2 + acc) * (ncat + 2) + 8), (WK.C_ACC, int(acc)),
                      (WK.C_STCAT, h._cat(gk.sink.category)),
                      (WK.C_STSRC, int(CATEGORY_SOURCE.get(gk.sink.category, Source.OTHER))), (WK.C_R, P + 1),
-                     (WK.C_AHEAD, int(h.port.lookahead and mem.may_run_ahead())), (WK.C_WQLIM, h.wq_limit)):
+                     (WK.C_AHEAD, int(h.port.lookahead and mem.may_run_ahead())), (WK.C_WQLIM, h.wq_limit),
+                     (WK.C_PORT, h.cu_port_B)):
             C[i] = int(v)
         W = self.W = np.zeros(WK.NW, dtype=np.int64)
         eng = mem.engine
@@ -247,7 +248,7 @@ class GemmWindow:
               mem._unit_next, _NO_ID, mem._unit_awaited)
         LS = (*h.l2.kernel_state, h.fills.line, h.fills.tag)
         KD = (gk.order, self.a_addr, self.a_off, self.b_addr, self.b_off, self.st_addr, self.st_off, self.mcyc,
-              self.stage_left, self.stage_end, gk.cu_active, self.scratch)
+              self.stage_left, self.stage_end, gk.cu_active, self.scratch, h.cu_port_free)
         MP = (eng.P, mem.timing.lat, mem.RQ, mem.f_head, mem.f_tail, mem.arb, mem.obs, eng.US, eng.ready, eng.open_row,
               eng.act_hist, eng.Q, eng.hits, eng.qcnt, eng.closing, mem.occ_hist, mem.bus_busy, mem.turnarounds,
               mem.cmd_count, eng._out, eng._no_log, eng.counts)

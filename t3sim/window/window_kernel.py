@@ -60,7 +60,7 @@ from t3sim.window.window_joins import (  # noqa: F401 (state layout: also this m
     C_S, C_P, C_NG, C_G, C_STEPS, C_NWGS, C_TILES_N, C_LAUNCH, C_CU_F, C_L2_F, C_MEM_F, C_FRONTEND, C_MIN_DONE,
     C_READ_DONE, C_LAZY, C_L2_LAT, C_CAT, C_SCAT, C_ACCESS_B, C_LINE_B, C_SECTOR_B, C_REQ_B, C_FLMASK, C_SLOTS,
     C_BID0, C_TAG0, C_BPG, C_XOR, C_PCH, C_READ, C_WRITE, C_COMPUTE, C_MARGIN_REQ, C_MARGIN_B, C_STCAT, C_STSRC,
-    C_R, C_ACC, C_AHEAD, C_WQLIM, NC)
+    C_R, C_ACC, C_AHEAD, C_WQLIM, C_PORT, NC)
 
 
 @numba.njit(cache=True)
@@ -119,16 +119,16 @@ def _writebacks(E, W, C, BI, TR, cat_src, SA):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _read(addrs, jkind, cat, scat, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):  # pragma: no cover - compiled
-    """``MemoryHierarchy.read`` of batch ``addrs`` (L2 category ``cat``, DRAM source ``scat``) now; returns the
-    id of its done event's join (of kind ``jkind``)."""
+def _read(addrs, jkind, cat, scat, at_least, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS):  # pragma: no cover - compiled
+    """``MemoryHierarchy.read`` of batch ``addrs`` (L2 category ``cat``, DRAM source ``scat``) now, its data back no
+    sooner than tick ``at_least`` (-1: no bound); returns the id of its done event's join (of kind ``jkind``)."""
     S, G, V, occ, cnt, fl_line, fl_tag = LS
     RQ, b_done, b_rem, sc, radix, pos, chash, f_head, f_tail, unit_next, noid, unit_awaited = SA
     now = W[W_NOW]
     ready, tags, req, E = l2_read(addrs, False, cat, next_cycle(now, C[C_L2_F]), S, G, V, occ, cnt, fl_line,
                                    fl_tag, C[C_FLMASK], W[W_NFILL] > 0, C[C_LINE_B], C[C_SECTOR_B], C[C_ACCESS_B])
     nwb = _writebacks(E, W, C, BI, TR, cat_src, SA)
-    k = _new_join(J, W, jkind, ready if ready >= 0 else now, C[C_L2_LAT])
+    k = _new_join(J, W, jkind, max(ready if ready >= 0 else now, at_least), C[C_L2_LAT])
     for t in tags:
         ti = t - C[C_TAG0]
         if ti >= 0:
@@ -199,7 +199,7 @@ def _maybe_end(W):  # pragma: no cover - compiled
 @numba.njit(cache=True)
 def _load(j, g, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragma: no cover - compiled
     """``GemmKernel._loads`` of k-group ``g`` of slot ``j``'s WG: its A and B slices in one read batch."""
-    order, a_addr, a_off, b_addr, b_off, st_addr, st_off, mcyc, stage_left, stage_end, cu_active, scratch = KD
+    order, a_addr, a_off, b_addr, b_off, st_addr, st_off, mcyc, stage_left, stage_end, cu_active, scratch, port = KD
     ia = SL[j, SL_TM] * C[C_NG] + g
     ib = SL[j, SL_TN] * C[C_NG] + g
     na = a_off[ia + 1] - a_off[ia]
@@ -208,13 +208,19 @@ def _load(j, g, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragma:
     buf[:na] = a_addr[a_off[ia]: a_off[ia + 1]]
     buf[na:] = b_addr[b_off[ib]: b_off[ib + 1]]
     W[W_LOADREQ] += na + nb
-    return _read(buf, JOIN_LOAD, C[C_CAT], C[C_SCAT], W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS)
+    at_least = -1
+    if C[C_PORT]:  # MemoryHierarchy.cu_port_done: the CU's port from the L2 passes the batch after earlier ones
+        cu = SL[j, SL_CU]
+        f = C[C_CU_F]
+        at_least = cycle_start_tick(next_cycle(max(W[W_NOW], port[cu]), f) + (-(-(na + nb) * C[C_REQ_B] // C[C_PORT])), f)
+        port[cu] = at_least
+    return _read(buf, JOIN_LOAD, C[C_CAT], C[C_SCAT], at_least, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS)
 
 
 @numba.njit(cache=True)
 def resume(j, pc, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragma: no cover - compiled
     """Run slot ``j``'s process (``GemmKernel._slot``) from yield point ``pc`` until it waits again or ends."""
-    order, a_addr, a_off, b_addr, b_off, st_addr, st_off, mcyc, stage_left, stage_end, cu_active, scratch = KD
+    order, a_addr, a_off, b_addr, b_off, st_addr, st_off, mcyc, stage_left, stage_end, cu_active, scratch, port = KD
     P = C[C_P]
     ng = C[C_NG]
     R = C[C_R]
@@ -281,7 +287,7 @@ def resume(j, pc, W, C, H, SL, BI, CB, J, TB, TR, cat_src, SA, LS, KD):  # pragm
             a = st_addr[st_off[tile]: st_off[tile + 1]]
             W[W_ACCLINES] += a.shape[0]
             W[W_WLEFT] += 1
-            k = _read(a, JOIN_ACC, C[C_STCAT], C[C_STSRC], W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS)
+            k = _read(a, JOIN_ACC, C[C_STCAT], C[C_STSRC], -1, W, C, H, BI, CB, J, TB, TR, cat_src, SA, LS)
             J[k, J_WAITER] = j
             SL[j, SL_PC], SL[j, SL_WAIT] = PC_AFTER_ACC, k
             return

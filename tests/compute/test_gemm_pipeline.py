@@ -32,7 +32,10 @@ class FakeHier:
         self.outstanding = 0
         self.max_outstanding = 0
 
-    def read(self, addrs, category="gemm"):
+    def cu_port_done(self, cu, nbytes):
+        return -1  # no CU port limit
+
+    def read(self, addrs, category="gemm", at_least_tick=-1):
         self.log.append((self.env.now, np.asarray(addrs).copy()))
         self.outstanding += 1
         self.max_outstanding = max(self.max_outstanding, self.outstanding)

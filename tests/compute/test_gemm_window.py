@@ -400,3 +400,48 @@ def test_write_queue_bound_matches_reference_over_shapes_and_bounds(bound, m, k,
         win = _run_gemm(s, m, 2048, k, window=True, acc=acc)
     assert seen == ["gpu0.gemm"]
     assert win[:-1] == ref[:-1]
+
+
+def _with_port(system, B_per_cycle: int):
+    return system.model_copy(update={"gpu": system.gpu.model_copy(update={"l2_to_cu_B_per_cycle": B_per_cycle})})
+
+
+@pytest.mark.parametrize("acc", [False, True], ids=["cached", "accumulate"])
+@pytest.mark.parametrize("port", [8, 64])
+def test_cu_port_matches_reference(system, windows, acc, port):
+    """Each CU's port from the L2 (``gpu.l2_to_cu_B_per_cycle``, MemoryHierarchy's module doc) in the window: a WG's
+    load batch is back no sooner than its CU's port has passed it after the batches before it, as on the reference
+    path; at 8 B per cycle the port binds (the run is slower than without it); a process beside it sees the same
+    progress."""
+    s = _with_port(system, port)
+    shape = (512, 2048, 512) if system.gemm_library.kernels else (256, 0, 0)
+    ref = _run_gemm(s, *shape, window=False, acc=acc, noise_ps=1499)
+    assert not windows
+    free = _run_gemm(system, *shape, window=False, acc=acc)
+    if port == 8:
+        assert free[1] < ref[1]  # the port moved the kernel's end
+    win = _run_gemm(s, *shape, window=True, acc=acc, noise_ps=1499)
+    assert windows == ["gpu0.gemm"]
+    assert win[:-1] == ref[:-1]
+
+
+@settings(max_examples=8, deadline=None)
+@given(port=st.integers(16, 256), m=st.sampled_from([128, 256, 512]), k=st.sampled_from([128, 512, 1024]),
+       acc=st.booleans(), k_group=st.sampled_from([1, 2]))
+def test_cu_port_matches_reference_over_shapes_and_rates(port, m, k, acc, k_group):
+    """Hypothesis over the port's rate, the GEMM's M and K, the sink and the k-group (H200): the window and the
+    reference path agree. (Below 16 B per cycle a load batch of the large kernel takes longer than the test
+    engine's 8 us stall watchdog.)"""
+    s = _with_port(load_system(H200), port)
+    ref = _run_gemm(s, m, 2048, k, window=False, acc=acc, k_group=k_group)
+    seen = []
+    orig = gemm_window.GemmWindow.__init__
+
+    def init(self, gk, *a):
+        seen.append(gk.name)
+        orig(self, gk, *a)
+
+    with mock.patch.object(gemm_window.GemmWindow, "__init__", init):
+        win = _run_gemm(s, m, 2048, k, window=True, acc=acc, k_group=k_group)
+    assert seen == ["gpu0.gemm"]
+    assert win[:-1] == ref[:-1]

@@ -141,6 +141,8 @@ def R(ctx: str, value, *extra: str, with_: Tuple[str, ...] = (), rejects: bool =
 FLUX_PULL = ("scheme.flux_reduce=pull",)
 #: a two-kernel library: ``big`` first (first_fit's pick), ``small`` a 64 x 64 tile
 TWO_KERNELS = "[{name: big, tile_m: 128, tile_n: 128, tile_k: 32}, {name: small, tile_m: 64, tile_n: 64, tile_k: 32}]"
+#: a one-kernel library whose kernel splits K in two (a reduction kernel follows)
+SPLIT_KERNEL = "[{name: s2, tile_m: 64, tile_n: 64, tile_k: 32, split_k: 2}]"
 HDR = ("system.interconnect.packet_header_B=16",)
 H2D = ("scheme.copy_direction=h2d",)
 CE = ("system.copy_engine.d2d_path=ce",)
@@ -167,6 +169,10 @@ RECIPES: Dict[str, Recipe] = {
     "system.gpu.fp16_flops_per_cycle": R("tiny", 256),
     "system.gpu.fp32_flops_per_cycle": R("tiny_fp32", 32),
     "system.gpu.kernel_launch_overhead_ns": R("tiny", 100),
+    # a GEMM of split-K kernels: its reduction kernel waits the dependent gap (the default: the launch overhead)
+    "system.gpu.dependent_launch_gap_ns": R("tiny", 0, "system.gemm_library.kernels=" + SPLIT_KERNEL),
+    # a port of 1 B per cycle is far below what the GEMM's WGs load
+    "system.gpu.l2_to_cu_B_per_cycle": R("tiny", 1),
     "system.gpu.atomic_add_dtypes": R("flux_rs", ["fp32"], rejects=True),
     # ---- GEMM library: the tiny context's 256 x 512 x 256 GEMM on the Table 1 GPU (whose library is empty)
     "system.gemm_library.kernels": R("tiny", "[{name: k64, tile_m: 64, tile_n: 64, tile_k: 64}]"),

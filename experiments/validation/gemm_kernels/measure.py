@@ -21,7 +21,11 @@ second kernel shows up. Three times per call, medians of ``--reps`` after 5 warm
   (``gpu_timing.gpu_times``): the GPU's time for the call, kernels and the gaps between them;
 - ``kernel_us``: the sum of the call's kernel durations in the profiler's trace.
 
-Run: ``python3 measure.py --out DIR`` (writes ``DIR/gemm_kernels.csv``, ``DIR/decomp.csv`` and ``DIR/env.json``);
+- ``launch`` (``launch.csv``): the two CUDA events alone, and 1, 8 and 64 kernels back to back between them (a
+  one-element add, and a 64 x 64 x 64 GEMM): the events' own time, and what each further kernel of a stream adds.
+
+Run: ``python3 measure.py --out DIR`` (writes ``DIR/gemm_kernels.csv``, ``DIR/launch.csv``, ``DIR/decomp.csv`` and
+``DIR/env.json``);
 ``--quick`` measures a few shapes of each set (a dry run).
 """
 
@@ -109,8 +113,8 @@ def measure_decomp(reps: int, quick: bool, path: Path) -> None:
     if quick:
         cases = cases[:2]
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, ["M", "N", "K", "form", "pieces", "kernel_us", "gpu_us", "median_us", "min_us",
-                               "kernels"])
+        w = csv.DictWriter(f, ["M", "N", "K", "form", "pieces", "n_kernels", "kernel_us", "gpu_us", "median_us",
+                               "min_us", "kernels"])
         w.writeheader()
         for m, n, k in cases:
             a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
@@ -137,12 +141,35 @@ def measure_decomp(reps: int, quick: bool, path: Path) -> None:
                 names = sorted({e["name"] for e in ks})
                 ts = ev_times(fn, reps)
                 gpu = statistics.median(gpu_times(fn, reps))
-                w.writerow({"M": m, "N": n, "K": k, "form": form, "pieces": pieces,
+                w.writerow({"M": m, "N": n, "K": k, "form": form, "pieces": pieces, "n_kernels": len(ks),
                             "kernel_us": round(sum(e["dur_us"] for e in ks), 3), "gpu_us": round(gpu, 3),
                             "median_us": round(statistics.median(ts), 3), "min_us": round(min(ts), 3),
                             "kernels": ";".join(names)})
                 f.flush()
             del a, b, c
+
+
+def measure_launch(reps: int, path: Path) -> None:
+    """The GPU's time for the two CUDA events alone (``kernels`` 0), and for 1, 8 and 64 kernels back to back between
+    them: kernels that add 1 to one element (``add1``) and 64 x 64 x 64 GEMMs (``matmul64``): the events' own time,
+    and what each further kernel of a stream adds beyond its duration."""
+    x = torch.zeros(1, device="cuda")
+    a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    ops = {"add1": lambda: x.add_(1), "matmul64": lambda: torch.matmul(a, b)}
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, ["kind", "kernels", "kernel_us", "gpu_us", "kernel"])
+        w.writeheader()
+        w.writerow({"kind": "events", "kernels": 0, "kernel_us": 0, "kernel": "",
+                    "gpu_us": round(statistics.median(gpu_times(lambda: None, reps)), 3)})
+        for kind, op in ops.items():
+            for n in (1, 8, 64):
+                fn = (lambda op=op, n=n: [op() for _ in range(n)])
+                ks = kernels_of(fn)
+                w.writerow({"kind": kind, "kernels": len(ks), "kernel_us": round(sum(e["dur_us"] for e in ks), 3),
+                            "gpu_us": round(statistics.median(gpu_times(fn, reps)), 3),
+                            "kernel": ks[0]["name"] if ks else ""})
+                f.flush()
 
 
 def main() -> None:
@@ -166,6 +193,7 @@ def main() -> None:
         w = csv.DictWriter(f, COLUMNS)
         w.writeheader()
         measure_shapes(shapes(args.quick), args.reps, w)
+    measure_launch(args.reps, out / "launch.csv")
     measure_decomp(args.reps, args.quick, out / "decomp.csv")
     print(json.dumps(env), flush=True)
 

@@ -10,12 +10,16 @@ Three measurements (bf16-free: plain CUDA C++ kernels compiled by CuPy):
   2 GiB buffer, for a fixed time longer than the chase). The streaming kernel counts its bytes and the span from its
   first CTA's start to its last CTA's end (``%globaltimer``), so each row pairs the chase's ns per hop with the HBM
   bandwidth achieved beside it. ``k`` runs from 1 to every SM, then two and four CTAs per SM (the peak).
+- ``l2``: the streaming kernel alone over a 16 MiB buffer (resident in the L2 after a first pass) on ``k`` SMs, one
+  CTA of 1024 threads each, then two CTAs per SM: the L2's read bandwidth to one SM and to all, in GB/s and in bytes
+  per SM cycle (the SM clock read by a spinning kernel's ``clock64()`` against ``%globaltimer`` right after);
 - ``copy``: ``torch.Tensor.copy_`` device to device of 64 MiB to 1 GiB, median of 20 after warm-ups;
   GB/s counts bytes read and written; the kernel that runs it (name, grid, block, registers per thread) from the
   profiler's trace, empty if a copy engine runs it.
 
 Each row is the median of ``--reps`` repeats. Run: ``python3 measure.py --out DIR`` (writes
-``DIR/idle_latency.csv``, ``DIR/loaded_latency.csv``, ``DIR/d2d_copy.csv``, ``DIR/env.json``); ``--quick`` for a
+``DIR/idle_latency.csv``, ``DIR/loaded_latency.csv``, ``DIR/l2_bandwidth.csv``, ``DIR/d2d_copy.csv``,
+``DIR/env.json``); ``--quick`` for a
 dry run.
 """
 
@@ -75,6 +79,14 @@ extern "C" __global__ void stream(const int4* __restrict__ src, unsigned long lo
         atomicMax(out + 2, t);
     }
 }
+extern "C" __global__ void clocks(long long ns, long long* out) {
+    unsigned long long t0, t;
+    long long c0 = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while ((long long)(t - t0) < ns);
+    out[0] = clock64() - c0;
+    out[1] = (long long)(t - t0);
+}
 """
 
 
@@ -94,7 +106,7 @@ def main() -> None:
     ap.add_argument("--out", default=".")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=("idle", "loaded", "copy"), help="one of the three measurements")
+    ap.add_argument("--only", choices=("idle", "loaded", "l2", "copy"), help="one of the four measurements")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -179,6 +191,30 @@ def main() -> None:
                             "chase_overlapped": int(all(r[5] for r in rows))})
                 f.flush()
         del nxt, src
+    if args.only in (None, "l2"):
+        clocks = mod.get_function("clocks")
+        src = cp.ones((16 << 20) // 4, dtype=cp.int32)
+        n16 = cp.uint64(src.nbytes // 16)
+        cnt = cp.zeros(3, dtype=cp.uint64)
+        clk = cp.zeros(2, dtype=cp.int64)
+        with open(out / "l2_bandwidth.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, ["stream_sms", "ctas_per_sm", "stream_GBps", "sm_clock_GHz", "B_per_sm_cycle"])
+            w.writeheader()
+            for k, per in [(k, 1) for k in (1, 2, 4, 8, 16, 33, 66, sms)] + [(sms, 2)]:
+                vals = []
+                for _ in range(args.reps):
+                    cnt[0], cnt[1], cnt[2] = 0, 2 ** 64 - 1, 0
+                    stream((k * per,), (1024,), (src, n16, cp.int64(2_000_000), cnt),
+                           shared_mem=smem_one_per_sm if per == 1 else 0)
+                    clocks((1,), (1,), (cp.int64(200_000), clk))
+                    cp.cuda.Device().synchronize()
+                    c, ck = cnt.get(), clk.get()
+                    vals.append((int(c[0]) / (int(c[2]) - int(c[1])), int(ck[0]) / int(ck[1])))
+                gbps, ghz = sorted(vals)[len(vals) // 2]
+                w.writerow({"stream_sms": k, "ctas_per_sm": per, "stream_GBps": round(gbps, 1),
+                            "sm_clock_GHz": round(ghz, 3), "B_per_sm_cycle": round(gbps / ghz / k, 2)})
+                f.flush()
+        del src
     if args.only in (None, "copy"):
         with open(out / "d2d_copy.csv", "w", newline="") as f:
             w = csv.DictWriter(f, ["bytes", "median_us", "GBps_read_plus_write", "kernel", "grid", "block", "regs"])
