@@ -131,7 +131,7 @@ class Machine:
 MACHINES = (
     Machine("h200-4gpu", "4x H200 (NVSwitch)", 4, "validated against measurements",
             "the measured node (docs/validation.md): reduce-scatter 2.1 % geomean (fitted, 6 rows), cuBLAS GEMMs "
-            "6.4 %, GEMM+RS sequential/concurrent/chunked 4.3 % (20 rows); FLUX, T3, FiCCO, copy-engine schemes "
+            "5.4 %, GEMM+RS sequential/concurrent/chunked 4.3 % (20 rows); FLUX, T3, FiCCO, copy-engine schemes "
             "not measured"),
     Machine("mi300x-8gpu", "8x MI300X (full mesh)", 8, "from sources",
             "FiCCO's node from AMD's CDNA 3 whitepaper, the MI300X datasheet and RCCL's tuning tables; the 256 MB "

@@ -6,7 +6,8 @@ concurrently (the RS of an *independent* array on a second stream) and chunked (
 rows, chunk i's RS issued after chunk i on a second stream); its README says how. Each measured column
 (:data:`t3sim.analysis.validation.OVERLAP_MEASURED`) is one validation row, simulated the way it was measured:
 
-* ``gemm``: the GEMM alone on one GPU (:func:`~t3sim.validation.rows.simulate_gemm_row`);
+* ``gemm``: the GEMM alone on one GPU (:func:`~t3sim.validation.rows.simulate_gemm_sequence`), from a cold L2 as
+  the program columns below run, so that the columns compare alike;
 * ``rs``: the reduce-scatter of ``M x N`` elements alone (homogeneous mode, the paper's method); ``ag``: the
   all-gather of the ``M x K`` input alone (``ag_us`` of an ag_gemm row, t3sim.analysis.validation_settings);
 * ``sequential``, ``concurrent``, ``chunked``: that scheme's program without the all-gather
@@ -32,7 +33,7 @@ from t3sim.schemes.baseline.sequential import sequential_program
 from t3sim.sim.clock import TICKS_PER_US
 from t3sim.system.kernels import gemm_kernel_record
 from t3sim.system.model import SystemModel
-from t3sim.validation.rows import SimOutcome, simulate_collective_elems, simulate_gemm_row, system_for_gpus
+from t3sim.validation.rows import SimOutcome, simulate_collective_elems, simulate_gemm_sequence, system_for_gpus
 
 #: what each row's scheme program is, and the scheme options it runs with
 PROGRAMS = {"sequential": (sequential_program, {}), "concurrent": (concurrent_program, {"launch_first": "comm"}),
@@ -56,7 +57,7 @@ def simulate_overlap_row(system, f: Dict[str, object], where: str = "row"):
     what = str(f["what"])
     M, N, K, dtype = int(f["M"]), int(f["N"]), int(f["K"]), str(f["dtype"])
     if what == "gemm":
-        return simulate_gemm_row(system, M, N, K, dtype, where)
+        return simulate_gemm_sequence(system, M, N, K, dtype, warm=False)
     if what in ("rs", "ag"):  # the collective alone: the RS of the M x N output, the AG of the M x K input
         coll, elems = ("reduce_scatter", M * N) if what == "rs" else ("all_gather", M * K)
         return simulate_collective_elems(system, coll, int(f["tp"]), elems, dtype, where)

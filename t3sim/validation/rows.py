@@ -14,7 +14,9 @@ them) is simulated in isolation, the way it was measured:
 * a **GEMM** row (``model,sublayer,tp,M,N,K,dtype,median_us``) runs one
   ``M x K`` by ``K x N`` GEMM on one GPU's memory hierarchy with the kernel
   of :func:`t3sim.system.kernels.gemm_kernel_record` (the kernel's time includes
-  ``system.gpu.kernel_launch_overhead_ns``: CUDA-event timing includes the launch).
+  ``system.gpu.kernel_launch_overhead_ns``: CUDA-event timing includes the launch), timed after a warm-up run of
+  the same GEMM on the same hierarchy, as the rows were measured after warm-up calls
+  (:func:`simulate_gemm_sequence`, which also runs a GEMM as row shards back to back).
 
 Rows are independent, so ``t3sim validate`` spreads them over processes (:func:`t3sim.validation.tasks.simulate_row`).
 """

@@ -128,7 +128,7 @@ def main() -> None:
         return int(ns.get()[0]) / hops
 
     hops = 20_000 if args.quick else 100_000
-    footprints = (1 << 20, 16 << 20, 48 << 20, 128 << 20, 1 << 30, 4 << 30)
+    footprints = tuple(m << 20 for m in (1, 16, 20, 24, 28, 32, 36, 40, 48, 128, 1024, 4096))
     if args.quick:
         footprints = (1 << 20, 256 << 20)
     if args.only in (None, "idle"):
