@@ -2,7 +2,8 @@
 ``loaded_latency/``).
 
 - :func:`ev_times`: each call between two CUDA events, the host waiting for the call before the next; the time
-  includes whatever the GPU waits for the host to enqueue (the method of the earlier committed measurements).
+  includes whatever the GPU waits for the host to enqueue (the method of the H200 reference CSVs and
+  ``gemm_pipeline/``).
 - :func:`gpu_times`: the same events, but the GPU is first held busy by a sleep kernel long enough for the host to
   enqueue the whole call, so the time is the GPU's alone: the call's kernels and the gaps between them.
 - :func:`kernels_of`: the kernels one call launches, with their grid, block, registers and shared memory, from

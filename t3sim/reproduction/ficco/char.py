@@ -11,8 +11,8 @@ Per scenario (a Table I GEMM, at its scaled shape):
   Reading: the slowdown of the scaled-down collective itself, as a collective run once measures it. Also
   reported: ``steps_comm_*``, the 8 steps as FiCCO's schedules issue them (per-peer streams, a step's copy to a
   peer after the previous step's to it) over the whole, and ``comm_fixed_us_*`` = ``(8 t(A/8) - t(A)) / 7``, the
-  size-independent part of one collective's time if it is ``fixed + bytes / rate``. An earlier version's DIL
-  columns held the pipelined ratio (dma 0.60-0.86x: the wrong sign against the paper's +10 %);
+  size-independent part of one collective's time if it is ``fixed + bytes / rate``. The pipelined ratio is not a
+  DIL (dma 0.60-0.86x: the wrong sign against the paper's +10 %);
 * ``p2p`` (shard by shard, peer to peer) over the baseline's whole CU-driven all-gather is the shard-based
   overlap's communication slowdown (Sec. VI-B);
 * CIL (Sec. IV-D) = one 8-way M shard of the GEMM beside one all-gather step (dma, rccl) or one p2p shard,
