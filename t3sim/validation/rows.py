@@ -146,7 +146,7 @@ def simulate_gemm_sequence(system: SystemConfig, M: int, N: int, K: int, dtype: 
     us = (last.end_tick - timed_from) / TICKS_PER_NS / 1e3
     flop = 2.0 * M * N * K
     peak_us = flop / (system.gpu.num_cus * system.gpu.fp16_flops_per_cycle * system.gpu.clock_GHz * 1e9) * 1e6
-    return SimOutcome(us, wall, {"kernel_us": us, "launch_overhead_us": system.gpu.kernel_launch_overhead_ns / 1e3,
+    return SimOutcome(us, wall, {"launch_overhead_us": system.gpu.kernel_launch_overhead_ns / 1e3,
                                  "peak_compute_us": peak_us, "wgs_per_cu": float(last.wgs_per_cu),
                                  "stages": float(last.stages), "pieces": float(pieces),
                                  "split_k": float(last.split_k), "warm": float(warm)})

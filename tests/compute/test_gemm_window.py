@@ -31,18 +31,31 @@ H200 = "configs/systems/h200-4gpu.yaml"
 TABLE1 = "configs/experiments/default.yaml"
 
 
-@pytest.fixture
-def windows(monkeypatch):
-    """Count the kernels that ran windowed."""
-    seen = []
+def _counting_init(seen: list):
+    """``GemmWindow.__init__`` that also appends the name of each kernel it takes to ``seen``."""
     orig = gemm_window.GemmWindow.__init__
 
     def init(self, gk, *a):
         seen.append(gk.name)
         orig(self, gk, *a)
 
-    monkeypatch.setattr(gemm_window.GemmWindow, "__init__", init)
+    return init
+
+
+@pytest.fixture
+def windows(monkeypatch):
+    """Count the kernels that ran windowed."""
+    seen = []
+    monkeypatch.setattr(gemm_window.GemmWindow, "__init__", _counting_init(seen))
     return seen
+
+
+def _run_windowed(*args, **kw):
+    """``_run_gemm(..., window=True)`` and the kernels that ran windowed (for tests that cannot take the ``windows``
+    fixture: hypothesis runs many examples per test)."""
+    seen = []
+    with mock.patch.object(gemm_window.GemmWindow, "__init__", _counting_init(seen)):
+        return seen, _run_gemm(*args, window=True, **kw)
 
 
 def _run_gemm(system, M, N, K, window, k_group=1, noise_ps=0, stages=None, touch_at=None, first_wg=0, acc=False,
@@ -389,15 +402,7 @@ def test_write_queue_bound_matches_reference_over_shapes_and_bounds(bound, m, k,
     base = base.model_copy(update={"l2": base.l2.model_copy(update={"write_allocate": allocate})})
     s = _with_wq_bound(base, bound, 0.375)
     ref = _run_gemm(s, m, 2048, k, window=False, acc=acc)
-    seen = []
-    orig = gemm_window.GemmWindow.__init__
-
-    def init(self, gk, *a):
-        seen.append(gk.name)
-        orig(self, gk, *a)
-
-    with mock.patch.object(gemm_window.GemmWindow, "__init__", init):
-        win = _run_gemm(s, m, 2048, k, window=True, acc=acc)
+    seen, win = _run_windowed(s, m, 2048, k, acc=acc)
     assert seen == ["gpu0.gemm"]
     assert win[:-1] == ref[:-1]
 
@@ -434,14 +439,6 @@ def test_cu_port_matches_reference_over_shapes_and_rates(port, m, k, acc, k_grou
     engine's 8 us stall watchdog.)"""
     s = _with_port(load_system(H200), port)
     ref = _run_gemm(s, m, 2048, k, window=False, acc=acc, k_group=k_group)
-    seen = []
-    orig = gemm_window.GemmWindow.__init__
-
-    def init(self, gk, *a):
-        seen.append(gk.name)
-        orig(self, gk, *a)
-
-    with mock.patch.object(gemm_window.GemmWindow, "__init__", init):
-        win = _run_gemm(s, m, 2048, k, window=True, acc=acc, k_group=k_group)
+    seen, win = _run_windowed(s, m, 2048, k, acc=acc, k_group=k_group)
     assert seen == ["gpu0.gemm"]
     assert win[:-1] == ref[:-1]
