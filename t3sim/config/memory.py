@@ -67,7 +67,13 @@ class HBMTimingConfig(Model):
         source="derived as GPGPU-Sim/Accel-Sim do (gpu-sim.h: tRTW = CL + BL/data_command_freq_ratio + 2 - WL): 14 + 1 + 2 - 2 = 15 (tBL = 1 cycle of BL2 on a DDR bus; no value given in [11])", ge=0)
     tFAW_nCK: int = F(16, unit="nCK", desc="four-activate window", source="JESD235 HBM2 / Ramulator HBM_1Gbps: nFAW=16", ge=0)
     tREFI_nCK: int = F(3900, unit="nCK", desc="average refresh interval (0 disables refresh)", source="JESD235 HBM2: tREFI = 3.9 us at 1 GHz", ge=0)
-    tRFC_nCK: int = F(260, unit="nCK", desc="refresh cycle time", source="JESD235 HBM2 4 Gb die / Ramulator HBM: nRFC=260 at 1 GHz", ge=0)
+    tRFC_nCK: int = F(260, unit="nCK", desc="all-bank refresh cycle time (hbm.refresh all_bank; per_bank uses tRFCpb_nCK)", source="JESD235 HBM2 4 Gb die / Ramulator HBM: nRFC=260 at 1 GHz", ge=0)
+    tRFCpb_nCK: Optional[int] = F(
+        None, unit="nCK", desc="per-bank refresh cycle time: a REFpb's bank takes no ACT for this long (hbm.refresh per_bank only: required there, must be null otherwise)",
+        source=f"{R2_HBM3}: nRFCpb = 200 ns (per-pseudo-channel density up to 8 Gb), 250 ns above", ge=1)
+    tRREFD_nCK: Optional[int] = F(
+        None, unit="nCK", desc="REFpb to REFpb or ACT of another bank of the (pseudo-)channel (hbm.refresh per_bank only: required there, must be null otherwise)",
+        source=f"{R2_HBM3}: nRREFD = max(3 CK, 8 ns)", ge=1)
     tPPD_nCK: Optional[int] = F(
         None, unit="nCK", desc="PRE-to-PRE delay, any two banks of a (pseudo-)channel: HBM3/HBM3E rule sets only (required there, must be null otherwise)",
         source=f"{R2_HBM3}: tPPD is new in HBM3; its 6400 Mbps preset has nPPD = 2 CK of 0.625 ns = 1.25 ns", ge=1)
@@ -93,6 +99,10 @@ class HBMConfig(Model):
         2, unit="count", desc="data beats per column command: one DRAM access moves bus_width_B x burst_length bytes (hbm.access_size_B) in burst_length / transfers_per_clock clocks (tBL)",
         source=f"{QV100}: -gpgpu_dram_burst_length 2 with -dram_data_command_freq_ratio 2 (DDR): dram_atom_size = BL x busW = 32 B per column command, one command-clock cycle of data (gpu-sim.h); JESD235 legacy mode allows BL2 or BL4. Assumption: the paper's Table 1 keeps Accel-Sim's BL2 (it does not state the burst length)", gt=0)
     timing: HBMTimingConfig = F(HBMTimingConfig, unit="mapping", desc="timing constraints by JEDEC name", source=REF11)
+    refresh: Literal["all_bank", "per_bank"] = F(
+        "all_bank", unit="name",
+        desc="refresh mode. all_bank: every tREFI each (pseudo-)channel closes all its banks and refreshes them for tRFC (REFab), serving nothing meanwhile. per_bank: every tREFI / banks it closes and refreshes one bank, round robin, for tRFCpb (REFpb), the other banks serving requests meanwhile (HBM3/HBM3E rule sets)",
+        source="JESD235/JESD238 define both; Ramulator 2's HBM3 table has the REFpb rules (t3sim/memory/standards/base.py)")
 
     @field_validator("standard")
     @classmethod
@@ -116,6 +126,10 @@ class HBMConfig(Model):
         if self.burst_length % self.transfers_per_clock:
             raise ValueError(f"hbm.burst_length={self.burst_length} is not a multiple of transfers_per_clock="
                              f"{self.transfers_per_clock}: a burst must last whole clock cycles")
+        nbanks = self.bank_groups * self.banks_per_group
+        if self.refresh == "per_bank" and 0 < self.timing.tREFI_nCK < nbanks:
+            raise ValueError(f"hbm.timing.tREFI_nCK={self.timing.tREFI_nCK} with hbm.refresh=per_bank: each of the "
+                             f"{nbanks} banks is refreshed every tREFI, so tREFI must be 0 (no refresh) or >= {nbanks}")
         if self.row_size_B % self.access_size_B:
             raise ValueError(f"hbm.row_size_B={self.row_size_B} is not a multiple of the {self.access_size_B} B column "
                              "access (bus_width_B x burst_length): a row must hold whole columns")

@@ -12,7 +12,7 @@ Checked, per unit (independent channel):
 
 * every timing rule of the table and the window rule (tFAW);
 * bank state: ACT to a closed bank, PRE to an open bank, RD/WR/UPD to the
-  open row, REF with every bank closed;
+  open row, REF with every bank closed (a per-bank REF, which names its bank: that bank closed);
 * command buses: at most one row command (ACT/PRE/REF) and one column
   command (RD/WR/UPD) per cycle;
 * data bus: data bursts (RD: [c+tCL, c+tCL+tBL), WR/UPD: [c+tWL, c+tWL+tBL))
@@ -48,9 +48,9 @@ class CheckReport:
         return self.violations == 0
 
 
-def _compile(values: Dict[str, int], std):
+def _compile(values: Dict[str, int], std, refresh: str = "all_bank"):
     prev, nxt, scope, lat, names = [], [], [], [], []
-    for r in std.rules:
+    for r in std.rules_for(refresh):
         prev.append(T.CMD_NAMES.index(r.prev))
         nxt.append(T.CMD_NAMES.index(r.nxt))
         scope.append(T.SCOPES.index(r.scope))
@@ -127,8 +127,8 @@ def _check(log, nbg, bpg, rp, rn, rs, rl, win, tCL, tWL, tBL, max_examples):  # 
         elif is_col:
             if open_row[bank] != row:
                 viol[base + 2] = True
-        else:
-            for b in range(nb_):
+        else:  # REF: every bank closed (all-bank), or its bank (per-bank: bank >= 0)
+            for b in range(lo, hi):
                 if open_row[b] >= 0:
                     viol[base + 3] = True
         if is_col:
@@ -179,7 +179,7 @@ def check(log: np.ndarray, hbm, max_examples: int = 20) -> CheckReport:
     ``log`` must be ordered by unit, then cycle (then issue order within a cycle).
     """
     values = T.timing_values(hbm)
-    rp, rn, rs, rl, win, names = _compile(values, T.standard(hbm))
+    rp, rn, rs, rl, win, names = _compile(values, T.standard(hbm), hbm.refresh)
     log = np.ascontiguousarray(log, dtype=np.int64).reshape(-1, 5)
     counts, ex = _check(log, hbm.bank_groups, hbm.banks_per_group, rp, rn, rs, rl, win,
                         values["tCL"], values["tWL"], values["tBL"], max_examples)

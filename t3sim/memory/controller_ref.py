@@ -9,7 +9,7 @@ and no arrived pending request, no refresh pending).
 
 Per unit and memory cycle ``c``, in this order:
 
-1. refresh becomes pending once ``c >= ref_due``;
+1. refresh becomes pending once ``c >= ref_due`` (per-bank refresh: for the bank ``ref_bank``);
 2. the communication drain flag clears when no communication request waits;
 3. up to ``admissions_per_cycle`` requests enter the queues, the stream chosen
    by the arbitration policy's ``choose`` (the function the fast kernel compiles,
@@ -23,11 +23,15 @@ Per unit and memory cycle ``c``, in this order:
 5. column bus: the oldest request of the active queue (write queue while
    draining, else read queue) with no unfinished dependency, whose row is
    open (and not closing) and whose column command meets every timing rule,
-   issues (RD, WR or UPD); none while a refresh is pending. The page policy
+   issues (RD, WR or UPD); none while an all-bank refresh is pending, none to
+   the bank of a pending per-bank refresh. The page policy
    (:func:`~t3sim.memory.page_policy.closes_row`) decides whether it closes
    its row: then the bank is *closing*;
-6. row bus: with a refresh pending, PRE the lowest open bank that may
-   precharge, or, all banks closed, REF. Otherwise the lowest closing bank
+6. row bus: with an all-bank refresh pending, PRE the lowest open bank that
+   may precharge, or, all banks closed, REF. With a per-bank refresh pending,
+   PRE its bank if open, or REF it if closed, when that may issue; if it may
+   not, the row bus serves the other banks as below, never ACTing the
+   refresh's bank. Otherwise the lowest closing bank
    that may precharge gets its PRE; if none, the oldest request of the
    active queue whose bank is closed gets an ACT, or whose bank holds another
    row gets a PRE unless a queued request still hits that row (FR-FCFS);
@@ -70,6 +74,7 @@ class _Unit:
         self.drain_left = 0  # the write-drain policy's counter (write_drain.base)
         self.ref_due = ms.first_refresh(u)
         self.ref_pending = False
+        self.ref_bank = 0  # the bank the next per-bank refresh refreshes (round robin)
         self.seq = 0
         self.last_dir = -1
 
@@ -183,14 +188,17 @@ class ReferenceController:
                 break
         self._update_drain(s, c)
         q = s.wq if s.draining else s.rq
-        if not s.ref_pending:
+        per_bank = ms.timing.per_bank_refresh
+        rb = s.ref_bank if s.ref_pending and per_bank else -1  # the bank a pending per-bank refresh holds
+        if not s.ref_pending or per_bank:
             for r in q:
                 b, row = int(ms.r_bank[r]), int(ms.r_row[r])
                 cmd = T.KIND_TO_CMD[ms.r_kind[r]]
-                if ms.r_ndeps[r] == 0 and s.open_row[b] == row and not s.closing[b] and c >= self._ready(s, b, cmd):
+                if (b != rb and ms.r_ndeps[r] == 0 and s.open_row[b] == row and not s.closing[b]
+                        and c >= self._ready(s, b, cmd)):
                     self._issue_column(u, s, c, r, cmd, q, issued)
                     break
-        if s.ref_pending:
+        if s.ref_pending and not per_bank:
             pre_issued = False
             for b in range(g.banks):
                 if s.open_row[b] >= 0:
@@ -201,12 +209,12 @@ class ReferenceController:
             if not pre_issued and c >= s.chan_ready[T.REF]:
                 self._issue(u, s, c, T.REF, -1, -1)
                 s.ref_pending = False
-                s.ref_due += ms.timing.values["tREFI"]
-        elif not self._close_one(u, s, c):
+                s.ref_due += ms.timing.refresh_interval
+        elif not self._refresh_bank(u, s, c, rb) and not self._close_one(u, s, c):
             for r in q:
                 b, row = int(ms.r_bank[r]), int(ms.r_row[r])
                 op = s.open_row[b]
-                if op == row or s.closing[b]:
+                if op == row or s.closing[b] or b == rb:
                     continue
                 if op < 0:
                     if c >= self._ready(s, b, T.ACT):
@@ -222,6 +230,24 @@ class ReferenceController:
                         ms.r_class[r] = CONFLICT
                         break
         ms.record_occupancy(u, len(s.rq) + len(s.wq), 1)
+
+    def _refresh_bank(self, u: int, s: _Unit, c: int, rb: int) -> bool:
+        """Per-bank refresh of bank ``rb`` (-1: none pending): PRE it if open, else REF it, if that may issue now;
+        whether a command was issued."""
+        if rb < 0:
+            return False
+        if s.open_row[rb] >= 0:
+            if c >= self._ready(s, rb, T.PRE):
+                self._issue(u, s, c, T.PRE, rb, s.open_row[rb])
+                return True
+            return False
+        if c >= self._ready(s, rb, T.REF):
+            self._issue(u, s, c, T.REF, rb, -1)
+            s.ref_pending = False
+            s.ref_due += self.ms.timing.refresh_interval
+            s.ref_bank = (rb + 1) % self.ms.geom.banks
+            return True
+        return False
 
     def _close_one(self, u: int, s: _Unit, c: int) -> bool:
         """PRE the lowest closing bank that may precharge now; whether one was."""

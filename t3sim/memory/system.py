@@ -111,7 +111,7 @@ class MemorySystem(RequestStore, PolicyEvents):
         self.geom = Geometry(hbm.channels, hbm.pseudo_channels, hbm.bank_groups, hbm.banks_per_group)
         self.access_B = hbm.access_size_B
         self.drain = build_drain(mc)
-        self.refresh_on = self.timing.values["tREFI"] > 0
+        self.refresh_on = self.timing.refresh_interval > 0
         # fewest cycles from a column command to its request's completion: any kind, and a read
         self._min_done = min(self.timing.done_offset(T.RD), self.timing.done_offset(T.WR))
         self._read_done = self.timing.done_offset(T.RD)
@@ -167,8 +167,8 @@ class MemorySystem(RequestStore, PolicyEvents):
 
     # ---------------------------------------------------------------- setup
     def first_refresh(self, u: int) -> int:
-        """Cycle of unit ``u``'s first refresh (staggered over the units)."""
-        t = self.timing.values["tREFI"]
+        """Cycle of unit ``u``'s first refresh (staggered over the units by a fraction of the refresh interval)."""
+        t = self.timing.refresh_interval
         return t + (u * t) // self.geom.units
 
     # ---------------------------------------------------------------- time

@@ -83,6 +83,8 @@ def timing_values(hbm) -> Dict[str, int]:
     std = standard(hbm)
     raw = {k.removesuffix("_nCK"): v for k, v in hbm.timing.model_dump().items()}
     vals = {p: int(raw[p]) for p in std.timing}
+    for p in set(std.reads(hbm.refresh)) - set(std.timing) - set(std.optional):  # the refresh mode's own
+        vals[p] = int(raw[p])
     for p, fallback in std.optional.items():
         vals[p] = int(raw[p]) if raw[p] is not None else vals[fallback]
     if hbm.burst_length % hbm.transfers_per_clock:
@@ -110,6 +112,11 @@ class Timing:
     lat: np.ndarray  # int64 [3, NCMD, NCMD]
     faw: int
     faw_count: int
+    #: REF names its bank (``hbm.refresh: per_bank``): one bank is refreshed every :attr:`refresh_interval`
+    per_bank_refresh: bool = False
+    #: nCK from one REF to the next due (0: no refresh): tREFI, or with per-bank refresh tREFI // banks (JESD238:
+    #: every bank once per tREFI on average; rounded down, so refresh is never later than that average)
+    refresh_interval: int = 0
 
     @property
     def tBL(self) -> int:
@@ -129,10 +136,12 @@ def resolve(hbm) -> Timing:
     std = standard(hbm)
     vals = timing_values(hbm)
     lat = np.full((len(SCOPES), NCMD, NCMD), -1, dtype=np.int64)
-    for rule in std.rules:
+    for rule in std.rules_for(hbm.refresh):
         s, p, n = SCOPES.index(rule.scope), CMD_NAMES.index(rule.prev), CMD_NAMES.index(rule.nxt)
         lat[s, p, n] = max(lat[s, p, n], evaluate(rule.latency, vals))
     (w,) = std.windows
     if (w.cmd, w.scope) != ("ACT", "channel"):
         raise NotImplementedError("the schedulers implement window rules for ACT per channel only")
-    return Timing(vals, lat, evaluate(w.window, vals), w.count)
+    per_bank = hbm.refresh == "per_bank"
+    interval = vals["tREFI"] // (hbm.bank_groups * hbm.banks_per_group) if per_bank else vals["tREFI"]
+    return Timing(vals, lat, evaluate(w.window, vals), w.count, per_bank, interval)

@@ -119,6 +119,9 @@ CONTEXTS: Dict[str, Context] = {
                                "system.memory_controller.write_queue_entries=8",
                                "system.memory_controller.arbitration.starvation_limit_cycles=1000")),
     "mem_hbm3": Context("mem", ("system.hbm.channels=4", "system.hbm.standard=HBM3", "system.hbm.timing.tPPD_nCK=1")),
+    "mem_hbm3_pb": Context("mem", ("system.hbm.channels=4", "system.hbm.standard=HBM3", "system.hbm.timing.tPPD_nCK=1",
+                                   "system.hbm.refresh=per_bank", "system.hbm.timing.tREFI_nCK=1000",
+                                   "system.hbm.timing.tRFCpb_nCK=100", "system.hbm.timing.tRREFD_nCK=4")),
 }
 
 
@@ -227,6 +230,10 @@ RECIPES: Dict[str, Recipe] = {
     "system.hbm.timing.tREFI_nCK": R("mem", 1000),
     "system.hbm.timing.tRFC_nCK": R("mem", 400),
     "system.hbm.timing.tPPD_nCK": R("mem_hbm3", 12),
+    "system.hbm.refresh": R("mem_hbm3", "per_bank", with_=("system.hbm.timing.tRFCpb_nCK=100",
+                                                          "system.hbm.timing.tRREFD_nCK=4")),
+    "system.hbm.timing.tRFCpb_nCK": R("mem_hbm3_pb", 400),
+    "system.hbm.timing.tRREFD_nCK": R("mem_hbm3_pb", 40),
     # ---- address map
     "system.address_map.kind": R("mem", "row_bank_column_channel",
                                  with_=("system.address_map.field_order=col_low,col_high,channel,bankgroup,bank,row",)),

@@ -43,6 +43,16 @@ def draw_controller(draw) -> dict:
     }
 
 
+def draw_refresh(draw, refis) -> dict:
+    """An ``hbm`` section's refresh, drawn by hypothesis: tREFI from ``refis`` and, half the time, per-bank refresh
+    (the HBM3 rule set, which has it, with a short and a long tRFCpb)."""
+    timing = {"tREFI_nCK": draw(st.sampled_from(refis))}
+    if not draw(st.booleans()):
+        return {"timing": timing}
+    timing.update(tPPD_nCK=2, tRFCpb_nCK=draw(st.sampled_from([20, 200])), tRREFD_nCK=draw(st.sampled_from([3, 8])))
+    return {"standard": "HBM3", "refresh": "per_bank", "timing": timing}
+
+
 def run(cfg, batches, mode="fast", record=True, functional=False):
     """Submit ``batches`` [(tick, addrs, kind, stream, source)] and run to idle."""
     ms = MemorySystem(cfg, mode=mode, record_commands=record, functional=functional)

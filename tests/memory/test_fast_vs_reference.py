@@ -1,7 +1,7 @@
 """The fast (numba, skipping) controller makes the reference controller's decisions.
 
 Randomized traces (hypothesis) over small configurations that exercise backpressure (small queues),
-write drain (every write-drain policy), refresh, same-line hazards, every arbitration policy, every page
+write drain (every write-drain policy), all-bank and per-bank refresh, same-line hazards, every arbitration policy, every page
 policy, 32 B and 64 B accesses and the controller's frontend latency. The issue asks for agreement
 within 1% on completion time and bandwidth; the two are in fact identical per request and per command.
 """
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from t3sim.memory.checker import check
 from t3sim.memory.stats import summary
 
-from .helpers import draw_controller, run, system
+from .helpers import draw_controller, draw_refresh, run, system
 
 KINDS = ("read", "write", "update")
 
@@ -24,8 +24,7 @@ def traces(draw):
     policy = draw(st.sampled_from(["round_robin", "compute_first", "t3_mca"]))
     cfg = system(
         draw(st.sampled_from([1, 2, 3])),
-        hbm={"timing": {"tREFI_nCK": draw(st.sampled_from([0, 300, 3900]))},
-             "burst_length": draw(st.sampled_from([2, 4]))},
+        hbm={**draw_refresh(draw, [0, 300, 3900]), "burst_length": draw(st.sampled_from([2, 4]))},
         memory_controller={
             **draw_controller(draw),
             "arbitration": {"kind": policy, "threshold_mode": "static",

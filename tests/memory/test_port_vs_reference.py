@@ -37,7 +37,7 @@ from t3sim.memory import MemorySystem
 from t3sim.memory import bookkeeping as BK
 from t3sim.memory.port import MemoryPort
 
-from .helpers import draw_controller, system, whole_run_stats
+from .helpers import draw_controller, draw_refresh, system, whole_run_stats
 
 KINDS = ("read", "write", "update")
 STREAMS = ("compute", "comm")
@@ -54,8 +54,7 @@ def _config(draw):
             arb["occupancy_threshold"] = draw(st.sampled_from([None, 2, 10]))
     return system(
         draw(st.sampled_from([1, 2, 3])),
-        hbm={"timing": {"tREFI_nCK": draw(st.sampled_from([0, 400, 3900]))},
-             "burst_length": draw(st.sampled_from([2, 4]))},
+        hbm={**draw_refresh(draw, [0, 400, 3900]), "burst_length": draw(st.sampled_from([2, 4]))},
         memory_controller={**draw_controller(draw), "arbitration": arb},
         address_map={"xor_bank_hash": draw(st.booleans())},
     )

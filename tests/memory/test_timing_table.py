@@ -17,10 +17,11 @@ def _standards():
 def test_every_rule_names_known_commands_scopes_and_timings():
     names = {k.removesuffix("_nCK") for k in HBMTimingConfig.model_fields} | {"tBL"}
     for std in _standards():
-        for r in std.rules:
-            assert r.prev in T.CMD_NAMES and r.nxt in T.CMD_NAMES and r.scope in T.SCOPES
-            for tok in re.findall(r"t[A-Za-z_]+", r.latency):
-                assert tok in names and (tok == "tBL" or tok in std.reads()), (std.name, r, tok)
+        for mode in ("all_bank", "per_bank") if std.per_bank_refresh else ("all_bank",):
+            for r in std.rules_for(mode):
+                assert r.prev in T.CMD_NAMES and r.nxt in T.CMD_NAMES and r.scope in T.SCOPES
+                for tok in re.findall(r"t[A-Za-z_]+", r.latency):
+                    assert tok in names and (tok == "tBL" or tok in std.reads(mode)), (std.name, mode, r, tok)
 
 
 def test_every_timing_parameter_is_used_by_some_rule():
@@ -28,11 +29,13 @@ def test_every_timing_parameter_is_used_by_some_rule():
     every timing field of the config is read by some standard."""
     read = set()
     for std in _standards():
-        used = " ".join(r.latency for r in std.rules) + " " + " ".join(w.window for w in std.windows)
-        used += " tCL tWL tREFI"  # data offsets and the refresh interval are used by the controllers directly
-        for p in std.reads():
-            assert re.search(rf"\b{p}\b", used), (std.name, p)
-        read |= set(std.reads())
+        for mode in ("all_bank", "per_bank") if std.per_bank_refresh else ("all_bank",):
+            used = " ".join(r.latency for r in std.rules_for(mode)) + " " + " ".join(w.window for w in std.windows)
+            used += " tCL tWL tREFI"  # data offsets and the refresh interval are used by the controllers directly
+            for p in std.reads(mode):
+                # tRFC is read in either mode, used by all-bank refresh only (its field says so)
+                assert re.search(rf"\b{p}\b", used) or (mode, p) == ("per_bank", "tRFC"), (std.name, mode, p)
+            read |= set(std.reads(mode))
     assert {k.removesuffix("_nCK") for k in HBMTimingConfig.model_fields} == read
 
 

@@ -19,11 +19,13 @@ from t3sim.memory.fast.queue_lists import QF_BN, QF_ROW
 
 # unit state columns (US[u, col]); the queue lengths are adjacent: US[u, RQN + q] is queue q's
 # (AWAITED: the unit's requests not yet issued that a requester waits for, fill_requests' ``unit_awaited``)
+# (REF_BANK: the bank the next per-bank refresh refreshes, round robin)
 (CYC, DRAINING, REF_DUE, REF_PENDING, SEQ, LAST_DIR, RQN, WQN, ACTPOS, NEXT, NCLOSING, DRAIN_LEFT, AWAITED,
- NUS) = range(14)
+ REF_BANK, NUS) = range(15)
 # parameters (P[NP:NP + P[P_NPP]]: the arbitration policy's; after them the write-drain policy's)
+# (P_TREFI: cycles from one REF to the next due, Timing.refresh_interval; P_PER_BANK: REF refreshes one bank)
 (P_NB, P_BPG, P_RQ, P_WQ, P_NPP, P_WLIM, P_ADM, P_TREFI, P_TBL, P_DONE_RD,
- P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, P_HARD, NP) = range(20)
+ P_DONE_WR, P_FAW, P_FAWN, P_OBSERVING, P_STOP_IDLE, P_LOG, P_REFRESH_ON, P_PAGE, P_HARD, P_PER_BANK, NP) = range(21)
 #: ``P[P_STOP_IDLE]``: 0 runs every unit to the call's end; STOP_IDLE stops a unit at its first cycle without work
 #: (no queued or pending request, no row to close: ``run_until_idle``); STOP_NO_REQUESTS at its first cycle without
 #: requests, a row still to close waiting for its resumption, or at its first cycle from ``P[P_HARD]`` on without
@@ -54,7 +56,7 @@ def ready(u, bank, g, cmd, nb0, ready, act_hist, US, faw):
 @nb.njit(cache=True, _nrt=False, inline='always')
 def issue(u, c, cmd, bank, row, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count, out_log, counts, hits, Q,
            closing):
-    """Issue ``cmd`` (to ``bank``/``row``; -1 for REF) at cycle ``c``: timing, open rows, row-hit counts,
+    """Issue ``cmd`` (to ``bank``/``row``; -1 for an all-bank REF, row -1 for a per-bank one) at cycle ``c``: timing, open rows, row-hit counts,
     closing banks, log."""
     ng = 1 + bank // P[P_BPG]  # bank-group node (unused for REF)
     nk = nb0 + bank  # bank node

@@ -35,7 +35,7 @@ from t3sim.memory.fast import command_kernel, queue_lists, step_kernel
 from t3sim.memory.fast import fast_kernel as K
 from t3sim.memory.fast.command_kernel import (
     AWAITED, BIG, CYC, LAST_DIR, NEXT, NP, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_HARD, P_LOG,
-    P_NB, P_NPP, P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, RQN, WQN,
+    P_NB, P_NPP, P_OBSERVING, P_PAGE, P_PER_BANK, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, RQN, WQN,
     STOP_NO_REQUESTS)
 from t3sim.memory.fast.queue_lists import QF_REQ
 from t3sim.memory.fast.specialise import specialise
@@ -109,7 +109,7 @@ class FastController:
         P[P_NB], P[P_BPG], P[P_NPP] = g.banks, g.banks_per_group, pp.size
         P[P_RQ], P[P_WQ] = mc.read_queue_entries, mc.write_queue_entries
         P[P_WLIM], P[P_ADM] = mc.write_starvation_limit_cycles, mc.admissions_per_cycle
-        P[P_TREFI] = tm.values["tREFI"]
+        P[P_TREFI], P[P_PER_BANK] = tm.refresh_interval, int(tm.per_bank_refresh)
         self._run_kernel, self._pump_step = kernels(type(ms.policy), type(ms.drain))
         P[P_TBL], P[P_DONE_RD], P[P_DONE_WR] = tm.tBL, tm.done_offset(T.RD), tm.done_offset(T.WR)
         P[P_FAW], P[P_FAWN] = tm.faw, tm.faw_count
@@ -244,13 +244,14 @@ class FastController:
         ms = self.ms
         out = self._prepare(stop_when_idle, pending)
         if ms.record_commands:
-            # column <= pending; ACT/PRE <= pending + NB per refresh + NB open banks; REF per tREFI; a closing
-            # page policy adds a PRE per column command
+            # column <= pending; ACT/PRE <= pending + NB per all-bank refresh (1 per per-bank one) + NB open banks;
+            # a REF per refresh interval; a closing page policy adds a PRE per column command
             span = until - int(self.US[:, CYC].min())
             g = ms.geom
-            refs = span // max(1, ms.timing.values["tREFI"]) + 2 if ms.refresh_on else 0
+            refs = span // max(1, ms.timing.refresh_interval) + 2 if ms.refresh_on else 0
+            per_ref = 2 if ms.timing.per_bank_refresh else 2 * g.banks + 1
             per_req = 3 if self.P[P_PAGE] == page_policy.OPEN else 4
-            log = np.empty((per_req * pending + g.units * (refs * (2 * g.banks + 1) + g.banks) + 1, 5), dtype=np.int64)
+            log = np.empty((per_req * pending + g.units * (refs * per_ref + g.banks) + 1, 5), dtype=np.int64)
         else:
             log = self._no_log
         counts = self.counts

@@ -43,8 +43,9 @@ from t3sim.memory.bookkeeping import (F_ADMIT, F_ARRIVE, F_AWAITED, F_BANK, F_BA
                                       O_CLASS, O_DONE, O_KIND, O_SOURCE, O_STREAM)
 from t3sim.memory.fast.command_kernel import (ACT, AWAITED, BIG, CYC, DRAIN_LEFT, DRAINING, LAST_DIR, NCLOSING, NEXT,
                                               NP, STOP_NO_REQUESTS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_HARD,
-                                              P_NB, P_NPP, P_OBSERVING, P_PAGE, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL,
-                                              P_TREFI, P_WLIM, P_WQ, PRE, RD, REF, REF_DUE, REF_PENDING, RQN, SEQ, UPD,
+                                              P_NB, P_NPP, P_OBSERVING, P_PAGE, P_PER_BANK, P_REFRESH_ON, P_RQ,
+                                              P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, PRE, RD, REF, REF_BANK,
+                                              REF_DUE, REF_PENDING, RQN, SEQ, UPD,
                                               WQN, WR)
 from t3sim.memory.fast.command_kernel import issue as _issue
 from t3sim.memory.fast.command_kernel import ready as _ready
@@ -115,6 +116,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
     faw = P[P_FAW]
     tBL = P[P_TBL]
     refresh_on = P[P_REFRESH_ON] != 0
+    per_bank = P[P_PER_BANK] != 0  # a REF refreshes the one bank US[u, REF_BANK] (controller_ref step 6)
     observing = P[P_OBSERVING] != 0
     page = P[P_PAGE]
     pp = P[NP:NP + P[P_NPP]]  # the arbitration policy's parameters
@@ -252,6 +254,8 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                     wake = oldest_w + P[P_WLIM]
                 qi = US[u, DRAINING]  # the active queue
                 ref_pending = US[u, REF_PENDING] != 0
+                rb = US[u, REF_BANK] if ref_pending and per_bank else -1  # the bank a pending per-bank refresh holds
+                col_off = ref_pending and not per_bank  # an all-bank refresh pending: no column command
                 # 5. column bus (skipped while the channel-level column timing forbids every
                 # command the active queue could issue: a lower bound on all of them). The oldest
                 # entry that may issue is the oldest of each bank's oldest that may: whether an
@@ -262,10 +266,10 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                 cmin = ready[u, 0, RD]
                 if qi == 1:
                     cmin = ready[u, 0, WR] if ready[u, 0, WR] < ready[u, 0, UPD] else ready[u, 0, UPD]
-                if not ref_pending and c < cmin:
+                if not col_off and c < cmin:
                     if cmin < wake:
                         wake = cmin
-                elif not ref_pending:
+                elif not col_off:
                     best = -1  # slot of the oldest entry that may issue
                     bseq = BIG
                     x = Q[u, qi, AS, QF_GN]
@@ -273,7 +277,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         b = x - S - 1
                         x = Q[u, qi, x, QF_GN]
                         left = hits[u, qi, b]
-                        if left == 0:
+                        if left == 0 or b == rb:
                             continue
                         op = open_row[u, b]
                         bs = S + 1 + b
@@ -341,7 +345,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                         counts[0] = k + 1
                         acted = True
                 # 6. row bus
-                if ref_pending:
+                if col_off:
                     any_open = False
                     for b in range(NB):
                         if open_row[u, b] >= 0:
@@ -367,9 +371,29 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                 else:
                     if refresh_on and US[u, REF_DUE] < wake:
                         wake = US[u, REF_DUE]
+                    closed_one = False  # a row command was issued this cycle
+                    if rb >= 0:  # per-bank refresh: PRE its bank, or REF it once closed, when that may issue
+                        if open_row[u, rb] >= 0:
+                            t = _ready(u, rb, rb // bpg, PRE, nb0, ready, act_hist, US, faw)
+                            if c >= t:
+                                _issue(u, c, PRE, rb, open_row[u, rb], P, LAT, nb0, ready, open_row, act_hist, US,
+                                       cmd_count, out_log, counts, hits, Q, closing)
+                                closed_one = True
+                        else:
+                            t = _ready(u, rb, rb // bpg, REF, nb0, ready, act_hist, US, faw)
+                            if c >= t:
+                                _issue(u, c, REF, rb, -1, P, LAT, nb0, ready, open_row, act_hist, US, cmd_count,
+                                       out_log, counts, hits, Q, closing)
+                                US[u, REF_PENDING] = 0
+                                US[u, REF_DUE] += P[P_TREFI]
+                                US[u, REF_BANK] = (rb + 1) % NB
+                                closed_one = True
+                        if closed_one:
+                            acted = True
+                        elif t < wake:
+                            wake = t
                     # closing banks first: the lowest one whose PRE is ready
-                    closed_one = False
-                    if US[u, NCLOSING] > 0:
+                    if US[u, NCLOSING] > 0 and not closed_one:
                         for b in range(NB):
                             if closing[u, b] == 0:
                                 continue
@@ -392,7 +416,7 @@ def run_kernel(until, P, LAT, RQ, f_head, f_tail, arb, obs, US, ready, open_row,
                     while x != AS:  # the banks with entries
                         b = x - S - 1
                         x = Q[u, qi, x, QF_GN]
-                        if qcnt[u, qi, b] == hits[u, qi, b] or closing[u, b] != 0:
+                        if qcnt[u, qi, b] == hits[u, qi, b] or closing[u, b] != 0 or b == rb:
                             continue
                         if open_row[u, b] < 0:
                             t = _ready(u, b, b // bpg, ACT, nb0, ready, act_hist, US, faw)

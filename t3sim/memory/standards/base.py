@@ -82,6 +82,26 @@ def hbm_rules() -> List[Rule]:
     return r
 
 
+#: timing parameters the per-bank refresh rules read (``hbm.refresh: per_bank``)
+PER_BANK_TIMING: Tuple[str, ...] = ("tRFCpb", "tRREFD")
+
+
+def per_bank_refresh_rules() -> Tuple[Rule, ...]:
+    """JESD238's per-bank refresh (REFpb) as Ramulator 2's HBM3 table states it (python/ramulator/dram/hbm3.py:
+    REFpb -> ACT nRFCpb and ACT -> REFpb nRC, PREpb -> REFpb nRP per bank; REFpb -> ACT nRREFD and ACT -> REFpb
+    nRRDS per pseudo-channel) and its C++ table (src/dram/impl/HBM3.cpp: REFsb -> REFsb nRREFD per
+    pseudo-channel). With ``hbm.refresh: per_bank`` these replace the all-bank REF rules of :func:`hbm_rules`;
+    the REF command then names its bank."""
+    return (
+        Rule("PRE", "REF", "bank", "tRP", "its bank precharged before a per-bank refresh"),
+        Rule("ACT", "REF", "bank", "tRC", "ACT to REFpb, same bank"),
+        Rule("ACT", "REF", "channel", "tRRD", "ACT to REFpb, any bank (tRRD_S)"),
+        Rule("REF", "ACT", "bank", "tRFCpb", "per-bank refresh cycle"),
+        Rule("REF", "ACT", "channel", "tRREFD", "REFpb to ACT, any other bank"),
+        Rule("REF", "REF", "channel", "tRREFD", "REFpb to REFpb, any other bank"),
+    )
+
+
 HBM_WINDOWS: Tuple[WindowRule, ...] = (WindowRule("ACT", 4, "channel", "tFAW", "four-activate window"),)
 
 
@@ -97,25 +117,43 @@ class Standard:
     optional: Dict[str, str] = field(default_factory=dict)
     modelled: Tuple[str, ...] = ()
     not_modelled: Tuple[str, ...] = ()
+    #: the REF rules of per-bank refresh (``hbm.refresh: per_bank``); empty where t3sim has none for the standard
+    per_bank_refresh: Tuple[Rule, ...] = ()
 
-    def reads(self) -> Tuple[str, ...]:
-        """Every timing parameter this standard reads (required and optional)."""
-        return (*self.timing, *self.optional)
+    def reads(self, refresh: str = "all_bank") -> Tuple[str, ...]:
+        """Every timing parameter this standard reads (required and optional) under the refresh mode ``refresh``."""
+        return (*self.timing, *self.optional, *(PER_BANK_TIMING if refresh == "per_bank" else ()))
+
+    def rules_for(self, refresh: str) -> Tuple[Rule, ...]:
+        """The command-timing rules under the refresh mode ``refresh`` (``hbm.refresh``): per-bank refresh swaps
+        the all-bank REF rules for :attr:`per_bank_refresh`."""
+        if refresh == "all_bank":
+            return self.rules
+        if not self.per_bank_refresh:
+            raise ValueError(f"hbm.refresh={refresh!r}: the {self.name} rule set ({self.document}) has no per-bank "
+                             "refresh in t3sim; allowed: all_bank")
+        return (*(r for r in self.rules if "REF" not in (r.prev, r.nxt)), *self.per_bank_refresh)
 
     def check(self, hbm) -> None:
         """Raise ValueError unless ``hbm.timing`` sets exactly the parameters this standard reads."""
+        self.rules_for(hbm.refresh)
         fields = type(hbm.timing).model_fields
-        reads = set(self.reads())
+        reads = set(self.reads(hbm.refresh))
         for name in fields:
             p = name.removesuffix("_nCK")
             v = getattr(hbm.timing, name)
             if p not in reads and v is not None:
-                users = [s.name for s in _standards() if p in s.reads()]
+                if p in PER_BANK_TIMING and self.per_bank_refresh:
+                    raise ValueError(f"hbm.timing.{name}={v}: {p} is a per-bank refresh time; with hbm.refresh="
+                                     f"{hbm.refresh} leave it unset (null), or set hbm.refresh: per_bank")
+                users = [s.name for s in _standards() if p in s.reads("per_bank" if s.per_bank_refresh else "all_bank")]
                 raise ValueError(
                     f"hbm.timing.{name}={v}: the {self.name} rule set ({self.document}) has no {p}; "
                     f"leave it unset (null) or choose a standard that has it ({', '.join(users) or 'none'})")
             if p in self.timing and v is None:
                 raise ValueError(f"hbm.timing.{name} is unset: the {self.name} rule set ({self.document}) needs {p}")
+            if p in PER_BANK_TIMING and p in reads and v is None:
+                raise ValueError(f"hbm.timing.{name} is unset: hbm.refresh=per_bank needs {p}")
 
 
 def _standards() -> List[Standard]:
