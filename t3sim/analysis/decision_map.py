@@ -230,6 +230,10 @@ COST_FIT = {"run_s": 0.5, "inputs_s_per_GB": 15.2, "outputs_s_per_GB": 34.0, "lo
 #: (a scheme not listed: 1)
 SCHEME_COST = {"concurrent": 1.2, "chunked": 1.8, "chunked_dma": 1.9, "t3": 1.7, "flux_rs": 1.2, "flux_ag": 1.4,
                "ficco": 2.1}
+#: schemes whose sampled runs (``simulation.sampling.mode: waves``) met the steady-state criterion with their first
+#: detailed runs on every operation measured (Sequential); any other may double its runs up to ``max_detail_waves``
+#: (Concurrent with the GEMM first, Chunked and T3 did: 8-12x Sequential's time)
+SAMPLING_CONVERGES_FIRST = frozenset({"sequential"})
 
 
 def workload_GB(direction: str, M: int, N: int, K: int, tp: int, tile: Tuple[int, int] = (256, 128),

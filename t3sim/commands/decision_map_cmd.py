@@ -104,17 +104,16 @@ def plan_op(op: D.Op) -> PlannedOp:
 
 
 def _detailed_rows(config) -> int:
-    """Rows a sampled point's detailed runs hold together (:func:`t3sim.sampling.plan.ladder`), to cost it: for
-    Sequential, whose criterion the first three runs met on every operation measured, those three runs; for any other
-    scheme, which may fail it and double its runs (Concurrent with the GEMM first, Chunked and T3 did: 8-12x
-    Sequential's time), the runs of the doubling up to ``max_detail_waves`` (the earlier, smaller runs counted as
-    half the last three's rows), at most the whole workload's rows."""
+    """Rows a sampled point's detailed runs hold together (:func:`t3sim.sampling.plan.ladder`), to cost it: for a
+    scheme of :data:`~t3sim.analysis.decision_map.SAMPLING_CONVERGES_FIRST`, its first detailed runs; for any other,
+    which may fail the criterion and double its runs, the runs of the doubling up to ``max_detail_waves`` (the
+    earlier, smaller runs counted as half the last three's rows), at most the whole workload's rows."""
     from t3sim.exec.dispatch import resolve
     from t3sim.sampling.plan import ladder
 
     r = resolve(config)
     s = config.simulation.sampling
-    if config.scheme.kind == "sequential":
+    if config.scheme.kind in D.SAMPLING_CONVERGES_FIRST:
         return sum(ladder(r.plan, s.detail_waves))
     return min(sum(ladder(r.plan, s.max_detail_waves)) * 3 // 2, r.plan.rows)
 
