@@ -61,7 +61,7 @@ class GPUConfig(Model):
         desc="time from a kernel's end to the first WG of the kernel launched behind it as its programmatic dependent "
              "(CUDA programmatic dependent launch: cuBLAS's split-K reduction behind its split kernel); unset: "
              "kernel_launch_overhead_ns, as any stream's next kernel",
-        source="assumption: a dependent kernel launches as any other (the H800 preset sets a value measured on an H100)",
+        source="assumption: a dependent kernel launches as any other (the H200 and H800 presets set a value measured on an H100; programmatic dependent launch needs compute capability 9.0)",
         ge=0)
     atomic_add_dtypes: List[Literal["fp16", "bf16", "fp32", "fp8"]] = F(
         ["fp16", "fp32"], unit="list",
