@@ -83,8 +83,9 @@ def timing_values(hbm) -> Dict[str, int]:
     std = standard(hbm)
     raw = {k.removesuffix("_nCK"): v for k, v in hbm.timing.model_dump().items()}
     vals = {p: int(raw[p]) for p in std.timing}
-    for p in set(std.reads(hbm.refresh)) - set(std.timing) - set(std.optional):  # the refresh mode's own
-        vals[p] = int(raw[p])
+    for p in std.reads(hbm.refresh):  # the refresh mode's own (per-bank refresh: tRFCpb, tRREFD)
+        if p not in vals and p not in std.optional:
+            vals[p] = int(raw[p])
     for p, fallback in std.optional.items():
         vals[p] = int(raw[p]) if raw[p] is not None else vals[fallback]
     if hbm.burst_length % hbm.transfers_per_clock:
