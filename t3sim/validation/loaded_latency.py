@@ -8,7 +8,11 @@ on ``k`` SMs; each row pairs the chase's nanoseconds per hop with the HBM bandwi
 * **the chase**: one 64 B read at a time (a 4 B load fetches its L2 sector; t3sim's requests are 64 B) at lines drawn
   uniformly from the footprint with a seeded generator (a random cycle visits each line once: with a footprint far
   above the L2 both miss the L2 on nearly every hop), cached in L2 as ``ld.global.cg`` is; it starts once the stream
-  has run ``warm_ns``, and its ns per hop is its span over its hops;
+  has run ``warm_ns``, and its ns per hop is its span over its hops. With ``cycle`` (footprints up to
+  :data:`CYCLE_MAX_B`) it is the measurement's own chase instead: a seeded random single cycle over the footprint's
+  128 B lines, after one untimed pass over the whole cycle (reads in cycle order, :data:`WARM_BATCH` at a time), so
+  the L2 holds what a previous run of the chase left there, as the measured runs, each going on from where the last
+  one ended, find it; the timed hops go on along the cycle;
 * **the streaming kernel**: on each of ``k`` CUs, ``inflight_per_cu_B`` bytes of reads outstanding, in lanes of
   :data:`LANE_B`, over a separate buffer in the measured kernel's grid-stride order: one load instruction of the
   CTA covers a :data:`BLOCK_B` block, CU ``c`` reads blocks ``c, c + k, c + 2k, ...``, and a lane whose read returns
@@ -41,6 +45,11 @@ BLOCK_B = 16384
 #: where the streaming buffer and the chase's footprint live (disjoint)
 STREAM_BASE_B, STREAM_SPAN_B = 0, 2 * GiB
 CHASE_BASE_B = 4 * GiB
+#: the chase's line (``measure.py``'s ``LINE_B``: the L2's 128 B line) and the largest footprint ``cycle`` takes
+CHASE_LINE_B = 128
+CYCLE_MAX_B = 256 << 20
+#: reads per batch of the untimed pass over the cycle (issued in cycle order, one batch after another)
+WARM_BATCH = 4096
 
 
 @dataclass(frozen=True)
@@ -54,11 +63,16 @@ class ChaseOutcome:
 
 
 def simulate_chase(system, stream_cus: int = 0, inflight_per_cu_B: int = 0, hops: int = 300,
-                   footprint_B: int = 4 * GiB, warm_ns: float = 10_000.0, seed: int = 1) -> ChaseOutcome:
+                   footprint_B: int = 4 * GiB, warm_ns: float = 10_000.0, seed: int = 1,
+                   cycle: bool = False) -> ChaseOutcome:
     """The chase over ``footprint_B`` beside a streaming kernel on ``stream_cus`` CUs with ``inflight_per_cu_B``
-    bytes of reads outstanding each (module doc). ``stream_cus = 0``: the idle latency."""
+    bytes of reads outstanding each (module doc). ``stream_cus = 0``: the idle latency; ``cycle`` (idle only): a
+    random cycle over the footprint's lines after an untimed pass over it (the warm L2 of the measured idle rows)."""
     if hops < 1 or footprint_B < REQ_B:
         raise ValueError(f"hops must be >= 1 and footprint_B >= {REQ_B} (got {hops}, {footprint_B})")
+    if cycle and (stream_cus or not CHASE_LINE_B <= footprint_B <= CYCLE_MAX_B):
+        raise ValueError(f"cycle is the idle chase (stream_cus 0) over {CHASE_LINE_B} B to {CYCLE_MAX_B >> 20} MiB, "
+                         f"got stream_cus {stream_cus}, footprint_B {footprint_B}")
     if stream_cus < 0 or stream_cus > system.gpu.num_cus:
         raise ValueError(f"stream_cus must be 0..{system.gpu.num_cus}, got {stream_cus}")
     if stream_cus and inflight_per_cu_B < LANE_B:
@@ -68,7 +82,12 @@ def simulate_chase(system, stream_cus: int = 0, inflight_per_cu_B: int = 0, hops
     env = eng.env
     hier = MemoryHierarchy(env, system)
     rng = np.random.default_rng(seed)
-    lines = rng.integers(0, footprint_B // REQ_B, hops, dtype=np.int64) * REQ_B + CHASE_BASE_B
+    if cycle:  # the measured chase: a random single cycle, walked once untimed, then timed from its start
+        order = rng.permutation(footprint_B // CHASE_LINE_B).astype(np.int64) * CHASE_LINE_B + CHASE_BASE_B
+        lines = np.resize(order, hops)
+    else:
+        order = None
+        lines = rng.integers(0, footprint_B // REQ_B, hops, dtype=np.int64) * REQ_B + CHASE_BASE_B
     warm = ns_to_ticks(warm_ns) if stream_cus else 0
     span = {}
     moved = [0]
@@ -78,6 +97,9 @@ def simulate_chase(system, stream_cus: int = 0, inflight_per_cu_B: int = 0, hops
     blocks = STREAM_SPAN_B // BLOCK_B
 
     def chase():
+        if order is not None:
+            for i in range(0, len(order), WARM_BATCH):
+                yield hier.read(order[i:i + WARM_BATCH])
         if warm:
             yield env.timeout(warm)
         t0 = env.now

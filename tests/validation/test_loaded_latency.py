@@ -31,6 +31,20 @@ def test_the_idle_chase_costs_the_l2_the_frontend_and_one_dram_access_per_hop():
     assert r.stream_GBps == 0.0
 
 
+def test_the_cycle_chase_hits_a_warm_l2_inside_it_and_misses_beyond_it():
+    """``cycle``: the measurement's random cycle after an untimed pass over it. A footprint well inside the L2 then
+    costs the L2 hit latency per hop (the cold uniform chase over it misses); one several times the L2 misses."""
+    s = SYSTEM
+    hit = _ns(s.l2.hit_latency_cycles, s.l2.clock_GHz)
+    slack = 3 * (1 / s.l2.clock_GHz + 1 / s.gpu.clock_GHz)
+    warm = simulate_chase(s, hops=300, footprint_B=1 << 20, cycle=True)
+    assert hit - slack <= warm.ns_per_hop <= hit + slack
+    cold = simulate_chase(s, hops=300, footprint_B=1 << 20)
+    assert cold.ns_per_hop > 2 * hit
+    big = simulate_chase(s, hops=300, footprint_B=int(s.l2.size_MiB * 4 / 3) << 20, cycle=True)
+    assert big.ns_per_hop > 2 * hit  # a cycle longer than an LRU cache evicts each line before its reuse
+
+
 def test_latency_and_bandwidth_rise_with_the_streaming_sms_and_stay_under_the_peak():
     inflight = 46080
     rows = [simulate_chase(SYSTEM, k, inflight, hops=100, warm_ns=3000.0) for k in (0, 2, 12)]
@@ -45,7 +59,9 @@ def test_latency_and_bandwidth_rise_with_the_streaming_sms_and_stay_under_the_pe
 
 
 @pytest.mark.parametrize("kw", [dict(hops=0), dict(stream_cus=-1), dict(stream_cus=10_000),
-                                dict(stream_cus=2, inflight_per_cu_B=64)])
+                                dict(stream_cus=2, inflight_per_cu_B=64),
+                                dict(cycle=True, stream_cus=2, inflight_per_cu_B=4096, footprint_B=1 << 20),
+                                dict(cycle=True, footprint_B=1 << 30)])
 def test_bad_arguments_are_refused(kw):
     with pytest.raises(ValueError):
         simulate_chase(SYSTEM, **kw)

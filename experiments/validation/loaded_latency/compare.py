@@ -9,7 +9,9 @@ by ``t3sim.validation.loaded_latency.simulate_chase``).
   ``chase_overlapped`` column, where the CSV has it), are listed and left out (they do not measure HBM latency).
 
 Prints and writes (``--out``) the simulated curve beside the measured one, and the three numbers of
-``t3sim.analysis.latency_curve.compare``: idle latency, latency at 50 % and 90 % of the measured peak bandwidth.
+``t3sim.analysis.latency_curve.compare``: idle latency, latency at 50 % and 90 % of the measured peak bandwidth. The
+idle rows up to ``CYCLE_MAX_B`` (inside and around the L2) are simulated as measured, a warm random cycle
+(``simulate_chase``'s ``cycle``), and written beside the measured ones (``compare_idle_SYSTEM.csv``).
 
 Run: ``python3 compare.py --dir h100 --system h800-8gpu -j 2``.
 """
@@ -37,6 +39,12 @@ def _one(args):
     from t3sim.validation.loaded_latency import simulate_chase
     r = simulate_chase(_system(name, sets), k, inflight_B, hops=hops, footprint_B=footprint_B)
     return k, r.ns_per_hop, r.stream_GBps, r.wall_s
+
+
+def _idle(args):
+    name, sets, footprint_B, hops = args
+    from t3sim.validation.loaded_latency import simulate_chase
+    return footprint_B, simulate_chase(_system(name, sets), hops=hops, footprint_B=footprint_B, cycle=True).ns_per_hop
 
 
 def main() -> None:
@@ -80,6 +88,21 @@ def main() -> None:
     cmp = compare(float(big["ns_per_hop"]), res[0][0],
                   [(float(r["stream_GBps"]), float(r["ns_per_hop"])) for r, _ in keep],
                   [(res[int(r["stream_sms"])][1], res[int(r["stream_sms"])][0]) for r, _ in keep])
+    # the idle rows inside and around the L2: the measured cycle, warm (simulate_chase's ``cycle``)
+    from t3sim.validation.loaded_latency import CYCLE_MAX_B
+    small = [r for r in idle if int(r["footprint_B"]) <= CYCLE_MAX_B]
+    with ProcessPoolExecutor(args.j) as ex:
+        sim_idle = dict(ex.map(_idle, [(args.system, args.set, int(r["footprint_B"]), max(args.hops, 1000))
+                                       for r in small]))
+    out_idle = out.with_name(out.stem.replace("compare_", "compare_idle_") + ".csv")
+    with open(out_idle, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["footprint_B", "meas_ns", "sim_ns", "error"])
+        for r in small:
+            fp, meas = int(r["footprint_B"]), float(r["ns_per_hop"])
+            w.writerow([fp, meas, round(sim_idle[fp], 2), round(sim_idle[fp] / meas - 1, 4)])
+            print(f"idle {fp >> 20} MiB: measured {meas:.1f} ns, simulated {sim_idle[fp]:.1f} ns "
+                  f"({sim_idle[fp] / meas - 1:+.1%})")
     print(f"in flight per SM: {inflight} B (the {one['stream_sms']}-SM row: {one['stream_GBps']} GB/s x "
           f"{one['ns_per_hop']} ns); HBM peak of {args.system}: {peak:.0f} GB/s; wrote {out}")
     print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in cmp.items()}, indent=1))
