@@ -10,7 +10,8 @@ on ``k`` SMs; each row pairs the chase's nanoseconds per hop with the HBM bandwi
   above the L2 both miss the L2 on nearly every hop), cached in L2 as ``ld.global.cg`` is; it starts once the stream
   has run ``warm_ns``, and its ns per hop is its span over its hops. With ``cycle`` (footprints up to
   :data:`CYCLE_MAX_B`) it is the measurement's own chase instead: a seeded random single cycle over the footprint's
-  128 B lines, after one untimed pass over the whole cycle (reads in cycle order, :data:`WARM_BATCH` at a time), so
+  128 B lines, after one pass over the whole cycle that the timing leaves out (reads in cycle order,
+  :data:`WARM_BATCH` at a time), so
   the L2 holds what a previous run of the chase left there, as the measured runs, each going on from where the last
   one ended, find it; the timed hops go on along the cycle;
 * **the streaming kernel**: on each of ``k`` CUs, ``inflight_per_cu_B`` bytes of reads outstanding, in lanes of
@@ -67,7 +68,8 @@ def simulate_chase(system, stream_cus: int = 0, inflight_per_cu_B: int = 0, hops
                    cycle: bool = False) -> ChaseOutcome:
     """The chase over ``footprint_B`` beside a streaming kernel on ``stream_cus`` CUs with ``inflight_per_cu_B``
     bytes of reads outstanding each (module doc). ``stream_cus = 0``: the idle latency; ``cycle`` (idle only): a
-    random cycle over the footprint's lines after an untimed pass over it (the warm L2 of the measured idle rows)."""
+    random cycle over the footprint's lines after a pass over it that the timing leaves out (the warm L2 of the
+    measured idle rows)."""
     if hops < 1 or footprint_B < REQ_B:
         raise ValueError(f"hops must be >= 1 and footprint_B >= {REQ_B} (got {hops}, {footprint_B})")
     if cycle and (stream_cus or not CHASE_LINE_B <= footprint_B <= CYCLE_MAX_B):
@@ -82,7 +84,7 @@ def simulate_chase(system, stream_cus: int = 0, inflight_per_cu_B: int = 0, hops
     env = eng.env
     hier = MemoryHierarchy(env, system)
     rng = np.random.default_rng(seed)
-    if cycle:  # the measured chase: a random single cycle, walked once untimed, then timed from its start
+    if cycle:  # the measured chase: a random single cycle, walked once (not timed), then timed from its start
         order = rng.permutation(footprint_B // CHASE_LINE_B).astype(np.int64) * CHASE_LINE_B + CHASE_BASE_B
         lines = np.resize(order, hops)
     else:

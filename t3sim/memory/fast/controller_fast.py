@@ -35,8 +35,8 @@ from t3sim.memory.fast import command_kernel, queue_lists, step_kernel
 from t3sim.memory.fast import fast_kernel as K
 from t3sim.memory.fast.command_kernel import (
     AWAITED, BIG, CYC, LAST_DIR, NEXT, NP, NUS, P_ADM, P_BPG, P_DONE_RD, P_DONE_WR, P_FAW, P_FAWN, P_HARD, P_LOG,
-    P_NB, P_NPP, P_OBSERVING, P_PAGE, P_PER_BANK, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ, REF_DUE, RQN, WQN,
-    STOP_NO_REQUESTS)
+    P_NB, P_NPP, P_OBSERVING, P_PAGE, P_PER_BANK, P_REFRESH_ON, P_RQ, P_STOP_IDLE, P_TBL, P_TREFI, P_WLIM, P_WQ,
+    REF_DUE, RQN, WQN, STOP_NO_REQUESTS)
 from t3sim.memory.fast.queue_lists import QF_REQ
 from t3sim.memory.fast.specialise import specialise
 
