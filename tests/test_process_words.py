@@ -39,6 +39,10 @@ _PATTERNS = {
     "the issue": r"\b[Tt]he issue's\b|\bas the issue\b",
     # the development machines' ritual: "Device prefix", "carry [\".whl\"]", "the returned files"
     "machine ritual": r"(?i:device prefix)|\bcarry \[|\breturned files?\b",
+    # "this workplace's device pool", "a 16-core device host": the development machines again
+    "device pool": r"(?i:\bworkplace\b|\bdevice (?:pool|host)s?\b)",
+    # the development environment's own tools (a checkout has none of them)
+    "development tool": r"\bfarm-(?:studio|bench)\b",
 }
 _RX = re.compile("|".join(f"(?P<g{i}>{p})" for i, p in enumerate(_PATTERNS.values())))
 _NAMES = list(_PATTERNS)
@@ -75,7 +79,7 @@ def _tracked() -> list:
 
 #: lower-case words one of which every match of :data:`_RX` contains: a line is matched only if it holds one
 #: (``str.find`` over a whole file is far faster than a regex search, and keeps the test under a second)
-_KEYS = ("issue", "paper", "shared", "session", "lent", "device", "carry", "returned")
+_KEYS = ("issue", "paper", "shared", "session", "vm", "lent", "device", "carry", "returned", "workplace", "farm")
 
 
 def _candidate_lines(text: str):
@@ -137,11 +141,13 @@ def test_no_tracked_file_narrates_the_development():
     ("(session 10: ...)", "session"), ("Session 6 changed", "session"), ("on a lent 16-core host", "lent machine"),
     ("the session's device time", "session"), ("30 device-minutes", "device time"),
     ("SESSION_EVENTS = 1 << 16", "session"), ("start_new_session=True", "session"), ("schemes/shared/", "shared/ path"),
-    ("on the VM (-j 2)", "VM"),
+    ("on the VM (-j 2)", "VM"), ("one H200 of this workplace's device pool", "device pool"),
+    ("a 16-core device host", "device pool"), ("`farm-studio look` draws it", "development tool"),
 ])
 def test_patterns_catch_the_words(line, word):
     m = _RX.search(line)
     assert m and _NAMES[int(m.lastgroup[1:])] == word
+    assert [n for n, _ in _candidate_lines(line)] == [1]  # the key filter passes the line to the patterns
 
 
 @pytest.mark.parametrize("line", [
