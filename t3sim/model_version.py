@@ -18,6 +18,9 @@ version  the change
 1        the model as of release 0.1.0, the first versioned model
 2        GEMM kernels chosen per shape by the system's library (split-K, MMA rate, tile order); collective start-up
          from NCCL's/RCCL's tuning tables; the two-socket PCIe topology; FLUX's tile-level costs
+3        landing backpressure: links into a GPU run credit-based flow control over its receive buffer
+         (``interconnect.receive_buffer_B``, set on every preset), so a GPU's memory holds a bounded amount of
+         landed, unwritten peer data; new per-link statistics of the credits
 =======  =====================================================================================================
 """
 
@@ -26,7 +29,7 @@ from __future__ import annotations
 from typing import Dict
 
 #: the current model version (an integer, bumped by one per results-moving change)
-MODEL_VERSION = 2
+MODEL_VERSION = 3
 
 #: version -> the change that made it (the table above, as data: ``t3sim reproduce --status`` names what a stale
 #: result predates from it)
@@ -35,6 +38,7 @@ HISTORY: Dict[int, str] = {
     1: "the model as of release 0.1.0",
     2: "GEMM kernels chosen per shape by the system's library; collective start-up from NCCL's/RCCL's tuning tables; "
        "the two-socket PCIe topology; FLUX's tile-level costs",
+    3: "landing backpressure: credit-based flow control on links into a GPU (interconnect.receive_buffer_B)",
 }
 
 

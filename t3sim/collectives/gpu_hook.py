@@ -436,8 +436,9 @@ class GpuCollectiveHook(Component):
         return self._run(gpu, "finalize", pieces, group, self.plan.steps[step].category)
 
     # ------------------------------------------------------------------ packets
-    def _packet(self, packet) -> None:
-        """A packet reached GPU ``packet.dst``: the interconnect writes it into memory (module doc)."""
+    def _packet(self, packet) -> simpy.Event:
+        """A packet reached GPU ``packet.dst``: the interconnect writes it into memory (module doc); returns the
+        writes' event."""
         tag = packet.meta.tag
         hier = self.hiers[packet.dst]
         x = self.plan.steps[tag.step].xfers[tag.xfer]
@@ -453,6 +454,7 @@ class GpuCollectiveHook(Component):
             ev = hier.write(line_addrs(L.bases[x.dst_buf] + off, packet.nbytes), cat, self.stream, uncached=True)
         self._recv_writes.setdefault((packet.dst, tag.step, tag.xfer, tag.slice), []).append(ev)
         ev.callbacks.append(lambda _e: self.progressed())
+        return ev  # the receive buffer holds the packet until then (Network, landing backpressure)
 
     # ------------------------------------------------------------------ diagnostics
     def pieces_done(self) -> int:

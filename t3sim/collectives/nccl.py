@@ -304,13 +304,12 @@ class NcclRing(Component):
             base = self.layouts[nxt].fifo_base_B + c * self.layouts[nxt].buffer_B + sched.slot_offset_B(sent)
             meta = [PacketMeta(op="store", addr=base + off, tag=("nccl", PHASE_CATEGORY[op.phase]), port=self.port)
                     for off, _ in parts]
-            first_link = self.net.route(g, nxt)[0]
 
-            def send(i: int, arrived: simpy.Event) -> int:
-                """Inject part ``i`` now; return the tick its last byte leaves the GPU's link."""
-                self.net.send(g, nxt, parts[i][1], meta[i], payload_B=self.payload_B).callbacks.append(
+            def send(i: int, arrived: simpy.Event, gone: simpy.Event) -> None:
+                """Inject part ``i`` now; ``gone`` fires when its last byte left the GPU's link."""
+                self.net.send(g, nxt, parts[i][1], meta[i], payload_B=self.payload_B,
+                              left=lambda end: self._later(end - env.now, gone)).callbacks.append(
                     lambda _t: arrived.succeed(env.now))
-                return first_link.busy_until
 
             arrivals.extend(env.event() for _ in parts)
         if self.free:
@@ -318,7 +317,7 @@ class NcclRing(Component):
                 return None
             gone = [env.event() for _ in parts]
             for i in range(len(parts)):
-                self._later(send(i, arrivals[-len(parts) + i]) - env.now, gone[i])
+                send(i, arrivals[-len(parts) + i], gone[i])
             return simpy.AllOf(env, gone)
         if g in self.hiers:
             L = self.layouts[g]
@@ -338,7 +337,7 @@ class NcclRing(Component):
 
                     def hold(_p, i=i, gone=gone):
                         # store backpressure: the CTA moves on once this piece's stores left on the link
-                        self._later(send(i, arrivals[-len(parts) + i]) - env.now, gone)
+                        send(i, arrivals[-len(parts) + i], gone)
                         return gone
                 pieces.append(_Piece([line_addrs(a + off, nb) for a in srcs], (len(srcs) - 1) * (nb // eb),
                                      None if dst is None else line_addrs(dst + off, nb), group, env.event(), hold))
@@ -364,7 +363,7 @@ class NcclRing(Component):
                     done.append(gone)
 
                     def go(_e=None, i=i, a=arrived, gone=gone):
-                        self._later(send(i, a) - env.now, gone)
+                        send(i, a, gone)
 
                     if ev.processed:
                         go()
@@ -373,13 +372,15 @@ class NcclRing(Component):
         return simpy.AllOf(env, done)
 
     # ------------------------------------------------------------------ packets
-    def _packet(self, packet) -> None:
-        """A packet reached a simulated GPU: written into its FIFO (uncached, communication stream)."""
+    def _packet(self, packet) -> Optional[simpy.Event]:
+        """A packet reached a simulated GPU: written into its FIFO (uncached, communication stream); returns the
+        writes' event."""
         tag = packet.meta.tag
         if not (isinstance(tag, tuple) and tag and tag[0] == "nccl"):
-            return
+            return None
         ev = self.hiers[packet.dst].write(line_addrs(packet.addr, packet.nbytes), tag[1], self.stream, uncached=True)
         ev.callbacks.append(lambda _e: self.progressed())
+        return ev
 
     # ------------------------------------------------------------------ stats & diagnostics
     def pieces_done(self) -> int:

@@ -49,6 +49,16 @@ class InterconnectConfig(Model):
         desc="payload of one link-protocol packet of the stores a CU (SM) issues to a peer GPU's memory (collective kernels)",
         source="NVLink: \"SMs are limited to 128B payload size, when Copy Engines can use 256B\" (S. Jeaugey, NVIDIA, "
                "github.com/NVIDIA/nccl-tests/issues/149)", gt=0)
+    receive_buffer_B: int = F(
+        0, unit="B",
+        desc="payload bytes a GPU buffers at its end of each incoming link: packets that landed there and whose memory "
+             "writes are not done (a packet it forwards frees its space on arrival). Links into a GPU run credit-based "
+             "flow control over it: a packet leaves the sender only with credit for its bytes, and the credit returns "
+             "one link latency after the writes are done, so a full buffer holds the link back. 0: no bound (every "
+             "packet is accepted at once and its writes queue in the memory controllers)",
+        source="assumption: no vendor document gives a GPU's buffering of incoming peer writes; a preset's value says "
+               "what it is sized to (Dally and Towles, Principles and Practices of Interconnection Networks, Sec. 13.3: a "
+               "credit-based link needs bandwidth x credit round trip of buffer to run at full rate)", ge=0)
 
     # ---- multi-node (kind: multinode; t3sim/interconnect/multinode.py) ----
     gpus_per_node: int = F(
@@ -108,6 +118,14 @@ class InterconnectConfig(Model):
         if v == "multinode":
             raise ValueError("node_kind 'multinode': a node's GPUs are joined by ring, direct or switch links")
         return check_kind("topology", v)
+
+    @model_validator(mode="after")
+    def _receive_buffer(self) -> "InterconnectConfig":
+        if 0 < self.receive_buffer_B < self.packet_size_B:
+            raise ValueError(f"receive_buffer_B={self.receive_buffer_B} is smaller than one packet "
+                             f"(packet_size_B={self.packet_size_B}): no packet could ever be sent; use 0 (no bound) or "
+                             f"at least {self.packet_size_B}")
+        return self
 
     @model_validator(mode="after")
     def _pcie_shape(self) -> "InterconnectConfig":

@@ -176,10 +176,10 @@ class Fabric(Component):
         s.add("landed_B", self.landed_B, "B", "bytes of those written at their destination (at a shadow: delivered)")
         return s
 
-    def _receive(self, packet) -> None:
+    def _receive(self, packet) -> Optional[simpy.Event]:
         pl = packet.meta.tag
         if not isinstance(pl, Payload):
-            return  # not T3 traffic (e.g. a collective kernel's packets, which its own hook handles)
+            return None  # not T3 traffic (e.g. a collective kernel's packets, which its own hook handles)
         i0, i1 = packet.offset // REQ_B, (packet.offset + packet.nbytes) // REQ_B
         h = self.hiers[packet.dst]
         ev = h.write(pl.addrs[i0:i1], pl.category, Stream.COMM, uncached=True, update=pl.op == "update",
@@ -193,6 +193,7 @@ class Fabric(Component):
                 pl.on_land(pl)
 
         ev.callbacks.append(wrote)
+        return ev  # the receive buffer holds the packet until then (Network, landing backpressure)
 
     def pending(self) -> str:
         return f"{self.in_flight} payloads not landed" if self.in_flight else ""

@@ -13,9 +13,15 @@ Timing model (all integer ticks, 1 tick = 1 ps; see :mod:`t3sim.sim.clock`):
   over-charges each packet by less than one tick (< 2e-5 relative at 4 KiB and
   75 GB/s), never accumulates float error;
 * packets serialise one after another in arrival (``put``) order: a packet put
-  at time ``t`` starts at ``max(t, busy_until)``; queueing is therefore exact
-  FIFO with an unbounded queue (back-pressure is not modelled: the receiving
-  side accepts every packet);
+  at time ``t`` starts at ``max(t, busy_until)``; queueing is exact FIFO;
+* credit-based flow control (``credits_B`` > 0, the receiving end's buffer): a packet starts serialising only
+  when the link holds credit for its payload bytes, and takes that credit as it starts; the receiving end frees
+  its buffer with :meth:`Link.release` and the credit is back at the sender ``latency`` ticks later (the credit
+  travels back over the wire). Packets without credit wait, in FIFO order, behind the one at the head. The credit
+  round trip is a packet's serialisation + 2 x ``latency`` + the time the receiver holds it, so a buffer smaller
+  than ``bandwidth x round trip`` slows the link even when the receiver is idle (W. J. Dally and B. Towles,
+  *Principles and Practices of Interconnection Networks*, Sec. 13.3: credit-based flow control).
+  ``credits_B = 0`` (the default): no flow control, the receiving end accepts every packet;
 * a packet is delivered ``latency`` ticks after its last byte left the sender
   (store-and-forward: a switch forwards a packet only once it fully arrived);
 * link-protocol overhead (``InterconnectConfig.packet_header_B``): a packet may
@@ -32,8 +38,10 @@ Timing model (all integer ticks, 1 tick = 1 ps; see :mod:`t3sim.sim.clock`):
   ``message_ns = 0`` (the default, every GPU-to-GPU link) changes nothing.
 
 Because the queue is FIFO and service is deterministic, the departure time is
-known when the packet is put, so each packet costs exactly one simpy event (its
-delivery), not a process.
+known when the packet starts (at ``put`` when it has credit), so each packet costs exactly one simpy event (its
+delivery), not a process; a packet that waits for credit starts in :meth:`Link.release`'s credit return. A packet
+whose ``left`` attribute is a callable is told the tick its last byte leaves (its serialisation end) as it starts,
+and the attribute is cleared (so only its first link tells).
 
 Statistics (:meth:`Link.stats`): bytes/packets sent (accepted by the link) and
 received (delivered at the far end), busy ticks, utilisation, peak queue depth,
@@ -41,14 +49,15 @@ mean queueing delay and, per time bin of ``bin_ticks``, the bytes that finished
 serialisation and the busy ticks in that bin (utilisation over time).
 
 Invariant: after the network drained (no packet in flight),
-``bytes_sent == bytes_received`` and ``packets_sent == packets_received``
-(:meth:`Link.check_conserved`).
+``bytes_sent == bytes_received`` and ``packets_sent == packets_received``, no packet waits for credit and
+every credit is back or on its way back (:meth:`Link.check_conserved`; a run may end before the last credits
+reach the sender). Bytes and packets sent count packets as they start.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Deque, List, Optional
+from typing import Any, Callable, Deque, List, Optional, Tuple
 
 from t3sim.results.stats import Stats
 from t3sim.sim.clock import TICKS_PER_NS, TICKS_PER_US, ns_to_ticks
@@ -86,6 +95,7 @@ class Link(Component):
         bin_ticks: width of a utilisation-over-time bin, ticks.
         header_B, max_payload_B: link-protocol header bytes per protocol packet and the payload of a
             full-size one (module doc); ``header_B = 0`` serialises payload bytes at ``bandwidth_GBps``.
+        credits_B: payload bytes the receiving end buffers (credit-based flow control, module doc); 0: none.
 
     A packet is any object with an integer ``nbytes`` attribute (> 0) and, optionally, an integer
     ``wire`` attribute (bytes on the wire, >= ``nbytes``; default ``nbytes``).
@@ -94,7 +104,7 @@ class Link(Component):
     def __init__(self, engine: Engine, name: str, src: Any, dst: Any, bandwidth_GBps: float,
                  latency_ns: float, out: Optional[Callable[[Any], None]] = None,
                  bin_ticks: int = DEFAULT_BIN_TICKS, header_B: int = 0, max_payload_B: int = 256,
-                 message_ns: float = 0.0):
+                 message_ns: float = 0.0, credits_B: int = 0):
         super().__init__(engine, name)
         if latency_ns < 0:
             raise ValueError(f"{name}: latency must be >= 0 ns, got {latency_ns}")
@@ -128,14 +138,25 @@ class Link(Component):
         self.bin_busy: List[int] = []
         self.first_put: Optional[int] = None
         self.last_delivery = 0
+        if credits_B < 0:
+            raise ValueError(f"{name}: credits_B must be >= 0, got {credits_B}")
+        self.credits_B = int(credits_B)   # the receiving end's buffer (0: no flow control)
+        self.credits = self.credits_B     # credit the sender holds now, B
+        self.credits_returning = 0        # credit freed by the receiving end, on its way back, B
+        self._waiting: Deque[Tuple[Any, int]] = deque()  # (packet, put tick) waiting for credit, FIFO
+        self.credit_wait_ticks = 0        # sum over packets of the time they waited for credit
+        self.credit_idle_ticks = 0        # time the wire sat idle while a packet waited for credit
+        self.credit_stalled_packets = 0   # packets that found too little credit at put
+        self.peak_credits_used_B = 0      # most of the receiving end's buffer in use (credits out) at once
 
     # ------------------------------------------------------------------ data path
 
     def _no_out(self, packet: Any) -> None:
         raise RuntimeError(f"{self.name}: packet delivered but link.out is not connected")
 
-    def put(self, packet: Any) -> int:
-        """Enqueue ``packet``; return the tick at which it will be delivered to ``out``.
+    def put(self, packet: Any) -> Optional[int]:
+        """Enqueue ``packet``; return the tick at which it will be delivered to ``out``, or None while it waits for
+        credit (module doc).
 
         The delivery is one heap entry (:func:`~t3sim.sim.engine.call_at`): the key ``env.timeout(arrive - now,
         packet)`` would get, so the same event order, without the ``Timeout`` object.
@@ -143,10 +164,70 @@ class Link(Component):
         nbytes = packet.nbytes
         if nbytes <= 0:
             raise ValueError(f"{self.name}: packet of {nbytes} B")
-        env = self.env
-        now = env._now
+        now = self.env._now
         if self.first_put is None:
             self.first_put = now
+        if self.credits_B:
+            if nbytes > self.credits_B:
+                raise ValueError(f"{self.name}: packet of {nbytes} B exceeds the receiving end's "
+                                 f"{self.credits_B} B buffer: it could never be sent")
+            if self._waiting or self.credits < nbytes:
+                self._waiting.append((packet, now))
+                self.credit_stalled_packets += 1
+                self._note_depth(now)
+                return None
+            self._take(nbytes)
+        return self._start(packet, now, now)
+
+    def release(self, nbytes: int) -> None:
+        """The receiving end freed ``nbytes`` of its buffer (a packet it held): the credit is back at the sender one
+        link latency later, and packets waiting for it start then (module doc). No-op without flow control."""
+        if not self.credits_B:
+            return
+        if self.latency_ticks:
+            self.credits_returning += nbytes
+            call_at(self.env, self.env._now + self.latency_ticks, self._credit_back, nbytes)
+        else:
+            self._return(nbytes)
+
+    def _credit_back(self, ev) -> None:
+        self.credits_returning -= ev._value
+        self._return(ev._value)
+
+    def _return(self, nbytes: int) -> None:
+        self.credits += nbytes
+        if self.credits > self.credits_B:
+            raise AssertionError(f"{self.name}: {self.credits} B of credit, more than the {self.credits_B} B buffer")
+        now = self.env._now
+        waiting = self._waiting
+        while waiting and self.credits >= waiting[0][0].nbytes:
+            packet, put_tick = waiting.popleft()
+            self._take(packet.nbytes)
+            self.credit_wait_ticks += now - put_tick
+            free = self.busy_until if self.busy_until > put_tick else put_tick  # when the wire could have taken it
+            if now > free:
+                self.credit_idle_ticks += now - free
+            self._start(packet, put_tick, now)
+        self.progressed()
+
+    def _note_depth(self, now: int) -> None:
+        """Queue depth = packets whose serialisation has not ended by ``now`` + those waiting for credit."""
+        deps = self._departures
+        while deps and deps[0] <= now:
+            deps.popleft()
+        depth = len(deps) + len(self._waiting)
+        if depth > self.max_queue_depth:
+            self.max_queue_depth = depth
+
+    def _take(self, nbytes: int) -> None:
+        self.credits -= nbytes
+        used = self.credits_B - self.credits
+        if used > self.peak_credits_used_B:
+            self.peak_credits_used_B = used
+
+    def _start(self, packet: Any, put_tick: int, now: int) -> int:
+        """Serialise ``packet`` (put at ``put_tick``, free to start at ``now``) behind the wire's earlier packets."""
+        nbytes = packet.nbytes
         start = self.busy_until if self.busy_until > now else now
         wire = getattr(packet, "wire", nbytes)
         self.wire_bytes_sent += wire
@@ -160,17 +241,16 @@ class Link(Component):
         self.bytes_sent += nbytes
         self.packets_sent += 1
         self.busy_ticks += ser
-        self.queue_delay_ticks += start - now
+        self.queue_delay_ticks += start - put_tick
         self._account_bins(start, end, nbytes)
-        # queue depth = packets whose serialisation has not ended by `now` (incl. this one)
-        deps = self._departures
-        while deps and deps[0] <= now:
-            deps.popleft()
-        deps.append(end)
-        if len(deps) > self.max_queue_depth:
-            self.max_queue_depth = len(deps)
+        self._departures.append(end)
+        self._note_depth(now)
         arrive = end + self.latency_ticks
-        call_at(env, arrive, self._deliver, packet)
+        call_at(self.env, arrive, self._deliver, packet)
+        left = getattr(packet, "left", None)
+        if left is not None:  # the first link only: later hops see it cleared
+            packet.left = None
+            left(end)
         return arrive
 
     def _deliver(self, ev) -> None:
@@ -209,8 +289,11 @@ class Link(Component):
         return self.packets_sent - self.packets_received
 
     def pending(self) -> str:
-        n = self.in_flight_packets
-        return f"{n} packets in flight ({self.bytes_sent - self.bytes_received} B)" if n else ""
+        n, w = self.in_flight_packets, len(self._waiting)
+        parts = [f"{n} packets in flight ({self.bytes_sent - self.bytes_received} B)"] if n else []
+        if w:
+            parts.append(f"{w} packets waiting for credit ({self.credits} of {self.credits_B} B held by the sender)")
+        return "; ".join(parts)
 
     def check_conserved(self) -> None:
         """Raise ``AssertionError`` unless every byte sent was received (call after drain)."""
@@ -218,6 +301,10 @@ class Link(Component):
             raise AssertionError(
                 f"{self.name}: sent {self.bytes_sent} B/{self.packets_sent} pkts, "
                 f"received {self.bytes_received} B/{self.packets_received} pkts")
+        if self._waiting or self.credits + self.credits_returning != self.credits_B:
+            raise AssertionError(f"{self.name}: {len(self._waiting)} packets wait for credit and "
+                                 f"{self.credits_B - self.credits - self.credits_returning} B of the receiving end's "
+                                 "buffer is not freed")
 
     def utilisation(self, elapsed_ticks: Optional[int] = None) -> float:
         """Busy fraction over ``[0, elapsed_ticks]`` (default: up to now)."""
@@ -239,6 +326,17 @@ class Link(Component):
         s.add("utilisation", self.utilisation(elapsed_ticks), "ratio", "busy time / elapsed time")
         s.add("bandwidth_GBps", self.bandwidth_GBps, "GBps", "configured bandwidth of this direction")
         s.add("max_queue_depth", self.max_queue_depth, "count", "peak packets waiting or serialising")
+        if self.credits_B:
+            s.add("receive_buffer_B", self.credits_B, "B", "the receiving end's buffer: credit for payload bytes the "
+                  "sender may have out (credit-based flow control)")
+            s.add("peak_credits_used_B", self.peak_credits_used_B, "B", "most of the receiving end's buffer in use at "
+                  "once (credit taken, not yet back at the sender)")
+            s.add("credit_stalled_packets", self.credit_stalled_packets, "count",
+                  "packets that found too little credit when put, and waited for the receiving end to free its buffer")
+            s.add("credit_wait_ns", self.credit_wait_ticks / TICKS_PER_NS, "ns",
+                  "time packets waited for credit, summed over packets (the wire may have been busy meanwhile)")
+            s.add("credit_idle_ns", self.credit_idle_ticks / TICKS_PER_NS, "ns",
+                  "time the wire sat idle while a packet waited for credit: what the full receive buffer cost the link")
         if self.message_ticks:
             s.add("messages_sent", self.messages_sent, "count", "messages (first packets of transfers) this NIC port started")
         mean_q = self.queue_delay_ticks / self.packets_sent / TICKS_PER_NS if self.packets_sent else 0.0

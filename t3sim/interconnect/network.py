@@ -92,7 +92,7 @@ _NO_META = PacketMeta()  # frozen: one instance serves every send without meta
 class Packet:
     """One packet of a transfer. ``offset`` is its first byte within the transfer."""
 
-    __slots__ = ("src", "dst", "nbytes", "offset", "transfer", "hop", "created", "wire")
+    __slots__ = ("src", "dst", "nbytes", "offset", "transfer", "hop", "created", "wire", "left")
 
     def __init__(self, src: int, dst: int, nbytes: int, offset: int, transfer: "Transfer", created: int,
                  wire: Optional[int] = None):
@@ -101,6 +101,7 @@ class Packet:
         self.transfer = transfer
         self.hop = 0
         self.created = created
+        self.left: Optional[Callable[[int], None]] = None  # told the tick its last byte leaves the first link
 
     @property
     def meta(self) -> PacketMeta:
@@ -154,11 +155,12 @@ class Network(Component):
         self.header_B, self.max_payload_B = int(ic.packet_header_B), int(ic.max_payload_B)
         self.gpus: List[int] = sorted(v for v in self.graph.nodes if isinstance(v, int))
         self.links: Dict[Tuple[Any, Any], Link] = {}
+        buffer_B = int(ic.receive_buffer_B)
         for a, b, attr in sorted(self.graph.edges(data=True), key=lambda e: (str(e[0]), str(e[1]))):
             link = Link(engine, f"{_node_name(a)}_to_{_node_name(b)}", a, b, attr["bandwidth_GBps"],
                         attr["latency_ns"], out=self._arrive, bin_ticks=bin_ticks,
                         header_B=int(ic.packet_header_B), max_payload_B=int(ic.max_payload_B),
-                        message_ns=attr.get("message_ns", 0.0))
+                        message_ns=attr.get("message_ns", 0.0), credits_B=buffer_B if isinstance(b, int) else 0)
             self.links[(a, b)] = link
         if self.graph.graph.get("weighted"):  # multinode: the cheapest path by edge weight (inside a node first)
             paths = dict(nx.all_pairs_dijkstra_path(self.graph, weight="weight"))
@@ -183,9 +185,11 @@ class Network(Component):
 
     # ------------------------------------------------------------------ API
 
-    def set_receiver(self, gpu: int, callback: Optional[Callable[[Packet], None]], port: Optional[str] = None) -> None:
+    def set_receiver(self, gpu: int, callback: Optional[Callable[[Packet], Optional[simpy.Event]]],
+                     port: Optional[str] = None) -> None:
         """Call ``callback(packet)`` for every packet arriving at ``gpu`` addressed to ``port`` (``PacketMeta.port``;
-        None = the default receiver). ``callback`` None: drop such packets silently."""
+        None = the default receiver). ``callback`` None: drop such packets silently. The callback returns the event
+        of the packet's memory writes (it holds the receive buffer until then: module doc), or None."""
         if gpu not in self.bytes_injected:
             raise KeyError(f"no GPU {gpu} in the network")
         if callback is None:
@@ -212,14 +216,17 @@ class Network(Component):
         return sum(link.latency_ticks for link in self.route(src, dst))
 
     def send(self, src: int, dst: int, nbytes: int, meta: Optional[PacketMeta] = None,
-             payload_B: Optional[int] = None) -> simpy.Event:
+             payload_B: Optional[int] = None, left: Optional[Callable[[int], None]] = None) -> simpy.Event:
         """Send ``nbytes`` from GPU ``src`` to GPU ``dst``; return the event fired when all arrived.
 
         The event's value is the :class:`Transfer`. ``nbytes == 0`` completes immediately.
         ``payload_B``: payload of the link-protocol packets carrying it (default
         ``InterconnectConfig.max_payload_B``, a bulk copy; CU stores pass ``sm_store_payload_B``).
+        ``left``: called with the tick the transfer's last byte leaves the first link, once that is known (when
+        its last packet starts serialising there: at once, or when the link has credit for it). Not called for
+        ``nbytes == 0``.
         """
-        return self.send_group([(src, dst, nbytes, meta)], payload_B)[0]
+        return self.send_group([(src, dst, nbytes, meta)], payload_B, left)[0]
 
     def wire_bytes(self, nbytes: int, payload_B: Optional[int] = None) -> int:
         """Bytes ``nbytes`` of payload occupy on the wire in link-protocol packets of ``payload_B`` (module doc)."""
@@ -232,13 +239,14 @@ class Network(Component):
         return nbytes + -(-nbytes // p) * h
 
     def send_group(self, sends: Sequence[Tuple[int, int, int, Optional[PacketMeta]]],
-                   payload_B: Optional[int] = None) -> List[simpy.Event]:
+                   payload_B: Optional[int] = None, left: Optional[Callable[[int], None]] = None) -> List[simpy.Event]:
         """Start several transfers at once, interleaving their packets round-robin.
 
         A DMA engine or a collective kernel that feeds several peers (direct
         reduce-scatter over a switch port) streams them concurrently rather
         than one after the other; interleaving models that on a shared first link.
-        Returns one event per send, in order. ``payload_B`` as in :meth:`send`.
+        Returns one event per send, in order. ``payload_B`` as in :meth:`send`; ``left`` as in :meth:`send`, for the
+        group's last packet (the last to start on a shared first link).
         """
         env = self.env
         now = env._now
@@ -274,7 +282,10 @@ class Network(Component):
                     t.route[0].put(Packet(t.src, t.dst, P, off, t, now, wire_full))
                     nxt.append((t, off + P))
                 else:
-                    t.route[0].put(Packet(t.src, t.dst, n, off, t, now, self.wire_bytes(n, payload_B)))
+                    p = Packet(t.src, t.dst, n, off, t, now, self.wire_bytes(n, payload_B))
+                    if left is not None and not nxt and t is pending[-1][0]:
+                        p.left = left  # the group's last packet
+                    t.route[0].put(p)
             pending = nxt
         return events
 
@@ -337,16 +348,23 @@ class Network(Component):
         t = packet.transfer
         hop = packet.hop = packet.hop + 1
         route = t.route
+        link = route[hop - 1]
         if hop < len(route):
             route[hop].put(packet)
+            if link.credits_B:  # forwarded: its place in this GPU's receive buffer frees as it arrives
+                link.release(packet.nbytes)
             return
         nbytes = packet.nbytes
         self.bytes_delivered[packet.dst] += nbytes
         t.arrived_packets += 1
         t.arrived_bytes += nbytes
         rcv = self._receivers.get((packet.dst, t.meta.port))
-        if rcv is not None:
-            rcv(packet)
+        written = rcv(packet) if rcv is not None else None
+        if link.credits_B:  # landed: it holds the receive buffer until its memory writes are done (module doc)
+            if written is None or written.callbacks is None:
+                link.release(nbytes)
+            else:
+                written.callbacks.append(lambda _e, link=link, n=nbytes: link.release(n))
         if t.arrived_packets == t.packets:
             t.end = self.env._now
             self.transfers_open -= 1

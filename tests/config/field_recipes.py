@@ -306,6 +306,8 @@ RECIPES: Dict[str, Recipe] = {
     "system.interconnect.socket_link_bandwidth_GBps": R("pcie", 1.0),
     "system.interconnect.socket_link_latency_ns": R("pcie", 20000),
     "system.interconnect.packet_size_B": R("tiny", 1024),
+    # one packet of buffer over 500 ns links: each packet waits a credit round trip
+    "system.interconnect.receive_buffer_B": R("tiny", 4096),
     # the configured bandwidth is the payload rate of full max_payload_B packets: headers cost wire time only
     # for smaller packets, such as CU stores of sm_store_payload_B (NCCL's kernels)
     "system.interconnect.packet_header_B": R("nccl", 16),
