@@ -20,7 +20,9 @@ version  the change
          from NCCL's/RCCL's tuning tables; the two-socket PCIe topology; FLUX's tile-level costs
 3        landing backpressure: links into a GPU run credit-based flow control over its receive buffer
          (``interconnect.receive_buffer_B``, set on every preset), so a GPU's memory holds a bounded amount of
-         landed, unwritten peer data; new per-link statistics of the credits
+         landed, unwritten peer data; new per-link statistics of the credits. The skewed L2 index for slice counts
+         that are not powers of two (``l2.index_hash: skew``: the H200, H800 and A100 presets); the H200 preset's
+         launch overhead, split-K dependent gap and L2-to-controller latency measured on an H200
 =======  =====================================================================================================
 """
 
@@ -38,7 +40,9 @@ HISTORY: Dict[int, str] = {
     1: "the model as of release 0.1.0",
     2: "GEMM kernels chosen per shape by the system's library; collective start-up from NCCL's/RCCL's tuning tables; "
        "the two-socket PCIe topology; FLUX's tile-level costs",
-    3: "landing backpressure: credit-based flow control on links into a GPU (interconnect.receive_buffer_B)",
+    3: "landing backpressure: credit-based flow control on links into a GPU (interconnect.receive_buffer_B); the "
+       "skewed L2 index for slice counts that are not powers of two; the H200 preset's launch costs and "
+       "L2-to-controller latency measured on an H200",
 }
 
 

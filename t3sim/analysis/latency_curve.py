@@ -36,11 +36,12 @@ def latency_at(curve: Curve, GBps: float) -> Optional[float]:
 
 
 def compare(idle_meas_ns: float, idle_sim_ns: float, meas: Curve, sim: Curve,
-            fractions: Sequence[float] = (0.5, 0.9)) -> Dict[str, Optional[float]]:
-    """Idle and loaded latency, measured against simulated: ``peak_GBps`` (the measured curve's highest bandwidth),
+            fractions: Sequence[float] = (0.5, 0.9), peak_GBps: Optional[float] = None) -> Dict[str, Optional[float]]:
+    """Idle and loaded latency, measured against simulated: ``peak_GBps`` (given: the highest bandwidth measured by
+    any streaming row, with or without the chase beside it; default: the measured curve's highest bandwidth),
     ``idle_*``, and per fraction ``f`` ``at<f*100>_{meas,sim}_ns`` and ``..._error`` (sim / meas - 1; None where
-    the simulated curve does not reach that bandwidth)."""
-    peak = max(g for g, _ in meas)
+    either curve does not reach that bandwidth: the measured one then has no row there)."""
+    peak = max(g for g, _ in meas) if peak_GBps is None else float(peak_GBps)
     out: Dict[str, Optional[float]] = {"peak_GBps": peak, "idle_meas_ns": idle_meas_ns, "idle_sim_ns": idle_sim_ns,
                                        "idle_error": idle_sim_ns / idle_meas_ns - 1}
     for f in fractions:

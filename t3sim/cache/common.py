@@ -13,6 +13,13 @@ Index function (``L2Config.index_hash``), on the line number ``line = addr >> lo
   maps one line to each (bank, set): a contiguous working set of size ``C``
   uses capacity ``C`` exactly, while power-of-two strides (column-major
   GEMM operands) are spread over banks and sets.
+* ``"skew"``: the modulo index skewed by the xor-fold of the bits above it, for any bank and set counts:
+  with ``x = line // banks``, ``bank = (line + fold(x)) % banks`` and ``set = (x + fold(x // sets_per_bank)) %
+  sets_per_bank`` (``fold``: XOR of the ``bit_length(n - 1)``-bit chunks). The skew is constant over each aligned
+  block of ``banks`` lines (and of ``banks * sets_per_bank`` lines for the set), so as with ``xor`` every aligned
+  block of ``banks * sets_per_bank`` lines maps one line to each (bank, set), while a stride of a multiple of
+  ``banks`` lines (a row-major operand whose row is a multiple of the slice count in lines: 192 lines on 96
+  slices) moves to other banks instead of camping on one.
 * ``"linear"``: ``bank = line % banks``, ``set = (line // banks) % sets_per_bank``.
 
 Each (bank, set) is one LRU set of ``associativity`` ways; tags are full line
@@ -55,6 +62,11 @@ COUNTERS = (
 C_READ_HIT, C_READ_MISS, C_READ_SMISS, C_WRITE_HIT, C_WRITE_MISS, C_BYP_R, C_BYP_W, C_EVICT, C_WB, C_WB_SECT, C_FILL_SECT, C_WAIT = range(len(COUNTERS))
 
 
+#: ``L2Config.index_hash`` names, in the order of their codes (``L2Geometry.hash_mode``; the compiled kernel's)
+HASH_MODES = ("linear", "xor", "skew")
+HASH_LINEAR, HASH_XOR, HASH_SKEW = range(3)
+
+
 def _log2(x: int) -> int:
     return x.bit_length() - 1
 
@@ -68,8 +80,8 @@ class L2Geometry:
     """Derived L2 geometry (all integers).
 
     Attributes: ``line_B``, ``sector_B``, ``sectors_per_line`` (<= 8),
-    ``banks``, ``sets_per_bank``, ``assoc``, ``xor_hash``, ``bank_B_per_cycle``,
-    ``hit_latency_cycles``, ``write_allocate``.
+    ``banks``, ``sets_per_bank``, ``assoc``, ``hash_mode`` (:data:`HASH_MODES`: 0 linear, 1 xor, 2 skew),
+    ``bank_B_per_cycle``, ``hit_latency_cycles``, ``write_allocate``.
     """
 
     line_B: int
@@ -78,7 +90,7 @@ class L2Geometry:
     banks: int
     sets_per_bank: int
     assoc: int
-    xor_hash: bool
+    hash_mode: int
     bank_B_per_cycle: int
     hit_latency_cycles: int
     write_allocate: bool
@@ -93,11 +105,21 @@ class L2Geometry:
         if lines * line_B != size_B or lines % (cfg.associativity * cfg.banks):
             raise ValueError(f"L2 of {size_B} B does not split into {cfg.banks} banks x {cfg.associativity} ways of {line_B} B lines")
         spb = lines // (cfg.associativity * cfg.banks)
-        xor = cfg.index_hash == "xor"
-        if xor and not (_pow2(cfg.banks) and _pow2(spb)):
-            raise ValueError(f"index_hash 'xor' needs power-of-two banks ({cfg.banks}) and sets per bank ({spb}); use 'linear'")
-        return cls(line_B, sector_B, line_B // sector_B, cfg.banks, spb, cfg.associativity, xor,
+        mode = HASH_MODES.index(cfg.index_hash)
+        if mode == HASH_XOR and not (_pow2(cfg.banks) and _pow2(spb)):
+            raise ValueError(f"index_hash 'xor' needs power-of-two banks ({cfg.banks}) and sets per bank ({spb}); use 'skew'")
+        return cls(line_B, sector_B, line_B // sector_B, cfg.banks, spb, cfg.associativity, mode,
                    cfg.bank_bandwidth_B_per_cycle, cfg.hit_latency_cycles, cfg.write_allocate)
+
+    @property
+    def bank_bits(self) -> int:
+        """Bits of one fold chunk of the bank index (0 for linear)."""
+        return (self.banks - 1).bit_length() if self.hash_mode != HASH_LINEAR else 0
+
+    @property
+    def set_bits(self) -> int:
+        """Bits of one fold chunk of the set index (0 for linear)."""
+        return (self.sets_per_bank - 1).bit_length() if self.hash_mode != HASH_LINEAR else 0
 
     @property
     def line_shift(self) -> int:
@@ -122,10 +144,14 @@ class L2Geometry:
 
     def bank_and_set(self, line: int) -> tuple:
         """Scalar reference index function: ``(bank, global set index)`` of line number ``line``."""
-        if self.xor_hash:
-            bb, sb = _log2(self.banks), _log2(self.sets_per_bank)
+        bb, sb = self.bank_bits, self.set_bits
+        if self.hash_mode == HASH_XOR:
             b = _fold(line, bb)
             s = _fold(line >> bb, sb)
+        elif self.hash_mode == HASH_SKEW:
+            x = line // self.banks
+            b = (line + _fold(x, bb)) % self.banks
+            s = (x + _fold(x // self.sets_per_bank, sb)) % self.sets_per_bank
         else:
             b = line % self.banks
             s = (line // self.banks) % self.sets_per_bank

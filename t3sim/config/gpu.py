@@ -107,9 +107,16 @@ class L2Config(Model):
         source="assumption: no vendor document gives the L2's write buffering; 0 keeps the writes unbounded, the model "
                "before this bound. Accel-Sim's QV100 configuration queues 64 requests from each of its 64 L2 "
                "sub-partitions to DRAM (-gpgpu_dram_partition_queues 64:64:64:64, reads and writes together)", ge=0)
-    index_hash: Literal["xor", "linear"] = F(
-        "xor", unit="enum", desc="line -> bank and set index function: xor-folded line bits (xor) or plain modulo (linear)",
-        source="assumption: xor-based hashed indexing as in Accel-Sim's L2 (IPOLY-style set/partition hashing) so power-of-two strides spread over banks")
+    index_hash: Literal["xor", "skew", "linear"] = F(
+        "xor", unit="enum",
+        desc="line -> bank and set index function (t3sim/cache/common.py): xor-folded line bits (xor: power-of-two "
+             "banks and sets only), plain modulo skewed by the xor-fold of the bits above it (skew: any counts; "
+             "bank = (line + fold(line // banks)) mod banks, likewise the set), or plain modulo (linear)",
+        source="assumption: xor-based hashed indexing as in Accel-Sim's L2 (IPOLY-style set/partition hashing) so "
+               "power-of-two strides spread over banks; skew carries the same higher-bit mixing to slice counts that "
+               "are not powers of two, whose hash no vendor document gives (GPGPU-Sim hashing.cc's bitwise hash XORs "
+               "the higher bits into the index; adding them modulo the count keeps each aligned block of banks x sets "
+               "lines one line per (bank, set))")
     replacement: Literal["lru"] = F("lru", unit="enum", desc="replacement policy", source="t3sim model choice (LRU)",
                                     descriptive="LRU is the only policy implemented: the field names the model's choice and accepts no other")
 
@@ -129,7 +136,7 @@ class L2Config(Model):
         sets = int(size_B) // per_set_row
         if self.index_hash == "xor" and not (is_pow2(self.banks) and is_pow2(sets)):
             raise ValueError(f"l2.index_hash='xor' needs power-of-two banks ({self.banks}) and sets per bank ({sets}); "
-                             "use index_hash: linear")
+                             "use index_hash: skew (or linear)")
         return self
 
 

@@ -51,3 +51,12 @@ def test_compare_reads_both_curves_at_fractions_of_the_measured_peak():
     assert c["at90_error"] == pytest.approx(0.1)
     # a simulated curve that does not reach 90 % of the measured peak has no number there
     assert compare(350.0, 350.0, CURVE, [(100.0, 350.0), (2000.0, 700.0)])["at90_error"] is None
+
+
+def test_a_given_peak_beyond_the_measured_curve_leaves_the_fraction_it_misses_unmeasured():
+    """The H200's chase rows end at 69 % of its measured peak (the rows beyond report more than its HBM can move):
+    with that peak given, 50 % is read off both curves and 90 % has no measured latency."""
+    c = compare(350.0, 350.0, CURVE, CURVE, peak_GBps=4000.0)
+    assert c["peak_GBps"] == 4000.0 and c["at50_GBps"] == 2000.0
+    assert c["at50_error"] == pytest.approx(0.0)
+    assert c["at90_meas_ns"] is None and c["at90_error"] is None

@@ -28,7 +28,7 @@ def test_table1_geometry():
     assert list(g.occupancy_table()) == [1, 1, 1, 2, 2]  # 64 B/cycle/bank: 1-2 sectors 1 cycle, 3-4 sectors 2
 
 
-@pytest.mark.parametrize("hash_", ["xor", "linear"])
+@pytest.mark.parametrize("hash_", ["xor", "skew", "linear"])
 def test_working_set_that_fits_hits_on_second_pass(hash_):
     c = L2Cache(TABLE1.model_copy(update={"index_hash": hash_}))
     ws = np.arange(0, 12 * 2**20, 128) + (1 << 33)  # 12 MiB of 128 B reads
@@ -195,10 +195,11 @@ def test_sectors_to_addrs():
 
 @st.composite
 def traces(draw):
-    banks = draw(st.sampled_from([1, 2, 4]))
-    spb = draw(st.sampled_from([1, 2, 8]))
+    hash_ = draw(st.sampled_from(["xor", "skew", "linear"]))
+    banks = draw(st.sampled_from([1, 2, 4] if hash_ == "xor" else [1, 2, 3, 4, 6]))
+    spb = draw(st.sampled_from([1, 2, 8] if hash_ == "xor" else [1, 2, 3, 8]))
     cfg = tiny(banks=banks, spb=spb, assoc=draw(st.sampled_from([1, 2, 4])),
-               write_allocate=draw(st.booleans()), index_hash=draw(st.sampled_from(["xor", "linear"])),
+               write_allocate=draw(st.booleans()), index_hash=hash_,
                bank_bandwidth_B_per_cycle=draw(st.sampled_from([32, 64, 128])))
     pool = draw(st.integers(1, 64))
     batches = []
@@ -254,3 +255,34 @@ def test_fast_equals_reference(t):
 @given(t=traces())
 def test_fast_equals_reference_many(t):
     _check_fast_equals_reference(t)
+
+
+# ------------------------------------------------------------------ the skew index (slice counts not powers of two)
+
+H200_L2 = dict(banks=96, spb=320, assoc=16)  # 60 MiB of 128 B lines in 16 ways over 96 slices: 320 sets per slice
+
+
+@pytest.mark.parametrize("block", [0, 7, 123457])
+def test_skew_maps_an_aligned_block_one_line_per_bank_and_set(block):
+    """Every aligned block of banks x sets lines fills each (bank, set) once, as the xor hash does for powers of two:
+    a contiguous working set uses the capacity it occupies (t3sim/cache/common.py)."""
+    g = L2Geometry.from_config(tiny(index_hash="skew", **H200_L2))
+    n = g.banks * g.sets_per_bank
+    sets = {g.bank_and_set(block * n + i)[1] for i in range(n)}
+    assert len(sets) == n
+
+
+def test_skew_spreads_a_row_stride_that_linear_camps_on_one_bank():
+    """A row-major operand whose rows are 192 lines apart (12288 bf16: 24 KiB) on 96 slices: the plain modulo puts
+    every row's first line in one slice; the skew spreads them over at least a third of the slices."""
+    banks = {}
+    for hash_ in ("linear", "skew"):
+        g = L2Geometry.from_config(tiny(index_hash=hash_, **H200_L2))
+        banks[hash_] = {g.bank_and_set(192 * r)[0] for r in range(1024)}
+    assert len(banks["linear"]) == 1
+    assert len(banks["skew"]) >= 32
+
+
+def test_xor_refuses_counts_that_are_not_powers_of_two():
+    with pytest.raises(ValueError, match="use 'skew'"):
+        L2Geometry.from_config(tiny(index_hash="linear", **H200_L2).model_copy(update={"index_hash": "xor"}))

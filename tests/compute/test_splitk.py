@@ -193,7 +193,7 @@ def test_stages_are_over_the_slice_wgs_and_the_reduction_uses_the_kernels_cus(sy
     red = gk.reduce
     assert red.num_wgs == 6 and red.footprint.threads == REDUCE_THREADS and red.footprint.lds_B == 0
     assert max(cu for cu, *_ in red.wg_spans) < 10
-    launch = ns_to_ticks(system.gpu.dependent_launch_gap)  # the preset's dependent gap (1152 ns, measured)
+    launch = ns_to_ticks(system.gpu.dependent_launch_gap)  # the preset's dependent gap (800 ns, measured)
     assert launch < ns_to_ticks(system.gpu.kernel_launch_overhead_ns)
     assert min(t0 for *_, t0, _ in red.wg_spans) == r.reduce_start_tick + launch
     assert r.end_tick >= max(t1 for *_, t1 in red.wg_spans)
@@ -202,13 +202,14 @@ def test_stages_are_over_the_slice_wgs_and_the_reduction_uses_the_kernels_cus(sy
 @pytest.mark.parametrize("gap_ns", [None, 0.0, 700.0])
 def test_the_reduction_starts_its_dependent_launch_gap_after_the_split_kernel(system, gap_ns):
     """cuBLAS launches splitKreduce_kernel as a programmatic dependent of its split kernel: its first WG dispatches
-    ``gpu.dependent_launch_gap_ns`` after the split kernel's end, not ``kernel_launch_overhead_ns`` (3 us here);
+    ``gpu.dependent_launch_gap_ns`` after the split kernel's end, not ``kernel_launch_overhead_ns`` (the preset's);
     unset, the reduction launches as any kernel."""
     gpu = system.gpu.model_copy(update={"dependent_launch_gap_ns": gap_ns})
     r, _, gk, _, _ = run(system.model_copy(update={"gpu": gpu}), record(system, 64, 1536, 1024, 4), spans=True)
-    gap = ns_to_ticks(3000.0 if gap_ns is None else gap_ns)
+    launch = ns_to_ticks(system.gpu.kernel_launch_overhead_ns)
+    gap = launch if gap_ns is None else ns_to_ticks(gap_ns)
     assert min(t0 for *_, t0, _ in gk.reduce.wg_spans) == r.reduce_start_tick + gap
-    assert gk.wg_spans and min(t0 for *_, t0, _ in gk.wg_spans) == r.start_tick + ns_to_ticks(3000.0)
+    assert gk.wg_spans and min(t0 for *_, t0, _ in gk.wg_spans) == r.start_tick + launch
 
 
 def test_bad_split_and_missing_workspace_are_rejected(system):

@@ -74,11 +74,15 @@ def one_access(i, a, m, wr, unc, sc, now, S, g, V, occ, counts, R, E, nev):
     Writes row ``i`` of ``R`` (outcome, fill, dram write, bank, done cycle); returns the
     new write-back count ``nev``.
     """
-    line_shift, nbanks, spb, bank_bits, set_bits, xor, assoc, walloc = g
+    line_shift, nbanks, spb, bank_bits, set_bits, mode, assoc, walloc = g
     line = a >> line_shift
-    if xor:
+    if mode == 1:  # xor (t3sim.cache.common: HASH_XOR)
         b = _fold(line, bank_bits, nbanks - 1)
         s = _fold(line >> bank_bits, set_bits, spb - 1)
+    elif mode == 2:  # skew (HASH_SKEW)
+        x = line // nbanks
+        b = (line + _fold(x, bank_bits, (1 << bank_bits) - 1)) % nbanks
+        s = (x + _fold(x // spb, set_bits, (1 << set_bits) - 1)) % spb
     else:
         b = line % nbanks
         s = (line // nbanks) % spb
@@ -169,7 +173,7 @@ def one_access(i, a, m, wr, unc, sc, now, S, g, V, occ, counts, R, E, nev):
 
 @numba.njit(cache=True, inline="always")
 def _geo(G):
-    return (G[G_LINE_SHIFT], G[G_NBANKS], G[G_SPB], G[G_BANK_BITS], G[G_SET_BITS], G[G_XOR] != 0, G[G_ASSOC],
+    return (G[G_LINE_SHIFT], G[G_NBANKS], G[G_SPB], G[G_BANK_BITS], G[G_SET_BITS], G[G_XOR], G[G_ASSOC],
             G[G_WALLOC] != 0)
 
 
