@@ -39,7 +39,8 @@ Timing model (all integer ticks, 1 tick = 1 ps; see :mod:`t3sim.sim.clock`):
 
 Because the queue is FIFO and service is deterministic, the departure time is
 known when the packet starts (at ``put`` when it has credit), so each packet costs exactly one simpy event (its
-delivery), not a process; a packet that waits for credit starts in :meth:`Link.release`'s credit return. A packet
+delivery), not a process; a packet that waits for credit starts when the credit it needs is back (one more event,
+scheduled only while a packet waits: credit returns are otherwise absorbed lazily at the next ``put``). A packet
 whose ``left`` attribute is a callable is told the tick its last byte leaves (its serialisation end) as it starts,
 and the attribute is cleared (so only its first link tells).
 
@@ -143,6 +144,8 @@ class Link(Component):
         self.credits_B = int(credits_B)   # the receiving end's buffer (0: no flow control)
         self.credits = self.credits_B     # credit the sender holds now, B
         self.credits_returning = 0        # credit freed by the receiving end, on its way back, B
+        self._returns: Deque[Tuple[int, int]] = deque()  # (tick it is back, B) of credit on its way back, in tick order
+        self._wake_pending = False        # an event is scheduled at the earliest return (a packet waits for it)
         self._waiting: Deque[Tuple[Any, int]] = deque()  # (packet, put tick) waiting for credit, FIFO
         self.credit_wait_ticks = 0        # sum over packets of the time they waited for credit
         self.credit_idle_ticks = 0        # time the wire sat idle while a packet waited for credit
@@ -171,34 +174,61 @@ class Link(Component):
             if nbytes > self.credits_B:
                 raise ValueError(f"{self.name}: packet of {nbytes} B exceeds the receiving end's "
                                  f"{self.credits_B} B buffer: it could never be sent")
+            if self._returns:
+                self._absorb(now)
             if self._waiting or self.credits < nbytes:
                 self._waiting.append((packet, now))
                 self.credit_stalled_packets += 1
                 self._note_depth(now)
+                if not self._wake_pending and self._returns:
+                    self._wake_at(self._returns[0][0])
                 return None
             self._take(nbytes)
         return self._start(packet, now, now)
 
     def release(self, nbytes: int) -> None:
         """The receiving end freed ``nbytes`` of its buffer (a packet it held): the credit is back at the sender one
-        link latency later, and packets waiting for it start then (module doc). No-op without flow control."""
+        link latency later, and packets waiting for it start then (module doc). No-op without flow control.
+
+        Returns are absorbed lazily (:meth:`_absorb`): a credit on its way back costs an event only while a packet
+        waits for it, so a link whose buffer never fills schedules nothing beyond its deliveries."""
         if not self.credits_B:
             return
-        if self.latency_ticks:
-            self.credits_returning += nbytes
-            call_at(self.env, self.env._now + self.latency_ticks, self._credit_back, nbytes)
-        else:
-            self._return(nbytes)
+        if not self.latency_ticks:
+            self.credits += nbytes
+            self._start_waiting(self.env._now)
+            return
+        self._returns.append((self.env._now + self.latency_ticks, nbytes))
+        self.credits_returning += nbytes
+        if self._waiting and not self._wake_pending:
+            self._wake_at(self._returns[0][0])
 
-    def _credit_back(self, ev) -> None:
-        self.credits_returning -= ev._value
-        self._return(ev._value)
-
-    def _return(self, nbytes: int) -> None:
-        self.credits += nbytes
+    def _absorb(self, now: int) -> None:
+        """Credit whose return tick has come is back at the sender."""
+        returns = self._returns
+        while returns and returns[0][0] <= now:
+            _, n = returns.popleft()
+            self.credits += n
+            self.credits_returning -= n
         if self.credits > self.credits_B:
             raise AssertionError(f"{self.name}: {self.credits} B of credit, more than the {self.credits_B} B buffer")
+
+    def _wake_at(self, tick: int) -> None:
+        self._wake_pending = True
+        call_at(self.env, tick, self._wake, None)
+
+    def _wake(self, _ev) -> None:
+        """The earliest credit a waiting packet needs is back: start what it allows, and wait for the next return."""
+        self._wake_pending = False
         now = self.env._now
+        self._absorb(now)
+        self._start_waiting(now)
+        if self._waiting and self._returns:
+            self._wake_at(self._returns[0][0])
+        self.progressed()
+
+    def _start_waiting(self, now: int) -> None:
+        """Start the waiting packets, in order, while the credit covers the one at the head."""
         waiting = self._waiting
         while waiting and self.credits >= waiting[0][0].nbytes:
             packet, put_tick = waiting.popleft()
@@ -208,7 +238,6 @@ class Link(Component):
             if now > free:
                 self.credit_idle_ticks += now - free
             self._start(packet, put_tick, now)
-        self.progressed()
 
     def _note_depth(self, now: int) -> None:
         """Queue depth = packets whose serialisation has not ended by ``now`` + those waiting for credit."""

@@ -175,6 +175,24 @@ def test_receiver_holds_the_buffer_until_its_writes_are_done():
     net.check_conserved()
 
 
+def test_send_left_tells_when_the_last_packet_left_the_first_link():
+    """``Network.send(left=)`` is told once, with the serialisation end of the transfer's last packet on its first
+    link: at once when the link has credit, or when the credit for it is back."""
+    eng, net = _net(kind="ring", num_gpus=2, link_bandwidth_GBps=100.0, link_latency_ns=10.0, packet_size_B=1000,
+                    receive_buffer_B=2000)
+    held = []
+    net.set_receiver(1, lambda p: held.append(eng.env.event()) or held[-1])
+    ends = []
+    net.send(0, 1, 2000, left=ends.append)
+    assert ends == [20_000]  # two packets, both with credit: the second's last byte leaves at 20 ns
+    net.send(0, 1, 1000, left=ends.append)
+    eng.env.run()
+    assert ends == [20_000]  # the third waits: GPU 1 holds both earlier packets
+    held[0].succeed()        # at 30 ns; the credit is back at 40 ns, the packet leaves at 50 ns
+    eng.env.run()
+    assert ends == [20_000, 50_000]
+
+
 def test_forwarding_hop_frees_the_buffer_on_arrival():
     """A ring's intermediate GPU forwards: its incoming link's credit returns as the packet arrives, while the last
     hop's waits for the destination's writes."""
@@ -186,8 +204,8 @@ def test_forwarding_hop_frees_the_buffer_on_arrival():
     eng.env.run()
     first, last = net.links[(0, 1)], net.links[(1, 2)]
     assert len(held) == 1
-    assert first.credits == 1000 and first.packets_sent == 3  # each freed on arrival at GPU 1
-    assert last.credits == 0 and last.packets_sent == 1       # GPU 2 holds the first packet; two wait at GPU 1
+    assert first.credits + first.credits_returning == 1000 and first.packets_sent == 3  # each freed on arrival at GPU 1
+    assert last.credits + last.credits_returning == 0 and last.packets_sent == 1  # GPU 2 holds the first; two wait
     assert last.pending().startswith("2 packets waiting for credit")
 
 
@@ -242,11 +260,11 @@ def test_bad_buffer_is_refused_with_the_field_named(tmp_path):
 
 # ---------------------------------------------------------------------------------------------------- whole runs
 
-def _run(*extra):
+def _run(*extra, base=("scheme.kind=t3",)):
     from t3sim.config import load_experiment
     from t3sim.exec.dispatch import simulate
     from tests.config.field_recipes import TINY
-    exp = load_experiment(REPO / "configs/experiments/default.yaml", list(TINY) + ["scheme.kind=t3"] + list(extra))
+    exp = load_experiment(REPO / "configs/experiments/default.yaml", list(TINY) + list(base) + list(extra))
     return simulate(exp)
 
 
@@ -263,3 +281,13 @@ def test_whole_run_with_a_one_packet_buffer_finishes_slower_and_reports_its_stal
     assert s.value(f"{link}.peak_credits_used_B") == 4096
     assert s.value(f"{link}.credit_idle_ns") > 0
     assert wide.stats.value(f"{link}.credit_idle_ns") == 0  # the preset's buffer never holds this link back
+
+
+def test_nccl_ctas_wait_for_their_stores_to_leave_a_link_without_credit():
+    """NCCL's kernel moves a CTA on once its stores have left the GPU's link (``Network.send(left=)``): with a
+    one-packet buffer they leave a credit round trip apart, so its reduce-scatter and all-gather take longer, and the
+    run still finishes with every credit accounted for."""
+    nccl = ("scheme.kind=sequential", "system.collective.protocol=nccl_simple", "system.collective.cus=2")
+    wide, narrow = _run(base=nccl), _run("system.interconnect.receive_buffer_B=4096", base=nccl)
+    assert narrow.summary["rs_us"] > wide.summary["rs_us"] and narrow.summary["ag_us"] > wide.summary["ag_us"]
+    assert narrow.stats.value("network.link.gpu0_to_gpu1.credit_idle_ns") > 0
