@@ -43,6 +43,9 @@ _PATTERNS = {
     "device pool": r"(?i:\bworkplace\b|\bdevice (?:pool|host)s?\b)",
     # the development environment's own tools (a checkout has none of them)
     "development tool": r"\bfarm-(?:studio|bench)\b",
+    # which machine took a measurement, as a story ("a second H200 run", "on another H200", "a different host", "the
+    # node's notes", "(137.1 us on this one)"): a measurement is cited by its data folder and env.json
+    "which machine": r"(?i:\b(?:a second|another) [ah]\d{3}\b|\bdifferent host\b|\bnode's notes\b|\bon this one\))",
 }
 _RX = re.compile("|".join(f"(?P<g{i}>{p})" for i, p in enumerate(_PATTERNS.values())))
 _NAMES = list(_PATTERNS)
@@ -79,7 +82,8 @@ def _tracked() -> list:
 
 #: lower-case words one of which every match of :data:`_RX` contains: a line is matched only if it holds one
 #: (``str.find`` over a whole file is far faster than a regex search, and keeps the test under a second)
-_KEYS = ("issue", "paper", "shared", "session", "vm", "lent", "device", "carry", "returned", "workplace", "farm")
+_KEYS = ("issue", "paper", "shared", "session", "vm", "lent", "device", "carry", "returned", "workplace", "farm",
+         "a second ", "another ", "different host", "node's notes", "on this one")
 
 
 def _candidate_lines(text: str):
@@ -143,6 +147,9 @@ def test_no_tracked_file_narrates_the_development():
     ("SESSION_EVENTS = 1 << 16", "session"), ("start_new_session=True", "session"), ("schemes/shared/", "shared/ path"),
     ("on the VM (-j 2)", "VM"), ("one H200 of this workplace's device pool", "device pool"),
     ("a 16-core device host", "device pool"), ("`farm-studio look` draws it", "development tool"),
+    ("`h200-timed/` is a second H200 run", "which machine"), ("on another H200 of the same model", "which machine"),
+    ("(a different host)", "which machine"), ("the node's notes; clock", "which machine"),
+    ("(137.1 us on this one)", "which machine"),
 ])
 def test_patterns_catch_the_words(line, word):
     m = _RX.search(line)
@@ -153,6 +160,7 @@ def test_patterns_catch_the_words(line, word):
 @pytest.mark.parametrize("line", [
     "github.com/NVIDIA/nccl/issues/1397", "the memory hierarchy issues whole DRAM accesses", "EVENTS_PER_CALL = 1 << 16",
     "FiCCO Sec. IV-C", "a shared L2", "excellent", "item 7 of experiments/t3-sublayers/README.md",
+    "copies issued on another stream", "a second stream", "each H200 SXM of the node",
 ])
 def test_patterns_leave_technical_text(line):
     assert not _RX.search(line)
