@@ -143,7 +143,6 @@ class Link(Component):
             raise ValueError(f"{name}: credits_B must be >= 0, got {credits_B}")
         self.credits_B = int(credits_B)   # the receiving end's buffer (0: no flow control)
         self.credits = self.credits_B     # credit the sender holds now, B
-        self.credits_returning = 0        # credit freed by the receiving end, on its way back, B
         self._returns: Deque[Tuple[int, int]] = deque()  # (tick it is back, B) of credit on its way back, in tick order
         self._wake_pending = False        # an event is scheduled at the earliest return (a packet waits for it)
         self._waiting: Deque[Tuple[Any, int]] = deque()  # (packet, put tick) waiting for credit, FIFO
@@ -199,7 +198,6 @@ class Link(Component):
             self._start_waiting(self.env._now)
             return
         self._returns.append((self.env._now + self.latency_ticks, nbytes))
-        self.credits_returning += nbytes
         if self._waiting and not self._wake_pending:
             self._wake_at(self._returns[0][0])
 
@@ -207,9 +205,7 @@ class Link(Component):
         """Credit whose return tick has come is back at the sender."""
         returns = self._returns
         while returns and returns[0][0] <= now:
-            _, n = returns.popleft()
-            self.credits += n
-            self.credits_returning -= n
+            self.credits += returns.popleft()[1]
         if self.credits > self.credits_B:
             raise AssertionError(f"{self.name}: {self.credits} B of credit, more than the {self.credits_B} B buffer")
 
@@ -314,6 +310,11 @@ class Link(Component):
     # ------------------------------------------------------------------ queries
 
     @property
+    def credits_returning(self) -> int:
+        """Credit the receiving end has freed that is still on its way back to the sender, B."""
+        return sum(n for _, n in self._returns)
+
+    @property
     def in_flight_packets(self) -> int:
         return self.packets_sent - self.packets_received
 
@@ -330,10 +331,10 @@ class Link(Component):
             raise AssertionError(
                 f"{self.name}: sent {self.bytes_sent} B/{self.packets_sent} pkts, "
                 f"received {self.bytes_received} B/{self.packets_received} pkts")
-        if self._waiting or self.credits + self.credits_returning != self.credits_B:
-            raise AssertionError(f"{self.name}: {len(self._waiting)} packets wait for credit and "
-                                 f"{self.credits_B - self.credits - self.credits_returning} B of the receiving end's "
-                                 "buffer is not freed")
+        held = self.credits_B - self.credits - self.credits_returning
+        if self._waiting or held:
+            raise AssertionError(f"{self.name}: {len(self._waiting)} packets wait for credit and {held} B of the "
+                                 "receiving end's buffer is not freed")
 
     def utilisation(self, elapsed_ticks: Optional[int] = None) -> float:
         """Busy fraction over ``[0, elapsed_ticks]`` (default: up to now)."""

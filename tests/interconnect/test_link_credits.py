@@ -252,9 +252,9 @@ def test_landed_but_unwritten_bytes_never_exceed_the_buffer():
     net.check_conserved()
 
 
-def test_bad_buffer_is_refused_with_the_field_named(tmp_path):
-    from t3sim.errors import InputError  # noqa: F401  (the error kind load_system raises)
-    with pytest.raises(Exception, match="receive_buffer_B=1024 is smaller than one packet"):
+def test_bad_buffer_is_refused_with_the_field_named():
+    from t3sim.errors import InputError
+    with pytest.raises(InputError, match="receive_buffer_B=1024 is smaller than one packet"):
         load_system(REPO / "configs/systems/h200-4gpu.yaml", ["interconnect.receive_buffer_B=1024"])
 
 

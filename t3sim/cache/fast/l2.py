@@ -77,7 +77,7 @@ class L2Cache(L2Base):
         G = np.zeros(K.NG, dtype=np.int64)
         G[K.G_LINE_SHIFT], G[K.G_NBANKS], G[K.G_SPB], G[K.G_ASSOC] = g.line_shift, g.banks, g.sets_per_bank, g.assoc
         G[K.G_BANK_BITS], G[K.G_SET_BITS] = g.bank_bits, g.set_bits
-        G[K.G_XOR], G[K.G_WALLOC], G[K.G_HIT_LAT] = g.hash_mode, int(g.write_allocate), g.hit_latency_cycles
+        G[K.G_HASH], G[K.G_WALLOC], G[K.G_HIT_LAT] = g.hash_mode, int(g.write_allocate), g.hit_latency_cycles
         G[K.G_FREQ_KHZ], G[K.G_LINE_B], G[K.G_SECTOR_SHIFT] = self.clock.freq_kHz, g.line_B, g.sector_shift
         self._G = G
         self._nsrc = len(self.sources)

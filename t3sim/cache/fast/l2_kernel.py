@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from t3sim.cache.common import HASH_SKEW, HASH_XOR  # the index function's codes (L2Geometry.hash_mode)
 from t3sim.sim.clock import cycle_start_tick
 
 # outcome codes (mirrors t3sim.cache.common)
@@ -22,7 +23,7 @@ HIT, SECTOR_MISS, MISS, BYPASS = 0, 1, 2, 3
 # state planes of S
 S_TAG, S_STAMP, S_VALID, S_DIRTY, S_OWNER = range(5)
 # geometry/clock integers of G
-(G_LINE_SHIFT, G_BANK_BITS, G_NBANKS, G_SET_BITS, G_SPB, G_ASSOC, G_XOR, G_WALLOC, G_HIT_LAT, G_FREQ_KHZ,
+(G_LINE_SHIFT, G_BANK_BITS, G_NBANKS, G_SET_BITS, G_SPB, G_ASSOC, G_HASH, G_WALLOC, G_HIT_LAT, G_FREQ_KHZ,
  G_LINE_B, G_SECTOR_SHIFT, NG) = range(13)
 # result rows of access_uniform's first output
 R_OUT, R_FILL, R_DW, R_BANK, R_DONE, R_DONE_TICK, R_READY_TICK, NR = range(8)
@@ -76,10 +77,10 @@ def one_access(i, a, m, wr, unc, sc, now, S, g, V, occ, counts, R, E, nev):
     """
     line_shift, nbanks, spb, bank_bits, set_bits, mode, assoc, walloc = g
     line = a >> line_shift
-    if mode == 1:  # xor (t3sim.cache.common: HASH_XOR)
+    if mode == HASH_XOR:  # t3sim.cache.common.L2Geometry.bank_and_set is the reference of each mode
         b = _fold(line, bank_bits, nbanks - 1)
         s = _fold(line >> bank_bits, set_bits, spb - 1)
-    elif mode == 2:  # skew (HASH_SKEW)
+    elif mode == HASH_SKEW:
         x = line // nbanks
         b = (line + _fold(x, bank_bits, (1 << bank_bits) - 1)) % nbanks
         s = (x + _fold(x // spb, set_bits, (1 << set_bits) - 1)) % spb
@@ -173,7 +174,7 @@ def one_access(i, a, m, wr, unc, sc, now, S, g, V, occ, counts, R, E, nev):
 
 @numba.njit(cache=True, inline="always")
 def _geo(G):
-    return (G[G_LINE_SHIFT], G[G_NBANKS], G[G_SPB], G[G_BANK_BITS], G[G_SET_BITS], G[G_XOR], G[G_ASSOC],
+    return (G[G_LINE_SHIFT], G[G_NBANKS], G[G_SPB], G[G_BANK_BITS], G[G_SET_BITS], G[G_HASH], G[G_ASSOC],
             G[G_WALLOC] != 0)
 
 
